@@ -12,7 +12,7 @@ const filter = process.argv[2];
 const pattern = filter ? `${filter}.*\\.test\\.js$` : '\\.test\\.js$';
 
 const child = spawnSync(process.execPath, [uvuBin, here, pattern, '-i', 'run\\.js'], {
-  env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
+  env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'FORCE_COLOR')), NO_COLOR: '1' },
   encoding: 'utf8',
   stdio: ['ignore', 'pipe', 'pipe'],
   maxBuffer: 256 * 1024 * 1024,

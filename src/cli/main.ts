@@ -1,0 +1,69 @@
+// The `skystack` command dispatcher. Each subcommand lives in its own module in src/cli/.
+// Exit codes: 0 success, 1 the work failed (unreadable input, failed run), 2 usage error.
+// Errors print one line naming the file and the error code, never a stack trace.
+
+import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
+import { isFitsError } from '../fits/index.js';
+import { inspectFile, renderInspectText } from './inspect.js';
+
+const USAGE = `usage: skystack <command> [options]
+
+commands:
+  inspect <file.fits> [--json]   dimensions, BITPIX, header cards and per-plane statistics
+  demo [--out DIR] [--kind osc|mono] [--frames N] [--seed S]
+                                 generate a realistic demo dataset and inspect it
+  version                        print the version
+  help                           this text`;
+
+export class UsageError extends Error {}
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+async function inspect(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: { json: { type: 'boolean', default: false } }, allowPositionals: true });
+  if (positionals.length !== 1) throw new UsageError('inspect takes exactly one FITS file');
+  const file = positionals[0]!;
+  const result = await inspectFile(file);
+  process.stdout.write((values.json ? JSON.stringify(result.report) : renderInspectText(result)) + '\n');
+  return 0;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'inspect':
+        return await inspect(rest);
+      case 'version':
+      case '--version':
+        process.stdout.write(`skystack ${version()}\n`);
+        return 0;
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        process.stdout.write(USAGE + '\n');
+        return command === undefined ? 2 : 0;
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (e) {
+    if (e instanceof UsageError || (e as NodeJS.ErrnoException)?.code?.startsWith?.('ERR_PARSE_ARGS')) {
+      process.stderr.write(`skystack: ${(e as Error).message}\n${USAGE}\n`);
+      return 2;
+    }
+    if (isFitsError(e)) {
+      process.stderr.write(`skystack ${command}: ${e.message}\n`);
+      return 1;
+    }
+    const err = e as Error;
+    process.stderr.write(`skystack ${command}: INTERNAL: ${err?.message ?? String(e)}\n`);
+    if (process.env.SKYSTACK_DEBUG) process.stderr.write(`${err?.stack ?? ''}\n`);
+    return 1;
+  }
+}
+
