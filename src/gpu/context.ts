@@ -1,0 +1,232 @@
+// GpuContext: one acquired device with its pipeline cache, buffer pool and transfer helpers.
+// Kernel wrappers receive a context and own only their bind groups and dispatch math.
+// Invariants: pipelines are created once per (device, kernel, override constants); staging
+// buffers come from the pool; after device loss every call fails with DEVICE_LOST.
+
+import { acquireDevice, type DeviceInfo, type DevicePreference } from './device.js';
+import { BufferPool } from './buffer-pool.js';
+import { GpuError } from './errors.js';
+import { KERNELS, type KernelId } from './registry.js';
+import { loadShader } from './shaders.js';
+
+export type Overrides = Record<string, number>;
+
+export interface KernelPipeline {
+  pipeline: GPUComputePipeline;
+  layout: GPUBindGroupLayout;
+}
+
+export type BindingResource = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
+
+function isBufferBinding(r: BindingResource): r is { buffer: GPUBuffer; offset?: number; size?: number } {
+  return typeof (r as { buffer?: unknown }).buffer === 'object';
+}
+
+export class GpuContext {
+  readonly pool: BufferPool;
+  private readonly pipelines = new Map<string, Promise<KernelPipeline>>();
+  private readonly modules = new Map<string, GPUShaderModule>();
+  private lostReason: string | null = null;
+  private destroyed = false;
+  /** Validation errors Dawn reported outside an error scope (should stay empty). */
+  readonly uncapturedErrors: string[] = [];
+  /** Dispatch count per kernel id: lets tests assert that the GPU path really ran. */
+  readonly dispatches = new Map<KernelId, number>();
+  /** Pooled buffers that commands not yet submitted still use; released at the next submit. */
+  private retiring: GPUBuffer[] = [];
+
+  constructor(
+    /** Held so the Dawn instance outlives the device (events stop when it is collected). */
+    readonly instance: GPU,
+    readonly device: GPUDevice,
+    readonly info: DeviceInfo,
+    poolLimitBytes = Number.POSITIVE_INFINITY,
+  ) {
+    this.pool = new BufferPool(device, poolLimitBytes);
+    device.lost.then((lost) => {
+      if (!this.destroyed) this.lostReason = `${lost.reason}: ${lost.message}`;
+    });
+    device.addEventListener('uncapturederror', (ev) => {
+      this.uncapturedErrors.push((ev as GPUUncapturedErrorEvent).error.message);
+    });
+  }
+
+  /** Acquires a device per preference; `null` context means "use the TypeScript kernels". */
+  static async create(preference?: DevicePreference, poolLimitBytes?: number): Promise<{ ctx: GpuContext | null; info: DeviceInfo }> {
+    const { acquired, info } = await acquireDevice(preference);
+    return { ctx: acquired ? new GpuContext(acquired.instance, acquired.device, acquired.info, poolLimitBytes) : null, info };
+  }
+
+  get limits(): GPUSupportedLimits {
+    return this.device.limits;
+  }
+
+  private check(): void {
+    if (this.destroyed) throw new GpuError('DEVICE_LOST', 'GPU context was destroyed');
+    if (this.lostReason) throw new GpuError('DEVICE_LOST', `GPU device lost (${this.lostReason})`);
+  }
+
+  private module(path: string): GPUShaderModule {
+    let m = this.modules.get(path);
+    if (!m) {
+      m = this.device.createShaderModule({ code: loadShader(path), label: path });
+      this.modules.set(path, m);
+    }
+    return m;
+  }
+
+  /** The compute pipeline for a kernel with the given override constants (cached). */
+  pipeline(id: KernelId, overrides: Overrides = {}): Promise<KernelPipeline> {
+    this.check();
+    const key = `${id}|${Object.keys(overrides)
+      .sort()
+      .map((k) => `${k}=${overrides[k]}`)
+      .join(',')}`;
+    let p = this.pipelines.get(key);
+    if (!p) {
+      p = this.createPipeline(id, overrides);
+      this.pipelines.set(key, p);
+      p.catch(() => this.pipelines.delete(key));
+    }
+    return p;
+  }
+
+  private async createPipeline(id: KernelId, overrides: Overrides): Promise<KernelPipeline> {
+    const spec = KERNELS[id];
+    const layout = this.device.createBindGroupLayout({
+      label: id,
+      entries: spec.bindings.map((type, binding) => ({ binding, visibility: GPUShaderStage.COMPUTE, buffer: { type } })),
+    });
+    const module = this.module(spec.shader);
+    try {
+      const pipeline = await this.device.createComputePipelineAsync({
+        label: id,
+        layout: this.device.createPipelineLayout({ bindGroupLayouts: [layout] }),
+        compute: { module, entryPoint: 'main', constants: overrides },
+      });
+      return { pipeline, layout };
+    } catch (e) {
+      const info = await module.getCompilationInfo();
+      const messages = info.messages.map((m) => `${spec.shader}:${m.lineNum}:${m.linePos} ${m.type}: ${m.message}`).join('; ');
+      throw new GpuError('SHADER_INVALID', `${id}: ${(e as Error).message}${messages ? ` (${messages})` : ''}`);
+    }
+  }
+
+  bindGroup(kernel: KernelPipeline, resources: BindingResource[]): GPUBindGroup {
+    return this.device.createBindGroup({
+      layout: kernel.layout,
+      entries: resources.map((r, binding) => ({ binding, resource: isBufferBinding(r) ? r : { buffer: r } })),
+    });
+  }
+
+  /** Encodes one compute pass into `encoder` (or a new one that is submitted at once). */
+  dispatch(id: KernelId, kernel: KernelPipeline, group: GPUBindGroup, workgroups: [number, number?, number?], encoder?: GPUCommandEncoder): void {
+    this.check();
+    const [x, y = 1, z = 1] = workgroups;
+    const max = this.limits.maxComputeWorkgroupsPerDimension;
+    if (x > max || y > max || z > max) throw new GpuError('BAD_ARGUMENT', `${id}: dispatch ${x}x${y}x${z} exceeds ${max} workgroups per dimension`);
+    const own = encoder ?? this.device.createCommandEncoder({ label: id });
+    const pass = own.beginComputePass({ label: id });
+    pass.setPipeline(kernel.pipeline);
+    pass.setBindGroup(0, group);
+    pass.dispatchWorkgroups(x, y, z);
+    pass.end();
+    this.dispatches.set(id, (this.dispatches.get(id) ?? 0) + 1);
+    if (!encoder) this.submit(own);
+  }
+
+  /**
+   * Returns a pooled buffer once the commands recorded so far are submitted. Queue writes are
+   * ordered with submits, so a buffer released after its submit can be rewritten safely.
+   */
+  retire(buffer: GPUBuffer): void {
+    this.retiring.push(buffer);
+  }
+
+  submit(encoder: GPUCommandEncoder): void {
+    this.check();
+    this.device.queue.submit([encoder.finish()]);
+    const done = this.retiring;
+    this.retiring = [];
+    for (const b of done) this.pool.release(b);
+  }
+
+  /** A pooled storage buffer filled with `data` (queue.writeBuffer is the fastest upload path). */
+  upload(data: ArrayBufferView, usage: GPUBufferUsageFlags = GPUBufferUsage.STORAGE, label = 'upload'): GPUBuffer {
+    this.check();
+    const buffer = this.pool.acquire(data.byteLength, usage | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC, label);
+    this.write(buffer, data);
+    return buffer;
+  }
+
+  /** Writes `data` into `buffer` at `offset` bytes (sizes padded to 4 bytes as WebGPU requires). */
+  write(buffer: GPUBuffer, data: ArrayBufferView, offset = 0): void {
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    const aligned = bytes.byteLength & ~3;
+    if (aligned > 0) this.device.queue.writeBuffer(buffer, offset, bytes, 0, aligned);
+    if (aligned < bytes.byteLength) {
+      const tail = new Uint8Array(4);
+      tail.set(bytes.subarray(aligned));
+      this.device.queue.writeBuffer(buffer, offset + aligned, tail);
+    }
+  }
+
+  /** A pooled uniform buffer holding `data` (hand it to retire() once its dispatch is recorded). */
+  uniform(data: ArrayBufferView): GPUBuffer {
+    return this.upload(data, GPUBufferUsage.UNIFORM, 'params');
+  }
+
+  /** A pooled storage buffer for kernel output. */
+  storage(bytes: number, label = 'storage'): GPUBuffer {
+    this.check();
+    return this.pool.acquire(bytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST, label);
+  }
+
+  /** Copies `byteLength` bytes of `buffer` back to the host. */
+  async readback(buffer: GPUBuffer, byteLength: number, offset = 0): Promise<ArrayBuffer> {
+    this.check();
+    const size = Math.ceil(byteLength / 4) * 4;
+    const staging = this.pool.acquire(size, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'readback');
+    try {
+      const encoder = this.device.createCommandEncoder({ label: 'readback' });
+      encoder.copyBufferToBuffer(buffer, offset, staging, 0, size);
+      this.submit(encoder);
+      await staging.mapAsync(GPUMapMode.READ, 0, size);
+      this.check();
+      const copy = staging.getMappedRange(0, size).slice(0, byteLength);
+      staging.unmap();
+      return copy;
+    } finally {
+      this.pool.release(staging);
+    }
+  }
+
+  async readFloat32(buffer: GPUBuffer, count: number, offset = 0): Promise<Float32Array> {
+    return new Float32Array(await this.readback(buffer, count * 4, offset));
+  }
+
+  /** Resolves when everything submitted so far has finished on the device. */
+  async done(): Promise<void> {
+    this.check();
+    await this.device.queue.onSubmittedWorkDone();
+    this.check();
+  }
+
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.pool.trim();
+    this.device.destroy();
+  }
+}
+
+let shared: Promise<{ ctx: GpuContext | null; info: DeviceInfo }> | undefined;
+
+/**
+ * The process-wide context (one device per process, per DESIGN §2), acquired on first use
+ * with SKYSTACK_DEVICE's preference.
+ */
+export function sharedGpu(): Promise<{ ctx: GpuContext | null; info: DeviceInfo }> {
+  shared ??= GpuContext.create();
+  return shared;
+}

@@ -1,0 +1,36 @@
+// The one kernel registry: every WGSL entry point skystack dispatches, with its shader file
+// (under shaders/) and its bind-group layout in binding order. Wrappers in src/gpu/kernels/
+// look kernels up here by id; nothing else names a shader file.
+// Convention: binding 0 is the uniform parameter block when a kernel has one.
+
+export type BindingKind = 'uniform' | 'storage' | 'read-only-storage';
+
+export interface KernelSpec {
+  /** Path under shaders/. Each file has exactly one entry point, named `main`. */
+  shader: string;
+  bindings: readonly BindingKind[];
+}
+
+export const KERNELS = {
+  // decode: raw FITS samples (big-endian words as uploaded) -> f32 physical values
+  decode_int16: { shader: 'decode/int16.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  decode_int32: { shader: 'decode/int32.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  decode_float32: { shader: 'decode/float32.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  // calibrate: (light - bias - dark) / normalised flat
+  calibrate: { shader: 'calibrate/calibrate.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage'] },
+  // stats: NaN-aware reductions
+  stats_minmax: { shader: 'stats/minmax.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  stats_histogram: { shader: 'stats/histogram.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'storage'] },
+  // debayer: CFA mosaic -> three planes
+  debayer_bilinear: { shader: 'debayer/bilinear.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  // warp: affine resampling
+  warp_bilinear: { shader: 'warp/bilinear.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  warp_lanczos3: { shader: 'warp/lanczos3.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  // stack: per-pixel normalisation, rejection and weighted mean over N frames
+  stack: { shader: 'stack/stack.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage'] },
+  // stretch: per-pixel tone curves
+  stretch_mtf: { shader: 'stretch/mtf.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  stretch_asinh: { shader: 'stretch/asinh.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+} as const satisfies Record<string, KernelSpec>;
+
+export type KernelId = keyof typeof KERNELS;
