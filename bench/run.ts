@@ -1,0 +1,143 @@
+// `npm run bench [-- --quick] [--device all|auto|gpu|software|cpu] [--only REGEX] [--json FILE] [--no-record]`
+// Runs every benchmark case in bench/kernels/ on every available device path, prints a table
+// with each figure also as a fraction of the measured host memory bandwidth, appends a dated
+// section to bench/RESULTS.md and optionally writes the figures as JSON for scripts.
+
+import { appendFile, readdir, writeFile } from 'node:fs/promises';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { GpuContext } from '../src/gpu/context.js';
+import type { DeviceInfo, DevicePath } from '../src/gpu/device.js';
+import { measure, type BenchCase, type BenchEnv, type BenchResult } from './harness.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const resultsFile = join(here, '..', '..', 'bench', 'RESULTS.md');
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    device: { type: 'string', default: 'all' },
+    only: { type: 'string' },
+    json: { type: 'string' },
+    'no-record': { type: 'boolean', default: false },
+  },
+});
+
+interface Machine {
+  cpu: string;
+  cores: number;
+  memory_gib: number;
+  node: string;
+  platform: string;
+  /** Host memory bandwidth from a large Float64Array copy, bytes read + written. */
+  bandwidth_gbs: number;
+  date: string;
+}
+
+async function hostBandwidth(quick: boolean): Promise<number> {
+  const n = (quick ? 32 : 128) * 1024 * 1024 / 8;
+  const a = new Float64Array(n).fill(1);
+  const b = new Float64Array(n);
+  const t = await measure(() => b.set(a), { warmup: 1, reps: quick ? 3 : 7 });
+  return (2 * n * 8) / (t.medianMs / 1000) / 1e9;
+}
+
+async function loadCases(only: RegExp | undefined): Promise<BenchCase[]> {
+  const dir = join(here, 'kernels');
+  const files = (await readdir(dir)).filter((f) => f.endsWith('.js')).sort();
+  const cases: BenchCase[] = [];
+  for (const f of files) {
+    const mod = (await import(join(dir, f))) as { cases?: BenchCase[] };
+    for (const c of mod.cases ?? []) if (!only || only.test(c.kernel)) cases.push(c);
+  }
+  return cases;
+}
+
+async function environments(device: string, quick: boolean): Promise<{ env: BenchEnv; skipped?: string }[]> {
+  const wanted: DevicePath[] = device === 'all' ? ['gpu', 'software', 'cpu'] : device === 'auto' ? [] : [device as DevicePath];
+  const out: { env: BenchEnv; skipped?: string }[] = [];
+  if (device === 'auto') {
+    const { ctx, info } = await GpuContext.create('auto');
+    out.push({ env: { ctx, info, quick } });
+    return out;
+  }
+  for (const path of wanted) {
+    if (path === 'cpu') {
+      const { info } = await GpuContext.create('cpu');
+      out.push({ env: { ctx: null, info, quick } });
+      continue;
+    }
+    try {
+      const { ctx, info } = await GpuContext.create(path);
+      out.push({ env: { ctx, info, quick } });
+    } catch (e) {
+      out.push({ env: { ctx: null, info: { kind: path } as DeviceInfo, quick }, skipped: (e as Error).message });
+    }
+  }
+  return out;
+}
+
+function table(results: BenchResult[], bandwidth: number): string {
+  const header = ['benchmark', 'device', 'timing', 'size', 'ms', 'value', 'unit'];
+  const rows = results.map((r) => [r.name, r.device, r.timing, r.size, r.ms.toFixed(1), r.value.toFixed(1), r.unit]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line), '', `host memory bandwidth (Float64Array copy, read + write): ${bandwidth.toFixed(1)} GB/s`].join('\n');
+}
+
+async function main(): Promise<void> {
+  const quick = values.quick ?? false;
+  const only = values.only ? new RegExp(values.only) : undefined;
+  const cases = await loadCases(only);
+  const bandwidth = await hostBandwidth(quick);
+  const machine: Machine = {
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores: cpus().length,
+    memory_gib: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+    bandwidth_gbs: Number(bandwidth.toFixed(2)),
+    date: new Date().toISOString(),
+  };
+  const results: BenchResult[] = [];
+  const adapters: string[] = [];
+  for (const { env, skipped } of await environments(values.device ?? 'all', quick)) {
+    if (skipped) {
+      console.log(`[bench] device path ${env.info.kind}: not available (${skipped})`);
+      continue;
+    }
+    const label = env.ctx ? `${env.info.kind} (${env.info.adapter}, ${env.info.backend})` : 'cpu (TypeScript)';
+    adapters.push(label);
+    console.log(`[bench] device path ${label}: ${cases.length} cases`);
+    for (const c of cases) {
+      try {
+        const rs = await c.run(env);
+        for (const r of rs) console.log(`  ${r.name} [${r.device}/${r.timing}] ${r.size}: ${r.value.toFixed(1)} ${r.unit} (${r.ms.toFixed(1)} ms)`);
+        results.push(...rs);
+      } catch (e) {
+        console.log(`  ${c.kernel}: FAILED ${(e as Error).message}`);
+      }
+    }
+    env.ctx?.destroy();
+  }
+  const text = table(results, bandwidth);
+  console.log(`\n${text}`);
+  if (values.json) await writeFile(values.json, JSON.stringify({ machine, results }, null, 2) + '\n');
+  if (!values['no-record'] && results.length > 0) {
+    const section = [
+      '',
+      `## ${machine.date.slice(0, 10)} — ${machine.cpu}, ${machine.cores} cores, ${machine.memory_gib} GiB, node ${machine.node}${quick ? ' (quick)' : ''}`,
+      '',
+      `Device paths: ${adapters.join('; ')}`,
+      '',
+      text,
+      '',
+    ].join('\n');
+    await appendFile(resultsFile, section);
+    console.log(`[bench] appended to ${resultsFile}`);
+  }
+}
+
+await main();

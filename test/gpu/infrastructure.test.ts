@@ -1,0 +1,102 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { planBands } from '../../src/gpu/band-planner.js';
+import { acquireDevice, devicePreferenceFromEnv, isSoftwareAdapter } from '../../src/gpu/device.js';
+import { GpuError } from '../../src/gpu/errors.js';
+import { grid1d, packUniform } from '../../src/gpu/dispatch.js';
+import { gpu, gpuTest } from '../helpers/gpu.js';
+
+const MiB = 1024 * 1024;
+
+test('band planner: bands tile the image, halos stay inside, budget respected', () => {
+  const input = { width: 4096, height: 2048, frames: 16, bytesPerPixel: 4, outputBytesPerPixel: 8, haloRows: 3, budgetBytes: 256 * MiB, maxBindingBytes: 128 * MiB };
+  const plan = planBands(input);
+  // 128 MiB binding / (16 × 4096 × 4 B) = 512 rows including 2 × 3 halo rows.
+  assert.is(plan.rowsPerBand, 506);
+  assert.is(plan.limitedBy, 'binding');
+  let next = 0;
+  for (const b of plan.bands) {
+    assert.is(b.y0, next);
+    next += b.rows;
+    assert.ok(b.readY0 >= 0 && b.readY0 + b.readRows <= input.height);
+    assert.is(b.readY0, Math.max(0, b.y0 - 3));
+  }
+  assert.is(next, input.height);
+  assert.ok(plan.bytesPerBand <= input.budgetBytes);
+  const tight = planBands({ ...input, budgetBytes: 64 * MiB, rowAlign: 2 });
+  assert.is(tight.limitedBy, 'budget');
+  assert.is(tight.rowsPerBand % 2, 0);
+  assert.ok(tight.bytesPerBand <= 64 * MiB, `${tight.bytesPerBand}`);
+  const whole = planBands({ ...input, frames: 1, height: 100 });
+  assert.equal([whole.bands.length, whole.limitedBy, whole.bands[0]!.readRows], [1, 'height', 100]);
+});
+
+test('band planner refuses impossible budgets and bindings with the needed size', () => {
+  const input = { width: 6000, height: 4000, frames: 200, bytesPerPixel: 4, outputBytesPerPixel: 8, haloRows: 0, budgetBytes: 16 * MiB, maxBindingBytes: 2048 * MiB };
+  try {
+    planBands(input);
+    assert.unreachable('should refuse');
+  } catch (e) {
+    assert.instance(e, GpuError);
+    assert.is((e as GpuError).code, 'BUDGET_TOO_SMALL');
+    // 32 rows × 200 frames × 6000 px × 4 B + outputs ≈ 148 MiB.
+    assert.match((e as Error).message, /at least 148 MiB/);
+  }
+  try {
+    planBands({ ...input, budgetBytes: 4096 * MiB, maxBindingBytes: 128 * MiB });
+    assert.unreachable('should refuse');
+  } catch (e) {
+    assert.is((e as GpuError).code, 'BINDING_TOO_LARGE');
+  }
+});
+
+test('dispatch grid folds into 2-D under the per-dimension limit; uniforms pack little-endian', () => {
+  assert.equal(grid1d(100, 64), { workgroups: [2, 1], gridX: 128 });
+  const big = grid1d(64 * 70000, 64, 65535);
+  assert.equal(big.workgroups, [65535, 2]);
+  assert.ok(big.workgroups[0] * big.workgroups[1] * 64 >= 64 * 70000);
+  const u = packUniform([['u32', 7], ['i32', -1], ['f32', 1.5]]);
+  assert.is(u.byteLength, 16);
+  const v = new DataView(u.buffer);
+  assert.equal([v.getUint32(0, true), v.getInt32(4, true), v.getFloat32(8, true)], [7, -1, 1.5]);
+});
+
+test('device preference parsing and software-adapter detection', async () => {
+  assert.is(devicePreferenceFromEnv({}), 'auto');
+  assert.is(devicePreferenceFromEnv({ SKYSTACK_DEVICE: ' CPU ' }), 'cpu');
+  assert.throws(() => devicePreferenceFromEnv({ SKYSTACK_DEVICE: 'tpu' }), /not one of/);
+  const info = (device: string, description = '') => ({ vendor: '', architecture: '', device, description }) as GPUAdapterInfo;
+  assert.ok(isSoftwareAdapter(info('llvmpipe-llvm-15-0-6-256-bits-')));
+  assert.ok(isSoftwareAdapter(info('', 'Vulkan lavapipe')));
+  assert.not.ok(isSoftwareAdapter(info('NVIDIA H100 80GB HBM3')));
+  const cpu = await acquireDevice('cpu');
+  assert.is(cpu.acquired, null);
+  assert.is(cpu.info.kind, 'cpu');
+  assert.match(cpu.info.fallbackReason ?? '', /SKYSTACK_DEVICE=cpu/);
+});
+
+gpuTest('shared context records how it was acquired; pool reuses buffers and enforces its limit', async () => {
+  const ctx = gpu.ctx!;
+  assert.ok(ctx.info.kind === 'gpu' || ctx.info.kind === 'software');
+  assert.ok(ctx.info.attempts.length >= 1);
+  assert.ok(ctx.info.adapter);
+  const pool = ctx.pool;
+  const created = pool.stats.buffersCreated;
+  const a = pool.acquire(1000, GPUBufferUsage.STORAGE);
+  pool.release(a);
+  const b = pool.acquire(900, GPUBufferUsage.STORAGE);
+  assert.is(b, a, 'same-size-class buffer reused');
+  assert.is(pool.stats.buffersCreated, created + 1);
+  pool.release(b);
+  const inUse = pool.stats.inUseBytes;
+  const saved = pool.limitBytes;
+  pool.limitBytes = pool.stats.allocatedBytes + 1024;
+  try {
+    assert.throws(() => pool.acquire(1 << 20, GPUBufferUsage.STORAGE), /POOL_EXHAUSTED/);
+  } finally {
+    pool.limitBytes = saved;
+  }
+  assert.is(pool.stats.inUseBytes, inUse);
+});
+
+test.run();
