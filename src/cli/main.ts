@@ -6,17 +6,17 @@ import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { isFitsError } from '../fits/index.js';
 import { inspectFile, renderInspectText } from './inspect.js';
+import { UsageError } from './usage.js';
 
 const USAGE = `usage: skystack <command> [options]
 
 commands:
   inspect <file.fits> [--json]   dimensions, BITPIX, header cards and per-plane statistics
-  demo [--out DIR] [--kind osc|mono] [--frames N] [--seed S]
-                                 generate a realistic demo dataset and inspect it
+  demo [--out DIR] [--kind osc|mono] [--pattern RGGB] [--frames N] [--width W] [--height H] [--seed S]
+                                 generate a realistic demo dataset (default runs/demo-data) and inspect it
   version                        print the version
   help                           this text`;
 
-export class UsageError extends Error {}
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -38,6 +38,10 @@ export async function main(argv: string[]): Promise<number> {
     switch (command) {
       case 'inspect':
         return await inspect(rest);
+      case 'demo': {
+        const { runDemo } = await import('./demo.js');
+        return await runDemo(rest);
+      }
       case 'version':
       case '--version':
         process.stdout.write(`skystack ${version()}\n`);
