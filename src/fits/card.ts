@@ -155,7 +155,10 @@ function withComment(head: string, comment: string | undefined): string {
   return pad(line); // an over-long comment is cut: comments carry no data
 }
 
-/** Splits a string value into CONTINUE-sized chunks so that no chunk ends inside a `''` escape. */
+/**
+ * Splits a string value into CONTINUE-sized chunks so that no chunk ends inside a `''` escape.
+ * Every chunk, the last included, leaves one free slot (for a continuation '&').
+ */
 function splitLongString(text: string, firstRoom: number, nextRoom: number): string[] {
   const chunks: string[] = [];
   let rest = text;
@@ -183,10 +186,23 @@ function splitLongString(text: string, firstRoom: number, nextRoom: number): str
   return chunks;
 }
 
-/** Formats a card into one or more 80-character images. */
+function assertPrintable(text: string, what: string): void {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e) throw new RangeError(`${what} contains character U+${c.toString(16).padStart(4, '0')}; FITS headers hold printable ASCII only`);
+  }
+}
+
+/**
+ * Formats a card into one or more 80-character images. Throws RangeError for what FITS cannot
+ * hold (non-ASCII text, NaN or infinite numbers, a HIERARCH card longer than one card).
+ */
 export function formatCard(card: FitsCard): string[] {
   if (card.raw) return card.raw;
   const key = card.key;
+  assertPrintable(key, `keyword "${key}"`);
+  if (card.comment !== undefined) assertPrintable(card.comment, `comment of ${key}`);
+  if (typeof card.value === 'string') assertPrintable(card.value, `value of ${key}`);
   if (card.value === undefined) {
     const text = card.comment ?? '';
     if (key === 'COMMENT' || key === 'HISTORY' || key === '') {
@@ -198,7 +214,9 @@ export function formatCard(card: FitsCard): string[] {
     return [pad(key.padEnd(8) + text)];
   }
   if (card.hierarch) {
-    return [withComment(`HIERARCH ${key} = ${formatValue(card).trim()}`, card.comment)];
+    const head = `HIERARCH ${key} = ${formatValue(card).trim()}`;
+    if (head.length > CARD_LENGTH) throw new RangeError(`HIERARCH ${key}: keyword and value need ${head.length} characters, more than one 80-character card`);
+    return [withComment(head, card.comment)];
   }
   if (key.length > 8 || !KEYWORD_RE.test(key)) throw new RangeError(`keyword "${key}" is not a valid FITS keyword (use hierarch)`);
   const head = key.padEnd(8) + '= ';
@@ -207,12 +225,19 @@ export function formatCard(card: FitsCard): string[] {
     if (escapedLength <= 68) return [withComment(head + formatValue(card), card.comment)];
     // Long string: OGIP CONTINUE convention; 70 columns hold the quotes plus 68 characters.
     const chunks = splitLongString(card.value, 68, 68);
-    return chunks.map((chunk, i) => {
-      const quoted = `'${chunk.replace(/'/g, "''")}'`;
-      const isLast = i === chunks.length - 1;
-      const text = (i === 0 ? head : 'CONTINUE  ') + quoted;
-      return isLast ? withComment(text, card.comment) : pad(text);
-    });
+    const lines = chunks.map((chunk, i) => (i === 0 ? head : 'CONTINUE  ') + `'${chunk.replace(/'/g, "''")}'`);
+    const comment = card.comment ?? '';
+    const last = lines[lines.length - 1]!;
+    if (comment === '' || last.length + 3 + comment.length <= CARD_LENGTH) {
+      lines[lines.length - 1] = withComment(last, card.comment);
+      return lines.map(pad);
+    }
+    // No room for the comment: continue with an empty string that carries it (as astropy does).
+    // splitLongString leaves a free slot in every chunk, the last one included, for this '&'.
+    const chunks2 = [...chunks.slice(0, -1), `${chunks[chunks.length - 1]!}&`];
+    const out = chunks2.map((chunk, i) => pad((i === 0 ? head : 'CONTINUE  ') + `'${chunk.replace(/'/g, "''")}'`));
+    out.push(withComment("CONTINUE  ''", comment));
+    return out;
   }
   return [withComment(head + formatValue(card), card.comment)];
 }

@@ -3,7 +3,7 @@
 // Every failure is a FitsError naming the file; reads are bounded by the file size, so a
 // hostile or truncated file can neither hang the reader nor make it allocate beyond the file.
 
-import { open, type FileHandle } from 'node:fs/promises';
+import { open, stat, type FileHandle } from 'node:fs/promises';
 import { BLOCK_LENGTH, CARD_LENGTH, CARDS_PER_BLOCK } from './card.js';
 import { FitsError, isFitsError } from './errors.js';
 import { FitsHeader } from './header.js';
@@ -130,6 +130,14 @@ export class FitsReader {
   ) {}
 
   static async open(file: string): Promise<FitsReader> {
+    // Check the kind before opening: opening a named pipe would block until a writer appears.
+    try {
+      const kind = await stat(file);
+      if (kind.isDirectory()) throw new FitsError('FITS_NOT_A_FILE', file, 'is a directory');
+      if (!kind.isFile()) throw new FitsError('FITS_NOT_A_FILE', file, 'is not a regular file');
+    } catch (e) {
+      throw isFitsError(e) ? e : osError(e, file);
+    }
     let fh: FileHandle;
     try {
       fh = await open(file, 'r');

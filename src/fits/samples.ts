@@ -78,7 +78,9 @@ export function toPhysical(native: PixelArray, layout: ImageLayout, out: Float32
   // BLANK compares with the *stored* value; with the unsigned conventions stored = native - BZERO.
   let blank: number | bigint | undefined = layout.blank;
   if (blank !== undefined && unsignedConvention) {
-    blank = typeof blank === 'bigint' ? blank + BigInt(layout.bzero) : blank + layout.bzero;
+    // Exact integer arithmetic: 5 + 2^63 must not round to 2^63.
+    const shifted = BigInt(blank) + BigInt(layout.bzero);
+    blank = native instanceof BigUint64Array ? shifted : Number(shifted);
   }
   if (native instanceof BigInt64Array || native instanceof BigUint64Array) {
     const b = blank === undefined ? undefined : BigInt(blank);

@@ -68,7 +68,13 @@ const CHUNK_SAMPLES = 1 << 20;
 /** Writes `image` to `file` through a temporary file and a rename. */
 export async function writeFits(file: string, image: ImageToWrite, options: WriteOptions = {}): Promise<void> {
   validate(image, file);
-  const headerBytes = buildHeader(image, options).toBytes();
+  let headerBytes: Uint8Array;
+  try {
+    headerBytes = buildHeader(image, options).toBytes();
+  } catch (e) {
+    if (e instanceof RangeError) throw new FitsError('FITS_BAD_HEADER', file, e.message);
+    throw e;
+  }
   const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   let fh: FileHandle | undefined;
   try {

@@ -81,4 +81,26 @@ test('header set keeps position and comment; delete removes all', () => {
   assert.is(h.getNumber('N'), 12.5, 'quoted numbers read as numbers');
 });
 
+test('a long string whose comment does not fit gets an extra CONTINUE card carrying the comment', () => {
+  // (A value that fits one card keeps that card; its comment is cut to the card like any comment.)
+  for (const n of [69, 70, 130, 133, 134, 137]) {
+    const value = 'y'.repeat(n);
+    const images = formatCard({ key: 'LONGSTR', value, comment: 'a comment of some length' });
+    assert.ok(images.every((i) => i.length === 80));
+    const parsed = FitsHeader.parseImages([...images, card('END')]);
+    assert.ok('header' in parsed, `parses at ${n}`);
+    if ('header' in parsed) {
+      assert.is(parsed.header.get('LONGSTR'), value, `value at ${n}`);
+      assert.is(parsed.header.card('LONGSTR')!.comment, 'a comment of some length', `comment at ${n}`);
+    }
+  }
+});
+
+test('text FITS cannot hold is refused when formatting, not written', () => {
+  assert.throws(() => formatCard({ key: 'OBSERVER', value: 'Ren\u00e9e' }), /printable ASCII/);
+  assert.throws(() => formatCard({ key: 'COMMENT', comment: 'na\u00efve' }), /printable ASCII/);
+  assert.throws(() => formatCard({ key: 'X', value: NaN }), /cannot store NaN/);
+  assert.throws(() => formatCard({ key: 'ESO DET LONG NAME', value: 'x'.repeat(70), hierarch: true }), /more than one 80-character card/);
+});
+
 test.run();

@@ -9,6 +9,7 @@ import { chmod, mkdir, mkdtemp, readdir, rm, symlink, truncate, unlink, writeFil
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { spawnSync } from 'node:child_process';
 import {
   FitsError,
   FitsReader,
@@ -275,6 +276,28 @@ test('unreadable file (no permission) -> FITS_UNREADABLE', async () => {
 test('a character device -> FITS_NOT_A_FILE', async () => {
   if (!existsSync('/dev/zero')) return;
   await expectAllReadersFail('/dev/zero', 'FITS_NOT_A_FILE', '/dev/zero');
+});
+
+test('a named pipe -> FITS_NOT_A_FILE at once (opening it would block for ever)', async () => {
+  const fifo = join(dir, 'pipe.fits');
+  const made = spawnSync('mkfifo', [fifo]);
+  if (made.status !== 0) return; // no mkfifo on this system
+  await expectAllReadersFail(fifo, 'FITS_NOT_A_FILE', 'named pipe');
+});
+
+test('uint64 data with BLANK: the blank pixel is NaN and no other pixel is (exact 64-bit arithmetic)', async () => {
+  // Stored int64 values are physical − 2^63; BLANK refers to the stored value 5, i.e. physical 2^63 + 5.
+  const stored = [0n, 5n, 7n - 2n ** 63n, 2n ** 63n - 1n];
+  const data = new Uint8Array(32);
+  const view = new DataView(data.buffer);
+  stored.forEach((v, i) => view.setBigInt64(i * 8, v, false));
+  const file = await fileWith(
+    concat(headerBytes(primaryCards(64, [4, 1], [kv('BZERO', '9223372036854775808'), kv('BSCALE', 1), kv('BLANK', 5)])), blocks(data, 0)),
+  );
+  const image = await readFitsImage(file, 'float64');
+  assert.equal(Array.from(image.data), [2 ** 63, NaN, 7, 2 ** 64]);
+  const native = await readFitsNative(file);
+  assert.equal(Array.from(native.data as BigUint64Array), [2n ** 63n, 2n ** 63n + 5n, 7n, 2n ** 64n - 1n]);
 });
 
 test('huge NAXIS1 x NAXIS2 claim in a tiny file fails fast without allocating it', async () => {
