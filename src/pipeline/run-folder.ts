@@ -1,0 +1,60 @@
+// Run folders (seed "Raw Stack run folder", DESIGN §5): `<runs_dir>/<run_name>_YYYYMMDD_HHMMSS`,
+// `run` when the name is empty, a numeric suffix on collision (created with mkdir, which is
+// atomic, so two runs started in the same second never share a folder), and run.json.
+
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeJsonAtomic } from './atomic.js';
+
+export interface RunRecord {
+  run_id: string;
+  kind: 'rawstack' | 'tiled';
+  created_at: string;
+  status: 'running' | 'ok' | 'error' | 'cancelled';
+  input: Record<string, unknown>;
+  job_id: string | null;
+}
+
+export interface RunFolder {
+  runId: string;
+  runDir: string;
+  outputsDir: string;
+  artifactsDir: string;
+}
+
+/** Run names become folder names: keep letters, digits, `-`, `_` and `.`; never a path. */
+export function sanitizeRunName(name: string): string {
+  const cleaned = name.trim().replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._]+/, '').slice(0, 64);
+  return cleaned === '' ? 'run' : cleaned;
+}
+
+function stamp(d: Date): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  // Local time, as the seed says "date and time of creation" and users read folder names.
+  return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}_${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
+}
+
+export async function createRunFolder(runsDir: string, runName: string, now = new Date()): Promise<RunFolder> {
+  await mkdir(runsDir, { recursive: true });
+  const base = `${sanitizeRunName(runName)}_${stamp(now)}`;
+  for (let n = 0; n < 1000; n++) {
+    const runId = n === 0 ? base : `${base}_${n + 1}`;
+    const runDir = join(runsDir, runId);
+    try {
+      await mkdir(runDir);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw e;
+    }
+    const outputsDir = join(runDir, 'outputs');
+    const artifactsDir = join(runDir, 'artifacts', 'preprocess');
+    await mkdir(outputsDir, { recursive: true });
+    await mkdir(artifactsDir, { recursive: true });
+    return { runId, runDir, outputsDir, artifactsDir };
+  }
+  throw new Error(`could not create a run folder for ${base} in ${runsDir}`);
+}
+
+export function writeRunRecord(folder: RunFolder, record: RunRecord): Promise<void> {
+  return writeJsonAtomic(join(folder.runDir, 'run.json'), record);
+}

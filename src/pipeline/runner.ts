@@ -1,0 +1,118 @@
+// The phase runner: runs phases in order with the error semantics of DESIGN §5.
+// - Every phase that begins gets exactly one phase_start and one phase_end (skips included).
+// - A core phase ending in error stops every later phase except the always-run one (REPORT).
+// - An optional phase ending in error does not stop the run; later phases see its outcome.
+// - Cancellation ends the current phase as error/cancelled, starts nothing else but REPORT
+//   (which gets a fresh, unaborted signal), and closes with run_end {status: "cancelled"}.
+// - finalize() always runs; its own failure turns an ok phase into an error.
+
+import type { EventLog, PhaseStatus, RunStatus } from './events.js';
+import { CancelledError, type Phase, type PhaseContext, type PhaseOutcome } from './phase.js';
+
+export interface RunOptions<S> {
+  state: S;
+  events: EventLog;
+  signal: AbortSignal;
+  /** Phase that runs even after errors and cancellation. */
+  alwaysRun?: string;
+  /** Minimum milliseconds between two phase_progress events of a phase. */
+  progressIntervalMs?: number;
+}
+
+export interface RunResult {
+  status: RunStatus;
+  outcomes: Map<string, PhaseOutcome>;
+  failedPhases: string[];
+  durationMs: number;
+}
+
+function describe(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+export async function runPhases<S>(phases: Phase<S>[], options: RunOptions<S>): Promise<RunResult> {
+  const { state, events, signal } = options;
+  const alwaysRun = options.alwaysRun ?? 'REPORT';
+  const interval = options.progressIntervalMs ?? 250;
+  const outcomes = new Map<string, PhaseOutcome>();
+  const failedPhases: string[] = [];
+  const started = performance.now();
+  let coreFailed = false;
+  let cancelled = false;
+
+  for (const phase of phases) {
+    const isAlways = phase.name === alwaysRun;
+    if ((coreFailed || cancelled || signal.aborted) && !isAlways) {
+      if (signal.aborted) cancelled = true;
+      continue;
+    }
+    // REPORT after a cancellation must still be able to finish its work.
+    const phaseSignal = isAlways ? new AbortController().signal : signal;
+    let lastProgress = -Infinity;
+    const ctx: PhaseContext<S> = {
+      phase: phase.name,
+      state,
+      signal: phaseSignal,
+      events,
+      outcomes,
+      progress(current, total, substep) {
+        const now = performance.now();
+        if (current < total && now - lastProgress < interval) return;
+        lastProgress = now;
+        const body = { type: 'phase_progress' as const, phase: phase.name, current, total, progress: total > 0 ? Math.min(1, current / total) : 1 };
+        events.emit(substep === undefined ? body : { ...body, substep });
+      },
+      frame(index, file, outcome, code, metrics) {
+        events.emit({ type: 'frame', phase: phase.name, index, file, outcome, ...(code ? { code } : {}), ...(metrics ? { metrics } : {}) });
+      },
+      warn(code, message) {
+        events.emit({ type: 'warning', code, message, phase: phase.name });
+      },
+      checkCancelled() {
+        if (phaseSignal.aborted) throw new CancelledError();
+      },
+    };
+
+    events.emit({ type: 'phase_start', phase: phase.name });
+    const t0 = performance.now();
+    let outcome: PhaseOutcome;
+    try {
+      const early = phase.prepare ? await phase.prepare(ctx) : undefined;
+      outcome = early ?? (await phase.run(ctx));
+      if (phaseSignal.aborted && outcome.status === 'ok') outcome = { status: 'error', reason: 'cancelled', message: 'run cancelled' };
+    } catch (e) {
+      outcome =
+        e instanceof CancelledError || phaseSignal.aborted
+          ? { status: 'error', reason: 'cancelled', message: 'run cancelled' }
+          : { status: 'error', reason: 'exception', message: describe(e) };
+    }
+    if (phase.finalize) {
+      try {
+        await phase.finalize(ctx, outcome);
+      } catch (e) {
+        if (outcome.status === 'ok') outcome = { status: 'error', reason: 'exception', message: `finalize failed: ${describe(e)}` };
+        else ctx.warn('finalize_failed', `${phase.name} finalize failed: ${describe(e)}`);
+      }
+    }
+    outcomes.set(phase.name, outcome);
+    const status: PhaseStatus = outcome.status;
+    events.emit({
+      type: 'phase_end',
+      phase: phase.name,
+      status,
+      ...(outcome.status !== 'ok' ? { reason: outcome.reason } : {}),
+      ...(outcome.status !== 'ok' && outcome.message !== undefined ? { message: outcome.message } : {}),
+      duration_ms: Math.round(performance.now() - t0),
+      ...(outcome.details ?? {}),
+    });
+    if (outcome.status === 'error') {
+      failedPhases.push(phase.name);
+      if (outcome.reason === 'cancelled') cancelled = true;
+      else if (!phase.optional) coreFailed = true;
+    }
+  }
+  const status: RunStatus = cancelled ? 'cancelled' : coreFailed || outcomes.get(alwaysRun)?.status === 'error' ? 'error' : 'ok';
+  const durationMs = Math.round(performance.now() - started);
+  events.emit({ type: 'run_end', status, duration_ms: durationMs, failed_phases: failedPhases });
+  return { status, outcomes, failedPhases, durationMs };
+}
