@@ -1,0 +1,228 @@
+// Persistent pool of worker_threads for row-parallel TypeScript kernels (DESIGN §4: the TS path
+// runs in workers on SharedArrayBuffers; 2 workers give ~1.9x on this 2-core machine).
+// A task names a kernel as (module URL, export name); the worker imports that module once and
+// calls `fn(args, start, end)` for half-open ranges of work items (rows, elements). Typed
+// arrays inside `args` must be views of SharedArrayBuffers: structured clone then shares the
+// memory, so the kernel writes straight into the caller's output (a plain ArrayBuffer would be
+// copied and the result lost, hence the check).
+// Invariants: workers are ref'ed only while they run a chunk, so an idle pool never keeps the
+// process alive, while a pending `run()` does; `close()` terminates every worker; a worker that
+// dies fails its pending run and is replaced on next use.
+// The same file is the worker's entry module (it checks workerData), so no second script exists.
+
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+
+/** A row kernel a worker can run: `module` is the kernel module's `import.meta.url`. */
+export interface PoolKernel {
+  module: string;
+  name: string;
+}
+
+/** What a pooled kernel function looks like: process items [start, end) of `args`. */
+export type RangeKernel<A> = (args: A, start: number, end: number) => void;
+
+export interface RunOptions {
+  /** Chunk starts (except the first) are multiples of this (e.g. 2 to keep Bayer row pairs). Default 1. */
+  align?: number;
+  /** Chunks per worker; more than 1 balances load when other processes share the cores. Default 4. */
+  chunksPerWorker?: number;
+  /** Smallest chunk worth a message round trip. Default 1. */
+  minChunk?: number;
+}
+
+interface Job {
+  kernel: PoolKernel;
+  args: unknown;
+  chunks: [number, number][];
+  next: number;
+  outstanding: number;
+  failed: boolean;
+  resolve: () => void;
+  reject: (e: Error) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  job: Job | null;
+}
+
+const WORKER_FLAG = 'skystackWorkerPool';
+
+/** Splits [start, end) into at most `parts` chunks whose inner boundaries are multiples of `align`. */
+export function splitRange(start: number, end: number, parts: number, align = 1, minChunk = 1): [number, number][] {
+  const total = end - start;
+  if (total <= 0) return [];
+  const n = Math.max(1, Math.min(parts, Math.floor(total / Math.max(1, minChunk)) || 1));
+  const out: [number, number][] = [];
+  let a = start;
+  for (let i = 1; i <= n && a < end; i++) {
+    let b = i === n ? end : start + Math.round((total * i) / n);
+    if (b < end) b -= b % align;
+    if (b <= a) continue;
+    out.push([a, b]);
+    a = b;
+  }
+  return out;
+}
+
+/** True when `view` lives in shared memory, so a worker can write into it. */
+export function isShared(view: ArrayBufferView): boolean {
+  return view.buffer instanceof SharedArrayBuffer;
+}
+
+/** A Float32Array of `length` in shared memory. */
+export function sharedFloat32(length: number): Float32Array {
+  return new Float32Array(new SharedArrayBuffer(length * 4));
+}
+
+/** `a` itself when shared, else a shared copy (one memcpy). */
+export function toShared(a: Float32Array): Float32Array {
+  if (isShared(a)) return a;
+  const s = sharedFloat32(a.length);
+  s.set(a);
+  return s;
+}
+
+function checkShared(value: unknown, path: string): void {
+  if (ArrayBuffer.isView(value)) {
+    if (!isShared(value)) throw new Error(`worker pool: ${path} is not backed by a SharedArrayBuffer; a worker's writes to it would be lost`);
+    return;
+  }
+  if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) checkShared(v, `${path}.${k}`);
+  }
+}
+
+export class WorkerPool {
+  private readonly slots: Slot[] = [];
+  private readonly queue: Job[] = [];
+  private closed = false;
+
+  constructor(readonly size: number) {
+    if (!Number.isInteger(size) || size < 1) throw new Error(`worker pool: size ${size} must be a positive integer`);
+  }
+
+  /** Runs `kernel(args, a, b)` over [start, end) split into chunks across the workers. */
+  run<A>(kernel: PoolKernel, args: A, start: number, end: number, options: RunOptions = {}): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('worker pool is closed'));
+    try {
+      checkShared(args, 'args');
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    const chunks = splitRange(start, end, this.size * (options.chunksPerWorker ?? 4), options.align ?? 1, options.minChunk ?? 1);
+    if (chunks.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ kernel, args, chunks, next: 0, outstanding: 0, failed: false, resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Terminates every worker; later runs are refused. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const slots = this.slots.splice(0);
+    for (const job of this.queue.splice(0)) this.fail(job, new Error('worker pool closed'));
+    await Promise.all(slots.map((s) => s.worker.terminate()));
+  }
+
+  private spawn(): Slot {
+    // Workers inherit the parent's flags, but the entry here is a file: drop -e/-p/--input-type,
+    // which Node refuses for file entry points (a parent started with `node -e` still works).
+    const execArgv: string[] = [];
+    for (let i = 0; i < process.execArgv.length; i++) {
+      const a = process.execArgv[i]!;
+      if (a === '-e' || a === '--eval' || a === '-p' || a === '--print') i++;
+      else if (!a.startsWith('--input-type') && !a.startsWith('--eval=') && !a.startsWith('--print=')) execArgv.push(a);
+    }
+    const worker = new Worker(new URL(import.meta.url), { workerData: { [WORKER_FLAG]: true }, execArgv });
+    const slot: Slot = { worker, job: null };
+    worker.on('message', (msg: { error?: string }) => {
+      const job = slot.job;
+      slot.job = null;
+      worker.unref();
+      if (job) {
+        job.outstanding--;
+        if (msg.error !== undefined) this.fail(job, new Error(`worker kernel ${job.kernel.name}: ${msg.error}`));
+        else if (job.outstanding === 0 && job.next >= job.chunks.length && !job.failed) {
+          this.queue.splice(this.queue.indexOf(job), 1);
+          job.resolve();
+        }
+      }
+      this.pump();
+    });
+    const die = (e: Error) => {
+      const i = this.slots.indexOf(slot);
+      if (i >= 0) this.slots.splice(i, 1);
+      if (slot.job) this.fail(slot.job, e);
+      slot.job = null;
+      this.pump();
+    };
+    worker.on('error', die);
+    worker.on('exit', (code) => {
+      if (!this.closed) die(new Error(`worker exited with code ${code}`));
+    });
+    // After the listeners: adding a 'message' listener refs the worker's port again.
+    worker.unref();
+    this.slots.push(slot);
+    return slot;
+  }
+
+  private fail(job: Job, e: Error): void {
+    if (job.failed) return;
+    job.failed = true;
+    const i = this.queue.indexOf(job);
+    if (i >= 0) this.queue.splice(i, 1);
+    job.reject(e);
+  }
+
+  /** Hands the next chunk of the oldest job to every idle worker. */
+  private pump(): void {
+    if (this.closed) return;
+    while (this.slots.length < this.size && this.queue.length > 0) this.spawn();
+    for (const slot of this.slots) {
+      if (slot.job) continue;
+      const job = this.queue.find((j) => j.next < j.chunks.length);
+      if (!job) return;
+      const [a, b] = job.chunks[job.next++]!;
+      job.outstanding++;
+      slot.job = job;
+      slot.worker.ref();
+      slot.worker.postMessage({ module: job.kernel.module, name: job.kernel.name, args: job.args, start: a, end: b });
+    }
+  }
+}
+
+const pools = new Map<number, WorkerPool>();
+
+/** The process-wide pool of `size` workers (created on first use, closed by closeSharedPools). */
+export function sharedPool(size: number): WorkerPool {
+  let p = pools.get(size);
+  if (!p) pools.set(size, (p = new WorkerPool(size)));
+  return p;
+}
+
+export async function closeSharedPools(): Promise<void> {
+  const all = [...pools.values()];
+  pools.clear();
+  await Promise.all(all.map((p) => p.close()));
+}
+
+// ---- worker side -------------------------------------------------------------------------
+
+if (!isMainThread && parentPort && (workerData as Record<string, unknown> | null)?.[WORKER_FLAG]) {
+  const port = parentPort;
+  const modules = new Map<string, Promise<Record<string, unknown>>>();
+  port.on('message', async (msg: { module: string; name: string; args: unknown; start: number; end: number }) => {
+    try {
+      let mod = modules.get(msg.module);
+      if (!mod) modules.set(msg.module, (mod = import(msg.module) as Promise<Record<string, unknown>>));
+      const fn = (await mod)[msg.name];
+      if (typeof fn !== 'function') throw new Error(`${msg.module} has no exported function ${msg.name}`);
+      (fn as RangeKernel<unknown>)(msg.args, msg.start, msg.end);
+      port.postMessage({});
+    } catch (e) {
+      port.postMessage({ error: (e as Error).stack ?? String(e) });
+    }
+  });
+}
