@@ -1,0 +1,133 @@
+// Renders the report model as Markdown (a short readable summary) and as one self-contained
+// HTML page (phase table, summaries, per-frame quality table, inline SVG charts). Every value
+// printed into HTML is escaped; links are relative to artifacts/preprocess/ so a copied run
+// folder keeps working.
+
+import { escapeHtml as h } from './escape.js';
+import type { ReportModel } from './model.js';
+import { seriesChart } from './svg-chart.js';
+
+const num = (v: number | null | undefined, digits = 2) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : Number.isInteger(v) ? String(v) : v.toFixed(digits));
+const secs = (ms: number | undefined) => (ms === undefined ? '–' : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
+
+export function renderMarkdown(m: ReportModel): string {
+  const lines: string[] = [];
+  lines.push(`# Raw Stack report: ${m.run_id}`);
+  lines.push('');
+  lines.push(`Status: **${m.status}** · generated ${m.generated_at} by ${m.generator.name} ${m.generator.version} · device: ${m.device.kind}${m.device.adapter ? ` (${m.device.adapter})` : ''}`);
+  if (m.device.fallback_reason) lines.push(`Device note: ${m.device.fallback_reason}`);
+  lines.push('');
+  lines.push('## Phases');
+  lines.push('');
+  lines.push('| phase | status | reason | duration |');
+  lines.push('|---|---|---|---|');
+  for (const p of m.phases) lines.push(`| ${p.phase} | ${p.status} | ${[p.reason, p.message].filter(Boolean).join(': ') || ''} | ${secs(p.duration_ms)} |`);
+  lines.push('');
+  lines.push('## Input');
+  lines.push('');
+  const i = m.input;
+  lines.push(`${i.frames_total} frames from \`${i.lights_dir}\` (pattern \`${i.pattern}\`), ${i.color_mode ?? 'unknown'}${i.bayer_pattern ? ` ${i.bayer_pattern}` : ''}, ${i.width ?? '?'}×${i.height ?? '?'} px.`);
+  if (m.reference) lines.push(`Reference frame: #${m.reference.index} ${m.reference.file ?? ''} (${m.reference.strategy}).`);
+  lines.push('');
+  lines.push('## Quality');
+  lines.push('');
+  const q = m.quality;
+  lines.push(`Mode \`${q.mode}\`: ${q.included} of ${q.frames_total} frames included, ${q.excluded} excluded${q.manual_overrides ? `, ${q.manual_overrides} manual overrides` : ''}.`);
+  const reasons = Object.entries(q.reasons);
+  if (reasons.length) lines.push(`Exclusion reasons: ${reasons.map(([r, n]) => `${r} ${n}`).join(', ')}.`);
+  const excluded = m.frames.filter((f) => f.status === 'excluded');
+  if (excluded.length) {
+    lines.push('');
+    lines.push('| # | file | reason | detail |');
+    lines.push('|---|---|---|---|');
+    for (const f of excluded) lines.push(`| ${f.index} | ${f.file} | ${f.reason ?? ''} | ${f.detail ?? ''} |`);
+  }
+  if (m.stacking) {
+    lines.push('');
+    lines.push('## Stacking');
+    lines.push('');
+    for (const [k, v] of Object.entries(m.stacking)) if (typeof v !== 'object' || v === null) lines.push(`- ${k}: ${String(v)}`);
+  }
+  if (m.warnings.length) {
+    lines.push('');
+    lines.push('## Warnings');
+    lines.push('');
+    for (const w of m.warnings) lines.push(`- \`${w.code}\`: ${w.message}`);
+  }
+  lines.push('');
+  lines.push('## Artifacts');
+  lines.push('');
+  for (const a of m.artifacts) lines.push(`- ${a.type} (${a.phase}): \`${a.path}\``);
+  lines.push('');
+  return lines.join('\n');
+}
+
+const STYLE = `
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;padding:0 16px;color:#1d2330;background:#fafbfc}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde1e6;padding-bottom:4px}
+.meta{color:#5b6575}table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
+th,td{border-bottom:1px solid #e3e6ea;padding:4px 8px;text-align:left;vertical-align:top}th{background:#eef1f5;font-weight:600}
+td.n{text-align:right}.chip{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600}
+.ok{background:#dff3e4;color:#17603a}.skipped{background:#eceff3;color:#4a5361}.error{background:#fbe2e2;color:#9b1c1c}.not_started{background:#f4f4f4;color:#888}
+.cancelled{background:#fff1d6;color:#8a5a00}.running{background:#e1ecfb;color:#1c4f9b}
+tr.excluded td{color:#9b1c1c}.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}
+svg{background:#fff;border:1px solid #e3e6ea;border-radius:6px;max-width:100%;height:auto}
+.chart-title{font-size:12px;font-weight:600;fill:#1d2330}.tick{font-size:10px;fill:#6b7482}.grid{stroke:#eef0f3}
+.series{fill:none;stroke:#2f6fdb;stroke-width:1.5}.dot{fill:#2f6fdb}.dot.excluded{fill:#fff;stroke:#d03b3b;stroke-width:2}.chart-empty{font-size:12px;fill:#999}
+code{background:#eef1f5;padding:0 4px;border-radius:3px}`;
+
+export function renderHtml(m: ReportModel): string {
+  const chip = (s: string) => `<span class="chip ${h(s)}">${h(s)}</span>`;
+  const excluded = m.frames.map((f) => f.status === 'excluded');
+  const charts = [
+    seriesChart({ title: 'FWHM', unit: 'px', values: m.frames.map((f) => f.fwhm), excluded }),
+    seriesChart({ title: 'Stars detected', values: m.frames.map((f) => f.star_count), excluded }),
+    seriesChart({ title: 'Background', unit: 'ADU', values: m.frames.map((f) => f.background), excluded }),
+    seriesChart({ title: 'Quality score', values: m.frames.map((f) => f.quality_score), excluded }),
+  ];
+  const q = m.quality;
+  const i = m.input;
+  const rows = m.frames
+    .map(
+      (f) =>
+        `<tr class="${f.status}"><td class="n">${f.index}</td><td>${h(f.file)}</td><td>${chip(f.status)}</td><td>${h(f.reason ?? '')}${f.detail ? `<br><small>${h(f.detail)}</small>` : ''}</td>` +
+        `<td class="n">${num(f.star_count, 0)}</td><td class="n">${num(f.fwhm)}</td><td class="n">${num(f.eccentricity)}</td><td class="n">${num(f.background, 1)}</td><td class="n">${num(f.noise, 2)}</td>` +
+        `<td class="n">${num(f.registration_cc, 3)}</td><td class="n">${num(f.quality_score, 3)}</td><td class="n">${num(f.weight, 3)}</td></tr>`,
+    )
+    .join('\n');
+  const stacking = m.stacking
+    ? `<h2>Stacking</h2><table>${Object.entries(m.stacking)
+        .filter(([, v]) => typeof v !== 'object' || v === null)
+        .map(([k, v]) => `<tr><th>${h(k)}</th><td>${h(String(v))}</td></tr>`)
+        .join('')}</table>`
+    : '';
+  const warnings = m.warnings.length ? `<h2>Warnings</h2><ul>${m.warnings.map((w) => `<li><code>${h(w.code)}</code> ${h(w.message)}</li>`).join('')}</ul>` : '';
+  const artifacts = m.artifacts
+    .map((a) => {
+      const rel = a.path.startsWith('artifacts/preprocess/') ? a.path.slice('artifacts/preprocess/'.length) : `../../${a.path}`;
+      return `<li><a href="${h(rel)}">${h(a.path)}</a> <small>${h(a.type)} · ${h(a.phase)}</small></li>`;
+    })
+    .join('');
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>Raw Stack report ${h(m.run_id)}</title><style>${STYLE}</style></head><body>
+<h1>Raw Stack report ${chip(m.status)}</h1>
+<p class="meta">${h(m.run_id)} · generated ${h(m.generated_at)} by ${h(m.generator.name)} ${h(m.generator.version)} · device ${h(m.device.kind)}${m.device.adapter ? ` (${h(m.device.adapter)})` : ''}${m.device.fallback_reason ? ` · ${h(m.device.fallback_reason)}` : ''}</p>
+<h2>Phases</h2>
+<table><tr><th>phase</th><th>status</th><th>reason</th><th>duration</th></tr>
+${m.phases.map((p) => `<tr><td>${h(p.phase)}</td><td>${chip(p.status)}</td><td>${h([p.reason, p.message].filter(Boolean).join(': '))}</td><td class="n">${secs(p.duration_ms)}</td></tr>`).join('\n')}
+</table>
+<h2>Input</h2>
+<p>${i.frames_total} frames from <code>${h(i.lights_dir)}</code> (pattern <code>${h(i.pattern)}</code>), ${h(i.color_mode ?? 'unknown')}${i.bayer_pattern ? ` ${h(i.bayer_pattern)}` : ''}, ${i.width ?? '?'}×${i.height ?? '?'} px.${m.reference ? ` Reference frame #${m.reference.index} ${h(m.reference.file ?? '')} (${h(m.reference.strategy)}).` : ''}</p>
+<h2>Quality</h2>
+<p>Mode <code>${h(q.mode)}</code>: <b>${q.included}</b> of ${q.frames_total} frames included, <b>${q.excluded}</b> excluded${q.manual_overrides ? `, ${q.manual_overrides} manual overrides` : ''}.${Object.keys(q.reasons).length ? ` Reasons: ${Object.entries(q.reasons).map(([r, n]) => `${h(r)} ${n}`).join(', ')}.` : ''}</p>
+<div class="charts">${charts.join('\n')}</div>
+<table><tr><th>#</th><th>file</th><th>status</th><th>reason</th><th>stars</th><th>FWHM</th><th>ecc.</th><th>background</th><th>noise</th><th>reg. cc</th><th>score</th><th>weight</th></tr>
+${rows}
+</table>
+${stacking}
+${warnings}
+<h2>Artifacts</h2><ul>${artifacts}</ul>
+</body></html>
+`;
+}

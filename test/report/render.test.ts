@@ -1,0 +1,84 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { ReportModel } from '../../src/report/model.js';
+import { renderHtml, renderMarkdown } from '../../src/report/render.js';
+import { seriesChart } from '../../src/report/svg-chart.js';
+
+function model(): ReportModel {
+  const frames = [0, 1, 2, 3].map((i) => ({
+    index: i,
+    file: i === 2 ? 'light_<script>.fits' : `light_${i}.fits`,
+    status: (i === 2 ? 'excluded' : 'included') as 'included' | 'excluded',
+    reason: i === 2 ? 'fwhm_outlier' : null,
+    detail: i === 2 ? 'fwhm 4.81 > limit 3.90' : null,
+    star_count: 100 + i,
+    fwhm: i === 2 ? 4.81 : 2.5 + i * 0.1,
+    eccentricity: 0.2,
+    background: 1000 + i,
+    noise: 12.5,
+    registration_cc: 0.98,
+    quality_score: i === 2 ? 0.3 : 0.9,
+    weight: i === 2 ? null : 1,
+  }));
+  return {
+    run_id: 'run_20260314_210509',
+    status: 'ok',
+    kind: 'rawstack',
+    generated_at: '2026-03-14T21:10:00.000Z',
+    generator: { name: 'skystack', version: '0.1.0' },
+    device: { kind: 'software', adapter: 'llvmpipe' },
+    phases: [
+      { phase: 'INPUT_SCAN', status: 'ok', duration_ms: 120 },
+      { phase: 'CALIBRATION', status: 'skipped', reason: 'not_configured', message: 'no calibration folder', duration_ms: 1 },
+      { phase: 'PCC', status: 'error', reason: 'solver_failed', message: 'no stars', duration_ms: 2500 },
+    ],
+    input: { lights_dir: '/data/lights', pattern: '*.fits', frames_total: 4, color_mode: 'OSC', bayer_pattern: 'RGGB', width: 1024, height: 768 },
+    reference: { strategy: 'best_quality', index: 1, file: 'light_1.fits' },
+    quality: { mode: 'auto', frames_total: 4, included: 3, excluded: 1, manual_overrides: 0, reasons: { fwhm_outlier: 1 } },
+    stacking: { method: 'sigma', frames_used: 3, band_plan: { bands: 2 } },
+    postprocess: {},
+    frames,
+    warnings: [{ code: 'frames_min', message: 'only 4 frames (< 5)' }],
+    artifacts: [
+      { type: 'frame_quality', phase: 'FRAME_FILTERING', path: 'artifacts/preprocess/frame_quality.csv' },
+      { type: 'stacked_rgb', phase: 'STACKING', path: 'outputs/stacked_rgb.fits' },
+    ],
+    effective_config: {},
+  };
+}
+
+test('markdown: phase table, exclusions with detail, stacking scalars, warnings, artifacts', () => {
+  const md = renderMarkdown(model());
+  assert.match(md, /\| CALIBRATION \| skipped \| not_configured: no calibration folder \| 1 ms \|/);
+  assert.match(md, /\| PCC \| error \| solver_failed: no stars \| 2\.5 s \|/);
+  assert.match(md, /3 of 4 frames included, 1 excluded/);
+  assert.match(md, /\| 2 \| light_<script>\.fits \| fwhm_outlier \| fwhm 4\.81 > limit 3\.90 \|/);
+  assert.match(md, /- frames_used: 3/);
+  assert.not.match(md, /band_plan/, 'nested objects stay in the JSON report');
+  assert.match(md, /`frames_min`: only 4 frames/);
+});
+
+test('html: self-contained, escaped, four charts, one table row per frame, relative artifact links', () => {
+  const html = renderHtml(model());
+  assert.not.match(html, /<script/i, 'no scripts, and user text is escaped');
+  assert.match(html, /light_&lt;script&gt;\.fits/);
+  assert.is((html.match(/<svg /g) ?? []).length, 4);
+  assert.is((html.match(/<tr class="(included|excluded)">/g) ?? []).length, 4);
+  assert.match(html, /<tr class="excluded">/);
+  assert.match(html, /href="frame_quality\.csv"/);
+  assert.match(html, /href="\.\.\/\.\.\/outputs\/stacked_rgb\.fits"/);
+  assert.not.match(html, /(src|href)="https?:/, 'no external assets');
+});
+
+test('chart: excluded frames drawn as rings, the line skips them, constant series still plots', () => {
+  const svg = seriesChart({ title: 'FWHM', values: [2, 2.1, 5, 2.2, null], excluded: [false, false, true, false, false] });
+  assert.is((svg.match(/class="dot excluded"/g) ?? []).length, 1);
+  assert.is((svg.match(/<circle /g) ?? []).length, 4, 'null values are not drawn');
+  const path = /<path d="([^"]+)"/.exec(svg)![1]!;
+  assert.is(path.split(/[ML]/).filter(Boolean).length, 3, 'line joins the three included points');
+  const flat = seriesChart({ title: 'x', values: [1, 1, 1], excluded: [false, false, false] });
+  assert.not.match(flat, /NaN/);
+  assert.match(seriesChart({ title: 'e', values: [], excluded: [] }), /no data/);
+});
+
+test.run();
