@@ -20,7 +20,8 @@ export const KERNELS = {
   calibrate: { shader: 'calibrate/calibrate.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage'] },
   // stats: NaN-aware reductions
   stats_minmax: { shader: 'stats/minmax.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
-  stats_histogram: { shader: 'stats/histogram.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'storage'] },
+  stats_histogram: { shader: 'stats/histogram.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  stats_tiles: { shader: 'stats/tiles.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
   // debayer: CFA mosaic -> three planes
   debayer_bilinear: { shader: 'debayer/bilinear.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage', 'storage'] },
   debayer_bilinear_vec4: { shader: 'debayer/bilinear_vec4.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage', 'storage'] },
@@ -31,7 +32,7 @@ export const KERNELS = {
   stack: { shader: 'stack/stack.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage'] },
   // stretch: per-pixel tone curves
   stretch_mtf: { shader: 'stretch/mtf.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
-  stretch_asinh: { shader: 'stretch/asinh.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  stretch_asinh: { shader: 'stretch/asinh.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage', 'storage', 'storage'] },
 } as const satisfies Record<string, KernelSpec>;
 
 export type KernelId = keyof typeof KERNELS;
