@@ -29,7 +29,7 @@ export const KERNELS = {
   warp_bilinear: { shader: 'warp/bilinear.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
   warp_lanczos3: { shader: 'warp/lanczos3.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
   // stack: per-pixel normalisation, rejection and weighted mean over N frames
-  stack: { shader: 'stack/stack.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage'] },
+  stack: { shader: 'stack/stack.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage', 'storage'] },
   // stretch: per-pixel tone curves
   stretch_mtf: { shader: 'stretch/mtf.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
   stretch_asinh: { shader: 'stretch/asinh.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage', 'storage', 'storage'] },
