@@ -12,8 +12,8 @@
 //   parity. A dimension of 1 has no reflection: such neighbours are absent.
 // - Non-finite neighbours (NaN, ±Inf) are skipped; the mean is over the finite ones, NaN if none.
 // - The input holds rows readY0 .. readY0+readRows-1; it must include one halo row above and
-//   below the owned rows wherever the image has them (the reflected rows at the image's top
-//   and bottom edges are then inside the band too).
+//   below the owned rows wherever the image has them (two for MHC; the reflected rows at the
+//   image's top and bottom edges are then inside the band too).
 // Arithmetic: sums in f64, rounded once to f32 on store; the WGSL kernel sums in f32 (tests
 // state the tolerance). debayerBilinear and debayerBilinearParallel run the same row function
 // and are bit-identical.
@@ -99,8 +99,11 @@ export interface ResolvedDebayer {
   readRows: number;
 }
 
-/** Validates a band against the contract (halo present, sizes consistent) and fills defaults. */
-export function resolveDebayer(params: DebayerParams, inputLength: number): ResolvedDebayer {
+/**
+ * Validates a band against the contract (halo present, sizes consistent) and fills defaults.
+ * `halo` is the rows of context each side the method needs: 1 for bilinear, 2 for MHC.
+ */
+export function resolveDebayer(params: DebayerParams, inputLength: number, halo = 1): ResolvedDebayer {
   const { width, height } = params;
   const y0 = params.y0 ?? 0;
   const rows = params.rows ?? height - y0;
@@ -113,10 +116,10 @@ export function resolveDebayer(params: DebayerParams, inputLength: number): Reso
   if (width < 1 || height < 1) throw new Error(`debayer: empty image ${width}x${height}`);
   if (!Number.isInteger(readRows)) throw new Error(`debayer: input length ${inputLength} is not a multiple of width ${width}`);
   if (y0 + rows > height) throw new Error(`debayer: owned rows ${y0}..${y0 + rows - 1} exceed height ${height}`);
-  const needFrom = Math.max(0, y0 - 1);
-  const needTo = Math.min(height, y0 + rows + 1);
+  const needFrom = Math.max(0, y0 - halo);
+  const needTo = Math.min(height, y0 + rows + halo);
   if (rows > 0 && (readY0 > needFrom || readY0 + readRows < needTo)) {
-    throw new Error(`debayer: input rows ${readY0}..${readY0 + readRows - 1} must cover ${needFrom}..${needTo - 1} (owned rows plus one halo row each side)`);
+    throw new Error(`debayer: input rows ${readY0}..${readY0 + readRows - 1} must cover ${needFrom}..${needTo - 1} (owned rows plus ${halo} halo row(s) each side)`);
   }
   if (readY0 + readRows > height) throw new Error(`debayer: input rows end at ${readY0 + readRows}, past height ${height}`);
   const { rx, ry } = redSite(params.pattern);
@@ -285,5 +288,142 @@ export async function debayerBilinearParallel(input: Float32Array, params: Debay
   const pool = sharedPool(options.workers ?? 2);
   // Rows are independent; small chunks keep both cores busy when other processes compete.
   await pool.run(ROWS_KERNEL, { ...p, input: toShared(input), ...planes }, 0, p.rows, { minChunk: 16 });
+  return planes;
+}
+
+// ---- Malvar-He-Cutler (debayer_mhc) ----------------------------------------------------------
+// Gradient-corrected bilinear (Malvar, He, Cutler, ICASSP 2004): each missing colour is the
+// bilinear estimate plus a scaled Laplacian of the site's own colour, as 5x5 filters / 8:
+//   G at R/B:          4c + 2(l+r+u+d) - (l2+r2+u2+d2)
+//   other chroma at R/B: 6c + 2(ul+ur+dl+dr) - 1.5(l2+r2+u2+d2)
+//   row chroma at G:   5c + 4(l+r) - (ul+ur+dl+dr) - (l2+r2) + 0.5(u2+d2)
+//   column chroma at G: 5c + 4(u+d) - (ul+ur+dl+dr) - (u2+d2) + 0.5(l2+r2)
+// (l2 = two columns left, same colour as c). The weights sum to 8, so flat colours are exact
+// and linear ramps are reproduced; near sharp edges values may overshoot (no clamping: data
+// can be negative after calibration anyway). Borders reflect (-2 -> 2). No-data: if any of
+// the 13 taps of an output is non-finite or absent (images under 3 pixels in a dimension),
+// that output takes the bilinear value instead, whose rule skips non-finite neighbours.
+// Band inputs need two halo rows each side.
+
+/** One MHC site from its 13 taps; falls back to the bilinear means unless every tap is finite. */
+function mhcSite(chroma: boolean, c: number, l: number, r: number, u: number, d: number, l2: number, r2: number, u2: number, d2: number, ul: number, ur: number, dl: number, dr: number, P: Float32Array, G: Float32Array, Q: Float32Array, i: number): void {
+  const all = c + l + r + u + d + l2 + r2 + u2 + d2 + ul + ur + dl + dr;
+  const ok = all - all === 0;
+  if (chroma) {
+    P[i] = c;
+    G[i] = ok ? (4 * c + 2 * (l + r + u + d) - (l2 + r2 + u2 + d2)) * 0.125 : mean4(l, r, u, d);
+    Q[i] = ok ? (6 * c + 2 * (ul + ur + dl + dr) - 1.5 * (l2 + r2 + u2 + d2)) * 0.125 : mean4(ul, ur, dl, dr);
+  } else {
+    const diag = ul + ur + dl + dr;
+    G[i] = c;
+    P[i] = ok ? (5 * c + 4 * (l + r) - diag - (l2 + r2) + 0.5 * (u2 + d2)) * 0.125 : mean2(l, r);
+    Q[i] = ok ? (5 * c + 4 * (u + d) - diag - (u2 + d2) + 0.5 * (l2 + r2)) * 0.125 : mean2(u, d);
+  }
+}
+
+/** Arguments of the MHC row kernel (same shape as the bilinear one). */
+export type DebayerMhcRowArgs = DebayerRowArgs;
+
+/** One MHC output pixel with reflected reads (borders, small images). */
+function mhcBorderPixel(input: Float32Array, W: number, u2: number, u: number, c: number, d: number, d2: number, o: number, cp: number, x: number, P: Float32Array, G: Float32Array, Q: Float32Array): void {
+  const at = (row: number, xx: number) => reflected(input, W, row, xx);
+  mhcSite((x & 1) === cp, input[c + x]!, at(c, x - 1), at(c, x + 1), at(u, x), at(d, x), at(c, x - 2), at(c, x + 2), at(u2, x), at(d2, x), at(u, x - 1), at(u, x + 1), at(d, x - 1), at(d, x + 1), P, G, Q, o + x);
+}
+
+/**
+ * Interior columns [x0, x1) of one row, every tap in range (rows u2 .. d2 all exist). The
+ * formulas are written out here (not via mhcSite) so that V8 keeps the taps unboxed: a call
+ * with 13 number arguments that is not inlined costs ~5x. Taps with a non-finite value go to
+ * mhcSite, which falls back to the bilinear means.
+ */
+function mhcInterior(input: Float32Array, u2: number, u: number, c: number, d: number, d2: number, o: number, cp: number, x0: number, x1: number, P: Float32Array, G: Float32Array, Q: Float32Array): void {
+  // Chroma sites have x parity cp, green sites the other.
+  for (let x = x0 + ((x0 & 1) === cp ? 0 : 1); x < x1; x += 2) {
+    const i = c + x;
+    const cc = input[i]!;
+    const l = input[i - 1]!;
+    const r = input[i + 1]!;
+    const uu = input[u + x]!;
+    const dd = input[d + x]!;
+    const far = input[i - 2]! + input[i + 2]! + input[u2 + x]! + input[d2 + x]!;
+    const diag = input[u + x - 1]! + input[u + x + 1]! + input[d + x - 1]! + input[d + x + 1]!;
+    const orth = l + r + uu + dd;
+    const all = cc + orth + far + diag;
+    if (all - all !== 0) {
+      mhcSite(true, cc, l, r, uu, dd, input[i - 2]!, input[i + 2]!, input[u2 + x]!, input[d2 + x]!, input[u + x - 1]!, input[u + x + 1]!, input[d + x - 1]!, input[d + x + 1]!, P, G, Q, o + x);
+      continue;
+    }
+    P[o + x] = cc;
+    G[o + x] = (4 * cc + 2 * orth - far) * 0.125;
+    Q[o + x] = (6 * cc + 2 * diag - 1.5 * far) * 0.125;
+  }
+  for (let x = x0 + ((x0 & 1) === cp ? 1 : 0); x < x1; x += 2) {
+    const i = c + x;
+    const cc = input[i]!;
+    const l = input[i - 1]!;
+    const r = input[i + 1]!;
+    const uu = input[u + x]!;
+    const dd = input[d + x]!;
+    const l2 = input[i - 2]!;
+    const r2 = input[i + 2]!;
+    const uu2 = input[u2 + x]!;
+    const dd2 = input[d2 + x]!;
+    const diag = input[u + x - 1]! + input[u + x + 1]! + input[d + x - 1]! + input[d + x + 1]!;
+    const all = cc + l + r + uu + dd + l2 + r2 + uu2 + dd2 + diag;
+    if (all - all !== 0) {
+      mhcSite(false, cc, l, r, uu, dd, l2, r2, uu2, dd2, input[u + x - 1]!, input[u + x + 1]!, input[d + x - 1]!, input[d + x + 1]!, P, G, Q, o + x);
+      continue;
+    }
+    G[o + x] = cc;
+    P[o + x] = (5 * cc + 4 * (l + r) - diag - (l2 + r2) + 0.5 * (uu2 + dd2)) * 0.125;
+    Q[o + x] = (5 * cc + 4 * (uu + dd) - diag - (uu2 + dd2) + 0.5 * (l2 + r2)) * 0.125;
+  }
+}
+
+/** Owned rows [y0 + start, y0 + end) with MHC. Exported for the worker pool. */
+export function debayerMhcRows(args: DebayerMhcRowArgs, start: number, end: number): void {
+  const { input, width: W, height: H, rx, ry, y0, readY0, g: G } = args;
+  const rowAt = (y: number): number => {
+    const m = y < 0 ? -y : y >= H ? 2 * H - 2 - y : y;
+    return m < 0 || m >= H ? NONE : (m - readY0) * W;
+  };
+  for (let k = start; k < end; k++) {
+    const y = y0 + k;
+    const u2 = rowAt(y - 2);
+    const u = rowAt(y - 1);
+    const c = rowAt(y);
+    const d = rowAt(y + 1);
+    const d2 = rowAt(y + 2);
+    const o = k * W;
+    const redRow = (y & 1) === ry;
+    const P = redRow ? args.r : args.b;
+    const Q = redRow ? args.b : args.r;
+    const cp = redRow ? rx : 1 - rx;
+    // Interior columns with all five rows present read directly; the rest reflect.
+    let x = 0;
+    if (u2 !== NONE && d2 !== NONE && W >= 5) {
+      for (; x < 2; x++) mhcBorderPixel(input, W, u2, u, c, d, d2, o, cp, x, P, G, Q);
+      mhcInterior(input, u2, u, c, d, d2, o, cp, 2, W - 2, P, G, Q);
+      x = W - 2;
+    }
+    for (; x < W; x++) mhcBorderPixel(input, W, u2, u, c, d, d2, o, cp, x, P, G, Q);
+  }
+}
+
+/** Single-threaded MHC reference: the owned rows' R, G, B planes (rows x width each). */
+export function debayerMhc(input: Float32Array, params: DebayerParams, out?: DebayerPlanes): DebayerPlanes {
+  const p = resolveDebayer(params, input.length, 2);
+  const planes = out ?? allocPlanes(p.rows * p.width, false);
+  debayerMhcRows({ ...p, input, ...planes }, 0, p.rows);
+  return planes;
+}
+
+const MHC_ROWS_KERNEL: PoolKernel = { module: import.meta.url, name: 'debayerMhcRows' };
+
+/** debayerMhc on the worker pool; bit-identical to debayerMhc (see debayerBilinearParallel). */
+export async function debayerMhcParallel(input: Float32Array, params: DebayerParams, options: ParallelOptions = {}, out?: DebayerPlanes): Promise<DebayerPlanes> {
+  const p = resolveDebayer(params, input.length, 2);
+  const planes = out ?? allocPlanes(p.rows * p.width, true);
+  await sharedPool(options.workers ?? 2).run(MHC_ROWS_KERNEL, { ...p, input: toShared(input), ...planes }, 0, p.rows, { minChunk: 16 });
   return planes;
 }

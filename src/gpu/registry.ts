@@ -25,6 +25,7 @@ export const KERNELS = {
   // debayer: CFA mosaic -> three planes
   debayer_bilinear: { shader: 'debayer/bilinear.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage', 'storage'] },
   debayer_bilinear_vec4: { shader: 'debayer/bilinear_vec4.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage', 'storage'] },
+  debayer_mhc: { shader: 'debayer/mhc.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage', 'storage'] },
   // warp: affine resampling
   warp_bilinear: { shader: 'warp/bilinear.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
   warp_lanczos3: { shader: 'warp/lanczos3.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },

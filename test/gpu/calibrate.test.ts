@@ -144,6 +144,10 @@ gpuTest('GPU calibrate: exact sky recovery, dead flat NaN, resident form in a sh
     const chained = await ctx.readFloat32(out, n);
     const want = calibrate(calibrate(light, { bias }), { flat }, { pedestal: 7 });
     assertCalibrated(chained, want, light, { bias, flat }, { pedestal: 7 }, 'chained');
+    await calibrateResident(ctx, lb, {}, lb, n).then(
+      () => assert.unreachable('in-place accepted'),
+      (e: Error) => assert.match(e.message, /must not be an input/),
+    );
   } finally {
     for (const b of bufs) ctx.pool.release(b);
   }

@@ -1,8 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { CFA_PATTERNS, cfaPhase, debayerBilinear, debayerBilinearParallel, type CfaPattern, type DebayerPlanes, type RowOrder } from '../../src/cpu/debayer.js';
+import { CFA_PATTERNS, cfaPhase, debayerBilinear, debayerBilinearParallel, debayerMhc, debayerMhcParallel, type CfaPattern, type DebayerPlanes, type RowOrder } from '../../src/cpu/debayer.js';
 import { sharedFloat32 } from '../../src/cpu/worker-pool.js';
-import { debayerBilinearGpu, debayerBilinearResident } from '../../src/gpu/kernels/debayer.js';
+import { debayerBilinearGpu, debayerBilinearResident, debayerMhcGpu, debayerMhcResident } from '../../src/gpu/kernels/debayer.js';
 import { compareArrays, gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom } from '../helpers/tmp.js';
 
@@ -230,11 +230,11 @@ test('CPU: debayerBilinearParallel (2 workers) is bit-identical to debayerBiline
 // the reference sums in f64 and rounds once (≤ 2^-25). 2^-21 bounds the sum of these.
 const TOL = 2 ** -21;
 
-function assertClose(got: DebayerPlanes, want: DebayerPlanes, what: string): void {
+function assertClose(got: DebayerPlanes, want: DebayerPlanes, what: string, tol = TOL): void {
   for (const k of PLANES) {
     const d = compareArrays(got[k], want[k]);
     assert.is(d.nanMismatches, 0, `${what} ${k}: NaN positions differ`);
-    assert.ok(d.maxAbs <= TOL, `${what} ${k}: max |diff| ${d.maxAbs} at ${d.worstIndex}`);
+    assert.ok(d.maxAbs <= tol, `${what} ${k}: max |diff| ${d.maxAbs} at ${d.worstIndex}`);
   }
 }
 
@@ -319,5 +319,183 @@ async function residentBands(W: number): Promise<void> {
   }
   assert.equal(ctx.uncapturedErrors, []);
 }
+
+
+// ---- Malvar-He-Cutler (debayer_mhc) ----------------------------------------------------------
+
+// The paper's 5x5 filters (x 1/8), indexed [dy + 2][dx + 2], transcribed independently of the
+// reference's factored formulas.
+const H = 0.5;
+const MHC_G_AT_CHROMA = [[0, 0, -1, 0, 0], [0, 0, 2, 0, 0], [-1, 2, 4, 2, -1], [0, 0, 2, 0, 0], [0, 0, -1, 0, 0]];
+const MHC_ROW_CHROMA_AT_G = [[0, 0, H, 0, 0], [0, -1, 0, -1, 0], [-1, 4, 5, 4, -1], [0, -1, 0, -1, 0], [0, 0, H, 0, 0]];
+const MHC_COL_CHROMA_AT_G = [[0, 0, -1, 0, 0], [0, -1, 4, -1, 0], [H, 0, 5, 0, H], [0, -1, 4, -1, 0], [0, 0, -1, 0, 0]];
+const MHC_CHROMA_AT_CHROMA = [[0, 0, -1.5, 0, 0], [0, 2, 0, 2, 0], [-1.5, 0, 6, 0, -1.5], [0, 2, 0, 2, 0], [0, 0, -1.5, 0, 0]];
+
+/** Direct 5x5 filtering with reflected borders; for finite data at least 3 pixels each way. */
+function naiveMhc(m: Float32Array, W: number, Hh: number, pattern: CfaPattern): DebayerPlanes {
+  const refl = (i: number, n: number) => (i < 0 ? -i : i >= n ? 2 * n - 2 - i : i);
+  const out = { r: new Float32Array(W * Hh), g: new Float32Array(W * Hh), b: new Float32Array(W * Hh) };
+  const apply = (f: number[][], x: number, y: number) => {
+    let s = 0;
+    for (let dy = -2; dy <= 2; dy++) for (let dx = -2; dx <= 2; dx++) s += f[dy + 2]![dx + 2]! * m[refl(y + dy, Hh) * W + refl(x + dx, W)]!;
+    return s / 8;
+  };
+  for (let y = 0; y < Hh; y++) {
+    for (let x = 0; x < W; x++) {
+      const i = y * W + x;
+      const c = colourAt(pattern, x, y);
+      const rowHasRed = colourAt(pattern, 0, y) === 'R' || colourAt(pattern, 1, y) === 'R';
+      if (c === 'G') {
+        out.g[i] = m[i]!;
+        out.r[i] = apply(rowHasRed ? MHC_ROW_CHROMA_AT_G : MHC_COL_CHROMA_AT_G, x, y);
+        out.b[i] = apply(rowHasRed ? MHC_COL_CHROMA_AT_G : MHC_ROW_CHROMA_AT_G, x, y);
+      } else {
+        out.g[i] = apply(MHC_G_AT_CHROMA, x, y);
+        out[c === 'R' ? 'r' : 'b'][i] = m[i]!;
+        out[c === 'R' ? 'b' : 'r'][i] = apply(MHC_CHROMA_AT_CHROMA, x, y);
+      }
+    }
+  }
+  return out;
+}
+
+test('CPU MHC: a red impulse gives the filters\' hand-computed responses', () => {
+  const W = 11;
+  const m = new Float32Array(W * W);
+  m[4 * W + 4] = 8; // red site of RGGB
+  const out = debayerMhc(m, { width: W, height: W, pattern: 'RGGB' });
+  const want = { r: new Float32Array(W * W), g: new Float32Array(W * W), b: new Float32Array(W * W) };
+  const set = (k: 'r' | 'g' | 'b', pts: number[][], v: number) => pts.forEach(([x, y]) => (want[k][y! * W + x!] = v));
+  set('r', [[4, 4]], 8);
+  set('r', [[3, 4], [5, 4], [4, 3], [4, 5]], 4); // 4/8 of the impulse at the neighbouring greens
+  set('r', [[3, 3], [5, 3], [3, 5], [5, 5]], 2); // 2/8 at the diagonal blues
+  set('g', [[4, 4]], 4); // 4/8: the Laplacian correction puts luminance under the impulse
+  set('g', [[2, 4], [6, 4], [4, 2], [4, 6]], -1); // -1/8 at reds two away
+  set('b', [[4, 4]], 6); // 6/8
+  set('b', [[2, 4], [6, 4], [4, 2], [4, 6]], -1.5); // -1.5/8
+  for (const k of PLANES) assert.equal(Array.from(out[k]), Array.from(want[k]), `${k} plane`);
+});
+
+test('CPU MHC: uniform colours exact everywhere; linear ramps exact inside; matches direct 5x5 filtering', () => {
+  const value = (c: Colour) => (c === 'R' ? 0.25 : c === 'G' ? 0.5 : 0.75);
+  for (const pattern of CFA_PATTERNS) {
+    for (const [W, Hh] of [[2, 2], [3, 3], [7, 5], [6, 4], [5, 8], [1, 6]] as const) {
+      const out = debayerMhc(mosaicOf(pattern, W, Hh, value), { width: W, height: Hh, pattern });
+      if (W === 1) {
+        // One column: no left/right neighbours, so one chroma per site has nothing to average.
+        assert.ok(out.g.every((v) => v === 0.5), `${pattern} 1x${Hh} G`);
+        continue;
+      }
+      for (let i = 0; i < W * Hh; i++) {
+        assert.is(out.r[i], 0.25, `${pattern} ${W}x${Hh} R[${i}]`);
+        assert.is(out.g[i], 0.5, `${pattern} ${W}x${Hh} G[${i}]`);
+        assert.is(out.b[i], 0.75, `${pattern} ${W}x${Hh} B[${i}]`);
+      }
+    }
+    const W = 12;
+    const Hh = 9;
+    const ramp = debayerMhc(mosaicOf(pattern, W, Hh, (_c, x, y) => 3 * x - 7 * y), { width: W, height: Hh, pattern });
+    for (let y = 2; y < Hh - 2; y++) for (let x = 2; x < W - 2; x++) for (const k of PLANES) assert.is(ramp[k][y * W + x], 3 * x - 7 * y, `${pattern} ramp ${k} (${x},${y})`);
+    const rnd = seededRandom(9);
+    const m = new Float32Array(13 * 10).map(() => rnd());
+    const direct = naiveMhc(m, 13, 10, pattern);
+    const got = debayerMhc(m, { width: 13, height: 10, pattern });
+    for (const k of PLANES) {
+      const d = compareArrays(got[k], direct[k]);
+      assert.ok(d.maxAbs <= 2 ** -22, `${pattern} ${k} vs direct filtering: ${d.maxAbs}`); // both f64, one f32 rounding each
+    }
+  }
+});
+
+test('CPU MHC: outputs whose taps hold NaN take the bilinear value; others keep MHC', () => {
+  const W = 15;
+  const Hh = 12;
+  const rnd = seededRandom(21);
+  const m = new Float32Array(W * Hh).map(() => rnd());
+  const clean = debayerMhc(m, { width: W, height: Hh, pattern: 'GBRG' });
+  m[6 * W + 7] = NaN;
+  const mhc = debayerMhc(m, { width: W, height: Hh, pattern: 'GBRG' });
+  const lin = debayerBilinear(m, { width: W, height: Hh, pattern: 'GBRG' });
+  let fallbacks = 0;
+  for (let y = 0; y < Hh; y++) {
+    for (let x = 0; x < W; x++) {
+      const i = y * W + x;
+      // Every MHC tap lies within |dx| + |dy| <= 2 of its output.
+      const reach = Math.abs(x - 7) + Math.abs(y - 6) <= 2;
+      for (const k of PLANES) {
+        if (x === 7 && y === 6 && Number.isNaN(mhc[k][i]!)) continue; // the site's own colour
+        const fromLin = Object.is(mhc[k][i], lin[k][i]);
+        if (reach && !Object.is(mhc[k][i], clean[k][i])) {
+          assert.ok(fromLin, `(${x},${y}) ${k}: ${mhc[k][i]} is neither MHC nor bilinear ${lin[k][i]}`);
+          fallbacks++;
+        }
+        if (!reach) assert.ok(Object.is(mhc[k][i], clean[k][i]), `(${x},${y}) ${k} changed far from the NaN`);
+      }
+    }
+  }
+  assert.ok(fallbacks >= 12, `${fallbacks} outputs fell back`);
+});
+
+test('CPU MHC: bands with two halo rows reproduce the whole image; parallel is bit-identical', async () => {
+  const W = 21;
+  const Hh = 19;
+  const m = randomMosaic(W, Hh, 8);
+  for (const pattern of CFA_PATTERNS) {
+    const whole = debayerMhc(m, { width: W, height: Hh, pattern });
+    for (const [y0, rows] of [[0, 5], [5, 3], [3, 1], [9, 10], [18, 1]] as const) {
+      const readY0 = Math.max(0, y0 - 2);
+      const readEnd = Math.min(Hh, y0 + rows + 2);
+      assertIdentical(debayerMhc(m.subarray(readY0 * W, readEnd * W), { width: W, height: Hh, pattern, y0, rows, readY0 }), rowsOf(whole, W, y0, rows), `${pattern} band ${y0}+${rows}`);
+    }
+    assertIdentical(await debayerMhcParallel(m, { width: W, height: Hh, pattern }), whole, `${pattern} parallel`);
+  }
+  assert.throws(() => debayerMhc(m.subarray(2 * W, 9 * W), { width: W, height: Hh, pattern: 'RGGB', y0: 3, rows: 5, readY0: 2 }), /2 halo/);
+});
+
+// Tolerance for MHC: values in [-1, 1); 13 taps with |weights| summing to at most 20 (÷8), so
+// partial sums stay below 20 and each of ~13 f32 roundings is ≤ 2^-20; 2^-18 bounds their sum
+// (the ÷8 is exact) plus the reference's one rounding.
+const MHC_TOL = 2 ** -18;
+
+gpuTest('GPU debayer_mhc equals the CPU reference: 4 patterns, odd sizes, NaN/Inf, borders, bands', async () => {
+  const ctx = gpu.ctx!;
+  const before = ctx.dispatches.get('debayer_mhc') ?? 0;
+  let runs = 0;
+  for (const [W, Hh] of [[1, 1], [1, 7], [7, 1], [2, 2], [3, 5], [4, 4], [131, 9], [256, 66]] as const) {
+    const m = randomMosaic(W, Hh, 2000 + W * Hh);
+    for (const pattern of CFA_PATTERNS) {
+      const params = { width: W, height: Hh, pattern };
+      assertClose(await debayerMhcGpu(ctx, m, params), debayerMhc(m, params), `${pattern} ${W}x${Hh}`, MHC_TOL);
+      runs++;
+    }
+  }
+  const W = 37;
+  const Hh = 23;
+  const m = randomMosaic(W, Hh, 78);
+  for (const pattern of CFA_PATTERNS) {
+    const whole = debayerMhc(m, { width: W, height: Hh, pattern });
+    for (const [y0, rows] of [[0, 1], [1, 4], [5, 7], [22, 1], [3, 20]] as const) {
+      const readY0 = Math.max(0, y0 - 2);
+      const readEnd = Math.min(Hh, y0 + rows + 2);
+      const got = await debayerMhcGpu(ctx, m.subarray(readY0 * W, readEnd * W), { width: W, height: Hh, pattern, y0, rows, readY0 });
+      assertClose(got, rowsOf(whole, W, y0, rows), `${pattern} band ${y0}+${rows}`, MHC_TOL);
+      runs++;
+    }
+  }
+  // Resident form in a caller's encoder.
+  const buf = ctx.upload(m);
+  const out = { r: ctx.storage(W * Hh * 4), g: ctx.storage(W * Hh * 4), b: ctx.storage(W * Hh * 4) };
+  try {
+    const encoder = ctx.device.createCommandEncoder();
+    await debayerMhcResident(ctx, buf, out, { width: W, height: Hh, pattern: 'BGGR', readRows: Hh }, encoder);
+    ctx.submit(encoder);
+    const got = { r: await ctx.readFloat32(out.r, W * Hh), g: await ctx.readFloat32(out.g, W * Hh), b: await ctx.readFloat32(out.b, W * Hh) };
+    assertClose(got, debayerMhc(m, { width: W, height: Hh, pattern: 'BGGR' }), 'resident', MHC_TOL);
+    runs++;
+  } finally {
+    for (const b of [buf, ...Object.values(out)]) ctx.pool.release(b);
+  }
+  assert.is((ctx.dispatches.get('debayer_mhc') ?? 0) - before, runs, 'the WGSL kernel ran');
+});
 
 test.run();

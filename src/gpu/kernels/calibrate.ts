@@ -35,6 +35,9 @@ export async function calibrateResident(ctx: GpuContext, light: GPUBuffer, maste
   for (const [name, b] of Object.entries({ light, out, ...masters })) {
     if (b && b.size < need) throw new GpuError('BAD_ARGUMENT', `calibrate: ${name} buffer of ${b.size} B is smaller than ${need} B (${count} pixels as whole vec4s)`);
   }
+  // WebGPU forbids binding one buffer as read-only and writable in a dispatch; say so plainly
+  // instead of leaving a validation error on the device.
+  if ([light, masters.bias, masters.dark, masters.flat].includes(out)) throw new GpuError('BAD_ARGUMENT', 'calibrate: out must not be an input buffer (no in-place calibration on the device)');
   if (count === 0) return;
   const kernel = await ctx.pipeline('calibrate', { WG });
   const grid = grid1d(count4, WG, ctx.limits.maxComputeWorkgroupsPerDimension);
