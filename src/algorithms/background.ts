@@ -1,0 +1,351 @@
+// Robust tiled sky background and noise model of one image plane (SExtractor-style mesh).
+//
+// The plane is cut into a grid of ~tileSize px tiles. Per tile, a sub-sampled set of pixels
+// (every `step`-th pixel in x and y, NaN/±Inf skipped) is sigma-clipped around its median
+// (clip at ±clipSigma·σ, σ = 1.4826·MAD, a few rounds) so stars and hot pixels drop out; the
+// clipped median is the tile's sky level and the clipped MAD-σ its per-pixel noise. A 3×3
+// median filter over the tile mesh then removes tiles that sit on bright stars, satellite
+// trails or small nebulae (their clipped statistics are still pulled upward). The model is
+// evaluated by bilinear interpolation between tile centres, extrapolated linearly beyond the
+// outer centres, so gradients and vignetting carry on to the borders.
+//
+// Invariants:
+// - The input plane is never modified; memory is O(number of tiles) plus one tile's scratch.
+// - Tiles with too few finite samples are NaN in the raw mesh and are filled from their
+//   neighbours (then the global median), so the model is finite wherever the plane had data.
+// - `median` and `rms` are the medians of the filtered tile meshes: the frame's global sky
+//   level and per-pixel noise (`background_median`, `background_rms` of the frame metrics).
+
+import { MAD_TO_SIGMA, medianInPlace } from './robust-stats.js';
+
+export interface BackgroundOptions {
+  /** Nominal tile edge in px (tiles are spread evenly, so actual sizes differ by < 1 tile / count). Default 64. */
+  tileSize?: number;
+  /** Sub-sampling: one pixel in step² of each tile is used (1 = all). Default 4 (256 per 64 px tile). */
+  step?: number;
+  /** Clipping half-width in σ. Default 3. */
+  clipSigma?: number;
+  /** Clipping rounds at most (the mesh median filter removes what clipping leaves). Default 2. */
+  clipRounds?: number;
+  /** Edge of the median filter over the tile mesh (1 = none, 3 = 3×3). Default 3. */
+  filterSize?: number;
+}
+
+export interface BackgroundModel {
+  width: number;
+  height: number;
+  /** Tile counts along x and y. */
+  nx: number;
+  ny: number;
+  /** Tile boundaries: tile i spans x in [xEdges[i], xEdges[i+1]). Length nx+1 / ny+1. */
+  xEdges: Int32Array;
+  yEdges: Int32Array;
+  /** Filtered sky level and per-pixel noise per tile, row-major ny × nx. */
+  level: Float32Array;
+  noise: Float32Array;
+  /** Global sky level (median of `level`) and per-pixel noise (median of `noise`). */
+  median: number;
+  rms: number;
+}
+
+const DEFAULTS = { tileSize: 64, step: 4, clipSigma: 3, clipRounds: 2, filterSize: 3 };
+
+/** Clipped median and MAD-σ of `v[0..n)` (reorders `v`; `dev` is scratch of the same length). */
+function clippedStats(v: Float32Array, n: number, dev: Float32Array, clip: number, rounds: number): [number, number] {
+  let count = n;
+  let med = NaN;
+  let sigma = NaN;
+  for (let round = 0; round < rounds; round++) {
+    const values = v.subarray(0, count);
+    med = medianInPlace(values);
+    for (let i = 0; i < count; i++) dev[i] = Math.abs(values[i]! - med);
+    sigma = MAD_TO_SIGMA * medianInPlace(dev.subarray(0, count));
+    if (!(sigma > 0)) break;
+    const lo = med - clip * sigma;
+    const hi = med + clip * sigma;
+    let kept = 0;
+    for (let i = 0; i < count; i++) {
+      const x = values[i]!;
+      if (x >= lo && x <= hi) v[kept++] = x;
+    }
+    if (kept === count || kept < 8) break;
+    count = kept;
+  }
+  return [med, sigma];
+}
+
+function evenEdges(length: number, tiles: number): Int32Array {
+  const e = new Int32Array(tiles + 1);
+  for (let i = 0; i <= tiles; i++) e[i] = Math.round((i * length) / tiles);
+  return e;
+}
+
+/** Median of the finite values among the (up to 9) mesh neighbours of (i, j) within `half`. */
+function filterMesh(src: Float32Array, nx: number, ny: number, half: number): Float32Array {
+  const out = new Float32Array(nx * ny);
+  const win = new Float32Array((2 * half + 1) ** 2);
+  for (let j = 0; j < ny; j++) {
+    for (let i = 0; i < nx; i++) {
+      let n = 0;
+      for (let dj = -half; dj <= half; dj++) {
+        const jj = j + dj;
+        if (jj < 0 || jj >= ny) continue;
+        for (let di = -half; di <= half; di++) {
+          const ii = i + di;
+          if (ii < 0 || ii >= nx) continue;
+          const v = src[jj * nx + ii]!;
+          if (Number.isFinite(v)) win[n++] = v;
+        }
+      }
+      out[j * nx + i] = n > 0 ? medianInPlace(win.subarray(0, n)) : NaN;
+    }
+  }
+  return out;
+}
+
+/** Replaces NaN tiles by the mean of finite 8-neighbours, repeatedly; then by `fallback`. */
+function fillHoles(mesh: Float32Array, nx: number, ny: number, fallback: number): void {
+  for (let pass = 0; pass < nx + ny; pass++) {
+    let holes = 0;
+    const next = mesh.slice();
+    for (let j = 0; j < ny; j++) {
+      for (let i = 0; i < nx; i++) {
+        if (Number.isFinite(mesh[j * nx + i]!)) continue;
+        let s = 0;
+        let n = 0;
+        for (let dj = -1; dj <= 1; dj++) {
+          for (let di = -1; di <= 1; di++) {
+            const ii = i + di;
+            const jj = j + dj;
+            if (ii < 0 || jj < 0 || ii >= nx || jj >= ny) continue;
+            const v = mesh[jj * nx + ii]!;
+            if (Number.isFinite(v)) {
+              s += v;
+              n++;
+            }
+          }
+        }
+        if (n > 0) next[j * nx + i] = s / n;
+        else holes++;
+      }
+    }
+    mesh.set(next);
+    if (holes === 0) return;
+  }
+  for (let k = 0; k < mesh.length; k++) if (!Number.isFinite(mesh[k]!)) mesh[k] = fallback;
+}
+
+/** Tiled background and noise model of `data` (width × height, row-major; one plane). */
+export function estimateBackground(data: Float32Array, width: number, height: number, options: BackgroundOptions = {}): BackgroundModel {
+  const o = { ...DEFAULTS, ...options };
+  const nx = Math.max(1, Math.round(width / o.tileSize));
+  const ny = Math.max(1, Math.round(height / o.tileSize));
+  const xEdges = evenEdges(width, nx);
+  const yEdges = evenEdges(height, ny);
+  const step = Math.max(1, Math.floor(o.step));
+  const stride = step * step;
+  const maxTile = Math.ceil(width / nx) * Math.ceil(height / ny);
+  const scratch = new Float32Array(Math.ceil(maxTile / stride) + Math.ceil(width / nx) + Math.ceil(height / ny) + 8);
+  const dev = new Float32Array(scratch.length);
+  const rawLevel = new Float32Array(nx * ny);
+  const rawNoise = new Float32Array(nx * ny);
+  const minSamples = 16;
+  for (let j = 0; j < ny; j++) {
+    const y0 = yEdges[j]!;
+    const y1 = yEdges[j + 1]!;
+    for (let i = 0; i < nx; i++) {
+      const x0 = xEdges[i]!;
+      const x1 = xEdges[i + 1]!;
+      let n = 0;
+      // Every row, every step²-th pixel, the start shifting by one every two rows: the same
+      // 1/step² share of pixels as a step × step lattice, but it visits all four sites of a
+      // 2×2 Bayer cell (a plain lattice with an even step would sample one colour only).
+      for (let y = y0; y < y1; y++) {
+        const row = y * width;
+        for (let x = x0 + (((y - y0) >> 1) % stride); x < x1; x += stride) {
+          const v = data[row + x]!;
+          if (v === v && v !== Infinity && v !== -Infinity) scratch[n++] = v;
+        }
+      }
+      const k = j * nx + i;
+      if (n < minSamples) {
+        rawLevel[k] = NaN;
+        rawNoise[k] = NaN;
+        continue;
+      }
+      const [med, sigma] = clippedStats(scratch, n, dev, o.clipSigma, o.clipRounds);
+      rawLevel[k] = med;
+      rawNoise[k] = sigma;
+    }
+  }
+  const half = Math.max(0, Math.floor(o.filterSize / 2));
+  const level = half > 0 ? filterMesh(rawLevel, nx, ny, half) : rawLevel.slice();
+  const noise = half > 0 ? filterMesh(rawNoise, nx, ny, half) : rawNoise.slice();
+  const finiteMedian = (m: Float32Array) => {
+    const f = Float32Array.from(m).filter((v) => Number.isFinite(v));
+    return f.length > 0 ? medianInPlace(f) : NaN;
+  };
+  const median = finiteMedian(level);
+  const rms = finiteMedian(noise);
+  fillHoles(level, nx, ny, median);
+  fillHoles(noise, nx, ny, rms);
+  return { width, height, nx, ny, xEdges, yEdges, level, noise, median, rms };
+}
+
+/** Tile-centre coordinate of tile i given edges (pixel centres are integers). */
+function centre(edges: Int32Array, i: number): number {
+  return (edges[i]! + edges[i + 1]! - 1) / 2;
+}
+
+/**
+ * Interpolation position along one axis: index of the lower tile centre and the fraction
+ * toward the next. Outside the outer centres the fraction goes below 0 or above 1 (linear
+ * extrapolation); with one tile the fraction is 0.
+ */
+function axisPosition(edges: Int32Array, tiles: number, p: number): [number, number] {
+  if (tiles === 1) return [0, 0];
+  let i = 0;
+  // Tiles are few (tens): a linear scan is cheaper than a search for the callers' row loops.
+  while (i < tiles - 2 && p > centre(edges, i + 1)) i++;
+  const c0 = centre(edges, i);
+  const c1 = centre(edges, i + 1);
+  return [i, (p - c0) / (c1 - c0)];
+}
+
+function meshAt(model: BackgroundModel, mesh: Float32Array, x: number, y: number): number {
+  const { nx, ny } = model;
+  const [i, fx] = axisPosition(model.xEdges, nx, x);
+  const [j, fy] = axisPosition(model.yEdges, ny, y);
+  const i1 = Math.min(nx - 1, i + 1);
+  const j1 = Math.min(ny - 1, j + 1);
+  const a = mesh[j * nx + i]!;
+  const b = mesh[j * nx + i1]!;
+  const c = mesh[j1 * nx + i]!;
+  const d = mesh[j1 * nx + i1]!;
+  const top = a + (b - a) * fx;
+  const bottom = c + (d - c) * fx;
+  return top + (bottom - top) * fy;
+}
+
+/** Sky level at pixel (x, y) (0-based pixel centres). */
+export function backgroundAt(model: BackgroundModel, x: number, y: number): number {
+  return meshAt(model, model.level, x, y);
+}
+
+/** Per-pixel noise σ at pixel (x, y). */
+export function noiseAt(model: BackgroundModel, x: number, y: number): number {
+  return meshAt(model, model.noise, x, y);
+}
+
+/**
+ * Per-row evaluator: `row(y, which, out)` fills out[0..width) with the level or noise of row y.
+ * Interpolates along y on the mesh first (nx values), then along x, so a row costs O(width).
+ */
+export function rowEvaluator(model: BackgroundModel): (y: number, which: 'level' | 'noise', out: Float32Array) => void {
+  const { nx, ny, width } = model;
+  // Precomputed x interpolation: lower tile index and fraction per column.
+  const xi = new Int32Array(width);
+  const xf = new Float32Array(width);
+  for (let x = 0; x < width; x++) {
+    const [i, f] = axisPosition(model.xEdges, nx, x);
+    xi[x] = i;
+    xf[x] = f;
+  }
+  const column = new Float32Array(nx);
+  return (y, which, out) => {
+    const mesh = which === 'level' ? model.level : model.noise;
+    const [j, fy] = axisPosition(model.yEdges, ny, y);
+    const j1 = Math.min(ny - 1, j + 1);
+    for (let i = 0; i < nx; i++) {
+      const a = mesh[j * nx + i]!;
+      column[i] = a + (mesh[j1 * nx + i]! - a) * fy;
+    }
+    if (nx === 1) {
+      out.fill(column[0]!, 0, width);
+      return;
+    }
+    for (let x = 0; x < width; x++) {
+      const i = xi[x]!;
+      const a = column[i]!;
+      out[x] = a + (column[i + 1]! - a) * xf[x]!;
+    }
+  };
+}
+
+/**
+ * Linear segments of one row: for segment s, columns [start[s], start[s+1]) take
+ * value0[s] + slope[s]·(x − start[s]). Filled by `rowSegments`; lets hot loops evaluate the
+ * model with one addition per pixel.
+ */
+export interface RowSegments {
+  count: number;
+  start: Int32Array;
+  level0: Float64Array;
+  levelSlope: Float64Array;
+  noise0: Float64Array;
+  noiseSlope: Float64Array;
+}
+
+/** Segment evaluator of a model: `fill(y, seg)` writes row y's level and noise as linear segments. */
+export function rowSegments(model: BackgroundModel): { segments: RowSegments; fill: (y: number) => void } {
+  const { nx, ny, width, xEdges, yEdges } = model;
+  // Segment boundaries: the tile centres (rounded up to whole columns), plus 0 and width.
+  const bounds: number[] = [0];
+  for (let i = 1; i < nx - 1; i++) {
+    const c = Math.ceil(centre(xEdges, i));
+    if (c > bounds[bounds.length - 1]! && c < width) bounds.push(c);
+  }
+  bounds.push(width);
+  const count = bounds.length - 1;
+  const segments: RowSegments = {
+    count,
+    start: Int32Array.from(bounds),
+    level0: new Float64Array(count),
+    levelSlope: new Float64Array(count),
+    noise0: new Float64Array(count),
+    noiseSlope: new Float64Array(count),
+  };
+  const lev = new Float64Array(nx);
+  const noi = new Float64Array(nx);
+  // Per segment: lower tile index and the x of its centre (interpolation is linear between centres).
+  const segTile = new Int32Array(count);
+  for (let s = 0; s < count; s++) segTile[s] = axisPosition(xEdges, nx, bounds[s]!)[0];
+  const fill = (y: number): void => {
+    const [j, fy] = axisPosition(yEdges, ny, y);
+    const j1 = Math.min(ny - 1, j + 1);
+    for (let i = 0; i < nx; i++) {
+      const a = model.level[j * nx + i]!;
+      lev[i] = a + (model.level[j1 * nx + i]! - a) * fy;
+      const b = model.noise[j * nx + i]!;
+      noi[i] = b + (model.noise[j1 * nx + i]! - b) * fy;
+    }
+    for (let s = 0; s < count; s++) {
+      const x0 = bounds[s]!;
+      if (nx === 1) {
+        segments.level0[s] = lev[0]!;
+        segments.levelSlope[s] = 0;
+        segments.noise0[s] = noi[0]!;
+        segments.noiseSlope[s] = 0;
+        continue;
+      }
+      const i = segTile[s]!;
+      const c0 = centre(xEdges, i);
+      const c1 = centre(xEdges, i + 1);
+      const dl = (lev[i + 1]! - lev[i]!) / (c1 - c0);
+      const dn = (noi[i + 1]! - noi[i]!) / (c1 - c0);
+      segments.level0[s] = lev[i]! + dl * (x0 - c0);
+      segments.levelSlope[s] = dl;
+      segments.noise0[s] = noi[i]! + dn * (x0 - c0);
+      segments.noiseSlope[s] = dn;
+    }
+  };
+  return { segments, fill };
+}
+
+/** Full-resolution map of the level or the noise (width × height). */
+export function renderBackground(model: BackgroundModel, which: 'level' | 'noise' = 'level'): Float32Array {
+  const out = new Float32Array(model.width * model.height);
+  const row = rowEvaluator(model);
+  for (let y = 0; y < model.height; y++) row(y, which, out.subarray(y * model.width, (y + 1) * model.width));
+  return out;
+}
