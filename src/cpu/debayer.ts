@@ -1,6 +1,7 @@
-// TypeScript reference for shaders/debayer/bilinear.wgsl: one CFA mosaic band to three planar
-// f32 planes (R, G, B) for the band's owned rows, plus the CFA phase helper used by callers.
-// Contract (the WGSL kernel follows it exactly):
+// TypeScript reference for shaders/debayer/ (bilinear.wgsl and bilinear_vec4.wgsl; mhc.wgsl at
+// the end of this file): one CFA mosaic band to three planar f32 planes (R, G, B) for the
+// band's owned rows, plus the CFA phase helper used by callers.
+// Bilinear contract (the WGSL kernels follow it exactly):
 // - The pattern is the *effective* one of stored pixel (0, 0) of the FULL image (see cfaPhase);
 //   a pixel's colour follows from its full-image coordinates, so a band starting at an odd row
 //   keeps the right phase.

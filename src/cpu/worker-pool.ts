@@ -188,7 +188,15 @@ export class WorkerPool {
       job.outstanding++;
       slot.job = job;
       slot.worker.ref();
-      slot.worker.postMessage({ module: job.kernel.module, name: job.kernel.name, args: job.args, start: a, end: b });
+      try {
+        slot.worker.postMessage({ module: job.kernel.module, name: job.kernel.name, args: job.args, start: a, end: b });
+      } catch (e) {
+        // args that cannot be cloned (functions, ...): fail this run, keep the worker.
+        slot.job = null;
+        slot.worker.unref();
+        job.outstanding--;
+        this.fail(job, e as Error);
+      }
     }
   }
 }

@@ -45,6 +45,10 @@ test('WorkerPool runs a kernel over shared memory and reports kernel errors', as
       () => assert.unreachable('missing export accepted'),
       (e: Error) => assert.match(e.message, /no exported function nope/),
     );
+    await pool.run(CALIBRATE, { out, f: () => 1 }, 0, 10).then(
+      () => assert.unreachable('uncloneable args accepted'),
+      (e: Error) => assert.match(e.message, /clone/),
+    );
     out.fill(0);
     await pool.run(CALIBRATE, { count: 10_000, darkScale: 1, flatFloor: 0.05, pedestal: 0, light, out }, 0, 10_000);
     assert.is(out[9999], 9999);
