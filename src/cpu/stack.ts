@@ -125,31 +125,59 @@ export function minKeep(n: number, minFraction32: number): number {
 /** Samples per tile: the tile of normalised samples (f32) stays well inside a 32 KiB L1 cache. */
 const TILE_SAMPLES = 4096;
 
+/** What the per-method chunk functions share; unpacked into locals before their loops. */
+interface Work {
+  n: number;
+  /** Stride between one pixel's samples in the tile (pixels per chunk). */
+  chunk: number;
+  weight: Float64Array;
+  kl: number;
+  kh: number;
+  mf: number;
+  maxIters: number;
+  wk: number;
+  wc: number;
+  mean: Float32Array;
+  count: Uint32Array;
+  low: Uint32Array;
+  high: Uint32Array;
+  scratch: Float64Array;
+  /** Valid-sample statistics of the current pixel: count, sum w, then centre and sigma. */
+  acc: Float64Array;
+}
+
 /** Stacks `frames` (frame-major, f32) per the contract above. */
 export function stack(frames: Float32Array, p: StackParams): StackResult {
   validateStackParams(p, frames.length);
   const { width, rows, frames: n } = p;
   const { scale, offset, weight } = frameParams(p);
   const plane = width * rows;
-  const mean = new Float32Array(plane);
-  const count = new Uint32Array(plane);
-  const rejectedLow = new Uint32Array(n);
-  const rejectedHigh = new Uint32Array(n);
-  const method = p.method;
-  const kl = Math.fround(p.low);
-  const kh = Math.fround(p.high);
-  const mf = Math.fround(p.minFraction);
-  const maxIters = p.maxIters;
-  const wk = Math.fround(p.winsorK ?? 1.5);
-  const wc = Math.fround(winsorCorrection(p.winsorK ?? 1.5));
   // Pixels are taken a row chunk at a time: first the chunk's samples are normalised frame by
   // frame into `tile` (tile[f * chunk + t], rounded to f32 by the store like the device's
   // samples), then each pixel runs its passes over its N samples at stride `chunk`. The
   // normalisation runs as one tight loop per frame, and every later pass reads L1-resident data.
+  // One function per method keeps each hot loop small with complete type feedback (one large
+  // function was deoptimised again and again by V8).
   const chunk = Math.max(1, Math.min(width, Math.floor(TILE_SAMPLES / n)));
   const tile = new Float32Array(chunk * n);
-  const scratch = new Float64Array(n);
-
+  const w: Work = {
+    n,
+    chunk,
+    weight,
+    kl: Math.fround(p.low),
+    kh: Math.fround(p.high),
+    mf: Math.fround(p.minFraction),
+    maxIters: p.maxIters,
+    wk: Math.fround(p.winsorK ?? 1.5),
+    wc: Math.fround(winsorCorrection(p.winsorK ?? 1.5)),
+    mean: new Float32Array(plane),
+    count: new Uint32Array(plane),
+    low: new Uint32Array(n),
+    high: new Uint32Array(n),
+    scratch: new Float64Array(n),
+    acc: new Float64Array(4),
+  };
+  const run = { none: chunkNone, sigma: chunkSigma, winsor: chunkWinsor, median: chunkMedian }[p.method];
   for (let r = 0; r < rows; r++) {
     for (let x0 = 0; x0 < width; x0 += chunk) {
       const len = Math.min(chunk, width - x0);
@@ -161,150 +189,188 @@ export function stack(frames: Float32Array, p: StackParams): StackResult {
         const to = f * chunk;
         for (let t = 0; t < len; t++) tile[to + t] = frames[from + t]! * sc + of; // rounded to f32 by the store
       }
-      for (let t = 0; t < len; t++) {
-        const i = row0 + t;
-        const b = t;
-        const e = t + n * chunk;
-        // Weighted mean and sigma of the valid samples in one pass: moments about the first
-        // valid sample (f64 leaves no cancellation worth noting; the shader uses two passes).
-        let nv = 0;
-        let sw = 0;
-        let sd = 0;
-        let sd2 = 0;
-        let pivot = tile[b]!;
-        for (let j = b + chunk; pivot !== pivot && j < e; j += chunk) pivot = tile[j]!;
-        for (let j = b, f = 0; j < e; j += chunk, f++) {
-          const x = tile[j]!;
-          if (x === x) {
-            const w = weight[f]!;
-            const d = x - pivot;
-            nv++;
-            sw += w;
-            sd += w * d;
-            sd2 += w * d * d;
-          }
-        }
-        if (method === 'median') {
-          mean[i] = medianOf(tile, b, chunk, n, scratch);
-          count[i] = nv;
-          continue;
-        }
-        const valid = nv > 0 && sw > 0;
-        const mu0 = sd / sw;
-        let m = pivot + mu0;
-        if (method === 'none') {
-          mean[i] = valid ? m : NaN;
-          count[i] = nv;
-          continue;
-        }
-        const keep = minKeep(nv, mf);
-        let lo = -Infinity;
-        let hi = Infinity;
-        let cn = nv;
-        let s = Math.sqrt(Math.max(sd2 / sw - mu0 * mu0, 0));
-        if (method === 'sigma') {
-          // One pass per iteration: moments of the candidate set about the current centre give
-          // the new centre and the next sigma (the shader does the same in f32).
-          for (let it = 0; it < maxIters; it++) {
-            const lc0 = m - kl * s;
-            const hc0 = m + kh * s;
-            // NaN-safe cumulative bounds: a NaN candidate keeps the old bound, as in the shader.
-            const lc = lc0 > lo ? lc0 : lo;
-            const hc = hc0 < hi ? hc0 : hi;
-            let c = 0;
-            let cw = 0;
-            let sd = 0;
-            let sd2 = 0;
-            for (let j = b, f = 0; j < e; j += chunk, f++) {
-              const x = tile[j]!;
-              if (x >= lc && x <= hc) {
-                const w = weight[f]!;
-                const d = x - m;
-                c++;
-                cw += w;
-                sd += w * d;
-                sd2 += w * d * d;
-              }
-            }
-            if (!(c >= keep && cw > 0)) break; // refused: the state, hence every later iteration, stays
-            const changed = c !== cn;
-            const mu = sd / cw;
-            lo = lc;
-            hi = hc;
-            cn = c;
-            m += mu;
-            s = Math.sqrt(Math.max(sd2 / cw - mu * mu, 0));
-            if (!changed) break; // a subset of equal size is the same set: a fixed point
-          }
-          mean[i] = valid ? m : NaN;
-        } else {
-          // winsor: robust centre and sigma by winsorization (one pass per step: moments of the
-          // clamped samples about the current centre), then one rejection.
-          for (let it = 0; it < maxIters; it++) {
-            const wl = m - wk * s;
-            const wh = m + wk * s;
-            let wd1 = 0;
-            let wd2 = 0;
-            for (let j = b, f = 0; j < e; j += chunk, f++) {
-              const x = tile[j]!;
-              if (x === x) {
-                const d = (x < wl ? wl : x > wh ? wh : x) - m;
-                const w = weight[f]!;
-                wd1 += w * d;
-                wd2 += w * d * d;
-              }
-            }
-            const mu = wd1 / sw;
-            s = wc * Math.sqrt(Math.max(wd2 / sw - mu * mu, 0));
-            m += mu;
-          }
-          const lc = m - kl * s;
-          const hc = m + kh * s;
-          let c = 0;
-          let cw = 0;
-          let cwv = 0;
-          for (let j = b, f = 0; j < e; j += chunk, f++) {
-            const x = tile[j]!;
-            if (x >= lc && x <= hc) {
-              const w = weight[f]!;
-              c++;
-              cw += w;
-              cwv += w * x;
-            }
-          }
-          if (c >= keep && cw > 0) {
-            lo = lc;
-            hi = hc;
-            cn = c;
-            mean[i] = cwv / cw;
-          } else {
-            mean[i] = valid ? pivot + mu0 : NaN;
-          }
-        }
-        count[i] = cn;
-        if (cn < nv) {
-          for (let j = b, f = 0; j < e; j += chunk, f++) {
-            const x = tile[j]!;
-            if (x < lo) rejectedLow[f]!++;
-            else if (x > hi) rejectedHigh[f]!++;
-          }
-        }
-      }
+      run(tile, len, row0, w);
     }
   }
-  return { mean, count, rejectedLow, rejectedHigh };
+  return { mean: w.mean, count: w.count, rejectedLow: w.low, rejectedHigh: w.high };
 }
 
 /**
- * Median of the valid samples tile[b + f * stride], f < n (mean of the two middle ones, in f32 like the
+ * Valid samples of the pixel at tile[t + f * chunk]: acc = [count, sum w, weighted mean,
+ * weighted population sigma]. One pass, moments about the first valid sample (f64 leaves no
+ * cancellation worth noting; the shader uses two passes in f32).
+ */
+function validStats(tile: Float32Array, t: number, n: number, chunk: number, weight: Float64Array, acc: Float64Array): void {
+  const e = t + n * chunk;
+  let pivot = tile[t]!;
+  for (let j = t + chunk; pivot !== pivot && j < e; j += chunk) pivot = tile[j]!;
+  let nv = 0;
+  let sw = 0;
+  let sd = 0;
+  let sd2 = 0;
+  for (let j = t, f = 0; j < e; j += chunk, f++) {
+    const x = tile[j]!;
+    if (x === x) {
+      const w = weight[f]!;
+      const d = x - pivot;
+      nv++;
+      sw += w;
+      sd += w * d;
+      sd2 += w * d * d;
+    }
+  }
+  const mu = sd / sw;
+  acc[0] = nv;
+  acc[1] = sw;
+  acc[2] = pivot + mu;
+  acc[3] = Math.sqrt(Math.max(sd2 / sw - mu * mu, 0));
+}
+
+/** Adds the pixel's samples below lo / above hi to the per-frame rejection counts. */
+function tally(tile: Float32Array, t: number, n: number, chunk: number, lo: number, hi: number, low: Uint32Array, high: Uint32Array): void {
+  for (let j = t, f = 0; f < n; j += chunk, f++) {
+    const x = tile[j]!;
+    if (x < lo) low[f]!++;
+    else if (x > hi) high[f]!++;
+  }
+}
+
+function chunkNone(tile: Float32Array, len: number, i0: number, w: Work): void {
+  const { n, chunk, weight, mean, count, acc } = w;
+  for (let t = 0; t < len; t++) {
+    validStats(tile, t, n, chunk, weight, acc);
+    mean[i0 + t] = acc[0]! > 0 && acc[1]! > 0 ? acc[2]! : NaN;
+    count[i0 + t] = acc[0]!;
+  }
+}
+
+function chunkMedian(tile: Float32Array, len: number, i0: number, w: Work): void {
+  const { n, chunk, mean, count, scratch, acc } = w;
+  for (let t = 0; t < len; t++) {
+    mean[i0 + t] = medianOf(tile, t, chunk, n, scratch, acc);
+    count[i0 + t] = acc[0]!;
+  }
+}
+
+function chunkSigma(tile: Float32Array, len: number, i0: number, w: Work): void {
+  const { n, chunk, weight, kl, kh, mf, maxIters, mean, count, low, high, acc } = w;
+  for (let t = 0; t < len; t++) {
+    validStats(tile, t, n, chunk, weight, acc);
+    const nv = acc[0]!;
+    const valid = nv > 0 && acc[1]! > 0;
+    let m = acc[2]!;
+    let s = acc[3]!;
+    const keep = minKeep(nv, mf);
+    const e = t + n * chunk;
+    let lo = -Infinity;
+    let hi = Infinity;
+    let cn = nv;
+    // One pass per iteration: moments of the candidate set about the current centre give the
+    // new centre and the next sigma (the shader does the same in f32).
+    for (let it = 0; it < maxIters; it++) {
+      const lc0 = m - kl * s;
+      const hc0 = m + kh * s;
+      // NaN-safe cumulative bounds: a NaN candidate keeps the old bound, as in the shader.
+      const lc = lc0 > lo ? lc0 : lo;
+      const hc = hc0 < hi ? hc0 : hi;
+      let c = 0;
+      let cw = 0;
+      let sd = 0;
+      let sd2 = 0;
+      for (let j = t, f = 0; j < e; j += chunk, f++) {
+        const x = tile[j]!;
+        if (x >= lc && x <= hc) {
+          const wf = weight[f]!;
+          const d = x - m;
+          c++;
+          cw += wf;
+          sd += wf * d;
+          sd2 += wf * d * d;
+        }
+      }
+      if (!(c >= keep && cw > 0)) break; // refused: the state, hence every later iteration, stays
+      const changed = c !== cn;
+      const mu = sd / cw;
+      lo = lc;
+      hi = hc;
+      cn = c;
+      m += mu;
+      s = Math.sqrt(Math.max(sd2 / cw - mu * mu, 0));
+      if (!changed) break; // a subset of equal size is the same set: a fixed point
+    }
+    mean[i0 + t] = valid ? m : NaN;
+    count[i0 + t] = cn;
+    if (cn < nv) tally(tile, t, n, chunk, lo, hi, low, high);
+  }
+}
+
+function chunkWinsor(tile: Float32Array, len: number, i0: number, w: Work): void {
+  const { n, chunk, weight, kl, kh, mf, maxIters, wk, wc, mean, count, low, high, acc } = w;
+  for (let t = 0; t < len; t++) {
+    validStats(tile, t, n, chunk, weight, acc);
+    const nv = acc[0]!;
+    const sw = acc[1]!;
+    const valid = nv > 0 && sw > 0;
+    const m0 = acc[2]!;
+    let m = m0;
+    let s = acc[3]!;
+    const e = t + n * chunk;
+    // Robust centre and sigma by winsorization (one pass per step: moments of the clamped
+    // samples about the current centre), then one rejection.
+    for (let it = 0; it < maxIters; it++) {
+      const wl = m - wk * s;
+      const wh = m + wk * s;
+      let sd = 0;
+      let sd2 = 0;
+      for (let j = t, f = 0; j < e; j += chunk, f++) {
+        const x = tile[j]!;
+        if (x === x) {
+          const d = Math.min(Math.max(x, wl), wh) - m;
+          const wf = weight[f]!;
+          sd += wf * d;
+          sd2 += wf * d * d;
+        }
+      }
+      const mu = sd / sw;
+      s = wc * Math.sqrt(Math.max(sd2 / sw - mu * mu, 0));
+      m += mu;
+    }
+    const lc = m - kl * s;
+    const hc = m + kh * s;
+    let c = 0;
+    let cw = 0;
+    let cwv = 0;
+    for (let j = t, f = 0; j < e; j += chunk, f++) {
+      const x = tile[j]!;
+      if (x >= lc && x <= hc) {
+        const wf = weight[f]!;
+        c++;
+        cw += wf;
+        cwv += wf * x;
+      }
+    }
+    if (c >= minKeep(nv, mf) && cw > 0) {
+      mean[i0 + t] = cwv / cw;
+      count[i0 + t] = c;
+      if (c < nv) tally(tile, t, n, chunk, lc, hc, low, high);
+    } else {
+      mean[i0 + t] = valid ? m0 : NaN;
+      count[i0 + t] = nv;
+    }
+  }
+}
+
+/**
+ * Median of the valid samples tile[b + f * stride], f < n, whose count goes to acc[0] (mean of the two middle ones, in f32 like the
  * shader's (a + b) * 0.5), NaN when none is valid. Partial selection in `scratch`, no allocation.
  */
-function medianOf(tile: Float32Array, b: number, stride: number, n: number, scratch: Float64Array): number {
+function medianOf(tile: Float32Array, b: number, stride: number, n: number, scratch: Float64Array, acc: Float64Array): number {
   let k = 0;
   for (let j = b, e = b + n * stride; j < e; j += stride) {
     const x = tile[j]!;
     if (x === x) scratch[k++] = x;
   }
+  acc[0] = k;
   if (k === 0) return NaN;
   const lo = (k - 1) >> 1;
   const a = nth(scratch, k, lo);

@@ -271,6 +271,11 @@ export async function stackGpu(ctx: GpuContext, frames: Float32Array, params: St
   const meanBuf = ctx.storage(bandPixels * 4, 'stack mean');
   const countBuf = ctx.storage(bandPixels * 4, 'stack count');
   const rejected = ctx.storage(2 * n * 4, 'stack rejected');
+  // Both outputs go to mappable staging buffers in the band's own submit, and are read straight
+  // from the mapped ranges: one submit and one host copy per output and band.
+  const stagingUsage = GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST;
+  const meanStage = ctx.pool.acquire(bandPixels * 4, stagingUsage, 'stack mean readback');
+  const countStage = ctx.pool.acquire(bandPixels * 4, stagingUsage, 'stack count readback');
   try {
     ctx.write(rejected, new Uint32Array(2 * n));
     for (let y0 = 0; y0 < rows; y0 += rowsPerBand) {
@@ -280,13 +285,20 @@ export async function stackGpu(ctx: GpuContext, frames: Float32Array, params: St
         const from = f * plane + y0 * width;
         ctx.write(src, frames.subarray(from, from + pixels), f * pixels * 4);
       }
-      await stackResident(ctx, src, meanBuf, countBuf, rejected, { ...params, rows: bandRows }, undefined, options);
-      mean.set(await ctx.readFloat32(meanBuf, pixels), y0 * width);
-      count.set(new Uint32Array(await ctx.readback(countBuf, pixels * 4)), y0 * width);
+      const encoder = ctx.device.createCommandEncoder({ label: 'stack band' });
+      await stackResident(ctx, src, meanBuf, countBuf, rejected, { ...params, rows: bandRows }, encoder, options);
+      encoder.copyBufferToBuffer(meanBuf, 0, meanStage, 0, pixels * 4);
+      encoder.copyBufferToBuffer(countBuf, 0, countStage, 0, pixels * 4);
+      ctx.submit(encoder);
+      await Promise.all([meanStage.mapAsync(GPUMapMode.READ, 0, pixels * 4), countStage.mapAsync(GPUMapMode.READ, 0, pixels * 4)]);
+      mean.set(new Float32Array(meanStage.getMappedRange(0, pixels * 4)), y0 * width);
+      count.set(new Uint32Array(countStage.getMappedRange(0, pixels * 4)), y0 * width);
+      meanStage.unmap();
+      countStage.unmap();
     }
     const tallies = new Uint32Array(await ctx.readback(rejected, 2 * n * 4));
     return { mean, count, rejectedLow: tallies.slice(0, n), rejectedHigh: tallies.slice(n) };
   } finally {
-    for (const b of [src, meanBuf, countBuf, rejected]) ctx.pool.release(b);
+    for (const b of [src, meanBuf, countBuf, rejected, meanStage, countStage]) ctx.pool.release(b);
   }
 }
