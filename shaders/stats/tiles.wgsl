@@ -6,17 +6,26 @@
 // Output record per tile, 8 f32: count, min, max, sum, median_lo, median_hi, mad_lo, mad_hi
 // (median = (lo + hi) / 2, sigma = 1.4826 * (mad_lo + mad_hi) / 2; the host forms these
 // in f64). An empty tile writes count 0 and NaN elsewhere.
-// Bindings: 0 uniform Params; 1 read-only array<f32> samples, row-major, `width` per row;
-//           2 read_write array<f32> records, 8 per tile, tile (tx, tile_row0 + ty) at
-//           ((tile_row0 + ty) * tiles_x + tx) * 8.
+// Bindings: 0 uniform Params; 1 read-only array<vec4f> samples, row-major, `width` per row
+//           (the binding covers ceil(width * rows / 4) vec4); 2 read_write array<f32> records,
+//           8 per tile, tile (tx, tile_row0 + ty) at ((tile_row0 + ty) * tiles_x + tx) * 8.
 // Workgroup: WG x 1 x 1 invocations per tile; dispatch (tiles_x, tile rows in this band, 1).
-//            Edge tiles are clipped to the image. Invocation i visits tile samples i, i+WG, ...
-//            Workgroup memory: 2 * BINS u32 histogram (one per middle rank), 3 * WG scratch.
+//            Edge tiles are clipped to the image. Each tile row is read as the vec4 that
+//            cover it (lanes outside the tile masked off), row by row, invocation i taking
+//            vec4 slots i, i + WG, ... (llvmpipe loads per lane: wide loads matter).
+//            Each radix level: clear the histograms, count, per-invocation chunk sums, one
+//            invocation locates the ranks' bins, broadcast with workgroupUniformLoad. Levels
+//            resolve BITS = log2(BINS) key bits, the first one the remainder; levels start
+//            below the common prefix of the tile's min and max keys (of 0 and the largest
+//            deviation for the MAD). Consecutive increments of one invocation to one bin are
+//            combined into one atomicAdd (workgroup atomics are slow on llvmpipe).
+//            Workgroup memory: 2 * BINS u32 histograms (one per middle rank) + 3 * WG words.
 // Precision: count, min, max, medians and MADs exact (keys; deviations x - c rounded once in
-//            f32, as in the TypeScript reference). Sum: sequential f32 per invocation, then a
-//            tree: error <= (ceil(n / WG) + log2(WG)) * 2^-24 * sum |x| (first order).
+//            f32, as in the TypeScript reference). Sum: sequential f32 per vec4 lane, then
+//            the lanes, then a tree: error <= (ceil(n / (4 WG)) + 2 + log2(WG)) * 2^-24 *
+//            sum |x| (first order).
 // No-data: NaN and +-Inf (exponent bits all set; tested on the bits) are skipped.
-// Limits: T <= 4096 (count must stay exact as f32); BINS a power of two >= WG.
+// Limits: T <= 4096 (count must stay exact as f32); BINS a power of two.
 
 struct Params {
   width: u32,
@@ -27,11 +36,11 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> samples: array<f32>;
+@group(0) @binding(1) var<storage, read> samples4: array<vec4f>;
 @group(0) @binding(2) var<storage, read_write> records: array<f32>;
 
-override WG: u32 = 256;
-override BINS: u32 = 2048;
+override WG: u32 = 64;
+override BINS: u32 = 256;
 
 var<workgroup> w_hist: array<atomic<u32>, 2 * BINS>;
 var<workgroup> w_part: array<u32, 2 * WG>;
@@ -44,15 +53,32 @@ var<workgroup> w_scalars: array<u32, 4>;
 
 var<private> NAN_BITS: u32 = 0x7fc00000u;
 
-// Tile geometry, set once per invocation.
+// Tile geometry and this invocation's walk over it, set once per invocation.
+var<private> lid: u32;
 var<private> t_x0: u32;
 var<private> t_y0: u32;
 var<private> t_w: u32;
 var<private> t_h: u32;
-var<private> lid: u32;
+var<private> slots_per_row: u32;  // vec4 slots walked per tile row (covering vec4 + 1)
 
-fn order_key(bits: u32) -> u32 {
-  return select(bits | 0x80000000u, ~bits, (bits & 0x80000000u) != 0u);
+// Run-length combining of this invocation's increments within a pass.
+var<private> pend_idx: u32;
+var<private> pend_cnt: u32;
+
+fn bump(idx: u32) {
+  if (idx == pend_idx) {
+    pend_cnt += 1u;
+  } else {
+    if (pend_cnt != 0u) {
+      atomicAdd(&w_hist[pend_idx], pend_cnt);
+    }
+    pend_idx = idx;
+    pend_cnt = 1u;
+  }
+}
+
+fn order_key(bits: vec4u) -> vec4u {
+  return select(bits | vec4u(0x80000000u), ~bits, (bits & vec4u(0x80000000u)) != vec4u(0u));
 }
 
 fn key_value(key: u32) -> f32 {
@@ -63,43 +89,60 @@ fn top_mask(bits: u32) -> u32 {
   return select(0u, 0xffffffffu << (32u - bits), bits > 0u);
 }
 
-// Sample index of this invocation's k-th visit start and step (row-major inside the tile).
-fn sample_index(cx: u32, cy: u32) -> u32 {
-  return (t_y0 + cy) * params.width + t_x0 + cx;
+// The vec4 at walk slot (cx, cy) and which of its lanes are finite samples of the tile.
+struct Quad {
+  v: vec4f,
+  ok: vec4<bool>,
+}
+
+fn quad(cx: u32, cy: u32) -> Quad {
+  let s = (t_y0 + cy) * params.width + t_x0;  // first sample of the tile row
+  let q = (s >> 2u) + cx;
+  let idx = vec4u(q * 4u) + vec4u(0u, 1u, 2u, 3u);
+  let v = samples4[min(q, arrayLength(&samples4) - 1u)];
+  let inside = (idx >= vec4u(s)) & (idx < vec4u(s + t_w));
+  let finite = (bitcast<vec4u>(v) & vec4u(0x7f800000u)) != vec4u(0x7f800000u);
+  return Quad(v, inside & finite);
 }
 
 // Counts keys matching prefix p0 (histogram 0) or, when p1 differs, p1 (histogram 1).
 fn count_pass(dev: bool, center: f32, pmask: u32, p0: u32, p1: u32, shift: u32, bmask: u32) {
-  let n = t_w * t_h;
-  var cx = lid % t_w;
-  var cy = lid / t_w;
-  let step_x = WG % t_w;
-  let step_y = WG / t_w;
+  pend_cnt = 0u;
+  pend_idx = 0xffffffffu;
+  let n = slots_per_row * t_h;
+  var cx = lid % slots_per_row;
+  var cy = lid / slots_per_row;
+  let step_x = WG % slots_per_row;
+  let step_y = WG / slots_per_row;
   let two = p0 != p1;
   for (var i = lid; i < n; i += WG) {
-    let bits = bitcast<u32>(samples[sample_index(cx, cy)]);
+    let qd = quad(cx, cy);
     cx += step_x;
     cy += step_y;
-    if (cx >= t_w) {
-      cx -= t_w;
+    if (cx >= slots_per_row) {
+      cx -= slots_per_row;
       cy += 1u;
     }
-    if ((bits & 0x7f800000u) == 0x7f800000u) {
-      continue;
-    }
-    var key: u32;
+    var key: vec4u;
     if (dev) {
-      key = bitcast<u32>(abs(bitcast<f32>(bits) - center)) | 0x80000000u;
+      key = bitcast<vec4u>(abs(qd.v - vec4f(center))) | vec4u(0x80000000u);
     } else {
-      key = order_key(bits);
+      key = order_key(bitcast<vec4u>(qd.v));
     }
-    let m = key & pmask;
-    let bin = (key >> shift) & bmask;
-    if (m == p0) {
-      atomicAdd(&w_hist[bin], 1u);
-    } else if (two && m == p1) {
-      atomicAdd(&w_hist[BINS + bin], 1u);
+    let m = key & vec4u(pmask);
+    let ma = qd.ok & (m == vec4u(p0));
+    let mb = qd.ok & !ma & (m == vec4u(p1)) & vec4<bool>(two);
+    if (any(ma | mb)) {
+      let idx = select(vec4u(0u), vec4u(BINS), mb) + ((key >> vec4u(shift)) & vec4u(bmask));
+      let mm = ma | mb;
+      if (mm.x) { bump(idx.x); }
+      if (mm.y) { bump(idx.y); }
+      if (mm.z) { bump(idx.z); }
+      if (mm.w) { bump(idx.w); }
     }
+  }
+  if (pend_cnt != 0u) {
+    atomicAdd(&w_hist[pend_idx], pend_cnt);
   }
 }
 
@@ -124,7 +167,7 @@ fn locate(h: u32, rank: u32, chunk: u32) -> vec2u {
 fn select_pair(dev: bool, center: f32, k_low: u32, k_high: u32, r_lo: u32, r_hi: u32) -> vec2u {
   var known = countLeadingZeros(k_low ^ k_high);
   let bits = countTrailingZeros(BINS);
-  let chunk = max(1u, BINS / WG);
+  let chunk = (BINS + WG - 1u) / WG;
   var p0 = k_low & top_mask(known);
   var p1 = p0;
   var q0 = r_lo;
@@ -134,13 +177,15 @@ fn select_pair(dev: bool, center: f32, k_low: u32, k_high: u32, r_lo: u32, r_hi:
     let b = (31u - known) % bits + 1u;
     let shift = 32u - known - b;
     let bmask = (1u << b) - 1u;
-    for (var i = lid; i < 2u * BINS; i += WG) {
+    // Histogram 1 is in use only once the two ranks' prefixes differ.
+    let halves = select(1u, 2u, p0 != p1);
+    for (var i = lid; i < halves * BINS; i += WG) {
       atomicStore(&w_hist[i], 0u);
     }
     workgroupBarrier();
     count_pass(dev, center, top_mask(known), p0, p1, shift, bmask);
     workgroupBarrier();
-    for (var h = 0u; h < 2u; h++) {
+    for (var h = 0u; h < halves; h++) {
       var s = 0u;
       let c0 = lid * chunk;
       for (var j = c0; j < min(c0 + chunk, BINS); j++) {
@@ -151,7 +196,7 @@ fn select_pair(dev: bool, center: f32, k_low: u32, k_high: u32, r_lo: u32, r_hi:
     workgroupBarrier();
     if (lid == 0u) {
       let a = locate(0u, q0, chunk);
-      let c = locate(select(0u, 1u, p0 != p1), q1, chunk);
+      let c = locate(halves - 1u, q1, chunk);
       w_scalars = array<u32, 4>(a.x, a.y, c.x, c.y);
     }
     let sel = workgroupUniformLoad(&w_scalars);
@@ -172,6 +217,7 @@ fn main(@builtin(local_invocation_id) lid3: vec3u, @builtin(workgroup_id) wid: v
   t_y0 = wid.y * T;
   t_w = min(T, params.width - t_x0);
   t_h = min(T, params.rows - t_y0);
+  slots_per_row = (t_w + 3u) / 4u + 1u;
   let out = ((params.tile_row0 + wid.y) * params.tiles_x + wid.x) * 8u;
   if (lid == 0u) {
     atomicStore(&w_kmin, 0xffffffffu);
@@ -179,36 +225,34 @@ fn main(@builtin(local_invocation_id) lid3: vec3u, @builtin(workgroup_id) wid: v
   workgroupBarrier();
 
   // Pass 0: count, min, max, sum.
-  let n = t_w * t_h;
-  var cnt = 0u;
-  var kmin = 0xffffffffu;
-  var kmax = 0u;
-  var sum = 0.0;
-  var cx = lid % t_w;
-  var cy = lid / t_w;
+  var cnt = vec4u(0u);
+  var kmin = vec4u(0xffffffffu);
+  var kmax = vec4u(0u);
+  var sum = vec4f(0.0);
+  let n = slots_per_row * t_h;
+  var cx = lid % slots_per_row;
+  var cy = lid / slots_per_row;
   for (var i = lid; i < n; i += WG) {
-    let bits = bitcast<u32>(samples[sample_index(cx, cy)]);
-    cx += WG % t_w;
-    cy += WG / t_w;
-    if (cx >= t_w) {
-      cx -= t_w;
+    let qd = quad(cx, cy);
+    cx += WG % slots_per_row;
+    cy += WG / slots_per_row;
+    if (cx >= slots_per_row) {
+      cx -= slots_per_row;
       cy += 1u;
     }
-    if ((bits & 0x7f800000u) == 0x7f800000u) {
-      continue;
-    }
-    let key = order_key(bits);
-    cnt += 1u;
-    kmin = min(kmin, key);
-    kmax = max(kmax, key);
-    sum += bitcast<f32>(bits);
+    let key = order_key(bitcast<vec4u>(qd.v));
+    cnt += select(vec4u(0u), vec4u(1u), qd.ok);
+    kmin = min(kmin, select(vec4u(0xffffffffu), key, qd.ok));
+    kmax = max(kmax, select(vec4u(0u), key, qd.ok));
+    sum += select(vec4f(0.0), qd.v, qd.ok);
   }
-  if (cnt > 0u) {
-    atomicAdd(&w_count, cnt);
-    atomicMin(&w_kmin, kmin);
-    atomicMax(&w_kmax, kmax);
+  let c = cnt.x + cnt.y + cnt.z + cnt.w;
+  if (c > 0u) {
+    atomicAdd(&w_count, c);
+    atomicMin(&w_kmin, min(min(kmin.x, kmin.y), min(kmin.z, kmin.w)));
+    atomicMax(&w_kmax, max(max(kmax.x, kmax.y), max(kmax.z, kmax.w)));
   }
-  w_sum[lid] = sum;
+  w_sum[lid] = (sum.x + sum.y) + (sum.z + sum.w);
   workgroupBarrier();
   for (var s = WG / 2u; s >= 1u; s = s / 2u) {
     if (lid < s) {

@@ -112,22 +112,30 @@ function checkDims(length: number, width: number, height: number): void {
   if (length < width * height) throw new RangeError(`stats: ${length} samples < ${width}x${height}`);
 }
 
-/** Rows of one Bayer group: the first row and the first column of that phase (step 2). */
-interface Walk {
-  groups: number;
-  /** Column step (1 whole, 2 Bayer). */
+/**
+ * A run of samples of one group: indices start, start + step, ... below end. The whole image
+ * is one run; Bayer phases are two runs (step 2) per row. Each pass walks every run with a
+ * tight monomorphic loop, which is what keeps the TypeScript path fast.
+ */
+interface Run {
+  start: number;
+  end: number;
   step: number;
-  /** Group of (row parity p, first column c) for the frame offsets. */
-  group(y: number, c: number): number;
-  /** First columns to walk in a row. */
-  starts: number[];
+  group: number;
 }
 
-function walkFor(params: StatsParams): Walk {
-  if (params.mode === 'whole') return { groups: 1, step: 1, group: () => 0, starts: [0] };
+function runsFor(params: StatsParams): { groups: number; runs: Run[] } {
+  const { width, height } = params;
+  if (params.mode === 'whole') return { groups: 1, runs: [{ start: 0, end: width * height, step: 1, group: 0 }] };
   const px = (params.x0 ?? 0) & 1;
   const py = (params.y0 ?? 0) & 1;
-  return { groups: 4, step: 2, group: (y, c) => (((y + py) & 1) << 1) | ((c + px) & 1), starts: [0, 1] };
+  const runs: Run[] = [];
+  for (let y = 0; y < height; y++) {
+    for (let c = 0; c < Math.min(2, width); c++) {
+      runs.push({ start: y * width + c, end: (y + 1) * width, step: 2, group: (((y + py) & 1) << 1) | ((c + px) & 1) });
+    }
+  }
+  return { groups: 4, runs };
 }
 
 /** Finds the bin of `rank` in hist[base .. base + bins): returns [bin, rank inside the bin]. */
@@ -141,63 +149,97 @@ function locate(hist: Uint32Array, base: number, bins: number, rank: number): [n
   throw new Error('stats: rank beyond histogram (internal error)');
 }
 
+const BINS = 65536;
+
+/** Pass 1 over a run: count, f64 sum, min/max keys into acc[4g..4g+3], top-16-bit histogram. */
+function valuePass(bits: Uint32Array, data: Float32Array, r: Run, acc: Float64Array, hist: Uint32Array): void {
+  const base = r.group * BINS;
+  let n = 0;
+  let sum = 0;
+  let lo = acc[4 * r.group + 2]!;
+  let hi = acc[4 * r.group + 3]!;
+  for (let i = r.start; i < r.end; i += r.step) {
+    const b = bits[i]!;
+    if ((b & EXP_MASK) === EXP_MASK) continue;
+    const k = (b ^ ((b >> 31) | SIGN)) >>> 0;
+    n++;
+    sum += data[i]!;
+    if (k < lo) lo = k;
+    if (k > hi) hi = k;
+    hist[base + (k >>> 16)]!++;
+  }
+  acc[4 * r.group] = acc[4 * r.group]! + n;
+  acc[4 * r.group + 1] = acc[4 * r.group + 1]! + sum;
+  acc[4 * r.group + 2] = lo;
+  acc[4 * r.group + 3] = hi;
+}
+
+/** Pass 2 over a run: low-16-bit histograms of keys whose top 16 bits are t0 (or else t1). */
+function valuePass2(bits: Uint32Array, r: Run, t0: number, t1: number, hist2: Uint32Array): void {
+  const base0 = r.group * 2 * BINS;
+  const base1 = base0 + BINS;
+  for (let i = r.start; i < r.end; i += r.step) {
+    const b = bits[i]!;
+    if ((b & EXP_MASK) === EXP_MASK) continue;
+    const k = (b ^ ((b >> 31) | SIGN)) >>> 0;
+    const t = k >>> 16;
+    if (t === t0) hist2[base0 + (k & 0xffff)]!++;
+    else if (t === t1) hist2[base1 + (k & 0xffff)]!++;
+  }
+}
+
+const CHUNK = 4096;
+
 /**
- * Exact keys of the lower and upper middle ranks per group, by two 16-bit radix levels.
- * `keysOfRow(y, row)` fills `row` (Uint32Array, `width` long) with the keys of image row y and
- * returns it, with 0 marking a skipped (non-finite) sample: real keys of finite values are
- * never 0 (key 0 would be the bits of -NaN).
+ * Deviation passes over a run, in chunks: d = fround(|x - c|) is written to a Float32Array so
+ * its bits can be read (d >= 0, so key = bits | 2^31). Level 1 (t0 < 0) histograms the top 16
+ * key bits; level 2 the low 16 bits of keys whose top bits are t0 (or else t1).
  */
-function selectMiddles(walk: Walk, width: number, height: number, counts: number[], keysOfRow: (y: number) => Uint32Array): { lo: number[]; hi: number[] } {
-  const G = walk.groups;
-  const BINS = 65536;
-  const hist = new Uint32Array(G * BINS);
-  for (let y = 0; y < height; y++) {
-    const keys = keysOfRow(y);
-    for (const c of walk.starts) {
-      const base = walk.group(y, c) * BINS;
-      for (let x = c; x < width; x += walk.step) {
-        const k = keys[x]!;
-        if (k !== 0) hist[base + (k >>> 16)]!++;
+function deviationPass(bits: Uint32Array, data: Float32Array, r: Run, c: number, scratch: Float32Array, scratchBits: Uint32Array, hist: Uint32Array, t0: number, t1: number): void {
+  for (let s = r.start; s < r.end; s += CHUNK * r.step) {
+    const e = Math.min(r.end, s + CHUNK * r.step);
+    let m = 0;
+    for (let i = s; i < e; i += r.step) {
+      if ((bits[i]! & EXP_MASK) === EXP_MASK) continue;
+      scratch[m++] = Math.abs(data[i]! - c);
+    }
+    if (t0 < 0) {
+      const base = r.group * BINS;
+      for (let j = 0; j < m; j++) hist[base + ((scratchBits[j]! >>> 16) | 0x8000)]!++;
+    } else {
+      const base0 = r.group * 2 * BINS;
+      const base1 = base0 + BINS;
+      for (let j = 0; j < m; j++) {
+        const k = scratchBits[j]!;
+        const t = (k >>> 16) | 0x8000;
+        if (t === t0) hist[base0 + (k & 0xffff)]!++;
+        else if (t === t1) hist[base1 + (k & 0xffff)]!++;
       }
     }
   }
-  const ranks: [number, number][] = counts.map((n) => [(n - 1) >>> 1, n >>> 1]);
-  // Level 1: top 16 bits of each middle rank; two slots per group (merged when equal).
+}
+
+/** Exact keys of the two middle ranks per group from a level-1 histogram and a level-2 pass. */
+function resolveMiddles(groups: number, counts: number[], hist: Uint32Array, level2: (top: [number, number][], hist2: Uint32Array) => void): { lo: number[]; hi: number[] } {
   const top: [number, number][] = [];
   const rest: [number, number][] = [];
-  for (let g = 0; g < G; g++) {
-    if (counts[g] === 0) {
+  for (let g = 0; g < groups; g++) {
+    const n = counts[g]!;
+    if (n === 0) {
       top.push([-1, -1]);
       rest.push([0, 0]);
       continue;
     }
-    const [b0, r0] = locate(hist, g * BINS, BINS, ranks[g]![0]);
-    const [b1, r1] = locate(hist, g * BINS, BINS, ranks[g]![1]);
+    const [b0, r0] = locate(hist, g * BINS, BINS, (n - 1) >>> 1);
+    const [b1, r1] = locate(hist, g * BINS, BINS, n >>> 1);
     top.push([b0, b1]);
     rest.push([r0, r1]);
   }
-  // Level 2: low 16 bits inside the chosen top bins.
-  const hist2 = new Uint32Array(G * 2 * BINS);
-  for (let y = 0; y < height; y++) {
-    const keys = keysOfRow(y);
-    for (const c of walk.starts) {
-      const g = walk.group(y, c);
-      const [t0, t1] = top[g]!;
-      if (t0 < 0) continue;
-      const base0 = g * 2 * BINS;
-      const base1 = base0 + BINS;
-      for (let x = c; x < width; x += walk.step) {
-        const k = keys[x]!;
-        if (k === 0) continue;
-        const t = k >>> 16;
-        if (t === t0) hist2[base0 + (k & 0xffff)]!++;
-        else if (t === t1) hist2[base1 + (k & 0xffff)]!++;
-      }
-    }
-  }
+  const hist2 = new Uint32Array(groups * 2 * BINS);
+  level2(top, hist2);
   const lo: number[] = [];
   const hi: number[] = [];
-  for (let g = 0; g < G; g++) {
+  for (let g = 0; g < groups; g++) {
     const [t0, t1] = top[g]!;
     if (t0 < 0) {
       lo.push(NaN);
@@ -219,70 +261,38 @@ function selectMiddles(walk: Walk, width: number, height: number, counts: number
 export function imageStats(data: Float32Array, params: StatsParams): PlaneStats[] {
   const { width, height } = params;
   checkDims(data.length, width, height);
-  const walk = walkFor(params);
-  const G = walk.groups;
+  const { groups: G, runs } = runsFor(params);
   const bits = new Uint32Array(data.buffer, data.byteOffset, width * height);
-  const counts = new Array<number>(G).fill(0);
-  const sums = new Array<number>(G).fill(0);
-  const kmin = new Array<number>(G).fill(0xffffffff);
-  const kmax = new Array<number>(G).fill(0);
-  const row = new Uint32Array(width);
-  // Value keys, one row at a time; pass 1 of the first level also gathers count/min/max/sum.
-  let first = true;
-  const valueKeys = (y: number): Uint32Array => {
-    const o = y * width;
-    for (let x = 0; x < width; x++) {
-      const b = bits[o + x]!;
-      row[x] = (b & EXP_MASK) === EXP_MASK ? 0 : (b ^ ((b >> 31) | SIGN)) >>> 0;
+  // acc per group: count, sum, min key, max key.
+  const acc = new Float64Array(4 * G);
+  for (let g = 0; g < G; g++) acc[4 * g + 2] = 0xffffffff;
+  const hist = new Uint32Array(G * BINS);
+  for (const r of runs) valuePass(bits, data, r, acc, hist);
+  const counts = Array.from({ length: G }, (_, g) => acc[4 * g]!);
+  const med = resolveMiddles(G, counts, hist, (top, hist2) => {
+    for (const r of runs) {
+      const [t0, t1] = top[r.group]!;
+      if (t0 >= 0) valuePass2(bits, r, t0, t1, hist2);
     }
-    if (first) {
-      for (const c of walk.starts) {
-        const g = walk.group(y, c);
-        let n = 0;
-        let s = 0;
-        let lo = kmin[g]!;
-        let hi = kmax[g]!;
-        for (let x = c; x < width; x += walk.step) {
-          const k = row[x]!;
-          if (k === 0) continue;
-          n++;
-          s += data[o + x]!;
-          if (k < lo) lo = k;
-          if (k > hi) hi = k;
-        }
-        counts[g] = counts[g]! + n;
-        sums[g] = sums[g]! + s;
-        kmin[g] = lo;
-        kmax[g] = hi;
-      }
-      if (y === height - 1) first = false;
-    }
-    return row;
-  };
-  const med = selectMiddles(walk, width, height, counts, valueKeys);
-  // Deviation keys from each group's f32 centre; d >= 0 so key = bits | 2^31 (never 0).
+  });
+  // Deviation keys from each group's f32 centre.
   const centers = med.lo.map((lo, g) => deviationCenter(lo, med.hi[g]!));
-  const dev = new Float32Array(width);
-  const devBits = new Uint32Array(dev.buffer);
-  const deviationKeys = (y: number): Uint32Array => {
-    const o = y * width;
-    for (const c of walk.starts) {
-      const m = centers[walk.group(y, c)]!;
-      for (let x = c; x < width; x += walk.step) dev[x] = Math.abs(data[o + x]! - m);
+  const scratch = new Float32Array(CHUNK);
+  const scratchBits = new Uint32Array(scratch.buffer);
+  hist.fill(0);
+  for (const r of runs) if (counts[r.group]) deviationPass(bits, data, r, centers[r.group]!, scratch, scratchBits, hist, -1, -1);
+  const mad = resolveMiddles(G, counts, hist, (top, hist2) => {
+    for (const r of runs) {
+      const [t0, t1] = top[r.group]!;
+      if (t0 >= 0) deviationPass(bits, data, r, centers[r.group]!, scratch, scratchBits, hist2, t0, t1);
     }
-    for (let x = 0; x < width; x++) {
-      const b = bits[o + x]!;
-      row[x] = (b & EXP_MASK) === EXP_MASK ? 0 : (devBits[x]! | SIGN) >>> 0;
-    }
-    return row;
-  };
-  const mad = selectMiddles(walk, width, height, counts, deviationKeys);
+  });
   return counts.map((count, g) =>
     finishStats({
       count,
-      min: count ? keyValue(kmin[g]!) : NaN,
-      max: count ? keyValue(kmax[g]!) : NaN,
-      sum: sums[g]!,
+      min: count ? keyValue(acc[4 * g + 2]!) : NaN,
+      max: count ? keyValue(acc[4 * g + 3]!) : NaN,
+      sum: acc[4 * g + 1]!,
       medianLo: med.lo[g]!,
       medianHi: med.hi[g]!,
       madLo: mad.lo[g]!,

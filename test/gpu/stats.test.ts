@@ -304,15 +304,22 @@ gpuTest('GPU tile stats equal the TypeScript reference (edge tiles, NaN, empty t
     const data = sky(w, h, w + tile, { holes: true });
     // An all-NaN first tile row segment makes tile (0, 0) empty when it fits in the image.
     for (let y = 0; y < Math.min(tile, h); y++) for (let x = 0; x < Math.min(tile, w); x++) if (w > tile) data[y * w + x] = NaN;
-    const got = await tileStatsGpu(ctx, data, { width: w, height: h, tile });
     const want = tileStats(data, { width: w, height: h, tile });
-    assert.equal([got.tilesX, got.tilesY], [want.tilesX, want.tilesY]);
-    for (let i = 0; i < got.tilesX * got.tilesY; i++) {
-      // Tile sums are one f32 per invocation (≤ ceil(T²/256) terms) then a 256-wide tree.
-      assertSameContract(tileAt(got, i), tileAt(want, i), meanAbs(data), `${w}x${h}/${tile} tile ${i}`, Math.ceil((tile * tile) / 256) + 8);
+    // Both workgroup shapes (the software adapter's and the hardware GPU's) on every case.
+    for (const tuning of [
+      { wg: 64, bins: 256 },
+      { wg: 256, bins: 2048 },
+    ]) {
+      const got = await tileStatsGpu(ctx, data, { width: w, height: h, tile }, tuning);
+      assert.equal([got.tilesX, got.tilesY], [want.tilesX, want.tilesY]);
+      for (let i = 0; i < got.tilesX * got.tilesY; i++) {
+        // Tile sums: f32 per vec4 lane over ≤ ceil(T² / 4 WG) + 1 terms, 4 lanes, a log2(WG) tree.
+        const terms = Math.ceil((tile * (tile + 8)) / (4 * tuning.wg)) + 2 + Math.log2(tuning.wg);
+        assertSameContract(tileAt(got, i), tileAt(want, i), meanAbs(data), `${w}x${h}/${tile} ${tuning.wg}/${tuning.bins} tile ${i}`, terms);
+      }
     }
   }
-  assert.ok((ctx.dispatches.get('stats_tiles') ?? 0) >= before + 4, 'the WGSL kernel ran');
+  assert.ok((ctx.dispatches.get('stats_tiles') ?? 0) >= before + 8, 'the WGSL kernel ran');
 });
 
 gpuTest('GPU per-tile medians of a gradient image sit at the tile centres', async () => {

@@ -40,8 +40,23 @@ function targetGroups(ctx: GpuContext): { minmax: number; hist: number } {
 }
 /** Histogram bins per selection slot: 2 slots (whole) or 8 (Bayer) x bins x 4 B = 16 KiB. */
 const SLOT_BINS = { whole: 2048, bayer: 512 } as const;
-/** Bins per middle rank in stats_tiles (2 x 2048 x 4 B = 16 KiB of workgroup memory). */
-const TILE_BINS = 2048;
+/** Workgroup shape of stats_tiles (see tileTuning). */
+export interface TileTuning {
+  /** Invocations per tile workgroup (power of two). */
+  wg: number;
+  /** Histogram bins per middle rank (power of two; 2 x bins x 4 B of workgroup memory). */
+  bins: number;
+}
+
+/**
+ * stats_tiles shape per device: llvmpipe pays ~10 ns per workgroup atomic and per clear/read of
+ * a bin, so small histograms (more, cheaper levels) and small workgroups win there (measured
+ * at 6000x4000, T = 128: 64/256 took 1.2 s of CPU against 1.5 s for 64/2048 and 2.6 s for
+ * 256/2048); a hardware GPU prefers fewer levels and wide workgroups.
+ */
+export function tileTuning(ctx: GpuContext): TileTuning {
+  return ctx.info.kind === 'software' ? { wg: 64, bins: 256 } : { wg: 256, bins: 2048 };
+}
 
 /** Rows `y0 .. y0 + rows` of the image, held in one device buffer (or buffer range). */
 export interface StatsSegment {
@@ -348,11 +363,18 @@ export async function imageStatsGpu(ctx: GpuContext, data: Float32Array, params:
  * median lo/hi, MAD lo/hi) into `records` (tilesX * tilesY records, row-major). Segments
  * must start on tile rows. Encoded into `encoder` when given.
  */
-export async function tileStatsResident(ctx: GpuContext, segments: StatsSegment[], records: BindingResource, params: TileStatsParams, encoder?: GPUCommandEncoder): Promise<void> {
+export async function tileStatsResident(
+  ctx: GpuContext,
+  segments: StatsSegment[],
+  records: BindingResource,
+  params: TileStatsParams,
+  encoder?: GPUCommandEncoder,
+  tuning: TileTuning = tileTuning(ctx),
+): Promise<void> {
   const { width, height, tile } = params;
   const { tilesX } = tileGrid(width, height, tile);
   checkSegments(segments, height, tile);
-  const kernel = await ctx.pipeline('stats_tiles', { WG, BINS: TILE_BINS });
+  const kernel = await ctx.pipeline('stats_tiles', { WG: tuning.wg, BINS: tuning.bins });
   const own = encoder ?? ctx.device.createCommandEncoder({ label: 'stats_tiles' });
   for (const seg of segments) {
     const uniform = ctx.uniform(
@@ -365,7 +387,8 @@ export async function tileStatsResident(ctx: GpuContext, segments: StatsSegment[
       ]),
     );
     ctx.retire(uniform);
-    ctx.dispatch('stats_tiles', kernel, ctx.bindGroup(kernel, [uniform, seg.buffer, records]), [tilesX, Math.ceil(seg.rows / tile)], own);
+    const binding = vec4Binding(seg.buffer, seg.rows * width, 'stats_tiles');
+    ctx.dispatch('stats_tiles', kernel, ctx.bindGroup(kernel, [uniform, binding, records]), [tilesX, Math.ceil(seg.rows / tile)], own);
   }
   if (!encoder) ctx.submit(own);
 }
@@ -395,7 +418,7 @@ export function tileStatsFromRecords(records: Float32Array, params: TileStatsPar
 }
 
 /** Host to host per-tile statistics. */
-export async function tileStatsGpu(ctx: GpuContext, data: Float32Array, params: TileStatsParams): Promise<TileStats> {
+export async function tileStatsGpu(ctx: GpuContext, data: Float32Array, params: TileStatsParams, tuning?: TileTuning): Promise<TileStats> {
   const { width, height, tile } = params;
   if (data.length < width * height) throw new GpuError('BAD_ARGUMENT', `stats: ${data.length} samples < ${width}x${height}`);
   const { tilesX, tilesY } = tileGrid(width, height, tile);
@@ -403,7 +426,7 @@ export async function tileStatsGpu(ctx: GpuContext, data: Float32Array, params: 
   const records = ctx.storage(bytes, 'tile-stats');
   try {
     return await withUploadedSegments(ctx, data, width, height, tile, async (segments) => {
-      await tileStatsResident(ctx, segments, records, params);
+      await tileStatsResident(ctx, segments, records, params, undefined, tuning);
       return tileStatsFromRecords(await ctx.readFloat32(records, bytes / 4), params);
     });
   } finally {
