@@ -10,7 +10,8 @@
 // Bindings: 0 uniform Params (slots and centers included); 1 read-only array<vec4f> samples
 //           (row-major, `width` per row; the binding covers ceil(count / 4) vec4, lanes past
 //           `count` are ignored); 2 read_write array<atomic<u32>> histograms
-//           [slot * SLOT_BINS + bin], accumulated with atomicAdd (the host clears it first).
+//           [slot * stride + bin], accumulated with atomicAdd (the host clears it first);
+//           stride = SLOT_BINS, or `direct` for a level counted straight into global memory.
 // Workgroup: WG x 1 x 1; the band's ceil(count / 4) vec4 are split into equal contiguous runs, one
 //            per workgroup; invocation i reads vec4 i, i + WG, ... of its run (wide loads:
 //            llvmpipe loads per lane), tracking (x, y) incrementally for the Bayer group.
@@ -19,6 +20,10 @@
 //            bins only) at the end. Consecutive increments of one invocation to the same bin
 //            are combined into one atomicAdd: at the first level astronomical data falls in
 //            few bins, and per-sample atomics dominate the cost on llvmpipe.
+//            The first level of a selection uses that workgroup histogram (every sample is
+//            counted, in at most SLOT_BINS bins); later levels count only the samples inside the
+//            chosen bin, so they add straight to a large global histogram (`direct` bins per
+//            slot, up to 2^20) and the selection needs two levels instead of three.
 //            Dispatch: (groups, 1, 1).
 // Precision: counts exact (u32). Deviation keys use the f32 difference x - center, rounded
 //            once (the same rule as the TypeScript reference).
@@ -33,7 +38,8 @@ struct Params {
   phase_x: u32,    // Bayer column parity of column 0 of this band
   phase_y: u32,    // Bayer row parity of row 0 of this band
   deviation: u32,  // 1: keys of |x - center[group]|; 0: keys of x
-  _pad: u32,
+  direct: u32,     // 0: count in workgroup memory; else bins per slot of the global histogram,
+                   // counted there directly (later levels, where few samples match)
   center: vec4f,   // per-group center for deviation keys
   slots: array<vec4u, 8>,  // per slot (prefix, mask, shift, bin_mask); slot = group * 2 + j
 }
@@ -66,6 +72,13 @@ fn bump(idx: u32) {
 
 // Counts the samples selected by m at histogram indices idx, in order.
 fn bump4(m: vec4<bool>, idx: vec4u) {
+  if (params.direct != 0u) {
+    if (m.x) { atomicAdd(&hist[idx.x], 1u); }
+    if (m.y) { atomicAdd(&hist[idx.y], 1u); }
+    if (m.z) { atomicAdd(&hist[idx.z], 1u); }
+    if (m.w) { atomicAdd(&hist[idx.w], 1u); }
+    return;
+  }
   if (any(m)) {
     if (m.x) { bump(idx.x); }
     if (m.y) { bump(idx.y); }
@@ -109,8 +122,9 @@ fn count_groups(key: vec4u, ok: vec4<bool>, g: vec4u) {
   let sb = sa + 1u;
   let ma = ok & ((key & field(sa, 1u)) == field(sa, 0u));
   let mb = ok & !ma & ((key & field(sb, 1u)) == field(sb, 0u));
-  let ia = sa * SLOT_BINS + ((key >> field(sa, 2u)) & field(sa, 3u));
-  let ib = sb * SLOT_BINS + ((key >> field(sb, 2u)) & field(sb, 3u));
+  let stride = select(SLOT_BINS, params.direct, params.direct != 0u);
+  let ia = sa * stride + ((key >> field(sa, 2u)) & field(sa, 3u));
+  let ib = sb * stride + ((key >> field(sb, 2u)) & field(sb, 3u));
   bump4(ma | mb, select(ia, ib, mb));
 }
 
@@ -144,6 +158,7 @@ fn main(@builtin(local_invocation_id) lid3: vec3u, @builtin(workgroup_id) wid: v
     let a = params.slots[0];
     let b = params.slots[1];
     let c = vec4f(params.center[0]);
+    let stride = select(SLOT_BINS, params.direct, params.direct != 0u);
     for (var j = j0 + lid; j < j1; j += WG) {
       let v = samples4[j];
       let key = keys_of(v, c);
@@ -151,9 +166,12 @@ fn main(@builtin(local_invocation_id) lid3: vec3u, @builtin(workgroup_id) wid: v
       let ma = ok & ((key & vec4u(a.y)) == vec4u(a.x));
       let mb = ok & !ma & ((key & vec4u(b.y)) == vec4u(b.x));
       let ia = (key >> vec4u(a.z)) & vec4u(a.w);
-      let ib = vec4u(SLOT_BINS) + ((key >> vec4u(b.z)) & vec4u(b.w));
+      let ib = vec4u(stride) + ((key >> vec4u(b.z)) & vec4u(b.w));
       bump4(ma | mb, select(ia, ib, mb));
     }
+  }
+  if (params.direct != 0u) {
+    return;
   }
   if (pend_cnt != 0u) {
     atomicAdd(&w_hist[pend_idx], pend_cnt);

@@ -129,18 +129,31 @@ interface GroupSelection {
 
 const topMask = (bits: number) => (bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0);
 
-/**
- * Key bits resolved by the next level when `known` are fixed: the levels needed stay
- * ceil((32 - known) / bits), and the first one takes the remainder, so it has the fewest,
- * widest bins (most samples share a bin there, so the kernel's run-length combining of
- * atomics works best on the one level where every sample is counted).
- */
-export function levelBits(known: number, bits: number): number {
-  return ((32 - known - 1) % bits) + 1;
+/** Shape of the histogram passes for one mode. */
+interface HistShape {
+  /** Selection slots (2 per group). */
+  slots: number;
+  /** Bins per slot of the first, workgroup-memory level (16 KiB of workgroup memory in all). */
+  wgBins: number;
+  /** Key bits per slot of the later levels, counted straight into global memory (8 MiB in all). */
+  globalBits: number;
 }
 
-/** Slot records for one level: (prefix, mask, shift, bin_mask) x SLOTS; inactive = (1, 0, 0, 0). */
-function slotFields(sel: (GroupSelection | null)[], bitsPerLevel: number): UniformField[] {
+function histShape(params: StatsParams): HistShape {
+  return params.mode === 'bayer' ? { slots: 8, wgBins: SLOT_BINS.bayer, globalBits: 18 } : { slots: 2, wgBins: SLOT_BINS.whole, globalBits: 20 };
+}
+
+/**
+ * Key bits the next level resolves for a group with `known` bits fixed: the first level as
+ * many as the workgroup histogram holds (the finer it is, the fewer samples later levels
+ * count), later levels up to globalBits — two levels for any key range of ≤ 31 bits.
+ */
+export function levelBits(known: number, first: boolean, shape: HistShape): number {
+  return Math.min(32 - known, first ? Math.log2(shape.wgBins) : shape.globalBits);
+}
+
+/** Slot records for one level: (prefix, mask, shift, bin_mask) x 8; inactive = (1, 0, 0, 0). */
+function slotFields(sel: (GroupSelection | null)[], first: boolean, shape: HistShape): UniformField[] {
   const fields: UniformField[] = [];
   const inactive: UniformField[] = [['u32', 1], ['u32', 0], ['u32', 0], ['u32', 0]];
   for (let g = 0; g < 4; g++) {
@@ -149,30 +162,34 @@ function slotFields(sel: (GroupSelection | null)[], bitsPerLevel: number): Unifo
       fields.push(...inactive, ...inactive);
       continue;
     }
-    const b = levelBits(s.known, bitsPerLevel);
+    const b = levelBits(s.known, first, shape);
     const shift = 32 - s.known - b;
     const mask = topMask(s.known);
-    const rec = (p: number): UniformField[] => [['u32', p], ['u32', mask], ['u32', shift], ['u32', (1 << b) - 1]];
+    const rec = (p: number): UniformField[] => [['u32', p], ['u32', mask], ['u32', shift], ['u32', 2 ** b - 1]];
     fields.push(...rec(s.lo.prefix), ...(s.hi.prefix !== s.lo.prefix ? rec(s.hi.prefix) : inactive));
   }
   return fields;
 }
 
-/** One histogram level over all segments: clears `hist`, dispatches, returns the counts. */
+/**
+ * One histogram level over all segments: clears the first slots x stride counters of `hist`
+ * and counts into them. `direct` = 0 counts in workgroup memory (stride = the workgroup bins
+ * per slot); otherwise it is the stride and samples are added to `hist` directly.
+ */
 export async function statsHistogramResident(
   ctx: GpuContext,
   segments: StatsSegment[],
   hist: GPUBuffer,
   params: StatsParams,
-  level: { deviation: boolean; centers: number[]; slots: UniformField[] },
+  level: { deviation: boolean; centers: number[]; slots: UniformField[]; direct: number },
   encoder?: GPUCommandEncoder,
 ): Promise<void> {
   const bayer = params.mode === 'bayer';
-  const slots = bayer ? 8 : 2;
-  const bins = SLOT_BINS[bayer ? 'bayer' : 'whole'];
-  const kernel = await ctx.pipeline('stats_histogram', { WG, SLOTS: slots, SLOT_BINS: bins });
+  const shape = histShape(params);
+  // A direct level needs no workgroup histogram: a 1-bin override keeps its zeroing free.
+  const kernel = await ctx.pipeline('stats_histogram', { WG, SLOTS: shape.slots, SLOT_BINS: level.direct ? 1 : shape.wgBins });
   const own = encoder ?? ctx.device.createCommandEncoder({ label: 'stats_histogram' });
-  own.clearBuffer(hist, 0, slots * bins * 4);
+  own.clearBuffer(hist, 0, shape.slots * (level.direct || shape.wgBins) * 4);
   for (const seg of segments) {
     const count = seg.rows * params.width;
     const { perGroup, groups } = split(count, targetGroups(ctx).hist);
@@ -185,7 +202,7 @@ export async function statsHistogramResident(
         ['u32', (params.x0 ?? 0) & 1],
         ['u32', ((params.y0 ?? 0) + seg.y0) & 1],
         ['u32', level.deviation ? 1 : 0],
-        ['u32', 0],
+        ['u32', level.direct],
         ...[0, 1, 2, 3].map((g): UniformField => ['f32', level.centers[g] ?? 0]),
         ...level.slots,
       ]),
@@ -194,6 +211,12 @@ export async function statsHistogramResident(
     ctx.dispatch('stats_histogram', kernel, ctx.bindGroup(kernel, [uniform, vec4Binding(seg.buffer, count, 'stats_histogram'), hist]), [groups, 1], own);
   }
   if (!encoder) ctx.submit(own);
+}
+
+/** Bytes of the histogram buffer a selection needs. */
+function histBytes(params: StatsParams): number {
+  const shape = histShape(params);
+  return shape.slots * Math.max(shape.wgBins, 2 ** shape.globalBits) * 4;
 }
 
 function locate(hist: Uint32Array, base: number, bins: number, rank: number): [number, number] {
@@ -217,10 +240,7 @@ async function selectMiddles(
   deviation: boolean,
   centers: number[],
 ): Promise<(GroupSelection | null)[]> {
-  const bayer = params.mode === 'bayer';
-  const slots = bayer ? 8 : 2;
-  const bins = SLOT_BINS[bayer ? 'bayer' : 'whole'];
-  const bits = Math.log2(bins);
+  const shape = histShape(params);
   const sel = bounds.map((b, g): GroupSelection | null => {
     if (!b) return null;
     const known = Math.clz32((b[0] ^ b[1]) >>> 0);
@@ -228,20 +248,24 @@ async function selectMiddles(
     const n = counts[g]!;
     return { known, lo: { prefix, rank: (n - 1) >>> 1 }, hi: { prefix, rank: n >>> 1 } };
   });
+  let first = true;
   while (sel.some((s) => s && s.known < 32)) {
-    await statsHistogramResident(ctx, segments, hist, params, { deviation, centers, slots: slotFields(sel, bits) });
-    const counted = new Uint32Array(await ctx.readback(hist, slots * bins * 4));
+    // Bins per slot of this level: the workgroup histogram, or the widest group's global range.
+    const stride = first ? shape.wgBins : Math.max(...sel.map((s) => (s && s.known < 32 ? 2 ** levelBits(s.known, false, shape) : 1)));
+    await statsHistogramResident(ctx, segments, hist, params, { deviation, centers, slots: slotFields(sel, first, shape), direct: first ? 0 : stride });
+    const counted = new Uint32Array(await ctx.readback(hist, shape.slots * stride * 4));
     sel.forEach((s, g) => {
       if (!s || s.known >= 32) return;
-      const b = levelBits(s.known, bits);
+      const b = levelBits(s.known, first, shape);
       const shift = 32 - s.known - b;
       const same = s.lo.prefix === s.hi.prefix;
-      const [b0, r0] = locate(counted, 2 * g * bins, bins, s.lo.rank);
-      const [b1, r1] = locate(counted, (2 * g + (same ? 0 : 1)) * bins, bins, s.hi.rank);
+      const [b0, r0] = locate(counted, 2 * g * stride, 2 ** b, s.lo.rank);
+      const [b1, r1] = locate(counted, (2 * g + (same ? 0 : 1)) * stride, 2 ** b, s.hi.rank);
       s.lo = { prefix: (s.lo.prefix | (b0 << shift)) >>> 0, rank: r0 };
       s.hi = { prefix: (s.hi.prefix | (b1 << shift)) >>> 0, rank: r1 };
       s.known += b;
     });
+    first = false;
   }
   return sel;
 }
@@ -264,8 +288,7 @@ export async function imageStatsResident(ctx: GpuContext, segments: StatsSegment
     total += Math.ceil(size / align) * align;
   }
   const partials = ctx.storage(total, 'stats-partials');
-  const bayer = params.mode === 'bayer';
-  const hist = ctx.storage((bayer ? 8 : 2) * SLOT_BINS[bayer ? 'bayer' : 'whole'] * 4, 'stats-hist');
+  const hist = ctx.storage(histBytes(params), 'stats-hist');
   try {
     const encoder = ctx.device.createCommandEncoder({ label: 'stats_minmax' });
     for (let i = 0; i < segments.length; i++) {
