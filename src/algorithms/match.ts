@@ -20,7 +20,7 @@
 // - Failures are data: { ok: false, code, detail }, never exceptions.
 // - The candidate pairs may still hold a few wrong ones; RANSAC (ransac.ts) removes them.
 
-import { buildTriangles, indexTriangles, type TriangleSet } from './triangles.js';
+import { buildTriangles, indexTriangles, type TriangleIndex, type TriangleSet } from './triangles.js';
 
 /** The minimal star record registration needs. */
 export interface StarPoint {
@@ -96,6 +96,26 @@ const MAX_BLOCKS = 8;
 /** Cell of the translation test, pixels (3×3 cells are searched). */
 const TRANSLATION_CELL = 16;
 
+/** Budget of reference triangles inspected per match (a few tens of ms). */
+const MAX_INSPECTIONS = 3_000_000;
+const MIN_TOLERANCE = 0.0005;
+
+/** Reference triangles in the 3×3 grid cells around each frame triangle, summed. */
+function inspectionCount(ft: TriangleSet, index: TriangleIndex): number {
+  const { cell, nb, nc, start } = index;
+  let work = 0;
+  for (let t = 0; t < ft.count; t++) {
+    const bi = Math.floor((ft.ba[t]! - 0.5) / cell);
+    const ci = Math.floor(ft.ca[t]! / cell);
+    for (let i = Math.max(0, bi - 1); i <= Math.min(nb - 1, bi + 1); i++) {
+      const j0 = Math.max(0, ci - 1);
+      const j1 = Math.min(nc - 1, ci + 1);
+      if (j0 <= j1) work += start[i * nc + j1 + 1]! - start[i * nc + j0]!;
+    }
+  }
+  return work;
+}
+
 /** Growable parallel arrays of triangle pairs. */
 class PairList {
   n = 0;
@@ -154,7 +174,7 @@ function angleDistance(a: number, b: number): number {
 /** Finds candidate star correspondences between `reference` and `frame`. */
 export function matchStars(reference: readonly StarPoint[], frame: readonly StarPoint[], options: MatchOptions = {}): MatchPairs | MatchFailure {
   const maxStars = Math.max(3, Math.floor(options.maxStars ?? 40));
-  const tol = options.tolerance ?? 0.005;
+  const tolerance = options.tolerance ?? 0.005;
   const [sMin, sMax] = options.scaleRange ?? [0.8, 1.25];
   const allowMirror = options.allowMirror ?? true;
   const refOrder = brightestFirst(reference);
@@ -177,7 +197,18 @@ export function matchStars(reference: readonly StarPoint[], frame: readonly Star
   const lnMin = Math.log(sMin);
   const lnMax = Math.log(sMax);
   const pairs = new PairList();
-  const index = indexTriangles(rt, tol);
+  // The work is the number of reference triangles inspected near each frame triangle. Star
+  // fields whose triangles crowd into one part of the invariant plane (trailed or doubled
+  // stars, regular patterns) can make it explode, so the tolerance is halved until the
+  // count — cheap to know from the grid — fits the budget.
+  let tol = tolerance;
+  let index = indexTriangles(rt, tol);
+  for (;;) {
+    const work = inspectionCount(ft, index);
+    if (work <= MAX_INSPECTIONS || tol <= MIN_TOLERANCE) break;
+    tol = Math.max(MIN_TOLERANCE, tol / 2);
+    index = indexTriangles(rt, tol);
+  }
   const { nb: nBa, nc: nCa, start, items } = index;
   for (let t = 0; t < ft.count; t++) {
     const ba = ft.ba[t]!;
@@ -216,9 +247,19 @@ export function matchStars(reference: readonly StarPoint[], frame: readonly Star
   const hist = new Int32Array(2 * ANGLE_BINS * nS);
   const binOf = (theta: number) => Math.min(ANGLE_BINS - 1, Math.floor((theta / TWO_PI) * ANGLE_BINS));
   const sBinOf = (ls: number) => Math.min(nS - 1, Math.max(0, Math.floor((ls - lnMin) / LOG_SCALE_BIN)));
+  const binOfPair = new Int32Array(pairs.n);
   for (let i = 0; i < pairs.n; i++) {
-    hist[(pairs.mirror[i]! * ANGLE_BINS + binOf(pairs.theta[i]!)) * nS + sBinOf(pairs.logScale[i]!)]!++;
+    const bin = (pairs.mirror[i]! * ANGLE_BINS + binOf(pairs.theta[i]!)) * nS + sBinOf(pairs.logScale[i]!);
+    binOfPair[i] = bin;
+    hist[bin]!++;
   }
+  // Pairs listed by bin (counting sort, ascending pair index within a bin) so that a block
+  // visits only its neighbourhood's pairs.
+  const binStart = new Int32Array(hist.length + 1);
+  for (let b = 0; b < hist.length; b++) binStart[b + 1] = binStart[b]! + hist[b]!;
+  const binFill = binStart.slice(0, hist.length);
+  const byBin = new Int32Array(pairs.n);
+  for (let i = 0; i < pairs.n; i++) byBin[binFill[binOfPair[i]!]!++] = i;
   const blockSum = new Int32Array(hist.length);
   for (let m = 0; m < 2; m++) {
     for (let a = 0; a < ANGLE_BINS; a++) {
@@ -299,12 +340,22 @@ export function matchStars(reference: readonly StarPoint[], frame: readonly Star
     const theta0 = ((Math.floor(b / nS) % ANGLE_BINS) + 0.5) / ANGLE_BINS * TWO_PI;
     const ls0 = lnMin + ((b % nS) + 0.5) * LOG_SCALE_BIN;
     members.length = 0;
-    for (let i = 0; i < pairs.n; i++) {
-      if (pairs.mirror[i] !== m) continue;
-      if (angleDistance(pairs.theta[i]!, theta0) > ANGLE_WINDOW) continue;
-      if (Math.abs(pairs.logScale[i]! - ls0) > LOG_SCALE_WINDOW) continue;
-      anchorImage(i);
-      members.push(i);
+    // The window (±1.5 bins in rotation and log scale around the block centre) lies within
+    // the ±2 bins around the block's bin.
+    const a0 = Math.floor(b / nS) % ANGLE_BINS;
+    const s0 = b % nS;
+    for (let da = -2; da <= 2; da++) {
+      const aa = (a0 + da + ANGLE_BINS) % ANGLE_BINS;
+      for (let ds = Math.max(-2, -s0); ds <= Math.min(2, nS - 1 - s0); ds++) {
+        const bin = (m * ANGLE_BINS + aa) * nS + s0 + ds;
+        for (let q = binStart[bin]!; q < binStart[bin + 1]!; q++) {
+          const i = byBin[q]!;
+          if (angleDistance(pairs.theta[i]!, theta0) > ANGLE_WINDOW) continue;
+          if (Math.abs(pairs.logScale[i]! - ls0) > LOG_SCALE_WINDOW) continue;
+          anchorImage(i);
+          members.push(i);
+        }
+      }
     }
     if (members.length <= bestScore) continue;
     // Densest TRANSLATION_CELL-sized cell neighbourhood of the anchor images.

@@ -394,14 +394,12 @@ export function registerStars(reference: readonly StarPoint[], frame: readonly S
     return { ok: false, code: 'degenerate', detail: `stars lie on a line (spread ratio reference ${spreadR.toExponential(2)}, frame ${spreadF.toExponential(2)})` };
   }
   // When many stars are missing from either list the brightest N may share too few stars;
-  // further attempts with 1.5× and 2× as many triangle stars settle it (cost grows ~N⁶ in
-  // the number of similar triangle pairs, so the small first attempt is the common case).
+  // a second attempt with 1.5× as many triangle stars usually settles it (the number of
+  // triangles grows with N³, so the small first attempt is the common case).
   const baseStars = options.maxStars ?? 40;
   const attempts = [baseStars];
-  for (const f of [1.5, 2]) {
-    const n = Math.round(f * baseStars);
-    if (Math.max(ref.n, frm.n) > attempts[attempts.length - 1]! && n > attempts[attempts.length - 1]!) attempts.push(n);
-  }
+  const more = Math.round(1.5 * baseStars);
+  if (Math.max(ref.n, frm.n) > baseStars) attempts.push(more);
   let failure: RegistrationFailure | null = null;
   for (const maxStars of attempts) {
     const result = attempt(reference, frame, ref, frm, { ...options, maxStars }, o);
