@@ -7,13 +7,18 @@
 // Method:
 // 1. Take the N brightest stars of each list (by flux; the lists need not be sorted).
 // 2. Build all their triangles (triangles.ts) and pair every frame triangle with every
-//    reference triangle whose side ratios agree within `tolerance`.
-// 3. Each triangle pair implies a similarity: rotation, scale and handedness. True pairs
-//    agree on one transform, chance pairs scatter, so a histogram over (rotation, log scale,
-//    mirrored) has a single strong peak (a Hough transform; it is what makes the method
-//    robust to many unmatched and spurious stars).
-// 4. Only triangle pairs at the peak vote for their three vertex correspondences; a
-//    one-to-one assignment by descending votes gives the candidate pairs.
+//    reference triangle whose side ratios agree within `tolerance` (looked up in a grid over
+//    the invariant plane; the tolerance is halved while the lookup work would exceed a fixed
+//    budget, which bounds the time on pathological fields).
+// 3. Each triangle pair implies a similarity: rotation, scale, handedness and a shift. True
+//    pairs agree on one transform, chance pairs scatter, so a histogram over (rotation, log
+//    scale, mirrored) peaks at the truth (a Hough transform; it is what makes the method
+//    robust to many unmatched and spurious stars). When few stars are shared, chance pairs
+//    can pile up as high elsewhere, so the 8 strongest blocks are each tested for a common
+//    shift too (where each pair's similarity takes a fixed anchor point of the frame): the
+//    block with the largest cluster of agreeing pairs wins, and only that cluster goes on.
+// 4. The winning triangle pairs vote for their three vertex correspondences; a one-to-one
+//    assignment by descending votes (≥ 10 % of the top vote) gives the candidate pairs.
 //
 // Invariants:
 // - Deterministic: no randomness, stable orderings with index tie-breaks.

@@ -1,8 +1,9 @@
 // Star-based registration of one frame onto the reference: triangle matching with voting
 // (match.ts) → RANSAC on the candidate pairs (ransac.ts) → re-matching of ALL stars under the
 // transform → weighted least squares with iterative outlier clipping. The last two steps are
-// what brings the error down to ~0.01 px: the brightest 40 stars find the transform, the
-// hundreds of fainter ones pin it down.
+// what brings the error down to ~0.01 px: the brightest 40 stars (60 in a second attempt
+// when the first finds no match) find the transform, the hundreds of fainter ones pin it
+// down. Typical cost: 10–20 ms for two lists of 500–1500 stars on the 2-core machine.
 //
 // Output: a 2×3 matrix mapping FRAME pixel coordinates to REFERENCE pixel coordinates
 // (affine.ts has the convention), or a typed failure. Never throws for a bad frame.

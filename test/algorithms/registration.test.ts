@@ -1,12 +1,13 @@
 // Star registration on truth-derived star lists: accuracy against the true frame → reference
 // mapping (RMS over the frame of the distance between true and estimated mapping) for frames
 // rotated up to 2°, a meridian flip, 90°, a mirror image and a 2 % scale change; robustness to
-// 50–60 % dropouts with 20 % spurious stars; the similarity fallback; typed failures;
-// determinism.
+// 50–60 % dropouts with 20 % spurious stars; the similarity fallback; RANSAC on its own;
+// typed failures; determinism.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decomposeAffine, mappingRms, type Affine } from '../../src/algorithms/affine.js';
+import { applyAffine, decomposeAffine, makePointPairs, mappingRms, type Affine } from '../../src/algorithms/affine.js';
+import { ransac } from '../../src/algorithms/ransac.js';
 import type { StarPoint } from '../../src/algorithms/match.js';
 import { registerStars, type RegistrationResult } from '../../src/algorithms/registration.js';
 import { generateDataset, type Truth } from '../../fixtures/generator/index.js';
@@ -159,6 +160,32 @@ test('typed failures: too few stars, unrelated fields, collinear stars, residual
   // Non-finite stars are ignored, not fatal.
   const withNaN = [...stars, { x: NaN, y: 5, flux: 1e9 }, { x: 5, y: Infinity, flux: 1 }];
   assert.ok(registerStars(withNaN, mapped(stars, similarityAbout(1, 1, false, cx, cy))).ok);
+});
+
+test('RANSAC: exact transform from candidate pairs half of which are wrong; seeded, so repeatable', () => {
+  const truthM = similarityAbout(-178.3, 1.003, false, cx, cy, 6, -2);
+  const random = seededRandom(41);
+  const p = makePointPairs(40);
+  for (let i = 0; i < 40; i++) {
+    p.x[i] = random() * W;
+    p.y[i] = random() * H;
+    // Every other pair is a wrong correspondence (a random reference position).
+    const [u, v] = i % 2 === 0 ? applyAffine(truthM, p.x[i]!, p.y[i]!) : [random() * W, random() * H];
+    p.u[i] = u;
+    p.v[i] = v;
+  }
+  const a = ransac(p, { model: 'affine', thresholdPx: 1, seed: 5 });
+  assert.ok(a !== null);
+  if (!a) return;
+  assert.equal(Array.from(a.inliers), Array.from({ length: 20 }, (_, k) => 2 * k));
+  assert.ok(mappingRms(a.matrix, truthM, W, H) < 1e-9);
+  assert.equal(ransac(p, { model: 'affine', thresholdPx: 1, seed: 5 }), a);
+  const s = ransac(p, { model: 'similarity', thresholdPx: 1, seed: 9 });
+  assert.ok(s !== null && s.inliers.length === 20 && mappingRms(s.matrix, truthM, W, H) < 1e-9);
+  // Fewer pairs than a minimal sample, or no consensus: null.
+  const few = makePointPairs(2);
+  assert.is(ransac(few, { model: 'affine' }), null);
+  assert.is(ransac(p, { model: 'affine', thresholdPx: 1, minInliers: 25 }), null);
 });
 
 test('deterministic, and independent of the order of the input lists', () => {
