@@ -185,3 +185,53 @@ export function stretchAsinh(r: Float32Array, g: Float32Array, b: Float32Array, 
   }
   return out;
 }
+
+/** The HyperMetric Stretch settings that shape the per-pixel stretch (predecessor.md §5.4 names). */
+export interface HmsPixelSettings {
+  mode: 'ready_to_use' | 'scientific';
+  /** Luminance weights of the sensor profile (R, G, B). */
+  weights: readonly [number, number, number];
+  /** Black point (adaptive or statistical anchor), in the [0, 1] input scale. */
+  anchor: number;
+  /** Solved or fixed log10 of the stretch factor D. */
+  logD: number;
+  protect_b: number;
+  convergence_power: number;
+  /** Colour strategy s in [−1, 1] (fixed_color_strategy; `auto` uses it too). */
+  color_strategy: number;
+  /** Used in scientific mode only. */
+  color_grip: number;
+  /** Used in scientific mode only. */
+  shadow_convergence: number;
+}
+
+/**
+ * Maps HMS settings to this kernel's parameters the way the predecessor did: the curve is
+ * normalised at anchored luminance 1 (white = 1 + anchor); ready_to_use turns the colour
+ * strategy s into shadow = 3|s|, grip = 1 for s < 0, else grip = 1 − 0.6 s, shadow 0;
+ * scientific takes color_grip and shadow_convergence as they are; a shadow weight at or below
+ * 0.01 counts as none; outputs get the 0.005 pedestal (v → 0.995 v + 0.005).
+ */
+export function hmsPixelParams(s: HmsPixelSettings): AsinhParams {
+  let grip: number;
+  let shadow: number;
+  if (s.mode === 'ready_to_use') {
+    const k = Math.max(-1, Math.min(1, s.color_strategy));
+    grip = k < 0 ? 1 : 1 - 0.6 * k;
+    shadow = k < 0 ? 3 * -k : 0;
+  } else {
+    grip = s.color_grip;
+    shadow = s.shadow_convergence;
+  }
+  return {
+    anchor: s.anchor,
+    weights: s.weights,
+    logD: s.logD,
+    protectB: s.protect_b,
+    white: 1 + s.anchor,
+    convergencePower: s.convergence_power,
+    colorGrip: grip,
+    shadowConvergence: shadow > 0.01 ? shadow : 0,
+    pedestal: 0.005,
+  };
+}

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { asinhCurve, asinhCurveValue, mtf, REC709, stretchAsinh, stretchMtf, type AsinhParams, type MtfParams } from '../../src/cpu/stretch.js';
+import { asinhCurve, asinhCurveValue, hmsPixelParams, mtf, REC709, stretchAsinh, stretchMtf, type AsinhParams, type MtfParams } from '../../src/cpu/stretch.js';
 import { stretchAsinhGpu, stretchMtfGpu } from '../../src/gpu/kernels/stretch.js';
 import { compareArrays, gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom } from '../helpers/tmp.js';
@@ -104,6 +104,21 @@ test('asinh stretch: grey maps anchor → 0 and white → 1; colour preserved, c
   const holes = stretchAsinh(Float32Array.from([NaN, 0]), Float32Array.from([0.5, 0]), Float32Array.from([0.5, 0]), { ...p, pedestal: 0.005 });
   assert.ok(Number.isNaN(holes[0][0]!) && Number.isNaN(holes[1][0]!) && Number.isNaN(holes[2][0]!));
   assert.is(holes[0][1], Math.fround(0.005));
+});
+
+test('HMS settings map to the per-pixel parameters as the predecessor did', () => {
+  const base = { weights: REC709, anchor: 0.02, logD: 2.5, protect_b: 6, convergence_power: 3.5, color_grip: 0.4, shadow_convergence: 2 } as const;
+  const warm = hmsPixelParams({ ...base, mode: 'ready_to_use', color_strategy: 0.5 });
+  assert.equal([warm.colorGrip, warm.shadowConvergence, warm.white, warm.pedestal], [0.7, 0, 1.02, 0.005]);
+  const cool = hmsPixelParams({ ...base, mode: 'ready_to_use', color_strategy: -0.5 });
+  assert.equal([cool.colorGrip, cool.shadowConvergence], [1, 1.5]);
+  const sci = hmsPixelParams({ ...base, mode: 'scientific', color_strategy: 0 });
+  assert.equal([sci.colorGrip, sci.shadowConvergence], [0.4, 2]);
+  // white = 1 + anchor: the curve is normalised at anchored luminance 1, f(x) = (asinh(D x + b) - asinh(b)) / (asinh(D + b) - asinh(b)).
+  const c = asinhCurve(warm);
+  const x = 0.3;
+  const direct = (Math.asinh(c.d * x + c.b) - Math.asinh(c.b)) / (Math.asinh(c.d + c.b) - Math.asinh(c.b));
+  assert.ok(Math.abs(asinhCurveValue(c, x) - direct) < 1e-6, `${asinhCurveValue(c, x)} vs ${direct}`);
 });
 
 // ---------- GPU against the TypeScript reference ----------

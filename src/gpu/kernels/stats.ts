@@ -1,9 +1,13 @@
 // Wrappers for shaders/stats/{minmax,histogram,tiles}.wgsl: NaN-aware image statistics with
 // the contract of src/cpu/stats.ts (exact count/min/max/median/MAD, f64-folded mean).
 // Whole image / Bayer phases: pass 1 (stats_minmax) gives per-workgroup partials folded here
-// in f64; then radix selection levels (stats_histogram), each a dispatch plus a 16 KiB
-// histogram readback, first for the two middle ranks of the values, then of the deviations
-// from the f32 median. Levels start below the common key prefix of each group's min and max.
+// in f64; then radix selection levels (stats_histogram), each a dispatch plus a histogram
+// readback, first for the two middle ranks of the values, then of the deviations from the f32
+// median. Levels start below the common key prefix of each group's min and max; the first
+// level counts every sample in workgroup memory (11 key bits whole, 9 Bayer), the later ones
+// only the samples in the chosen bin, straight into an 8 MiB global histogram (20 / 18 bits):
+// 5 passes over the data for a key range of up to 31 bits (values of one sign, and always for
+// deviations), one more when values span both signs (Bayer: when a range exceeds 27 bits).
 // Tiles: one dispatch (stats_tiles) does everything per tile on the device; its records can
 // stay resident for a background-map kernel.
 // Images larger than one storage binding are passed as several row segments (`StatsSegment`);
@@ -38,7 +42,7 @@ const WG = 256;
 function targetGroups(ctx: GpuContext): { minmax: number; hist: number } {
   return ctx.info.kind === 'software' ? { minmax: 64, hist: 64 } : { minmax: 1024, hist: 512 };
 }
-/** Histogram bins per selection slot: 2 slots (whole) or 8 (Bayer) x bins x 4 B = 16 KiB. */
+/** First-level (workgroup) bins per selection slot: 2 slots (whole) or 8 (Bayer) x bins x 4 B = 16 KiB. */
 const SLOT_BINS = { whole: 2048, bayer: 512 } as const;
 /** Workgroup shape of stats_tiles (see tileTuning). */
 export interface TileTuning {
