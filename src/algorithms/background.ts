@@ -3,16 +3,21 @@
 // The plane is cut into a grid of ~tileSize px tiles. Per tile, a sub-sampled set of pixels
 // (every `step`-th pixel in x and y, NaN/±Inf skipped) is sigma-clipped around its median
 // (clip at ±clipSigma·σ, σ = 1.4826·MAD, a few rounds) so stars and hot pixels drop out; the
-// clipped median is the tile's sky level and the clipped MAD-σ its per-pixel noise. A 3×3
+// clipped median is the tile's sky level and the clipped MAD-σ its per-pixel noise. The noise
+// mesh is replaced by a robust quadratic surface through it (the sky, hence the noise, varies
+// smoothly; single tiles' σ are only good to ~7 %). For the level, a 3×3
 // median filter over the tile mesh then removes tiles that sit on bright stars, satellite
-// trails or small nebulae (their clipped statistics are still pulled upward). The model is
+// trails or small nebulae (their clipped statistics are still pulled upward); it works on the
+// residuals from a robust quadratic surface, so the curvature of vignetting is not shaved. The model is
 // evaluated by bilinear interpolation between tile centres, extrapolated linearly beyond the
 // outer centres, so gradients and vignetting carry on to the borders.
 //
 // Invariants:
 // - The input plane is never modified; memory is O(number of tiles) plus one tile's scratch.
 // - Tiles with too few finite samples are NaN in the raw mesh and are filled from their
-//   neighbours (then the global median), so the model is finite wherever the plane had data.
+//   neighbours by linear extrapolation (then the global median), so the model is finite
+//   everywhere; the median filter pads the mesh by linear extrapolation, so gradients pass it
+//   unchanged up to the borders.
 // - `median` and `rms` are the medians of the filtered tile meshes: the frame's global sky
 //   level and per-pixel noise (`background_median`, `background_rms` of the frame metrics).
 
@@ -80,20 +85,41 @@ function evenEdges(length: number, tiles: number): Int32Array {
   return e;
 }
 
-/** Median of the finite values among the (up to 9) mesh neighbours of (i, j) within `half`. */
-function filterMesh(src: Float32Array, nx: number, ny: number, half: number): Float32Array {
+/**
+ * Median filter of the mesh over (2·half + 1)² windows. The mesh is first padded, by linear
+ * extrapolation (ghost = 2·edge − inner: a gradient then passes unchanged even at the borders,
+ * where a plain median of the fewer neighbours would shift it by half a tile) or by replicating
+ * the border; non-finite values are left out of each window.
+ */
+function filterMesh(src: Float32Array, nx: number, ny: number, half: number, padding: 'linear' | 'replicate' = 'linear'): Float32Array {
+  const px = nx + 2 * half;
+  const py = ny + 2 * half;
+  const pad = new Float64Array(px * py).fill(NaN);
+  for (let j = 0; j < ny; j++) for (let i = 0; i < nx; i++) pad[(j + half) * px + i + half] = src[j * nx + i]!;
+  const extrapolate = (a: number, b: number) => (padding === 'linear' && Number.isFinite(a) && Number.isFinite(b) ? 2 * a - b : a);
+  for (let j = half; j < half + ny; j++) {
+    for (let k = 1; k <= half; k++) {
+      const row = j * px;
+      pad[row + half - k] = nx > k ? extrapolate(pad[row + half]!, pad[row + half + k]!) : pad[row + half]!;
+      pad[row + half + nx - 1 + k] = nx > k ? extrapolate(pad[row + half + nx - 1]!, pad[row + half + nx - 1 - k]!) : pad[row + half + nx - 1]!;
+    }
+  }
+  for (let i = 0; i < px; i++) {
+    for (let k = 1; k <= half; k++) {
+      const top = pad[half * px + i]!;
+      const bottom = pad[(half + ny - 1) * px + i]!;
+      pad[(half - k) * px + i] = ny > k ? extrapolate(top, pad[(half + k) * px + i]!) : top;
+      pad[(half + ny - 1 + k) * px + i] = ny > k ? extrapolate(bottom, pad[(half + ny - 1 - k) * px + i]!) : bottom;
+    }
+  }
   const out = new Float32Array(nx * ny);
-  const win = new Float32Array((2 * half + 1) ** 2);
+  const win = new Float64Array((2 * half + 1) ** 2);
   for (let j = 0; j < ny; j++) {
     for (let i = 0; i < nx; i++) {
       let n = 0;
-      for (let dj = -half; dj <= half; dj++) {
-        const jj = j + dj;
-        if (jj < 0 || jj >= ny) continue;
-        for (let di = -half; di <= half; di++) {
-          const ii = i + di;
-          if (ii < 0 || ii >= nx) continue;
-          const v = src[jj * nx + ii]!;
+      for (let dj = 0; dj <= 2 * half; dj++) {
+        for (let di = 0; di <= 2 * half; di++) {
+          const v = pad[(j + dj) * px + i + di]!;
           if (Number.isFinite(v)) win[n++] = v;
         }
       }
@@ -103,8 +129,117 @@ function filterMesh(src: Float32Array, nx: number, ny: number, half: number): Fl
   return out;
 }
 
-/** Replaces NaN tiles by the mean of finite 8-neighbours, repeatedly; then by `fallback`. */
+/** Values of a robust least-squares quadratic surface (plane or constant on small meshes) over the mesh. */
+function smoothSurface(mesh: Float32Array, nx: number, ny: number): Float64Array {
+  const terms = nx * ny >= 12 && nx >= 3 && ny >= 3 ? 6 : nx * ny >= 4 ? 3 : 1;
+  const sx = Math.max(1, (nx - 1) / 2);
+  const sy = Math.max(1, (ny - 1) / 2);
+  const basis = (i: number, j: number, out: Float64Array) => {
+    const u = (i - (nx - 1) / 2) / sx;
+    const v = (j - (ny - 1) / 2) / sy;
+    out[0] = 1;
+    if (terms >= 3) {
+      out[1] = u;
+      out[2] = v;
+    }
+    if (terms === 6) {
+      out[3] = u * u;
+      out[4] = u * v;
+      out[5] = v * v;
+    }
+  };
+  const b = new Float64Array(terms);
+  const coef = new Float64Array(terms);
+  const use = new Uint8Array(nx * ny).fill(1);
+  const fitted = new Float64Array(nx * ny);
+  for (let round = 0; round < 2; round++) {
+    const a = new Float64Array(terms * terms);
+    const rhs = new Float64Array(terms);
+    for (let j = 0; j < ny; j++) {
+      for (let i = 0; i < nx; i++) {
+        if (!use[j * nx + i]) continue;
+        basis(i, j, b);
+        const v = mesh[j * nx + i]!;
+        for (let p = 0; p < terms; p++) {
+          rhs[p] = rhs[p]! + b[p]! * v;
+          for (let q = 0; q < terms; q++) a[p * terms + q] = a[p * terms + q]! + b[p]! * b[q]!;
+        }
+      }
+    }
+    // Gaussian elimination with partial pivoting (≤ 6 unknowns).
+    for (let c = 0; c < terms; c++) {
+      let piv = c;
+      for (let r = c + 1; r < terms; r++) if (Math.abs(a[r * terms + c]!) > Math.abs(a[piv * terms + c]!)) piv = r;
+      if (!(Math.abs(a[piv * terms + c]!) > 1e-12)) return fitted.fill(NaN);
+      for (let q = 0; q < terms; q++) {
+        const t = a[c * terms + q]!;
+        a[c * terms + q] = a[piv * terms + q]!;
+        a[piv * terms + q] = t;
+      }
+      const t = rhs[c]!;
+      rhs[c] = rhs[piv]!;
+      rhs[piv] = t;
+      for (let r = c + 1; r < terms; r++) {
+        const f = a[r * terms + c]! / a[c * terms + c]!;
+        for (let q = c; q < terms; q++) a[r * terms + q] = a[r * terms + q]! - f * a[c * terms + q]!;
+        rhs[r] = rhs[r]! - f * rhs[c]!;
+      }
+    }
+    for (let c = terms - 1; c >= 0; c--) {
+      let v = rhs[c]!;
+      for (let q = c + 1; q < terms; q++) v -= a[c * terms + q]! * coef[q]!;
+      coef[c] = v / a[c * terms + c]!;
+    }
+    const resid = new Float64Array(nx * ny);
+    for (let j = 0; j < ny; j++) {
+      for (let i = 0; i < nx; i++) {
+        basis(i, j, b);
+        let v = 0;
+        for (let p = 0; p < terms; p++) v += coef[p]! * b[p]!;
+        fitted[j * nx + i] = v;
+        resid[j * nx + i] = Math.abs(mesh[j * nx + i]! - v);
+      }
+    }
+    // Second round without the tiles far off the surface (bright stars, nebulae).
+    const mad = medianInPlace(resid.slice());
+    for (let k = 0; k < nx * ny; k++) use[k] = resid[k]! <= 4 * MAD_TO_SIGMA * mad + 1e-12 ? 1 : 0;
+  }
+  return fitted;
+}
+
+/**
+ * Median filter applied to the residuals from a smooth surface, which is then added back: a
+ * plain median filter shifts curved regions (at the peak of the vignetting every neighbour is
+ * lower, so the median is too), while the residuals of a quadratic sky are flat.
+ */
+function filterDetrended(mesh: Float32Array, nx: number, ny: number, half: number): Float32Array {
+  const surface = smoothSurface(mesh, nx, ny);
+  if (!Number.isFinite(surface[0]!)) return filterMesh(mesh, nx, ny, half);
+  const resid = new Float32Array(nx * ny);
+  for (let k = 0; k < resid.length; k++) resid[k] = mesh[k]! - surface[k]!;
+  // Residuals of a smooth sky are flat: replicated borders keep noise from being extrapolated.
+  const filtered = filterMesh(resid, nx, ny, half, 'replicate');
+  for (let k = 0; k < filtered.length; k++) filtered[k] = filtered[k]! + surface[k]!;
+  return filtered;
+}
+
+/** Noise mesh: the robust quadratic surface on meshes of ≥ 3×3 tiles, else the median-filtered mesh. */
+function smoothNoise(mesh: Float32Array, nx: number, ny: number, half: number): Float32Array {
+  if (nx < 3 || ny < 3) return filterMesh(mesh, nx, ny, half);
+  const surface = smoothSurface(mesh, nx, ny);
+  if (!Number.isFinite(surface[0]!)) return filterMesh(mesh, nx, ny, half);
+  const out = new Float32Array(nx * ny);
+  for (let k = 0; k < out.length; k++) out[k] = Math.max(surface[k]!, 1e-3 * Math.abs(surface[k]!) + Number.MIN_VALUE);
+  return out;
+}
+
+/**
+ * Fills NaN tiles: the mean of linear extrapolations from the two nearest finite tiles along each
+ * axis direction where both exist, else the mean of finite 8-neighbours; repeated until no hole
+ * is left next to data; what remains gets `fallback`.
+ */
 function fillHoles(mesh: Float32Array, nx: number, ny: number, fallback: number): void {
+  const at = (i: number, j: number) => (i >= 0 && j >= 0 && i < nx && j < ny ? mesh[j * nx + i]! : NaN);
   for (let pass = 0; pass < nx + ny; pass++) {
     let holes = 0;
     const next = mesh.slice();
@@ -113,15 +248,22 @@ function fillHoles(mesh: Float32Array, nx: number, ny: number, fallback: number)
         if (Number.isFinite(mesh[j * nx + i]!)) continue;
         let s = 0;
         let n = 0;
-        for (let dj = -1; dj <= 1; dj++) {
-          for (let di = -1; di <= 1; di++) {
-            const ii = i + di;
-            const jj = j + dj;
-            if (ii < 0 || jj < 0 || ii >= nx || jj >= ny) continue;
-            const v = mesh[jj * nx + ii]!;
-            if (Number.isFinite(v)) {
-              s += v;
-              n++;
+        for (const [di, dj] of [[1, 0], [-1, 0], [0, 1], [0, -1]] as const) {
+          const a = at(i + di, j + dj);
+          const b = at(i + 2 * di, j + 2 * dj);
+          if (Number.isFinite(a) && Number.isFinite(b)) {
+            s += 2 * a - b;
+            n++;
+          }
+        }
+        if (n === 0) {
+          for (let dj = -1; dj <= 1; dj++) {
+            for (let di = -1; di <= 1; di++) {
+              const v = at(i + di, j + dj);
+              if (Number.isFinite(v)) {
+                s += v;
+                n++;
+              }
             }
           }
         }
@@ -178,17 +320,20 @@ export function estimateBackground(data: Float32Array, width: number, height: nu
       rawNoise[k] = sigma;
     }
   }
-  const half = Math.max(0, Math.floor(o.filterSize / 2));
-  const level = half > 0 ? filterMesh(rawLevel, nx, ny, half) : rawLevel.slice();
-  const noise = half > 0 ? filterMesh(rawNoise, nx, ny, half) : rawNoise.slice();
   const finiteMedian = (m: Float32Array) => {
-    const f = Float32Array.from(m).filter((v) => Number.isFinite(v));
+    const f = Float64Array.from(m).filter((v) => Number.isFinite(v));
     return f.length > 0 ? medianInPlace(f) : NaN;
   };
+  // Holes first (so the filter sees a complete mesh), then the median filter.
+  fillHoles(rawLevel, nx, ny, finiteMedian(rawLevel));
+  fillHoles(rawNoise, nx, ny, finiteMedian(rawNoise));
+  const half = Math.max(0, Math.floor(o.filterSize / 2));
+  const level = half > 0 ? filterDetrended(rawLevel, nx, ny, half) : rawLevel.slice();
+  // The noise follows the sky's (smooth) brightness: a robust quadratic surface averages all tiles'
+  // scatter (each tile's MAD-σ is only good to ~7 %), where the mesh is large enough for one.
+  const noise = half > 0 ? smoothNoise(rawNoise, nx, ny, half) : rawNoise.slice();
   const median = finiteMedian(level);
   const rms = finiteMedian(noise);
-  fillHoles(level, nx, ny, median);
-  fillHoles(noise, nx, ny, rms);
   return { width, height, nx, ny, xEdges, yEdges, level, noise, median, rms };
 }
 

@@ -361,6 +361,11 @@ interface Candidate {
   /** Brightest raw value above background nearby (detection image) and neighbour ratio. */
   rawPeak: number;
   ratio: number;
+  /** Mean of the full-resolution peak's 8 neighbours above the sky (ADU) and that peak's index. */
+  mean8: number;
+  peakIndex: number;
+  /** Full-resolution pixel index of a hot pixel on top of this star (masked when measuring), or −1. */
+  spike: number;
   reach: number;
 }
 
@@ -377,7 +382,7 @@ function localMaxima(D: Float32Array, w: number, h: number, threshold: number, m
         v > D[o - w + x - 1]! && v > D[o - w + x]! && v > D[o - w + x + 1]! &&
         v >= D[o + w + x - 1]! && v >= D[o + w + x]! && v >= D[o + w + x + 1]!
       ) {
-        out.push({ ix: x, iy: y, d: v, fx: x, fy: y, rawPeak: 0, ratio: 0, reach: 0 });
+        out.push({ ix: x, iy: y, d: v, fx: x, fy: y, rawPeak: 0, ratio: 0, mean8: 0, peakIndex: -1, spike: -1, reach: 0 });
       }
     }
   }
@@ -454,6 +459,8 @@ function onStreak(D: Float32Array, w: number, h: number, c: Candidate, l1: numbe
       if (v >= level) pass++;
     }
     if (valid >= 3 && pass === valid) return true;
+    // At the image border: one side of the line leaves the frame, the other runs on.
+    if (valid === 2 && pass === 2 && ((s[0] === s[0] && s[2] === s[2]) || (s[1] === s[1] && s[3] === s[3]))) return true;
   }
   return false;
 }
@@ -487,14 +494,19 @@ class Grid {
   }
 }
 
-/** Raw peak above background around a candidate and the mean-of-8-neighbours / peak ratio. */
-function sharpness(img: Float32Array, w: number, h: number, bg: BackgroundModel, c: Candidate, levelAt: (x: number, y: number) => number): void {
-  let px = c.ix;
-  let py = c.iy;
+/**
+ * Brightest pixel above the sky in [xa, xb] × [ya, yb] of `img`, the ratio of the mean of its
+ * 8 neighbours to it (both above the sky), and the 3×3 centroid around it.
+ */
+function peakRatio(img: Float32Array, w: number, h: number, xa: number, xb: number, ya: number, yb: number, sky: readonly number[], sites: boolean): { peak: number; ratio: number; mean8: number; index: number; cx: number; cy: number } {
+  // The sky is constant over these few pixels: one level per 2×2 site (or one for all).
+  const levelAt = (x: number, y: number) => (sites ? sky[((y & 1) << 1) | (x & 1)]! : sky[0]!);
+  let px = Math.max(0, xa);
+  let py = Math.max(0, ya);
   let best = -Infinity;
-  for (let y = Math.max(0, c.iy - 1); y <= Math.min(h - 1, c.iy + 1); y++) {
-    for (let x = Math.max(0, c.ix - 1); x <= Math.min(w - 1, c.ix + 1); x++) {
-      const v = img[y * w + x]!;
+  for (let y = Math.max(0, ya); y <= Math.min(h - 1, yb); y++) {
+    for (let x = Math.max(0, xa); x <= Math.min(w - 1, xb); x++) {
+      const v = img[y * w + x]! - levelAt(x, y);
       if (v > best) {
         best = v;
         px = x;
@@ -502,7 +514,6 @@ function sharpness(img: Float32Array, w: number, h: number, bg: BackgroundModel,
       }
     }
   }
-  const b = levelAt(px, py);
   let s = 0;
   let n = 0;
   let sx = 0;
@@ -511,7 +522,7 @@ function sharpness(img: Float32Array, w: number, h: number, bg: BackgroundModel,
   for (let y = py - 1; y <= py + 1; y++) {
     for (let x = px - 1; x <= px + 1; x++) {
       if (x < 0 || y < 0 || x >= w || y >= h) continue;
-      const v = img[y * w + x]! - b;
+      const v = img[y * w + x]! - levelAt(x, y);
       if (!(v === v)) continue;
       if (x !== px || y !== py) {
         s += v;
@@ -523,18 +534,14 @@ function sharpness(img: Float32Array, w: number, h: number, bg: BackgroundModel,
       sw += wv;
     }
   }
-  const peak = best - b;
-  c.rawPeak = peak;
-  c.ratio = peak > 0 && n > 0 ? s / n / peak : 0;
-  // 3×3 centroid of the raw maximum: a better start than the integer maximum (≤ 0.5 px off).
-  if (sw > 0) {
-    c.fx = sx / sw;
-    c.fy = sy / sw;
-  } else {
-    c.fx = px;
-    c.fy = py;
-  }
-  void bg;
+  return {
+    peak: best,
+    ratio: best > 0 && n > 0 ? s / n / best : 0,
+    mean8: n > 0 ? s / n : 0,
+    index: py * w + px,
+    cx: sw > 0 ? sx / sw : px,
+    cy: sw > 0 ? sy / sw : py,
+  };
 }
 
 /** Per-star measurement workspace (one allocation per detection call, reused for every star). */
@@ -819,6 +826,7 @@ function measureStar(
   neighbours: { x: number; y: number }[],
   saturation: number,
   local: LocalBackground,
+  spike: number,
 ): { m: Measured; patch: PatchView } | null {
   const sites = cfa ? 4 : 1;
   const cx = Math.round(x0);
@@ -878,7 +886,7 @@ function measureStar(
       const v = data[y * width + x]!;
       if (v >= saturation && (x - x0) ** 2 + (y - y0) ** 2 <= satR2) saturated = true;
       const s = cfa ? ((y & 1) << 1) | (x & 1) : 0;
-      let masked = !(v === v);
+      let masked = !(v === v) || y * width + x === spike;
       if (!masked && neighbours.length > 0) {
         const d0 = (x - x0) ** 2 + (y - y0) ** 2;
         for (const nb of neighbours) {
@@ -945,6 +953,9 @@ function momentShape(m: Measured): { major: number; minor: number; angle: number
 
 const eccentricityOf = (major: number, minor: number) => (major > 0 ? Math.sqrt(Math.max(0, 1 - (minor / major) ** 2)) : 0);
 
+/** Half-maximum regions larger than this (px; a 22 px FWHM) do not count toward the rough scale. */
+const HALF_MAX_AREA_CAP = 400;
+
 /** Rough frame FWHM (detection-image px) from the half-maximum areas of bright candidates. */
 function halfMaxScale(img: Float32Array, w: number, h: number, levelAt: (x: number, y: number) => number, cands: Candidate[], skip: (c: Candidate) => boolean): number {
   const sizes: number[] = [];
@@ -963,23 +974,24 @@ function halfMaxScale(img: Float32Array, w: number, h: number, levelAt: (x: numb
     stack.push(py * w + px);
     seen.add(py * w + px);
     let area = 0;
-    while (stack.length > 0 && area < 4000) {
+    while (stack.length > 0 && area < HALF_MAX_AREA_CAP) {
       const k = stack.pop()!;
       area++;
       const x = k % w;
       const y = (k - x) / w;
-      const next = [k - 1, k + 1, k - w, k + w];
-      const ok = [x > 0, x < w - 1, y > 0, y < h - 1];
-      for (let q = 0; q < 4; q++) {
-        const n = next[q]!;
-        if (!ok[q] || seen.has(n)) continue;
-        if (img[n]! - b >= half) {
+      const visit = (n: number) => {
+        if (!seen.has(n) && img[n]! - b >= half) {
           seen.add(n);
           stack.push(n);
         }
-      }
+      };
+      if (x > 0) visit(k - 1);
+      if (x < w - 1) visit(k + 1);
+      if (y > 0) visit(k - w);
+      if (y < h - 1) visit(k + w);
     }
-    sizes.push(2 * Math.sqrt(area / Math.PI));
+    // A region that reaches the cap is no star (a streak, a nebula, a saturated blob).
+    if (area < HALF_MAX_AREA_CAP) sizes.push(2 * Math.sqrt(area / Math.PI));
   }
   if (sizes.length === 0) return NaN;
   sizes.sort((a, b) => a - b);
@@ -1022,7 +1034,6 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   // Local sky of a star. 'model': the tiled model (on a mosaic, the proxy level shared among the
   // sites in the proportions of their frame-wide medians, i.e. the sky's colour); 'annulus': a
   // median per site around the star (slower; better over nebulosity finer than the tiles).
-  const siteShare = cfa ? siteMedianShares(plane, width, height) : [1, 1, 1, 1];
   const useAnnulus = options.localBackground === 'annulus';
   const local: LocalBackground = { level: useAnnulus ? null : [0, 0, 0, 0], noise: 0 };
   const localAt = (x: number, y: number): LocalBackground => {
@@ -1042,7 +1053,25 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   let cands = localMaxima(D, w, h, threshold, 1);
   counts.candidates = cands.length;
   cands.sort((a, b) => b.d - a.d);
-  for (const c of cands) sharpness(det.data, w, h, bg, c, levelAt);
+  // Each 2×2 site's share of the sky on a mosaic (the sky's colour), for per-site levels.
+  const siteShare = cfa ? siteMedianShares(plane, width, height) : [1, 1, 1, 1];
+  const skyDet = [0];
+  const skyFull = [0, 0, 0, 0];
+  for (const c of cands) {
+    // Peak and 3×3 centroid on the detection image (a better start than the integer maximum);
+    // the neighbour ratio always at full resolution, where a hot pixel is one pixel of the
+    // plane (on the proxy it is diluted into a cell and stars are undersampled).
+    skyDet[0] = levelAt(c.ix, c.iy);
+    const d = peakRatio(det.data, w, h, c.ix - 1, c.ix + 1, c.iy - 1, c.iy + 1, skyDet, false);
+    c.rawPeak = d.peak;
+    c.fx = d.cx;
+    c.fy = d.cy;
+    if (cfa) for (let q = 0; q < 4; q++) skyFull[q] = (skyDet[0]! / 4) * siteShare[q]!;
+    const f = cfa ? peakRatio(plane, width, height, 2 * c.ix - 1, 2 * c.ix + 2, 2 * c.iy - 1, 2 * c.iy + 2, skyFull, true) : d;
+    c.ratio = f.ratio;
+    c.mean8 = f.mean8;
+    c.peakIndex = f.index;
+  }
 
   // Hot pixels: neighbour/peak ratio far below the typical star's.
   const isSaturatedCand = (c: Candidate): boolean => {
@@ -1063,13 +1092,28 @@ export function detectStars(data: Float32Array, width: number, height: number, o
     if (!isSaturatedCand(c) && c.rawPeak > 0 && c.ratio > SURE_HOT_RATIO) ratios.push(c.ratio);
   }
   ratios.sort((a, b) => a - b);
-  const typicalRatio = ratios.length >= 5 ? ratios[ratios.length >> 1]! : cfa ? 0.25 : 0.45;
+  const typicalRatio = ratios.length >= 5 ? ratios[ratios.length >> 1]! : cfa ? 0.3 : 0.45;
   const minRatio = minSharp * typicalRatio;
   const kept: Candidate[] = [];
   const streakDistance = Math.max(6, 24 / scale);
   for (const c of cands) {
-    if (c.rawPeak <= 0 || (c.ratio < minRatio && !isSaturatedCand(c))) counts.hotPixels++;
-    else if (onStreak(D, w, h, c, streakDistance, threshold)) counts.streaks++;
+    if (c.rawPeak <= 0) {
+      counts.hotPixels++;
+      continue;
+    }
+    if (c.ratio < minRatio && !isSaturatedCand(c)) {
+      // A single-pixel spike — unless its neighbours stand clearly above the sky on their own
+      // (5σ for their mean): then it is a hot pixel or cosmic ray on a star, and the star stays
+      // with that pixel masked.
+      const px = c.peakIndex % width;
+      const sigma8 = pixelNoise(px, (c.peakIndex - px) / width) / Math.sqrt(8);
+      if (!(c.mean8 >= 5 * sigma8)) {
+        counts.hotPixels++;
+        continue;
+      }
+      c.spike = c.peakIndex;
+    }
+    if (onStreak(D, w, h, c, streakDistance, threshold)) counts.streaks++;
     else kept.push(c);
   }
   cands = kept;
@@ -1120,18 +1164,24 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   {
     const g0 = geometryFor(roughFull);
     const ws0 = new Workspace(g0.radius, g0.annOut);
-    const majors: number[] = [];
+    const round: number[] = [];
+    const all: number[] = [];
     for (const s of starts) {
-      if (majors.length >= 25) break;
+      if (all.length >= 25) break;
       if (isSaturatedCand(s.c)) continue;
-      const r = measureStar(plane, width, height, cfa, s.x, s.y, g0, ws0, [], sat.level, localAt(s.x, s.y));
+      const r = measureStar(plane, width, height, cfa, s.x, s.y, g0, ws0, [], sat.level, localAt(s.x, s.y), s.c.spike);
       if (!r || r.m.saturated) continue;
       const ms = momentShape(r.m);
-      majors.push(Math.sqrt(ms.major * ms.minor));
+      const size = Math.sqrt(ms.major * ms.minor);
+      all.push(size);
+      // Round ones set the scale unless most are elongated (a trailed frame): remnants of a
+      // streak must not.
+      if (eccentricityOf(ms.major, ms.minor) < 0.8) round.push(size);
     }
-    if (majors.length >= 3) {
-      majors.sort((a, b) => a - b);
-      fwhmScale = majors[majors.length >> 1]!;
+    const pick = round.length >= 0.4 * all.length ? round : all;
+    if (pick.length >= 3) {
+      pick.sort((a, b) => a - b);
+      fwhmScale = pick[pick.length >> 1]!;
     }
   }
   if (!(fwhmScale > 0.5)) fwhmScale = 2.5;
@@ -1164,7 +1214,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       const o = starts[id]!;
       if (Math.hypot(o.x - s.x, o.y - s.y) < geo.radius * 1.5) neighbours.push({ x: o.x, y: o.y });
     }
-    const r = measureStar(plane, width, height, cfa, s.x, s.y, geo, ws, neighbours, sat.level, localAt(s.x, s.y));
+    const r = measureStar(plane, width, height, cfa, s.x, s.y, geo, ws, neighbours, sat.level, localAt(s.x, s.y), s.c.spike);
     if (!r || !(r.m.flux > 0)) {
       counts.failed++;
       continue;
@@ -1173,8 +1223,25 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   }
   const t4 = performance.now();
   timings.measure = t4 - t3;
-  // Brightest first; fit the brightest unsaturated, unblended ones (re-extracting their patch).
+  // Brightest first. Two candidates whose centroids converged onto the same star (a maximum on a
+  // star's wing that survived deblending) keep only the brighter.
   measured.sort((a, b) => b.m.flux - a.m.flux);
+  {
+    const same = Math.max(1, 0.5 * fwhmScale);
+    const seen = new Grid(16);
+    const unique: typeof measured = [];
+    for (const e of measured) {
+      if (seen.near(e.m.x, e.m.y, same, nearIds).some((id) => Math.hypot(unique[id]!.m.x - e.m.x, unique[id]!.m.y - e.m.y) < same)) {
+        counts.merged++;
+        continue;
+      }
+      seen.add(unique.length, e.m.x, e.m.y);
+      unique.push(e);
+    }
+    measured.length = 0;
+    measured.push(...unique);
+  }
+  // Fit the brightest unsaturated, unblended ones (re-extracting their patch).
   for (let q = 0; q < measured.length && fitQueue.length < fitCount; q++) {
     const e = measured[q]!;
     if (!e.m.saturated && !e.m.blended) fitQueue.push(q);
@@ -1182,7 +1249,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   for (const q of fitQueue) {
     const e = measured[q]!;
     const s = starts[e.index]!;
-    const r = measureStar(plane, width, height, cfa, s.x, s.y, geo, ws, [], sat.level, localAt(s.x, s.y));
+    const r = measureStar(plane, width, height, cfa, s.x, s.y, geo, ws, [], sat.level, localAt(s.x, s.y), s.c.spike);
     if (!r) continue;
     // Fit the central (2·fitRadius + 1)² of the measurement patch: the core and inner wings
     // hold nearly all the information on width and β, at a fraction of the cost.
