@@ -3,7 +3,7 @@
 // Errors print one line naming the file and the error code, never a stack trace.
 
 import { parseArgs } from 'node:util';
-import { readFileSync } from 'node:fs';
+import { SKYSTACK_VERSION } from '../version.js';
 import { isFitsError } from '../fits/index.js';
 import { inspectFile, renderInspectText } from './inspect.js';
 import { UsageError } from './usage.js';
@@ -14,14 +14,12 @@ commands:
   inspect <file.fits> [--json]   dimensions, BITPIX, header cards and per-plane statistics
   demo [--out DIR] [--kind osc|mono] [--pattern RGGB] [--frames N] [--width W] [--height H] [--seed S]
                                  generate a realistic demo dataset (default runs/demo-data) and inspect it
+  rawstack [--config FILE.json] [--lights DIR] [--pattern GLOB] [--runs-dir DIR] [--run-name NAME]
+           [--set key.path=value ...] [--json]
+                                 run the Raw Stack pipeline (exit 0 ok, 1 run error or cancelled, 2 usage)
   version                        print the version
   help                           this text`;
 
-
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-}
 
 async function inspect(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: { json: { type: 'boolean', default: false } }, allowPositionals: true });
@@ -38,13 +36,17 @@ export async function main(argv: string[]): Promise<number> {
     switch (command) {
       case 'inspect':
         return await inspect(rest);
+      case 'rawstack': {
+        const { runRawStackCli } = await import('./rawstack.js');
+        return await runRawStackCli(rest);
+      }
       case 'demo': {
         const { runDemo } = await import('./demo.js');
         return await runDemo(rest);
       }
       case 'version':
       case '--version':
-        process.stdout.write(`skystack ${version()}\n`);
+        process.stdout.write(`skystack ${SKYSTACK_VERSION}\n`);
         return 0;
       case undefined:
       case 'help':

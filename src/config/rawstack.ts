@@ -231,6 +231,11 @@ export function issuesOf(error: z.ZodError): ConfigIssue[] {
 
 /** Validates and fills defaults. Never throws for bad input. */
 export function parseRawStackConfig(input: unknown): ConfigResult {
+  // An effective_config.json carries what ran it under `_runtime`; it is not a parameter.
+  if (typeof input === 'object' && input !== null && !Array.isArray(input) && '_runtime' in input) {
+    const { _runtime: _ignored, ...rest } = input as Record<string, unknown>;
+    input = rest;
+  }
   const r = RawStackConfigSchema.safeParse(input ?? {});
   return r.success ? { ok: true, config: r.data } : { ok: false, issues: issuesOf(r.error) };
 }

@@ -1,0 +1,112 @@
+// `skystack rawstack`: one Raw Stack run from the terminal. The configuration is the stored
+// JSON file (if any) overlaid with --lights/--pattern/--runs-dir/--run-name and --set pairs,
+// validated once. Progress: a bar on a TTY, one line per phase otherwise. Ctrl-C cancels the
+// run cleanly (events closed, REPORT written); a second Ctrl-C exits at once.
+// Exit codes: 0 ok, 1 run error or cancelled, 2 usage or configuration error.
+
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { mergeLayers, setPath } from '../config/merge.js';
+import { parseRawStackConfig } from '../config/rawstack.js';
+import type { EventLine } from '../pipeline/events.js';
+import { RAWSTACK_PHASES } from '../pipeline/rawstack/phase-list.js';
+import { runRawStack } from '../pipeline/rawstack/run.js';
+import { progress } from './progress.js';
+import { UsageError } from './usage.js';
+
+/** `key.path=value`: the value as JSON when it parses (numbers, booleans, arrays), else a string. */
+export function parseSetPair(pair: string): [string, unknown] {
+  const eq = pair.indexOf('=');
+  if (eq <= 0) throw new UsageError(`--set expects key.path=value, got "${pair}"`);
+  const key = pair.slice(0, eq).trim();
+  const text = pair.slice(eq + 1);
+  if (!/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$/.test(key)) throw new UsageError(`--set: "${key}" is not a key path`);
+  try {
+    return [key, JSON.parse(text)];
+  } catch {
+    return [key, text];
+  }
+}
+
+export async function runRawStackCli(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      config: { type: 'string' },
+      lights: { type: 'string' },
+      pattern: { type: 'string' },
+      'runs-dir': { type: 'string' },
+      'run-name': { type: 'string' },
+      set: { type: 'string', multiple: true, default: [] },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  let fileLayer: Record<string, unknown> = {};
+  if (values.config) {
+    let text: string;
+    try {
+      text = await readFile(values.config, 'utf8');
+    } catch (e) {
+      throw new UsageError(`cannot read --config ${values.config}: ${(e as Error).message}`);
+    }
+    try {
+      fileLayer = JSON.parse(text) as Record<string, unknown>;
+    } catch (e) {
+      throw new UsageError(`--config ${values.config} is not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  const flags: Record<string, unknown> = {};
+  if (values.lights !== undefined) flags.lights_dir = values.lights;
+  if (values.pattern !== undefined) flags.pattern = values.pattern;
+  if (values['run-name'] !== undefined) flags.run_name = values['run-name'];
+  for (const pair of values.set ?? []) {
+    const [key, value] = parseSetPair(pair);
+    setPath(flags, key, value);
+  }
+  const parsed = parseRawStackConfig(mergeLayers(fileLayer, flags));
+  if (!parsed.ok) {
+    throw new UsageError(`invalid configuration:\n${parsed.issues.map((i) => `  ${i.path || '(root)'}: ${i.message}`).join('\n')}`);
+  }
+  const config = parsed.config;
+
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSigint = () => {
+    interrupts++;
+    if (interrupts > 1) process.exit(130);
+    process.stderr.write('\ncancelling (Ctrl-C again to quit at once)...\n');
+    controller.abort();
+  };
+  process.on('SIGINT', onSigint);
+  const bar = progress(process.stderr, '');
+  const tty = Boolean(process.stderr.isTTY);
+  const total = RAWSTACK_PHASES.length;
+  let done = 0;
+  const onEvent = (line: EventLine) => {
+    if (line.type === 'phase_start') {
+      if (tty) bar.update(done, total, line.phase);
+    } else if (line.type === 'phase_progress') {
+      if (tty) bar.update(done + line.progress, total, `${line.phase} ${line.current}/${line.total}${line.substep ? ` ${line.substep}` : ''}`);
+    } else if (line.type === 'phase_end') {
+      done++;
+      const text = `${line.phase}: ${line.status}${line.reason ? ` (${line.reason}${typeof line.message === 'string' ? `: ${line.message}` : ''})` : ''} in ${(line.duration_ms / 1000).toFixed(1)} s`;
+      if (tty) bar.finish(text);
+      else process.stderr.write(`${text}\n`);
+    } else if (line.type === 'warning') {
+      process.stderr.write(`warning ${line.code}: ${line.message}\n`);
+    }
+  };
+  try {
+    const runsDir = values['runs-dir'];
+    const result = await runRawStack(config, { ...(runsDir ? { runsDir } : {}), signal: controller.signal, onEvent });
+    process.stderr.write(`run ${result.runId}: ${result.status} (device ${result.device.kind}${result.device.adapter ? `, ${result.device.adapter}` : ''})\n`);
+    process.stderr.write(`run folder: ${result.runDir}\n`);
+    for (const [name, file] of Object.entries(result.outputs)) process.stderr.write(`  ${name}: ${file}\n`);
+    if (values.json) {
+      process.stdout.write(`${JSON.stringify({ run_id: result.runId, run_dir: result.runDir, status: result.status, phases: result.phases })}\n`);
+    }
+    return result.status === 'ok' ? 0 : 1;
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+}

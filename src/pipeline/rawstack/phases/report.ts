@@ -1,0 +1,117 @@
+// REPORT (always runs, also after errors and cancellation): gathers the run's state and events
+// into the report model and writes preprocessing_report.{json,md,html} (as report.formats asks)
+// and artifacts_manifest.json. It must not fail because an earlier phase left state half-filled.
+
+import { join } from 'node:path';
+import { writeFileAtomic, writeJsonAtomic } from '../../atomic.js';
+import type { EventLine } from '../../events.js';
+import { ok, type Phase } from '../../phase.js';
+import type { ReportModel, ReportPhase } from '../../../report/model.js';
+import { renderHtml, renderMarkdown } from '../../../report/render.js';
+import type { RawStackState } from '../state.js';
+import { RAWSTACK_PHASES } from '../phase-list.js';
+import { SKYSTACK_NAME, SKYSTACK_VERSION } from '../../../version.js';
+
+function phaseRows(lines: readonly EventLine[]): ReportPhase[] {
+  const ends = new Map<string, Extract<EventLine, { type: 'phase_end' }>>();
+  const started = new Set<string>();
+  for (const l of lines) {
+    if (l.type === 'phase_start') started.add(l.phase);
+    if (l.type === 'phase_end') ends.set(l.phase, l);
+  }
+  return RAWSTACK_PHASES.filter((p) => p !== 'REPORT').map((phase) => {
+    const end = ends.get(phase);
+    if (!end) return { phase, status: started.has(phase) ? 'error' : 'not_started' };
+    const row: ReportPhase = { phase, status: end.status, duration_ms: end.duration_ms };
+    if (end.reason) row.reason = end.reason;
+    if (typeof end.message === 'string') row.message = end.message;
+    return row;
+  });
+}
+
+export function buildReportModel(state: RawStackState, status: ReportModel['status']): ReportModel {
+  const lines = state.events.lines;
+  const frames = state.frames.map((f) => ({
+    index: f.index,
+    file: f.name,
+    status: f.status,
+    reason: f.exclusions[0]?.code ?? null,
+    detail: f.exclusions.map((e) => e.detail).join('; ') || null,
+    star_count: f.metrics?.star_count ?? null,
+    fwhm: f.metrics?.fwhm ?? null,
+    eccentricity: f.metrics?.eccentricity ?? null,
+    background: f.metrics?.background_median ?? null,
+    noise: f.metrics?.background_rms ?? null,
+    registration_cc: f.metrics?.registration_cc ?? null,
+    quality_score: f.metrics?.quality_score ?? null,
+    weight: f.weight,
+  }));
+  const reasons: Record<string, number> = {};
+  for (const f of state.frames) for (const e of f.exclusions.slice(0, 1)) reasons[e.code] = (reasons[e.code] ?? 0) + 1;
+  const ref = state.referenceIndex !== null ? state.frames[state.referenceIndex] : undefined;
+  const device: ReportModel['device'] = { kind: state.device.kind, adapter: state.device.adapter };
+  if (state.device.fallbackReason) device.fallback_reason = state.device.fallbackReason;
+  return {
+    run_id: state.runId,
+    status,
+    kind: 'rawstack',
+    generated_at: new Date().toISOString(),
+    generator: { name: SKYSTACK_NAME, version: SKYSTACK_VERSION },
+    device,
+    phases: phaseRows(lines),
+    input: {
+      lights_dir: state.config.lights_dir,
+      pattern: state.config.pattern,
+      frames_total: state.frames.length,
+      color_mode: state.colorMode,
+      bayer_pattern: state.bayer,
+      width: state.width,
+      height: state.height,
+    },
+    reference: ref ? { strategy: state.referenceStrategy ?? state.config.registration_reference, index: ref.index, file: ref.name } : null,
+    quality: {
+      mode: state.config.quality_filter.mode,
+      frames_total: state.frames.length,
+      included: state.frames.filter((f) => f.status === 'included').length,
+      excluded: state.frames.filter((f) => f.status === 'excluded').length,
+      manual_overrides: state.frames.filter((f) => f.manual !== null).length,
+      reasons,
+    },
+    stacking: state.summaries.STACKING ?? null,
+    postprocess: { ...state.config.postprocess },
+    frames,
+    warnings: lines.filter((l): l is Extract<EventLine, { type: 'warning' }> => l.type === 'warning').map((w) => ({ code: w.code, message: w.message })),
+    artifacts: state.artifacts,
+    effective_config: state.config as unknown as Record<string, unknown>,
+  };
+}
+
+/** Registers an artifact for the manifest (idempotent by path). */
+export function addArtifact(state: RawStackState, type: string, phase: string, path: string): void {
+  if (!state.artifacts.some((a) => a.path === path)) state.artifacts.push({ type, phase, path });
+}
+
+export const reportPhase: Phase<RawStackState> = {
+  name: 'REPORT',
+  optional: false,
+  async run(ctx) {
+    const { state } = ctx;
+    const dir = state.folder.artifactsDir;
+    const rel = (name: string) => `artifacts/preprocess/${name}`;
+    const formats = new Set(state.config.report.formats);
+    // The run's final status is known only after REPORT; report what is known now.
+    const failedCore = [...ctx.outcomes.entries()].some(([name, o]) => o.status === 'error' && !['ASTROMETRY', 'BGE', 'PCC', 'HYPERMETRIC_STRETCH'].includes(name));
+    const cancelled = [...ctx.outcomes.values()].some((o) => o.status === 'error' && o.reason === 'cancelled');
+    const status = cancelled ? 'cancelled' : failedCore ? 'error' : 'ok';
+    if (formats.has('json')) addArtifact(state, 'report_json', 'REPORT', rel('preprocessing_report.json'));
+    if (formats.has('markdown')) addArtifact(state, 'report_markdown', 'REPORT', rel('preprocessing_report.md'));
+    if (formats.has('html')) addArtifact(state, 'report_html', 'REPORT', rel('preprocessing_report.html'));
+    addArtifact(state, 'manifest', 'REPORT', rel('artifacts_manifest.json'));
+    const model = buildReportModel(state, status);
+    if (formats.has('json')) await writeJsonAtomic(join(dir, 'preprocessing_report.json'), model);
+    if (formats.has('markdown')) await writeFileAtomic(join(dir, 'preprocessing_report.md'), renderMarkdown(model));
+    if (formats.has('html')) await writeFileAtomic(join(dir, 'preprocessing_report.html'), renderHtml(model));
+    await writeJsonAtomic(join(dir, 'artifacts_manifest.json'), { run_id: state.runId, artifacts: state.artifacts });
+    return ok({ formats: [...formats], report_json: formats.has('json') ? rel('preprocessing_report.json') : null, report_html: formats.has('html') ? rel('preprocessing_report.html') : null });
+  },
+};

@@ -1,0 +1,151 @@
+// Run-wide state of a Raw Stack run, shared by its phases in pipeline order. Each phase reads
+// what earlier phases wrote and adds its own section; nothing here holds whole frames of pixel
+// data (frames stay on disk and are streamed in bands), so the state's size does not grow with
+// image size. Paths in `artifacts` are relative to the run folder.
+
+import type { Affine } from '../../algorithms/affine.js';
+import type { FrameMetrics } from '../../algorithms/frame-metrics.js';
+import type { StarPoint } from '../../algorithms/match.js';
+import type { RawStackConfig } from '../../config/rawstack.js';
+import type { GpuContext } from '../../gpu/context.js';
+import type { DeviceInfo } from '../../gpu/device.js';
+import type { EventLog } from '../events.js';
+import type { RunFolder } from '../run-folder.js';
+import type { ColorMode, FrameInfo } from '../scan.js';
+import type { BayerPattern } from '../../fits/keys.js';
+
+export type FrameStatus = 'included' | 'excluded';
+
+/** Closed set of reasons a frame leaves the run (frame filter codes plus pipeline-level ones). */
+export type FrameExclusionCode =
+  | 'unreadable'
+  | 'size_mismatch'
+  | 'calibration_failed'
+  | 'no_stars'
+  | 'registration_failed'
+  | 'low_correlation'
+  | 'too_few_stars'
+  | 'eccentricity'
+  | 'fwhm_outlier'
+  | 'low_transparency'
+  | 'manual';
+
+export interface FrameExclusion {
+  code: FrameExclusionCode;
+  detail: string;
+}
+
+/** Per-channel normalisation of a frame: v' = v * scale + offset (applied by the stack kernel). */
+export interface ChannelNormalization {
+  /** Robust location (background) and scale (noise or spread) measured on the frame. */
+  location: number;
+  spread: number;
+  scale: number;
+  offset: number;
+}
+
+export interface FrameRecord {
+  index: number;
+  /** Absolute path of the light as found by INPUT_SCAN. */
+  file: string;
+  name: string;
+  info: FrameInfo | null;
+  status: FrameStatus;
+  exclusions: FrameExclusion[];
+  /** Absolute path of the calibrated frame (outputs/calibrated/cal_NNNNN.fit) when CALIBRATION ran. */
+  calibratedFile: string | null;
+  /** Which dark was used (file or group) when dark auto-select picked one. */
+  darkUsed: string | null;
+  /** Stars in full-resolution frame pixel coordinates (brightest first). */
+  stars: StarPoint[] | null;
+  metrics: FrameMetrics | null;
+  registration: {
+    ok: boolean;
+    /** Frame pixel → reference pixel (0-based, x = column, y = row). */
+    matrix: Affine | null;
+    matched: number;
+    residual_rms_px: number | null;
+    code?: string;
+    detail?: string;
+  } | null;
+  /** Per channel (1 for mono, 3 for OSC after debayer: R, G, B). */
+  normalization: ChannelNormalization[] | null;
+  /** Stacking weight (mean 1 over included frames), set by FRAME_FILTERING. */
+  weight: number | null;
+  /** Manual override applied to this frame, if any. */
+  manual: boolean | null;
+}
+
+export interface ArtifactEntry {
+  type: string;
+  phase: string;
+  /** Relative to the run folder. */
+  path: string;
+}
+
+export interface Masters {
+  bias: string | null;
+  dark: string | null;
+  flat: string | null;
+  darkflat: string | null;
+}
+
+export interface RawStackState {
+  config: RawStackConfig;
+  folder: RunFolder;
+  runId: string;
+  jobId: string | null;
+  events: EventLog;
+  device: DeviceInfo;
+  /** Null when the TypeScript kernels run. */
+  gpu: GpuContext | null;
+  frames: FrameRecord[];
+  colorMode: ColorMode | null;
+  bayer: BayerPattern | null;
+  width: number | null;
+  height: number | null;
+  masters: Masters;
+  referenceIndex: number | null;
+  referenceStrategy: string | null;
+  /** Absolute paths of the image outputs written so far. */
+  outputs: {
+    stacked_linear?: string;
+    stacked_rgb?: string;
+    stacked_rgb_bge?: string;
+    stacked_rgb_pcc?: string;
+    stacked_rgb_hms?: string;
+  };
+  artifacts: ArtifactEntry[];
+  warnings: { code: string; message: string }[];
+  /** Free-form summaries of each phase for the report (phase name → JSON-serialisable object). */
+  summaries: Record<string, Record<string, unknown>>;
+}
+
+export function newFrameRecord(index: number, file: string, name: string, info: FrameInfo | null): FrameRecord {
+  return {
+    index,
+    file,
+    name,
+    info,
+    status: 'included',
+    exclusions: [],
+    calibratedFile: null,
+    darkUsed: null,
+    stars: null,
+    metrics: null,
+    registration: null,
+    normalization: null,
+    weight: null,
+    manual: null,
+  };
+}
+
+export function exclude(frame: FrameRecord, code: FrameExclusionCode, detail: string): void {
+  frame.status = 'excluded';
+  frame.exclusions.push({ code, detail });
+}
+
+export const includedFrames = (state: RawStackState): FrameRecord[] => state.frames.filter((f) => f.status === 'included');
+
+/** The file a phase should read pixels from: calibrated when CALIBRATION wrote one, else the light. */
+export const pixelSource = (frame: FrameRecord): string => frame.calibratedFile ?? frame.file;
