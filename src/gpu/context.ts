@@ -11,6 +11,9 @@ import { loadShader } from './shaders.js';
 
 export type Overrides = Record<string, number>;
 
+/** Chunk size for uploads from shared memory (a multiple of 16, so vec4 offsets stay aligned). */
+const BOUNCE_BYTES = 4 << 20;
+
 export interface KernelPipeline {
   pipeline: GPUComputePipeline;
   layout: GPUBindGroupLayout;
@@ -34,6 +37,7 @@ export class GpuContext {
   readonly dispatches = new Map<KernelId, number>();
   /** Pooled buffers that commands not yet submitted still use; released at the next submit. */
   private retiring: GPUBuffer[] = [];
+  private bounce: Uint8Array | undefined;
 
   constructor(
     /** Held so the Dawn instance outlives the device (events stop when it is collected). */
@@ -159,9 +163,27 @@ export class GpuContext {
     return buffer;
   }
 
-  /** Writes `data` into `buffer` at `offset` bytes (sizes padded to 4 bytes as WebGPU requires). */
+  /**
+   * Writes `data` into `buffer` at `offset` bytes (sizes padded to 4 bytes as WebGPU requires).
+   * Views of a SharedArrayBuffer (the CPU worker path keeps frames there) go through a small
+   * reusable bounce array: Dawn's writeBuffer refuses shared memory ("Invalid argument").
+   */
   write(buffer: GPUBuffer, data: ArrayBufferView, offset = 0): void {
     const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    if (typeof SharedArrayBuffer !== 'undefined' && data.buffer instanceof SharedArrayBuffer) {
+      this.bounce ??= new Uint8Array(BOUNCE_BYTES);
+      for (let done = 0; done < bytes.byteLength; done += BOUNCE_BYTES) {
+        const part = bytes.subarray(done, done + BOUNCE_BYTES);
+        this.bounce.set(part);
+        // writeBuffer copies before it returns, so the bounce array can be refilled at once.
+        this.writeBytes(buffer, this.bounce.subarray(0, part.byteLength), offset + done);
+      }
+      return;
+    }
+    this.writeBytes(buffer, bytes, offset);
+  }
+
+  private writeBytes(buffer: GPUBuffer, bytes: Uint8Array, offset: number): void {
     const aligned = bytes.byteLength & ~3;
     if (aligned > 0) this.device.queue.writeBuffer(buffer, offset, bytes, 0, aligned);
     if (aligned < bytes.byteLength) {

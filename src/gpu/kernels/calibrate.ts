@@ -7,7 +7,6 @@ import { resolveCalibrate, type CalibrateParams, type CalibrationMasters } from 
 import type { GpuContext } from '../context.js';
 import { grid1d, packUniform } from '../dispatch.js';
 import { GpuError } from '../errors.js';
-import { uploadFloat32 } from './host-upload.js';
 
 /** Workgroup size in invocations (vec4s). */
 const WG = 64;
@@ -63,7 +62,7 @@ export async function calibrateGpu(ctx: GpuContext, light: Float32Array, masters
   resolveCalibrate(light.length, masters, params);
   const held: GPUBuffer[] = [];
   const up = (a: Float32Array) => {
-    const b = uploadFloat32(ctx, a);
+    const b = ctx.upload(a);
     held.push(b);
     return b;
   };

@@ -9,7 +9,6 @@ import { resolveDebayer, type DebayerParams, type DebayerPlanes, type ResolvedDe
 import type { GpuContext, KernelPipeline } from '../context.js';
 import { packUniform, type UniformField } from '../dispatch.js';
 import { GpuError } from '../errors.js';
-import { uploadFloat32 } from './host-upload.js';
 
 /** Workgroup size (invocations = 2x2 cells or 4x2 blocks); 32..256 were within noise on llvmpipe. */
 const WG = 64;
@@ -103,7 +102,7 @@ async function hostToHost(method: DebayerMethod, ctx: GpuContext, input: Float32
     const rows = Math.min(perBand, p.rows - k);
     const readY0 = Math.max(p.readY0, y0 - halo);
     const readEnd = Math.min(p.readY0 + p.readRows, y0 + rows + halo);
-    const mosaic = uploadFloat32(ctx, input.subarray((readY0 - p.readY0) * W, (readEnd - p.readY0) * W));
+    const mosaic = ctx.upload(input.subarray((readY0 - p.readY0) * W, (readEnd - p.readY0) * W));
     const bytes = rows * W * 4;
     const out = { r: ctx.storage(bytes, 'debayer_r'), g: ctx.storage(bytes, 'debayer_g'), b: ctx.storage(bytes, 'debayer_b') };
     try {
