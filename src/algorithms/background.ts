@@ -1,16 +1,20 @@
 // Robust tiled sky background and noise model of one image plane (SExtractor-style mesh).
 //
 // The plane is cut into a grid of ~tileSize px tiles. Per tile, a sub-sampled set of pixels
-// (every `step`-th pixel in x and y, NaN/±Inf skipped) is sigma-clipped around its median
-// (clip at ±clipSigma·σ, σ = 1.4826·MAD, a few rounds) so stars and hot pixels drop out; the
-// clipped median is the tile's sky level and the clipped MAD-σ its per-pixel noise. The noise
-// mesh is replaced by a robust quadratic surface through it (the sky, hence the noise, varies
-// smoothly; single tiles' σ are only good to ~7 %). For the level, a 3×3
-// median filter over the tile mesh then removes tiles that sit on bright stars, satellite
-// trails or small nebulae (their clipped statistics are still pulled upward); it works on the
-// residuals from a robust quadratic surface, so the curvature of vignetting is not shaved. The model is
-// evaluated by bilinear interpolation between tile centres, extrapolated linearly beyond the
-// outer centres, so gradients and vignetting carry on to the borders.
+// (~1/step², NaN/±Inf skipped) is sigma-clipped around its median (±clipSigma·σ, σ = 1.4826·MAD,
+// `clipRounds` rounds) so stars and hot pixels drop out; the clipped median is the tile's sky
+// level. The tile's per-pixel noise is 1.4826·median|v − v_neighbour|/√2 over sampled pixels and
+// their horizontal neighbours inside the clip range: differences of neighbours are blind to the
+// sky's gradient across the tile, which would widen the spread of the values themselves.
+// Level mesh: a 3×3 median filter removes tiles that sit on bright stars, satellite trails or
+// small nebulae (their clipped statistics are still pulled upward); it works on the residuals
+// from a robust quadratic surface, so the curvature of vignetting is not shaved (a plain median
+// at the peak of a dome returns a lower neighbour). Noise mesh: the robust quadratic surface
+// itself (the sky, hence the noise, varies smoothly; a single tile's σ is good to ~7 %).
+// The model is evaluated by bilinear interpolation between tile centres, extrapolated linearly
+// beyond the outer centres, so gradients and vignetting carry on to the borders.
+// (Meant for planes whose neighbouring pixels see the same sky: a mono plane or a Bayer
+// mosaic's luminance proxy; on a raw mosaic set pairDistance 2 — its level is then a mixture.)
 //
 // Invariants:
 // - The input plane is never modified; memory is O(number of tiles) plus one tile's scratch.
@@ -26,7 +30,7 @@ import { MAD_TO_SIGMA, medianInPlace } from './robust-stats.js';
 export interface BackgroundOptions {
   /** Nominal tile edge in px (tiles are spread evenly, so actual sizes differ by < 1 tile / count). Default 64. */
   tileSize?: number;
-  /** Sub-sampling: one pixel in step² of each tile is used (1 = all). Default 4 (256 per 64 px tile). */
+  /** Sub-sampling: ~one pixel in step² of each tile is used (1 = all). Default 4 (~290 per 64 px tile). */
   step?: number;
   /** Clipping half-width in σ. Default 3. */
   clipSigma?: number;
@@ -34,6 +38,8 @@ export interface BackgroundOptions {
   clipRounds?: number;
   /** Edge of the median filter over the tile mesh (1 = none, 3 = 3×3). Default 3. */
   filterSize?: number;
+  /** Distance of the neighbour whose difference measures the noise (2 on a raw Bayer mosaic). Default 1. */
+  pairDistance?: number;
 }
 
 export interface BackgroundModel {
@@ -53,30 +59,47 @@ export interface BackgroundModel {
   rms: number;
 }
 
-const DEFAULTS = { tileSize: 64, step: 4, clipSigma: 3, clipRounds: 2, filterSize: 3 };
+const DEFAULTS = { tileSize: 64, step: 4, clipSigma: 3, clipRounds: 2, filterSize: 3, pairDistance: 1 };
 
-/** Clipped median and MAD-σ of `v[0..n)` (reorders `v`; `dev` is scratch of the same length). */
-function clippedStats(v: Float32Array, n: number, dev: Float32Array, clip: number, rounds: number): [number, number] {
-  let count = n;
+/**
+ * Tile statistics. `v[0..n)` are the samples, `nb[0..n)` each sample's horizontal neighbour.
+ * Level: the median after sigma clipping (σ from the MAD of the samples, `rounds` rounds).
+ * Noise: 1.4826 · median |v − nb| / √2 over the pairs whose both values survive the clip — the
+ * spread of neighbour differences, which a gradient across the tile (vignetting, sky glow) does
+ * not widen, unlike the spread of the values themselves. Reorders `v`; `dev` is scratch.
+ */
+function tileStats(v: Float32Array, nb: Float32Array, n: number, work: Float32Array, dev: Float32Array, clip: number, rounds: number): [number, number] {
   let med = NaN;
-  let sigma = NaN;
+  let lo = -Infinity;
+  let hi = Infinity;
+  work.set(v.subarray(0, n));
+  let count = n;
+  // Rounds: median; then (but for the last round) MAD-σ and the clip for the next median.
   for (let round = 0; round < rounds; round++) {
-    const values = v.subarray(0, count);
+    const values = work.subarray(0, count);
     med = medianInPlace(values);
+    if (round === rounds - 1) break;
     for (let i = 0; i < count; i++) dev[i] = Math.abs(values[i]! - med);
-    sigma = MAD_TO_SIGMA * medianInPlace(dev.subarray(0, count));
+    const sigma = MAD_TO_SIGMA * medianInPlace(dev.subarray(0, count));
     if (!(sigma > 0)) break;
-    const lo = med - clip * sigma;
-    const hi = med + clip * sigma;
+    lo = med - clip * sigma;
+    hi = med + clip * sigma;
     let kept = 0;
     for (let i = 0; i < count; i++) {
       const x = values[i]!;
-      if (x >= lo && x <= hi) v[kept++] = x;
+      if (x >= lo && x <= hi) work[kept++] = x;
     }
-    if (kept === count || kept < 8) break;
+    if (kept < 8 || kept === count) break;
     count = kept;
   }
-  return [med, sigma];
+  let m = 0;
+  for (let i = 0; i < n; i++) {
+    const a = v[i]!;
+    const b = nb[i]!;
+    if (a >= lo && a <= hi && b >= lo && b <= hi) dev[m++] = Math.abs(a - b);
+  }
+  const noise = m >= 8 ? (MAD_TO_SIGMA * medianInPlace(dev.subarray(0, m))) / Math.SQRT2 : NaN;
+  return [med, noise];
 }
 
 function evenEdges(length: number, tiles: number): Int32Array {
@@ -285,10 +308,15 @@ export function estimateBackground(data: Float32Array, width: number, height: nu
   const xEdges = evenEdges(width, nx);
   const yEdges = evenEdges(height, ny);
   const step = Math.max(1, Math.floor(o.step));
-  const stride = step * step;
+  // Odd steps whose product is ≈ step²: 1 → 1×1, 2 → 1×3, 3 → 3×3, 4 → 3×5, 5 → 5×5, …
+  const rowStep = step === 1 ? 1 : step % 2 === 1 ? step : step - 1;
+  const colStep = step === 1 ? 1 : step % 2 === 1 ? step : step + 1;
   const maxTile = Math.ceil(width / nx) * Math.ceil(height / ny);
-  const scratch = new Float32Array(Math.ceil(maxTile / stride) + Math.ceil(width / nx) + Math.ceil(height / ny) + 8);
+  const scratch = new Float32Array(Math.ceil(maxTile / (rowStep * colStep)) + Math.ceil(width / nx) + Math.ceil(height / ny) + 8);
   const dev = new Float32Array(scratch.length);
+  const work = new Float32Array(scratch.length);
+  const nbs = new Float32Array(scratch.length);
+  const pair = Math.max(1, Math.floor(o.pairDistance));
   const rawLevel = new Float32Array(nx * ny);
   const rawNoise = new Float32Array(nx * ny);
   const minSamples = 16;
@@ -299,14 +327,21 @@ export function estimateBackground(data: Float32Array, width: number, height: nu
       const x0 = xEdges[i]!;
       const x1 = xEdges[i + 1]!;
       let n = 0;
-      // Every row, every step²-th pixel, the start shifting by one every two rows: the same
-      // 1/step² share of pixels as a step × step lattice, but it visits all four sites of a
-      // 2×2 Bayer cell (a plain lattice with an even step would sample one colour only).
-      for (let y = y0; y < y1; y++) {
+      // Every rowStep-th row, every colStep-th pixel from a start that shifts by one per row
+      // (both steps odd): ~1/step² of the pixels, visiting all four sites of a 2×2 Bayer cell
+      // equally (a plain lattice with an even step would sample one colour only), and only a
+      // third of the rows, which is what memory traffic is made of.
+      for (let y = y0, k = 0; y < y1; y += rowStep, k++) {
         const row = y * width;
-        for (let x = x0 + (((y - y0) >> 1) % stride); x < x1; x += stride) {
+        for (let x = x0 + (k % colStep); x < x1; x += colStep) {
           const v = data[row + x]!;
-          if (v === v && v !== Infinity && v !== -Infinity) scratch[n++] = v;
+          // The horizontal neighbour (pairDistance px away; leftward at the right edge).
+          const xn = x + pair < width ? x + pair : x - pair;
+          const u = xn >= 0 ? data[row + xn]! : NaN;
+          if (v === v && v !== Infinity && v !== -Infinity && u === u && u !== Infinity && u !== -Infinity) {
+            scratch[n] = v;
+            nbs[n++] = u;
+          }
         }
       }
       const k = j * nx + i;
@@ -315,7 +350,7 @@ export function estimateBackground(data: Float32Array, width: number, height: nu
         rawNoise[k] = NaN;
         continue;
       }
-      const [med, sigma] = clippedStats(scratch, n, dev, o.clipSigma, o.clipRounds);
+      const [med, sigma] = tileStats(scratch, nbs, n, work, dev, o.clipSigma, o.clipRounds);
       rawLevel[k] = med;
       rawNoise[k] = sigma;
     }

@@ -198,35 +198,57 @@ export const proxyToFull = (b: number): number => 2 * b + 0.5;
  * Saturation level: the option, else a plateau of ≥ 3 pixels within 0.2 % of the data maximum
  * (clipped pixels of a saturated core all read nearly the same value; an unsaturated star has one
  * brightest pixel, its neighbours well below it, shot noise alone spreading them by > 0.2 %).
- * One pass; the common path is a single comparison per pixel. Values near the running maximum are
- * counted and the count restarts when the maximum jumps by more than the window, which counts the
- * plateau exactly when (as with real clipping) its values agree to within the window.
+ * A running scan: the common path is one comparison per pixel (`v < near`), so it rides along
+ * with a pass that reads every pixel anyway. Values near the running maximum are counted and the
+ * count restarts when the maximum jumps by more than the window, which counts the plateau
+ * exactly when (as with real clipping) its values agree to within the window. Non-finite values
+ * are counted as bad.
  */
-function findSaturation(data: Float32Array, option: number | undefined): { level: number; source: StarDetection['saturationSource']; fraction: number; finite: number } {
-  const window = 2e-3;
+interface SaturationScan {
+  fixed: boolean;
+  max: number;
+  /** Values below this take the fast path. */
+  near: number;
+  count: number;
+  bad: number;
+}
+
+const SATURATION_WINDOW = 2e-3;
+
+function saturationScan(option: number | undefined): SaturationScan {
   const fixed = option !== undefined && Number.isFinite(option);
-  let max = -Infinity;
-  let near = fixed ? option : -Infinity;
-  let count = 0;
-  let bad = 0;
+  return { fixed, max: -Infinity, near: fixed ? option : -Infinity, count: 0, bad: 0 };
+}
+
+/** Slow path of the scan, for a value with !(v < scan.near). */
+function saturationSlow(scan: SaturationScan, v: number): void {
+  if (!(v === v) || v === Infinity || v === -Infinity) {
+    scan.bad++;
+    return;
+  }
+  if (!scan.fixed && v > scan.max) {
+    if (v * (1 - SATURATION_WINDOW) > scan.max) scan.count = 0;
+    scan.max = v;
+    scan.near = v * (1 - SATURATION_WINDOW);
+  }
+  scan.count++;
+}
+
+function saturationScanAll(data: Float32Array, scan: SaturationScan): void {
+  let near = scan.near;
   for (let i = 0; i < data.length; i++) {
     const v = data[i]!;
-    if (v >= near) {
-      if (v === Infinity) {
-        bad++;
-        continue;
-      }
-      if (!fixed && v > max) {
-        if (v * (1 - window) > max) count = 0;
-        max = v;
-        near = v * (1 - window);
-      }
-      count++;
-    } else if (!(v === v) || v === -Infinity) bad++;
+    if (!(v < near)) {
+      saturationSlow(scan, v);
+      near = scan.near;
+    }
   }
-  const finite = data.length - bad;
-  if (fixed) return { level: option, source: 'option', fraction: finite > 0 ? count / finite : 0, finite };
-  if (max > 0 && count >= 3) return { level: near, source: 'plateau', fraction: count / finite, finite };
+}
+
+function saturationResult(scan: SaturationScan, total: number): { level: number; source: StarDetection['saturationSource']; fraction: number; finite: number } {
+  const finite = total - scan.bad;
+  if (scan.fixed) return { level: scan.near, source: 'option', fraction: finite > 0 ? scan.count / finite : 0, finite };
+  if (scan.max > 0 && scan.count >= 3) return { level: scan.near, source: 'plateau', fraction: scan.count / finite, finite };
   return { level: Infinity, source: 'none', fraction: 0, finite };
 }
 
@@ -242,15 +264,26 @@ function gaussianKernel(fwhm: number): Float32Array {
   return k;
 }
 
-/** Horizontal pass of one row: out[x] = Σ g_k·img[x + k], edges clamped, NaN → `fill(x)`. */
-function filterRow(img: Float32Array, o: number, w: number, kernel: Float32Array, out: Float32Array, fill: (x: number) => number): void {
+/**
+ * Horizontal pass of one row: out[x] = Σ g_k·img[x + k], edges clamped, NaN → `fill(x)`.
+ * Every pixel of the row also goes through the saturation scan, once.
+ */
+function filterRow(img: Float32Array, o: number, w: number, kernel: Float32Array, out: Float32Array, fill: (x: number) => number, scan: SaturationScan): void {
   const r = kernel.length >> 1;
   const at = (x: number): number => {
     const xx = x < 0 ? 0 : x >= w ? w - 1 : x;
     const v = img[o + xx]!;
     return v === v ? v : fill(xx);
   };
-  if (r === 2) {
+  let near = scan.near;
+  if (r === 2 && w >= 3) {
+    for (let x = 0; x < 3; x++) {
+      const v = img[o + x]!;
+      if (!(v < near)) {
+        saturationSlow(scan, v);
+        near = scan.near;
+      }
+    }
     // Sliding window in locals: one new load per pixel, symmetric taps paired.
     const k0 = kernel[2]!;
     const k1 = kernel[3]!;
@@ -266,11 +299,24 @@ function filterRow(img: Float32Array, o: number, w: number, kernel: Float32Array
       b = c;
       c = d;
       d = e;
-      const n = x + 3 < w ? x + 3 : w - 1;
-      const v = img[o + n]!;
-      e = v === v ? v : fill(n);
+      const n = x + 3;
+      if (n < w) {
+        const v = img[o + n]!;
+        if (!(v < near)) {
+          saturationSlow(scan, v);
+          near = scan.near;
+        }
+        e = v === v ? v : fill(n);
+      }
     }
     return;
+  }
+  for (let x = 0; x < w; x++) {
+    const v = img[o + x]!;
+    if (!(v < near)) {
+      saturationSlow(scan, v);
+      near = scan.near;
+    }
   }
   for (let x = 0; x < w; x++) {
     let s = kernel[r]! * at(x);
@@ -287,7 +333,7 @@ function filterRow(img: Float32Array, o: number, w: number, kernel: Float32Array
  * filtered horizontally into a ring of 2r + 1 row buffers and combined vertically as soon as the
  * ring holds a row's neighbours: the only full-size allocation is D, every access is sequential.
  */
-function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array): Float32Array {
+function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan): Float32Array {
   const r = kernel.length >> 1;
   const n = 2 * r + 1;
   const { segments: seg, fill } = rowSegments(bg);
@@ -305,24 +351,17 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
     while (filtered < c) {
       filtered++;
       const fy = filtered;
-      filterRow(img, fy * w, w, kernel, ring[fy % n]!, (x) => backgroundAt(bg, x, fy));
+      filterRow(img, fy * w, w, kernel, ring[fy % n]!, (x) => backgroundAt(bg, x, fy), scan);
     }
     return ring[c % n]!;
   };
   const k0 = kernel[r]!;
+  const k1 = r >= 1 ? kernel[r + 1]! : 0;
+  const k2 = r >= 2 ? kernel[r + 2]! : 0;
   for (let y = 0; y < h; y++) {
     // Fetch the farthest row first: the ring then holds exactly rows y − r … y + r.
     slot(y + r);
-    if (r === 2) {
-      const b2 = slot(y + 2);
-      const b1 = slot(y + 1);
-      const c = slot(y);
-      const a1 = slot(y - 1);
-      const a2 = slot(y - 2);
-      const k1 = kernel[3]!;
-      const k2 = kernel[4]!;
-      for (let x = 0; x < w; x++) acc[x] = k0 * c[x]! + k1 * (a1[x]! + b1[x]!) + k2 * (a2[x]! + b2[x]!);
-    } else {
+    if (r !== 2) {
       const c = slot(y);
       for (let x = 0; x < w; x++) acc[x] = k0 * c[x]!;
       for (let k = 1; k <= r; k++) {
@@ -332,18 +371,37 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
         for (let x = 0; x < w; x++) acc[x] = acc[x]! + kk * (a[x]! + b[x]!);
       }
     }
+    // (r = 2: the five rows of the fused vertical pass; else unused.)
+    const b2 = r === 2 ? slot(y + 2) : acc;
+    const b1 = r === 2 ? slot(y + 1) : acc;
+    const c = r === 2 ? slot(y) : acc;
+    const a1 = r === 2 ? slot(y - 1) : acc;
+    const a2 = r === 2 ? slot(y - 2) : acc;
     fill(y);
     const o = y * w;
+    // Per linear segment of the sky model: level and 1/noise advance by one addition per pixel
+    // (1/σ interpolated linearly: σ varies by a few % across a tile, so this is exact to < 0.1 %).
     for (let s = 0; s < seg.count; s++) {
-      let lv = seg.level0[s]!;
-      let nz = seg.noise0[s]! * norm;
-      const dl = seg.levelSlope[s]!;
-      const dn = seg.noiseSlope[s]! * norm;
+      const x0 = seg.start[s]!;
       const end = seg.start[s + 1]!;
-      for (let x = seg.start[s]!; x < end; x++) {
-        out[o + x] = nz > 0 ? (acc[x]! - lv) / nz : 0;
-        lv += dl;
-        nz += dn;
+      let lv = seg.level0[s]!;
+      const dl = seg.levelSlope[s]!;
+      const n0 = seg.noise0[s]! * norm;
+      const n1 = (seg.noise0[s]! + seg.noiseSlope[s]! * (end - x0)) * norm;
+      let inv = n0 > 0 ? 1 / n0 : 0;
+      const dinv = end > x0 && n0 > 0 && n1 > 0 ? (1 / n1 - 1 / n0) / (end - x0) : 0;
+      if (r === 2) {
+        for (let x = x0; x < end; x++) {
+          out[o + x] = (k0 * c[x]! + k1 * (a1[x]! + b1[x]!) + k2 * (a2[x]! + b2[x]!) - lv) * inv;
+          lv += dl;
+          inv += dinv;
+        }
+      } else {
+        for (let x = x0; x < end; x++) {
+          out[o + x] = (acc[x]! - lv) * inv;
+          lv += dl;
+          inv += dinv;
+        }
       }
     }
   }
@@ -372,9 +430,12 @@ interface Candidate {
 /** Local maxima of D above `threshold` (3×3, ties resolved toward the first in raster order). */
 function localMaxima(D: Float32Array, w: number, h: number, threshold: number, margin: number): Candidate[] {
   const out: Candidate[] = [];
-  for (let y = Math.max(1, margin); y < h - Math.max(1, margin); y++) {
+  const m = Math.max(1, margin);
+  const y1 = h - m;
+  const x1 = w - m;
+  for (let y = m; y < y1; y++) {
     const o = y * w;
-    for (let x = Math.max(1, margin); x < w - Math.max(1, margin); x++) {
+    for (let x = m; x < x1; x++) {
       const v = D[o + x]!;
       if (!(v > threshold)) continue;
       if (
@@ -1015,19 +1076,23 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const t0 = performance.now();
   const timings: DetectionTimings = { background: 0, filter: 0, candidates: 0, measure: 0, fit: 0, total: 0 };
 
-  const sat = findSaturation(plane, options.saturationLevel);
-  if (sat.finite === 0) return { ok: false, code: 'no_data', detail: 'no finite pixel' };
+  // Saturation: a running scan over every pixel of the plane, fused into the matched filter's
+  // pass on a mono plane (a separate pass on a mosaic, whose filter runs on the proxy).
+  const scan = saturationScan(options.saturationLevel);
+  if (cfa) saturationScanAll(plane, scan);
 
   // Detection image.
   const det = cfa ? luminanceProxy(plane, width, height) : { data: plane, width, height };
   const scale = cfa ? 2 : 1;
   const { width: w, height: h } = det;
   const bg = estimateBackground(det.data, w, h, options.background);
+  if (!Number.isFinite(bg.median)) return { ok: false, code: 'no_data', detail: 'no finite pixel' };
   if (!(bg.rms > 0)) return { ok: false, code: 'no_noise', detail: 'background noise is zero: a constant or synthetic noiseless image' };
   const t1 = performance.now();
   timings.background = t1 - t0;
   const kernel = gaussianKernel(options.filterFwhm ?? (cfa ? 1.5 : 2));
-  const D = significance(det.data, w, h, bg, kernel);
+  const D = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan);
+  const sat = saturationResult(scan, width * height);
   const levelAt = (x: number, y: number): number => backgroundAt(bg, x, y);
   // Per-pixel noise at a full-resolution position (a proxy pixel sums four: half its σ each).
   const pixelNoise = (x: number, y: number): number => (cfa ? 0.5 * noiseAt(bg, (x - 0.5) / 2, (y - 0.5) / 2) : noiseAt(bg, x, y));
