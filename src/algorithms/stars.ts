@@ -612,7 +612,6 @@ class Workspace {
   readonly wx: Float64Array;
   readonly wy: Float64Array;
   readonly ann: Float64Array[];
-  readonly annAll: Float64Array;
   readonly fitter = new MoffatFitter();
   readonly size: number;
   constructor(readonly radius: number, readonly annOut: number) {
@@ -622,8 +621,8 @@ class Workspace {
     this.wx = new Float64Array(this.size);
     this.wy = new Float64Array(this.size);
     const annSize = (2 * annOut + 1) ** 2;
+    // Annulus samples per 2×2 site (used only with localBackground: 'annulus').
     this.ann = [0, 1, 2, 3].map(() => new Float64Array(annSize));
-    this.annAll = new Float64Array(annSize);
   }
 }
 
@@ -1099,6 +1098,8 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   // Local sky of a star. 'model': the tiled model (on a mosaic, the proxy level shared among the
   // sites in the proportions of their frame-wide medians, i.e. the sky's colour); 'annulus': a
   // median per site around the star (slower; better over nebulosity finer than the tiles).
+  // Each 2×2 site's share of the sky on a mosaic (the sky's colour), for per-site levels.
+  const siteShare = cfa ? siteMedianShares(plane, width, height) : [1, 1, 1, 1];
   const useAnnulus = options.localBackground === 'annulus';
   const local: LocalBackground = { level: useAnnulus ? null : [0, 0, 0, 0], noise: 0 };
   const localAt = (x: number, y: number): LocalBackground => {
@@ -1118,8 +1119,6 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   let cands = localMaxima(D, w, h, threshold, 1);
   counts.candidates = cands.length;
   cands.sort((a, b) => b.d - a.d);
-  // Each 2×2 site's share of the sky on a mosaic (the sky's colour), for per-site levels.
-  const siteShare = cfa ? siteMedianShares(plane, width, height) : [1, 1, 1, 1];
   const skyDet = [0];
   const skyFull = [0, 0, 0, 0];
   for (const c of cands) {
@@ -1193,9 +1192,11 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const accepted: Candidate[] = [];
   const nearIds: number[] = [];
   const maxReach = 60;
+  // The largest reach accepted so far bounds the neighbour query.
+  let widest = 0;
   for (const c of cands) {
     let absorbed = false;
-    grid.near(c.ix, c.iy, maxReach, nearIds);
+    grid.near(c.ix, c.iy, widest, nearIds);
     for (const id of nearIds) {
       const a = accepted[id]!;
       const dist = Math.hypot(a.ix - c.ix, a.iy - c.iy);
@@ -1214,6 +1215,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
     // Reach: where a Moffat (β = 3) of this significance falls to the threshold, plus a margin,
     // and at least 1.5 FWHM (closer maxima are not two resolved stars).
     c.reach = Math.min(maxReach, Math.max(1.5 * roughDet, alphaDet * Math.sqrt(Math.max(0, Math.cbrt(c.d / threshold) - 1)) + 2));
+    widest = Math.max(widest, c.reach);
     grid.add(accepted.length, c.ix, c.iy);
     accepted.push(c);
   }
