@@ -19,6 +19,12 @@ export interface KernelPipeline {
   layout: GPUBindGroupLayout;
 }
 
+/** A rewrite of a kernel's WGSL source (template expansion), cached under `key`. */
+export interface ShaderVariant {
+  key: string;
+  transform: (source: string) => string;
+}
+
 export type BindingResource = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
 
 function isBufferBinding(r: BindingResource): r is { buffer: GPUBuffer; offset?: number; size?: number } {
@@ -79,29 +85,35 @@ export class GpuContext {
     return m;
   }
 
-  /** The compute pipeline for a kernel with the given override constants (cached). */
-  pipeline(id: KernelId, overrides: Overrides = {}): Promise<KernelPipeline> {
+  /**
+   * The compute pipeline for a kernel with the given override constants (cached). A `variant`
+   * rewrites the kernel's WGSL before compiling (templated kernels such as stack); its key
+   * names the rewrite for the cache and for compile-error messages.
+   */
+  pipeline(id: KernelId, overrides: Overrides = {}, variant?: ShaderVariant): Promise<KernelPipeline> {
     this.check();
-    const key = `${id}|${Object.keys(overrides)
+    const key = `${id}|${variant?.key ?? ''}|${Object.keys(overrides)
       .sort()
       .map((k) => `${k}=${overrides[k]}`)
       .join(',')}`;
     let p = this.pipelines.get(key);
     if (!p) {
-      p = this.createPipeline(id, overrides);
+      p = this.createPipeline(id, overrides, variant);
       this.pipelines.set(key, p);
       p.catch(() => this.pipelines.delete(key));
     }
     return p;
   }
 
-  private async createPipeline(id: KernelId, overrides: Overrides): Promise<KernelPipeline> {
+  private async createPipeline(id: KernelId, overrides: Overrides, variant: ShaderVariant | undefined): Promise<KernelPipeline> {
     const spec = KERNELS[id];
     const layout = this.device.createBindGroupLayout({
       label: id,
       entries: spec.bindings.map((type, binding) => ({ binding, visibility: GPUShaderStage.COMPUTE, buffer: { type } })),
     });
-    const module = this.module(spec.shader);
+    const module = variant
+      ? this.device.createShaderModule({ code: variant.transform(loadShader(spec.shader)), label: `${spec.shader} [${variant.key}]` })
+      : this.module(spec.shader);
     try {
       const pipeline = await this.device.createComputePipelineAsync({
         label: id,
@@ -111,7 +123,8 @@ export class GpuContext {
       return { pipeline, layout };
     } catch (e) {
       const info = await module.getCompilationInfo();
-      const messages = info.messages.map((m) => `${spec.shader}:${m.lineNum}:${m.linePos} ${m.type}: ${m.message}`).join('; ');
+      const where = variant ? `${spec.shader} [${variant.key}]` : spec.shader;
+      const messages = info.messages.map((m) => `${where}:${m.lineNum}:${m.linePos} ${m.type}: ${m.message}`).join('; ');
       throw new GpuError('SHADER_INVALID', `${id}: ${(e as Error).message}${messages ? ` (${messages})` : ''}`);
     }
   }

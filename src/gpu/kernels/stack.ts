@@ -16,8 +16,6 @@ import { planBands } from '../band-planner.js';
 import type { BindingResource, GpuContext, KernelPipeline } from '../context.js';
 import { packUniform } from '../dispatch.js';
 import { GpuError } from '../errors.js';
-import { KERNELS } from '../registry.js';
-import { loadShader } from '../shaders.js';
 
 /** Invocations per workgroup (32..256 measured within +-5% on llvmpipe). */
 export const STACK_WG = 64;
@@ -131,46 +129,13 @@ function unroll(lines: string[], counts: Record<'N' | 'RPI', number>): string[] 
   return out;
 }
 
-const pipelines = new WeakMap<GpuContext, Map<string, Promise<KernelPipeline>>>();
-
-async function createPipeline(ctx: GpuContext, n: number, shape: StackShape, vectorIo: boolean, method: number): Promise<KernelPipeline> {
-  const spec = KERNELS.stack;
-  const code = expandStackTemplate(loadShader(spec.shader), n, shape, vectorIo);
-  const device = ctx.device;
-  const layout = device.createBindGroupLayout({
-    label: 'stack',
-    entries: spec.bindings.map((type, binding) => ({ binding, visibility: GPUShaderStage.COMPUTE, buffer: { type } })),
-  });
-  const module = device.createShaderModule({ code, label: `${spec.shader} N=${n}` });
-  try {
-    const pipeline = await device.createComputePipelineAsync({
-      label: 'stack',
-      layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
-      compute: { module, entryPoint: 'main', constants: { WG: shape.wg, METHOD: method } },
-    });
-    return { pipeline, layout };
-  } catch (e) {
-    const info = await module.getCompilationInfo();
-    const messages = info.messages.map((m) => `${spec.shader}(N=${n}):${m.lineNum}:${m.linePos} ${m.type}: ${m.message}`).join('; ');
-    throw new GpuError('SHADER_INVALID', `stack: ${(e as Error).message}${messages ? ` (${messages})` : ''}`);
-  }
-}
-
 /**
  * The stack pipeline for N frames, method and shape (cached per context). `vectorIo` (one
  * vector access per K pixels) needs width % K == 0 so every row starts on a vector boundary.
  */
 export function stackPipeline(ctx: GpuContext, n: number, method: StackParams['method'], shape: StackShape, vectorIo: boolean): Promise<KernelPipeline> {
-  let cache = pipelines.get(ctx);
-  if (!cache) pipelines.set(ctx, (cache = new Map()));
-  const key = `${n}|${method}|${shape.resident}|${shape.k}|${shape.wg}|${shape.rpi}|${vectorIo}`;
-  let p = cache.get(key);
-  if (!p) {
-    p = createPipeline(ctx, n, shape, vectorIo, METHOD_CODE[method]);
-    cache.set(key, p);
-    p.catch(() => cache.delete(key));
-  }
-  return p;
+  const key = `N=${n},resident=${shape.resident},K=${shape.k},RPI=${shape.rpi},vectorIo=${vectorIo}`;
+  return ctx.pipeline('stack', { WG: shape.wg, METHOD: METHOD_CODE[method] }, { key, transform: (source) => expandStackTemplate(source, n, shape, vectorIo) });
 }
 
 /** The uniform block: header, then scale[N], offset[N], weight[N] as f32 in vec4 slots. */
