@@ -28,6 +28,11 @@ export interface BenchResult {
   size: string;
   /** Median milliseconds per repetition. */
   ms: number;
+  /**
+   * Median process CPU milliseconds per repetition (llvmpipe's threads included). On a shared
+   * machine wall time inflates with other load; CPU time barely does, so it tells the two apart.
+   */
+  cpu_ms?: number;
 }
 
 export interface BenchCase {
@@ -42,6 +47,8 @@ export interface Timing {
   minMs: number;
   maxMs: number;
   reps: number;
+  /** Median process CPU time (user + system, all threads of this process) per repetition. */
+  cpuMs: number;
 }
 
 /** Median wall time of `fn` after `warmup` untimed calls. */
@@ -50,13 +57,18 @@ export async function measure(fn: () => unknown | Promise<unknown>, options: { w
   const reps = options.reps ?? 5;
   for (let i = 0; i < warmup; i++) await fn();
   const times: number[] = [];
+  const cpu: number[] = [];
   for (let i = 0; i < reps; i++) {
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     await fn();
     times.push(performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1000);
   }
   times.sort((a, b) => a - b);
-  return { medianMs: times[Math.floor(times.length / 2)]!, minMs: times[0]!, maxMs: times[times.length - 1]!, reps };
+  cpu.sort((a, b) => a - b);
+  return { medianMs: times[Math.floor(times.length / 2)]!, minMs: times[0]!, maxMs: times[times.length - 1]!, reps, cpuMs: cpu[Math.floor(cpu.length / 2)]! };
 }
 
 /** Builds a result from a timing: `units` is Mpix (or Mpix·frames) processed per repetition. */
@@ -70,5 +82,6 @@ export function result(env: BenchEnv, fields: { name: string; timing: BenchResul
     value: fields.megaUnits / (fields.time.medianMs / 1000),
     size: fields.size,
     ms: fields.time.medianMs,
+    cpu_ms: fields.time.cpuMs,
   };
 }

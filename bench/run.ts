@@ -80,8 +80,8 @@ async function environments(device: string, quick: boolean): Promise<{ env: Benc
 }
 
 function table(results: BenchResult[], bandwidth: number): string {
-  const header = ['benchmark', 'device', 'timing', 'size', 'ms', 'value', 'unit'];
-  const rows = results.map((r) => [r.name, r.device, r.timing, r.size, r.ms.toFixed(1), r.value.toFixed(1), r.unit]);
+  const header = ['benchmark', 'device', 'timing', 'size', 'ms', 'cpu ms', 'value', 'unit'];
+  const rows = results.map((r) => [r.name, r.device, r.timing, r.size, r.ms.toFixed(1), r.cpu_ms === undefined ? '–' : r.cpu_ms.toFixed(0), r.value.toFixed(1), r.unit]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line), '', `host memory bandwidth (Float64Array copy, read + write): ${bandwidth.toFixed(1)} GB/s`].join('\n');
