@@ -1,23 +1,27 @@
 // Elliptical Moffat fit of one star patch (Levenberg–Marquardt), used for FWHM, shape and β.
 //
-// Profile: f = (1 + Q)^−β with Q = a·dx² + 2b·dx·dy + c·dy², (dx, dy) = (x − x0, y − y0); the
-// shape matrix S = [[a, b], [b, c]]⁻¹ has eigenvalues λ₁ ≥ λ₂ (α² along each principal axis) and
-// the half-maximum radius along an axis is √(λ·(2^{1/β} − 1)).
+// Profile, written so that its Gaussian limit is a regular point of the parameter space:
+//   f = (1 + u·Q)^(−1/u),   Q = a·dx² + 2b·dx·dy + c·dy²,  (dx, dy) = (x − x0, y − y0),  u = 1/β,
+// which is the Moffat (1 + r²/α²)^−β with α² = β/a on a principal axis, and tends to exp(−Q) (a
+// Gaussian) as u → 0. (Parametrised by β and α directly, near-Gaussian stars — β of 5 to ∞, common
+// with good optics — leave the fit crawling along a degenerate valley for dozens of iterations.)
+// Half maximum where Q = (2^u − 1)/u (→ ln 2): along a principal axis of C = [[a, b], [b, c]],
+// HWHM² = λ·(2^u − 1)/u with λ the eigenvalue of C⁻¹.
 //
 // Pixel integration is modelled, not corrected afterwards: a camera pixel records the PSF's
 // average over its area, which to second order is f + ∇²f/24 (the 1-px box has variance 1/12 per
-// axis). With ∇²f = β(β+1)(1+Q)^−β−2·|∇Q|² − 2β(a+c)(1+Q)^−β−1 the model is
-//   m(x, y) = B + A · (1 + Q)^−β · [1 + (β(β+1)|∇Q|²/(1+Q)² − 2β(a+c)/(1+Q)) / 24].
-// Eight free parameters [B, A, x0, y0, a, b, c, β]; unweighted least squares over the patch's
-// unmasked (non-NaN) pixels; the Jacobian is that of the point-sampled profile scaled by the
-// pixel factor (Levenberg–Marquardt only needs a descent direction; χ² uses the full model).
+// axis), with ∇²f = f·[(1 + u)·|∇Q|²/(1 + uQ)² − 2(a + c)/(1 + uQ)]. So
+//   m(x, y) = B + A · f · [1 + ((1 + u)|∇Q|²/(1 + uQ)² − 2(a + c)/(1 + uQ)) / 24].
+// Eight free parameters [B, A, x0, y0, a, b, c, u], u kept in [0.001, 1.25] (β 0.8 … 1000);
+// unweighted least squares over the patch's unmasked (non-NaN) pixels; the Jacobian is that of the
+// point-sampled profile scaled by the pixel factor (Levenberg–Marquardt only needs a descent
+// direction; χ² uses the full model).
 // Fitting a point-sampled Moffat to pixel-integrated stars instead overestimates FWHM by ~5 % at
 // 2.5 px (still 1.8 % after subtracting a box's 2·ln2/12 px² from the squared half width) and
-// biases β up by ~10 %; with the model the bias is −0.7 % at 2.5 px, falling as
-// FWHM⁻⁴, which `pixelResidual` removes (fourth-order terms). Measured on noise-free
-// pixel-integrated Moffat stars (the fixture renderer) of β 2.5–8: |FWHM error| ≤ 0.3 % for
-// FWHM ≥ 2 px, ≤ 1.3 % at 1.6 px; β within 5 % for FWHM ≥ 2.5 px
-// (test/algorithms/stars.test.ts repeats the check).
+// biases β up by ~10 %; with the model the bias is −0.7 % at 2.5 px, falling as FWHM⁻⁴, which
+// `pixelResidual` removes (fourth-order terms). Measured on noise-free pixel-integrated Moffat
+// stars (the fixture renderer) of β 2.5–8: |FWHM error| ≤ 0.3 % for FWHM ≥ 2 px, ≤ 1.3 % at
+// 1.6 px; β within 5 % for FWHM ≥ 2.5 px (test/algorithms/stars.test.ts repeats the check).
 // Invariant: inputs are never modified; no allocation per iteration (scratch lives in the fitter).
 
 /** Fourth-order pixel-integration residual: FWHM × (1 + 0.25/FWHM⁴) (calibrated, see above). */
@@ -47,6 +51,21 @@ export interface MoffatFit {
   qc: number;
 }
 
+/** g = ln(1 + uQ)/u (→ Q as u → 0) and ∂g/∂u, by series where uQ is tiny. */
+function gAndDu(u: number, q: number, out: { g: number; du: number }): void {
+  const t = u * q;
+  if (t < 1e-4) {
+    out.g = q * (1 - t / 2 + (t * t) / 3);
+    out.du = q * q * (-0.5 + (2 / 3) * t);
+    return;
+  }
+  const l = Math.log1p(t);
+  out.g = l / u;
+  out.du = (t / (1 + t) - l) / (u * u);
+}
+
+const unitScratch = { g: 0, du: 0 };
+
 /** The fitted profile at pixel (x, y) with unit amplitude and no background (pixel-integrated to 2nd order). */
 export function moffatUnit(fit: MoffatFit, x: number, y: number): number {
   const dx = x - fit.x;
@@ -54,12 +73,14 @@ export function moffatUnit(fit: MoffatFit, x: number, y: number): number {
   const a = fit.qa;
   const b = fit.qb;
   const c = fit.qc;
-  const beta = fit.beta;
-  const u = 1 + a * dx * dx + 2 * b * dx * dy + c * dy * dy;
+  const u = 1 / fit.beta;
+  const q = a * dx * dx + 2 * b * dx * dy + c * dy * dy;
+  const w = 1 + u * q;
   const qx = 2 * (a * dx + b * dy);
   const qy = 2 * (b * dx + c * dy);
-  const pix = 1 + ((beta * (beta + 1) * (qx * qx + qy * qy)) / (u * u) - (2 * beta * (a + c)) / u) / 24;
-  return Math.exp(-beta * Math.log(u)) * pix;
+  const pix = 1 + (((1 + u) * (qx * qx + qy * qy)) / (w * w) - (2 * (a + c)) / w) / 24;
+  gAndDu(u, q, unitScratch);
+  return Math.exp(-unitScratch.g) * pix;
 }
 
 export interface PatchView {
@@ -72,6 +93,9 @@ export interface PatchView {
 }
 
 const NP = 8;
+/** Bounds of u = 1/β. */
+const U_MIN = 1e-3;
+const U_MAX = 1.25;
 
 /** Solves the symmetric positive system M·x = v (M is NP×NP, row-major, modified). */
 function solve(m: Float64Array, v: Float64Array, out: Float64Array): boolean {
@@ -108,12 +132,14 @@ export class MoffatFitter {
   private readonly step = new Float64Array(NP);
   private readonly p = new Float64Array(NP);
   private readonly trial = new Float64Array(NP);
+  private readonly gd = { g: 0, du: 0 };
 
   /** Sum of squared residuals at parameters `p`; NaN when the parameters are invalid. */
   private chi2(patch: PatchView, p: Float64Array): number {
-    const B = p[0]!, A = p[1]!, xc = p[2]!, yc = p[3]!, a = p[4]!, b = p[5]!, c = p[6]!, beta = p[7]!;
-    if (!(a > 0 && c > 0 && a * c - b * b > 0 && beta > 0.6 && beta < 40 && A > 0)) return NaN;
+    const B = p[0]!, A = p[1]!, xc = p[2]!, yc = p[3]!, a = p[4]!, b = p[5]!, c = p[6]!, u = p[7]!;
+    if (!(a > 0 && c > 0 && a * c - b * b > 0 && u >= U_MIN && u <= U_MAX && A > 0)) return NaN;
     const { values, size, x0, y0 } = patch;
+    const gd = this.gd;
     let s = 0;
     for (let j = 0; j < size; j++) {
       const dy = y0 + j - yc;
@@ -122,11 +148,12 @@ export class MoffatFitter {
         if (v !== v) continue;
         const dx = x0 + i - xc;
         const q = a * dx * dx + 2 * b * dx * dy + c * dy * dy;
-        const u = 1 + q;
+        const w = 1 + u * q;
         const qx = 2 * (a * dx + b * dy);
         const qy = 2 * (b * dx + c * dy);
-        const pix = 1 + (beta * (beta + 1) * (qx * qx + qy * qy) / (u * u) - (2 * beta * (a + c)) / u) / 24;
-        const r = v - (B + A * Math.exp(-beta * Math.log1p(q)) * pix);
+        const pix = 1 + (((1 + u) * (qx * qx + qy * qy)) / (w * w) - (2 * (a + c)) / w) / 24;
+        gAndDu(u, q, gd);
+        const r = v - (B + A * Math.exp(-gd.g) * pix);
         s += r * r;
       }
     }
@@ -135,8 +162,9 @@ export class MoffatFitter {
 
   /** Normal equations JᵀJ and Jᵀr at `p` (accumulated in locals: this is the hot loop). */
   private normal(patch: PatchView, p: Float64Array): void {
-    const B = p[0]!, A = p[1]!, xc = p[2]!, yc = p[3]!, a = p[4]!, b = p[5]!, c = p[6]!, beta = p[7]!;
+    const B = p[0]!, A = p[1]!, xc = p[2]!, yc = p[3]!, a = p[4]!, b = p[5]!, c = p[6]!, u = p[7]!;
     const { values, size, x0, y0 } = patch;
+    const gd = this.gd;
     let h00 = 0, h01 = 0, h02 = 0, h03 = 0, h04 = 0, h05 = 0, h06 = 0, h07 = 0, h11 = 0, h12 = 0, h13 = 0, h14 = 0, h15 = 0, h16 = 0, h17 = 0, h22 = 0, h23 = 0, h24 = 0, h25 = 0, h26 = 0, h27 = 0, h33 = 0, h34 = 0, h35 = 0, h36 = 0, h37 = 0, h44 = 0, h45 = 0, h46 = 0, h47 = 0, h55 = 0, h56 = 0, h57 = 0, h66 = 0, h67 = 0, h77 = 0;
     let r0 = 0, r1 = 0, r2 = 0, r3 = 0, r4 = 0, r5 = 0, r6 = 0, r7 = 0;
     for (let j = 0; j < size; j++) {
@@ -146,22 +174,23 @@ export class MoffatFitter {
         if (v !== v) continue;
         const dx = x0 + i - xc;
         const q = a * dx * dx + 2 * b * dx * dy + c * dy * dy;
-        const lt = Math.log1p(q);
-        const u = 1 + q;
+        const w = 1 + u * q;
         const qx = 2 * (a * dx + b * dy);
         const qy = 2 * (b * dx + c * dy);
-        const pix = 1 + (beta * (beta + 1) * (qx * qx + qy * qy) / (u * u) - (2 * beta * (a + c)) / u) / 24;
-        const f = Math.exp(-beta * lt) * pix;
+        const pix = 1 + (((1 + u) * (qx * qx + qy * qy)) / (w * w) - (2 * (a + c)) / w) / 24;
+        gAndDu(u, q, gd);
+        const f = Math.exp(-gd.g) * pix;
         const r = v - (B + A * f);
-        const dq = (-A * beta * f) / u;
+        // ∂m/∂Q = −A·f/(1 + uQ); ∂m/∂u = −A·f·∂g/∂u.
+        const dq = (-A * f) / w;
         const g0 = 1;
         const g1 = f;
-        const g2 = -2 * dq * (a * dx + b * dy);
-        const g3 = -2 * dq * (b * dx + c * dy);
+        const g2 = -dq * qx;
+        const g3 = -dq * qy;
         const g4 = dq * dx * dx;
         const g5 = 2 * dq * dx * dy;
         const g6 = dq * dy * dy;
-        const g7 = -A * f * lt;
+        const g7 = -A * f * gd.du;
         r0 += g0 * r;
         r1 += g1 * r;
         r2 += g2 * r;
@@ -288,24 +317,23 @@ export class MoffatFitter {
    * Fits the patch. Start: centre (x, y), amplitude, background 0, and the Gaussian-equivalent
    * second-moment matrix [[mxx, mxy], [mxy, myy]] (px²) which seeds the shape at β = 3.
    */
-  fit(patch: PatchView, start: { x: number; y: number; amplitude: number; mxx: number; myy: number; mxy: number }, maxIterations = 40, from?: MoffatFit): MoffatFit {
+  fit(patch: PatchView, start: { x: number; y: number; amplitude: number; mxx: number; myy: number; mxy: number }, maxIterations = 30, from?: MoffatFit): MoffatFit {
     const p = this.p;
-    const beta0 = 3;
-    // A Gaussian with variance σ² has HWHM² = 2ln2·σ²; a Moffat's HWHM² = α²(2^{1/β} − 1).
-    const k = (2 * Math.LN2) / (2 ** (1 / beta0) - 1);
-    const sxx = Math.max(0.1, start.mxx) * k;
-    const syy = Math.max(0.1, start.myy) * k;
-    let sxy = start.mxy * k;
+    // A Gaussian with covariance M is exp(−dᵀM⁻¹d/2): C = M⁻¹/2, and (1 + uQ)^(−1/u) ≈ exp(−Q)
+    // near the core for any u, so that C suits the start at β = 3.
+    const sxx = Math.max(0.1, start.mxx);
+    const syy = Math.max(0.1, start.myy);
+    let sxy = start.mxy;
     if (sxx * syy - sxy * sxy <= 0) sxy = 0;
     const det = sxx * syy - sxy * sxy;
     p[0] = 0;
     p[1] = Math.max(start.amplitude, 1e-12);
     p[2] = start.x;
     p[3] = start.y;
-    p[4] = syy / det;
-    p[5] = -sxy / det;
-    p[6] = sxx / det;
-    p[7] = beta0;
+    p[4] = syy / det / 2;
+    p[5] = -sxy / det / 2;
+    p[6] = sxx / det / 2;
+    p[7] = 1 / 3;
     if (from && from.ok) {
       p[0] = from.background;
       p[1] = from.amplitude;
@@ -314,7 +342,7 @@ export class MoffatFitter {
       p[4] = from.qa;
       p[5] = from.qb;
       p[6] = from.qc;
-      p[7] = from.beta;
+      p[7] = Math.min(U_MAX, Math.max(U_MIN, 1 / from.beta));
     }
     let chi = this.chi2(patch, p);
     const fail = (iterations: number): MoffatFit => ({ ok: false, background: NaN, amplitude: NaN, x: NaN, y: NaN, beta: NaN, fwhmMajor: NaN, fwhmMinor: NaN, angle: NaN, iterations, rms: NaN, qa: NaN, qb: NaN, qc: NaN });
@@ -335,6 +363,8 @@ export class MoffatFitter {
         }
         const t = this.trial;
         for (let m = 0; m < NP; m++) t[m] = p[m]! + this.step[m]!;
+        // Projected step: u stays within its bounds (a Gaussian star sits at the lower one).
+        t[7] = Math.min(U_MAX, Math.max(U_MIN, t[7]!));
         const c2 = this.chi2(patch, t);
         if (Number.isFinite(c2) && c2 <= chi) {
           const drop = chi - c2;
@@ -352,10 +382,11 @@ export class MoffatFitter {
         converged = true;
       }
     }
-    const B = p[0]!, A = p[1]!, xc = p[2]!, yc = p[3]!, a = p[4]!, b = p[5]!, c = p[6]!, beta = p[7]!;
+    const B = p[0]!, A = p[1]!, xc = p[2]!, yc = p[3]!, a = p[4]!, b = p[5]!, c = p[6]!, uu = p[7]!;
+    const beta = 1 / uu;
     const d = a * c - b * b;
     if (!(d > 0) || !(A > 0)) return fail(it);
-    // S = Q⁻¹ (α² matrix); its eigenvalues and major-axis direction.
+    // S = C⁻¹; its eigenvalues and major-axis direction.
     const s11 = c / d;
     const s22 = a / d;
     const s12 = -b / d;
@@ -363,9 +394,10 @@ export class MoffatFitter {
     const disc = Math.sqrt(((s11 - s22) / 2) ** 2 + s12 * s12);
     const l1 = tr + disc;
     const l2 = tr - disc;
-    const u = 2 ** (1 / beta) - 1;
-    const h1 = l1 * u;
-    const h2 = l2 * u;
+    // Half maximum at Q = (2^u − 1)/u.
+    const qh = (2 ** uu - 1) / uu;
+    const h1 = l1 * qh;
+    const h2 = l2 * qh;
     if (!(h2 > 0)) return fail(it);
     let angle = (0.5 * Math.atan2(2 * s12, s11 - s22) * 180) / Math.PI;
     if (angle < 0) angle += 180;

@@ -1342,7 +1342,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       const refit = ws.fitter.fit(fitPatch, { x: fit.x, y: fit.y, amplitude: fit.amplitude, mxx: r.m.mxx, myy: r.m.myy, mxy: r.m.mxy }, 40, fit);
       if (refit.ok) fit = refit;
     }
-    const sane = fit.ok && Math.hypot(fit.x - r.m.x, fit.y - r.m.y) < 1.5 && fit.beta > 0.8 && fit.beta < 30 && fit.fwhmMinor > 0.3 && fit.fwhmMajor < 4 * geo.radius;
+    const sane = fit.ok && Math.hypot(fit.x - r.m.x, fit.y - r.m.y) < 1.5 && fit.beta >= 0.8 && fit.fwhmMinor > 0.3 && fit.fwhmMajor < 4 * geo.radius;
     if (sane) {
       e.fit = fit;
       counts.fitted++;
