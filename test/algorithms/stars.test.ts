@@ -80,6 +80,21 @@ test('Moffat FWHM, β and centroids of noise-free pixel-integrated stars (mono a
   console.log(`  ${rows.join('\n  ')}`);
 });
 
+test("localBackground 'annulus' agrees with the model sky on a flat sky (mosaic)", () => {
+  const field = syntheticField(5, 3, 3, true);
+  const a = detectStars(field.data, field.width, field.height, { cfa: true }) as StarDetection;
+  const b = detectStars(field.data, field.width, field.height, { cfa: true, localBackground: 'annulus' }) as StarDetection;
+  assert.is(b.stars.length, a.stars.length);
+  const index = new PointIndex(b.stars);
+  for (const s of a.stars) {
+    const m = index.nearest(s.x, s.y, 0.01);
+    assert.ok(m, 'same star');
+    assert.ok(Math.abs(m.p.flux / s.flux - 1) < 0.01, `flux ${m.p.flux} vs ${s.flux}`);
+    // The annulus also holds the bright star's own far wing (a few ADU here).
+    assert.ok(Math.abs(m.p.background / s.background - 1) < 0.01, `sky ${m.p.background} vs ${s.background}`);
+  }
+});
+
 test('luminance proxy: each 2×2 cell summed; proxy pixel centres map to 2·xb + 0.5', () => {
   const width = 6;
   const height = 4;
