@@ -30,7 +30,7 @@ function withoutDawnNoise(text: string): string {
 const here = dirname(fileURLToPath(import.meta.url));
 const uvuBin = join(here, '..', '..', 'node_modules', 'uvu', 'bin.js');
 const filter = process.argv[2];
-const pattern = filter ? `${filter}.*\\.test\\.js$` : '\\.test\\.js$';
+const pattern = filter ? `(?:${filter}).*\\.test\\.js$` : '\\.test\\.js$';
 
 const child = spawnSync(process.execPath, [uvuBin, here, pattern, '-i', 'run\\.js', '--no-color'], {
   encoding: 'utf8',

@@ -29,7 +29,12 @@ export const exposureSeconds = (h: FitsHeader) => firstNumber(h, ['EXPTIME', 'EX
 /** Sensor temperature in °C. */
 export const sensorTemperature = (h: FitsHeader) => firstNumber(h, ['CCD-TEMP', 'SENSOR-T', 'CCD_TEMP', 'CCDTEMP', 'TEMPERAT', 'DET-TEMP']);
 export const setTemperature = (h: FitsHeader) => firstNumber(h, ['SET-TEMP', 'SET_TEMP']);
-export const gain = (h: FitsHeader) => firstNumber(h, ['GAIN', 'EGAIN']);
+/** The camera's gain *setting* as capture programs write it (e.g. 100 on a ZWO camera); not e-/ADU. */
+export const gain = (h: FitsHeader) => firstNumber(h, ['GAIN']);
+/** Conversion factor in electrons per ADU (EGAIN, the MaxIm DL / N.I.N.A. convention), when written. */
+export const electronsPerAdu = (h: FitsHeader) => firstNumber(h, ['EGAIN', 'E-GAIN', 'GAINE']);
+/** Saturation level in ADU when the writer recorded it (SATURATE, DATAMAX). */
+export const saturationLevel = (h: FitsHeader) => firstNumber(h, ['SATURATE', 'DATAMAX', 'MAXDATA']);
 export const filterName = (h: FitsHeader) => firstString(h, ['FILTER', 'FILTER1', 'FILT']);
 export const objectName = (h: FitsHeader) => firstString(h, ['OBJECT']);
 export const focalLengthMm = (h: FitsHeader) => firstNumber(h, ['FOCALLEN', 'FOCAL']);

@@ -15,6 +15,10 @@ test('exposure, temperature and gain accept the common keyword variants and quot
   assert.is(keys.sensorTemperature(header([['CCD-TEMP', -10.2]])), -10.2);
   assert.is(keys.sensorTemperature(header([['SENSOR-T', -5]])), -5);
   assert.is(keys.gain(header([['GAIN', 100]])), 100);
+  assert.is(keys.gain(header([['EGAIN', 0.25]])), undefined, 'EGAIN is not the gain setting');
+  assert.is(keys.electronsPerAdu(header([['GAIN', 100], ['EGAIN', 0.25]])), 0.25);
+  assert.is(keys.saturationLevel(header([['DATAMAX', 65535]])), 65535);
+  assert.is(keys.saturationLevel(header([])), undefined);
   assert.is(keys.filterName(header([['FILTER', 'Ha  ']])), 'Ha');
   assert.is(keys.objectName(header([['OBJECT', 'M 42']])), 'M 42');
   assert.is(keys.focalLengthMm(header([['FOCALLEN', 530]])), 530);
