@@ -1,12 +1,14 @@
 // `skystack demo`: generates a realistic synthetic session (lights with bad frames, bias,
-// darks, flats, truth.json) with the fixture generator and inspects it. It grows with the
-// project: once the Raw Stack pipeline exists, it runs the whole pipeline on this data.
+// darks, flats, truth.json) with the fixture generator, inspects a light, and runs the Raw
+// Stack pipeline on it with full calibration (`--no-run` stops after generating).
 
 import { parseArgs } from 'node:util';
 import { join, resolve } from 'node:path';
 import { generateDataset, OptionsError } from '../../fixtures/generator/index.js';
 import { inspectFile } from './inspect.js';
 import { progress } from './progress.js';
+import { parseRawStackConfig } from '../config/rawstack.js';
+import { runRawStack } from '../pipeline/rawstack/run.js';
 import { UsageError } from './usage.js';
 
 export async function runDemo(argv: string[]): Promise<number> {
@@ -20,6 +22,8 @@ export async function runDemo(argv: string[]): Promise<number> {
       width: { type: 'string', default: '1024' },
       height: { type: 'string', default: '768' },
       seed: { type: 'string', default: '1' },
+      'runs-dir': { type: 'string', default: 'runs' },
+      'no-run': { type: 'boolean', default: false },
     },
   });
   const int = (name: string, text: string) => {
@@ -55,7 +59,29 @@ export async function runDemo(argv: string[]): Promise<number> {
   const { report, stats } = await inspectFile(first);
   const s = stats[0]!;
   console.log(`${truth.frames[0]!.file}: ${report.naxis.join('x')} BITPIX ${report.bitpix}, median ${s.median.toFixed(1)} ADU, robust sigma ${s.sigma.toFixed(2)} ADU, max ${s.max}`);
-  console.log(`inspect any frame with: npx skystack inspect ${first}`);
-  console.log('(the Raw Stack pipeline will run on this data once it lands; see README)');
-  return 0;
+  if (values['no-run']) return 0;
+
+  // The whole Raw Stack on the generated session, with full calibration.
+  const parsed = parseRawStackConfig({
+    lights_dir: join(out, 'lights'),
+    bias_dir: join(out, 'bias'),
+    darks_dir: join(out, 'darks'),
+    flats_dir: join(out, 'flats'),
+    run_name: 'demo',
+  });
+  if (!parsed.ok) throw new Error(`demo configuration invalid: ${parsed.issues.map((i) => i.message).join('; ')}`);
+  console.log(`\nrunning Raw Stack on ${join(out, 'lights')} ...`);
+  const runBar = progress(process.stderr, '');
+  const result = await runRawStack(parsed.config, {
+    runsDir: resolve(values['runs-dir']!),
+    onEvent: (line) => {
+      if (line.type === 'phase_progress') runBar.update(line.current, line.total, `${line.phase}${line.substep ? ` ${line.substep}` : ''}`);
+      if (line.type === 'phase_end') runBar.finish(`  ${line.phase}: ${line.status}${line.reason ? ` (${line.reason})` : ''} in ${(line.duration_ms / 1000).toFixed(1)} s`);
+    },
+  });
+  console.log(`run ${result.runId}: ${result.status} on device ${result.device.kind}${result.device.adapter ? ` (${result.device.adapter})` : ''}`);
+  console.log(`run folder: ${result.runDir}`);
+  for (const [name, file] of Object.entries(result.outputs)) console.log(`  ${name}: ${file}`);
+  console.log(`  report: ${join(result.runDir, 'artifacts', 'preprocess', 'preprocessing_report.html')}`);
+  return result.status === 'ok' ? 0 : 1;
 }
