@@ -181,4 +181,19 @@ gpuTest('GPU stretch_asinh equals the reference within norm·2^-21 + 2^-20 (all 
   assert.ok((ctx.dispatches.get('stretch_asinh') ?? 0) >= before + runs, 'the WGSL kernel ran');
 });
 
+gpuTest('GPU stretch host forms in several upload chunks equal one chunk', async () => {
+  const ctx = gpu.ctx!;
+  const n = 10_000 + 3;
+  const [r, g, b] = [plane(n, 1), plane(n, 2), plane(n, 3)];
+  const p: AsinhParams = { ...hms, anchor: 0.01, colorGrip: 0.6, shadowConvergence: 1 };
+  const whole = await stretchAsinhGpu(ctx, r, g, b, p);
+  const chunked = await stretchAsinhGpu(ctx, r, g, b, p, { chunkSamples: 1000 });
+  for (let c = 0; c < 3; c++) assert.equal(compareArrays(chunked[c]!, whole[c]!), { maxAbs: 0, maxRel: 0, worstIndex: -1, nanMismatches: 0 });
+  const mtfParams: MtfParams[] = [{ c0: 0, m: 0.2, c1: 1 }];
+  const [one] = await stretchMtfGpu(ctx, [r], mtfParams);
+  const [many] = await stretchMtfGpu(ctx, [r], mtfParams, { chunkSamples: 1000 });
+  assert.equal(compareArrays(many!, one!).maxAbs, 0);
+  assert.equal((await stretchAsinhGpu(ctx, new Float32Array(0), new Float32Array(0), new Float32Array(0), p)).map((a) => a.length), [0, 0, 0]);
+});
+
 test.run();

@@ -31,33 +31,43 @@ export async function stretchMtfResident(ctx: GpuContext, input: BindingResource
   ctx.dispatch('stretch_mtf', kernel, ctx.bindGroup(kernel, [uniform, vec4Binding(input, count, 'stretch_mtf'), output]), grid.workgroups, encoder);
 }
 
-/** Samples per chunk: one plane chunk must fit a storage binding; multiples of 64 keep offsets aligned. */
-function chunkSamples(ctx: GpuContext): number {
-  const align = Math.max(64, ctx.limits.minStorageBufferOffsetAlignment / 4);
-  return Math.floor(ctx.limits.maxStorageBufferBindingSize / 4 / align) * align;
+/** Options of the host-to-host forms. */
+export interface StretchHostOptions {
+  /** Samples per upload chunk (default and maximum: what one storage binding holds). */
+  chunkSamples?: number;
+}
+
+/** Samples per chunk: one plane chunk must fit a storage binding; multiples of 64 keep it vec4-whole. */
+function chunkSamples(ctx: GpuContext, options: StretchHostOptions): number {
+  const limit = Math.floor(ctx.limits.maxStorageBufferBindingSize / 4 / 64) * 64;
+  const wanted = options.chunkSamples ?? limit;
+  return Math.max(64, Math.min(limit, Math.floor(wanted / 64) * 64));
 }
 
 /** Host to host: each plane with its own parameters. */
-export async function stretchMtfGpu(ctx: GpuContext, planes: Float32Array[], params: MtfParams[]): Promise<Float32Array[]> {
+export async function stretchMtfGpu(ctx: GpuContext, planes: Float32Array[], params: MtfParams[], options: StretchHostOptions = {}): Promise<Float32Array[]> {
   if (planes.length !== params.length) throw new GpuError('BAD_ARGUMENT', `stretch_mtf: ${planes.length} planes but ${params.length} parameter sets`);
-  const chunk = chunkSamples(ctx);
+  const chunk = chunkSamples(ctx, options);
   const results: Float32Array[] = [];
   for (let c = 0; c < planes.length; c++) {
     const plane = planes[c]!;
-    const result = new Float32Array(plane.length);
+    // One chunk (the usual case): the read-back array is the result, no extra copy.
+    let result: Float32Array | null = null;
     for (let start = 0; start < plane.length; start += chunk) {
       const part = plane.subarray(start, Math.min(plane.length, start + chunk));
       const input = ctx.upload(part);
       const output = ctx.storage(part.byteLength, 'mtf-out');
       try {
         await stretchMtfResident(ctx, input, output, part.length, params[c]!);
-        result.set(await ctx.readFloat32(output, part.length), start);
+        const got = await ctx.readFloat32(output, part.length);
+        if (part.length === plane.length) result = got;
+        else (result ??= new Float32Array(plane.length)).set(got, start);
       } finally {
         ctx.pool.release(input);
         ctx.pool.release(output);
       }
     }
-    results.push(result);
+    results.push(result ?? new Float32Array(0));
   }
   return results;
 }
@@ -98,21 +108,35 @@ export async function stretchAsinhResident(ctx: GpuContext, inputs: Planes, outp
 }
 
 /** Host to host: three planes of equal length. */
-export async function stretchAsinhGpu(ctx: GpuContext, r: Float32Array, g: Float32Array, b: Float32Array, p: AsinhParams): Promise<[Float32Array, Float32Array, Float32Array]> {
+export async function stretchAsinhGpu(
+  ctx: GpuContext,
+  r: Float32Array,
+  g: Float32Array,
+  b: Float32Array,
+  p: AsinhParams,
+  options: StretchHostOptions = {},
+): Promise<[Float32Array, Float32Array, Float32Array]> {
   const n = r.length;
   if (g.length !== n || b.length !== n) throw new GpuError('BAD_ARGUMENT', 'stretch_asinh: planes differ in length');
-  const out: [Float32Array, Float32Array, Float32Array] = [new Float32Array(n), new Float32Array(n), new Float32Array(n)];
-  const chunk = chunkSamples(ctx);
+  if (n === 0) return [new Float32Array(0), new Float32Array(0), new Float32Array(0)];
+  const chunk = chunkSamples(ctx, options);
+  // One chunk (the usual case): the read-back arrays are the results, no extra copy.
+  let out: Float32Array[] | null = null;
   for (let start = 0; start < n; start += chunk) {
     const end = Math.min(n, start + chunk);
     const ins = [r, g, b].map((plane) => ctx.upload(plane.subarray(start, end)));
     const outs = [0, 1, 2].map(() => ctx.storage((end - start) * 4, 'asinh-out'));
     try {
       await stretchAsinhResident(ctx, ins as Planes, outs as Planes, end - start, p);
-      for (let c = 0; c < 3; c++) out[c]!.set(await ctx.readFloat32(outs[c]!, end - start), start);
+      const got = await Promise.all(outs.map((o) => ctx.readFloat32(o, end - start)));
+      if (end - start === n) out = got;
+      else {
+        out ??= [new Float32Array(n), new Float32Array(n), new Float32Array(n)];
+        for (let c = 0; c < 3; c++) out[c]!.set(got[c]!, start);
+      }
     } finally {
       for (const buf of [...ins, ...outs]) ctx.pool.release(buf);
     }
   }
-  return out;
+  return out as [Float32Array, Float32Array, Float32Array];
 }
