@@ -267,7 +267,9 @@ gpuTest('GPU stats over several row segments equal one pass over the whole image
   try {
     for (const mode of ['whole', 'bayer'] as const) {
       const params: StatsParams = { width: w, height: h, mode };
-      const got = await imageStatsResident(ctx, [{ buffer: a, y0: 0, rows: cut }, { buffer: b, y0: cut, rows: h - cut }], params);
+      // The caller's encoder (here empty) is submitted by the call, with the first pass appended.
+      const encoder = ctx.device.createCommandEncoder();
+      const got = await imageStatsResident(ctx, [{ buffer: a, y0: 0, rows: cut }, { buffer: b, y0: cut, rows: h - cut }], params, encoder);
       const want = imageStats(data, params);
       got.forEach((g, i) => assertSameContract(g, want[i]!, meanAbs(data), `segments ${mode} ${i}`));
     }

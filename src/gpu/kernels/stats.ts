@@ -276,10 +276,11 @@ async function selectMiddles(
 
 /**
  * Statistics of an image held on the device as row segments (one result for 'whole', four
- * Bayer phases for 'bayer'). Submits its own work (it needs readbacks between levels); the
- * data must not change until it resolves.
+ * Bayer phases for 'bayer'). It needs readbacks between its levels, so it submits its own
+ * work: a given `encoder` (say, holding the kernels that produce the data) gets the first pass
+ * appended and is submitted here. The data must not change until the promise resolves.
  */
-export async function imageStatsResident(ctx: GpuContext, segments: StatsSegment[], params: StatsParams): Promise<PlaneStats[]> {
+export async function imageStatsResident(ctx: GpuContext, segments: StatsSegment[], params: StatsParams, encoder?: GPUCommandEncoder): Promise<PlaneStats[]> {
   checkSegments(segments, params.height);
   const G = groupsOf(params);
   // Pass 1: partials of every segment in one buffer (offsets aligned for binding).
@@ -294,11 +295,11 @@ export async function imageStatsResident(ctx: GpuContext, segments: StatsSegment
   const partials = ctx.storage(total, 'stats-partials');
   const hist = ctx.storage(histBytes(params), 'stats-hist');
   try {
-    const encoder = ctx.device.createCommandEncoder({ label: 'stats_minmax' });
+    const first = encoder ?? ctx.device.createCommandEncoder({ label: 'stats_minmax' });
     for (let i = 0; i < segments.length; i++) {
-      await statsMinMaxResident(ctx, segments[i]!, { buffer: partials, offset: offsets[i]!, size: sizes[i]! }, params, encoder);
+      await statsMinMaxResident(ctx, segments[i]!, { buffer: partials, offset: offsets[i]!, size: sizes[i]! }, params, first);
     }
-    ctx.submit(encoder);
+    ctx.submit(first);
     const raw = new Uint32Array(await ctx.readback(partials, total));
     const f32 = new Float32Array(raw.buffer);
     const totals: GroupTotals[] = Array.from({ length: G }, () => ({ count: 0, kmin: 0xffffffff, kmax: 0, sum: 0 }));
