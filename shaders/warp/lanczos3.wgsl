@@ -1,0 +1,403 @@
+// warp/lanczos3: affine Lanczos-3 resampling of a band of source rows into a band of output rows
+// (registration). Output pixel (x, y0 + row) samples the source at (x, y) + (dx, dy) with
+// (dx, dy) = D · (x, y, 1), D = A − [I | 0] in fixed point (see Fix); the contract and its
+// TypeScript reference are in src/cpu/warp.ts, the wrapper in src/gpu/kernels/warp.ts.
+// Bindings: 0 uniform Params; 1 read-only array<f32> source band (src_rows full-width rows from
+//           src_y0, row-major; must cover sourceRowsFor()); 2 read_write array<f32> output band
+//           (rows × width, row-major).
+// Workgroup: WG x 1 x 1; grid x = ⌈width / (GROUP·WG)⌉, y = rows. Two shapes, chosen by the
+//            override GROUP (dead code is removed at pipeline creation: llvmpipe runs every
+//            branch of a shader under a lane mask, so a runtime fallback would cost always):
+//   GROUP = 4: 4 adjacent output pixels per invocation read one shared 7-row × 10-column
+//              window (70 loads instead of 4 × 36; on llvmpipe each lane's load is a scalar
+//              loop step, so loads dominate). Valid when the 4 pixels' footprints sit within
+//              one row and one column of each other: |a00 − 1| < 1/3 (or |a00 + 1| < 1/3 with
+//              flip = 1, pixels taken right to left: meridian flips) and |a10| < 1/3. The
+//              wrapper checks this on the host with margin for f32 rounding; a violation that
+//              slips through yields NaN, never wrong values.
+//   GROUP = 1: one pixel per invocation, any transform.
+// Precision: the source position is exact fixed point (32 fractional bits, fraction kept to
+//            2^-24), identical on every device and in the reference; weights and sums in f32.
+//            Weights: 2 trig calls per axis via sin π(t−k) = (−1)^k sin πt and
+//            sin(π(t−k)/3) = sin a·cos(kπ/3) − cos a·sin(kπ/3); the common factor sin(πt)/t cancels
+//            in the normalisation. Fractions within 2^-20 of an integer snap to it (exact delta).
+// No-data: NaN where the sample's nearest pixel is outside the source (sx ∉ [−0.5, W−0.5) or
+//          sy ∉ [−0.5, H−0.5)). Taps beyond the image edge get weight 0 (each axis renormalised)
+//          and read the clamped edge pixel, so loads stay in bounds. Non-finite taps are dropped
+//          and the result renormalised over the rest if their weight sum >= min_weight, else NaN.
+//          Deringing: clamp_mode 1 = not below the 2×2 nearest finite pixels' minimum,
+//          2 = also not above their maximum, 0 = off.
+
+// 64-bit fixed point: value = hi·2^32 + lo (in units of 2^-32 px). Integer arithmetic keeps the
+// source position bit-identical on every device and in the TypeScript reference.
+struct Fix {
+  hi: i32,
+  lo: u32,
+}
+
+fn fix(words: vec2u) -> Fix {
+  return Fix(bitcast<i32>(words.x), words.y);
+}
+
+fn fix_add(a: Fix, b: Fix) -> Fix {
+  let lo = a.lo + b.lo;
+  return Fix(a.hi + b.hi + select(0, 1, lo < a.lo), lo);
+}
+
+// c·v for 0 <= v < 2^16 (|c| < 4, so the high word cannot overflow).
+fn fix_mul(c: Fix, v: u32) -> Fix {
+  let p1 = (c.lo & 0xffffu) * v;
+  let p2 = (c.lo >> 16u) * v;
+  let lo = p1 + (p2 << 16u);
+  return Fix(c.hi * i32(v) + i32((p2 >> 16u) + select(0u, 1u, lo < p1)), lo);
+}
+
+// The displacement (dx, dy) = D · (x, y, 1) in fixed point with 32 fractional bits, each
+// coefficient as (hi: i32, lo: u32) words, value = hi + lo·2^-32 (see src/cpu/warp.ts).
+// (vec2u words: x = hi as i32 bits, y = lo; a struct member would be padded to 16 bytes.)
+struct Params {
+  d00: vec2u, d01: vec2u, d02: vec2u,
+  d10: vec2u, d11: vec2u, d12: vec2u,
+  min_weight: f32,                 // least finite-tap weight sum for a value
+  clamp_mode: u32,                 // 0 off, 1 undershoot, 2 range
+  width: u32,                      // output width (= output band row stride)
+  y0: u32,                         // first output row of the band (full-image row)
+  rows: u32,                       // output rows in the band
+  src_width: u32,                  // source width (= source band row stride)
+  src_height: u32,                 // full source height
+  src_y0: u32,                     // first source row held in `src`
+  src_rows: u32,                   // source rows held in `src`
+  flip: u32,                       // GROUP = 4 only: 1 takes each group's pixels right to left
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<f32>;
+
+override WG: u32 = 256;
+override GROUP: u32 = 4;
+
+// Quiet-NaN bits; a private variable because WGSL rejects NaN in constant expressions.
+var<private> NAN_BITS: u32 = 0x7fc00000u;
+
+const PI_3: f32 = 1.0471975511965979;
+const SQRT3_2: f32 = 0.8660254037844386;
+const SNAP: f32 = 9.5367431640625e-7; // 2^-20
+const T_UNIT: f32 = 5.9604644775390625e-8; // 2^-24
+const BIG: f32 = 3.40282346638528859812e+38; // f32 max: stands in for a dropped tap in min/max
+
+fn is_finite(v: f32) -> bool {
+  // Bit test: NaN comparisons may be folded away by the driver's compiler.
+  return (bitcast<u32>(v) & 0x7f800000u) != 0x7f800000u;
+}
+
+fn is_finite4(v: vec4f) -> vec4<bool> {
+  return (bitcast<vec4u>(v) & vec4u(0x7f800000u)) != vec4u(0x7f800000u);
+}
+
+fn nan() -> f32 {
+  return bitcast<f32>(NAN_BITS);
+}
+
+// Normalised weights of taps k = −2, −1, 0 (lo) and 1, 2, 3 (hi).
+struct Taps {
+  lo: vec3f,
+  hi: vec3f,
+}
+
+fn lanczos3(t: f32) -> Taps {
+  let a = t * PI_3;
+  let s = sin(a);
+  let c = cos(a);
+  // n_k = (−1)^k sin(π(t−k)/3), which repeats with period 3: (B, C, A) for k = −2, −1, 0 and 1, 2, 3.
+  let n = vec3f(SQRT3_2 * c - 0.5 * s, -(0.5 * s + SQRT3_2 * c), s) * t;
+  let dl = vec3f(t + 2.0, t + 1.0, t);
+  let dh = vec3f(t - 1.0, t - 2.0, t - 3.0);
+  let lo = n / (dl * dl);
+  let hi = n / (dh * dh);
+  let inv = 1.0 / (lo.x + lo.y + lo.z + hi.x + hi.y + hi.z);
+  let snap = t < SNAP;
+  return Taps(select(lo * inv, vec3f(0.0, 0.0, 1.0), snap), select(hi * inv, vec3f(0.0), snap));
+}
+
+// Zeroes the weights of taps outside [0, n) (taps first .. first+5) and rescales the rest to sum 1.
+fn edge(w: Taps, first: i32, n: i32) -> Taps {
+  let klo = vec3i(first, first + 1, first + 2);
+  let khi = klo + vec3i(3);
+  let oklo = (klo >= vec3i(0)) & (klo < vec3i(n));
+  let okhi = (khi >= vec3i(0)) & (khi < vec3i(n));
+  let lo = select(vec3f(0.0), w.lo, oklo);
+  let hi = select(vec3f(0.0), w.hi, okhi);
+  let inv = select(1.0 / (lo.x + lo.y + lo.z + hi.x + hi.y + hi.z), 1.0, all(oklo) && all(okhi));
+  return Taps(lo * inv, hi * inv);
+}
+
+struct Pos {
+  ix: i32,     // floor of the sample position
+  iy: i32,
+  tx: f32,     // fraction in [0, 1)
+  ty: f32,
+  inside: bool, // nearest pixel inside the source
+}
+
+// Integer part and fraction (units of 2^-24) of a fixed-point displacement, snapped to the
+// integer within 2^-20 (= 16 units).
+fn split_snap(d: Fix) -> vec2i {
+  let k = i32(d.lo >> 8u);
+  let up = k >= (1 << 24u) - 16;
+  return vec2i(select(d.hi, d.hi + 1, up), select(select(k, 0, k < 16), 0, up));
+}
+
+fn position(x: u32, y: u32) -> Pos {
+  let dx = split_snap(fix_add(fix_mul(fix(params.d00), x), fix_add(fix_mul(fix(params.d01), y), fix(params.d02))));
+  let dy = split_snap(fix_add(fix_mul(fix(params.d10), x), fix_add(fix_mul(fix(params.d11), y), fix(params.d12))));
+  let tx = f32(dx.y) * T_UNIT;
+  let ty = f32(dy.y) * T_UNIT;
+  let flx = dx.x;
+  let fly = dy.x;
+  let ix = i32(x) + flx;
+  let iy = i32(y) + fly;
+  let nx = ix + select(0, 1, tx >= 0.5);
+  let ny = iy + select(0, 1, ty >= 0.5);
+  let inside = nx >= 0 && nx < i32(params.src_width) && ny >= 0 && ny < i32(params.src_height);
+  return Pos(ix, iy, tx, ty, inside);
+}
+
+fn deringed(v: f32, lo: f32, hi: f32) -> f32 {
+  // lo > hi (no finite 2×2 pixel) leaves v alone.
+  var r = v;
+  if (params.clamp_mode >= 1u && lo <= hi) {
+    r = max(r, lo);
+  }
+  if (params.clamp_mode == 2u && lo <= hi) {
+    r = min(r, hi);
+  }
+  return r;
+}
+
+// Final value from the sum over finite taps and the weight of the dropped ones.
+fn resolve(acc: f32, miss: f32, lo: f32, hi: f32) -> f32 {
+  // Weights sum to 1, so the finite taps weigh 1 − miss; exactly acc when nothing was dropped.
+  let wsum = 1.0 - miss;
+  if (miss != 0.0 && !(wsum >= params.min_weight)) {
+    return nan();
+  }
+  return deringed(select(acc / wsum, acc, miss == 0.0), lo, hi);
+}
+
+// ---------------------------------------------------------------------------------------------
+// GROUP = 1: one pixel, any transform.
+
+// One footprint row (clamped columns): (Σ w·v over finite v, Σ w over non-finite v, v2, v3) with
+// v2, v3 the row's two nearest pixels.
+fn row6(rb: u32, clo: vec3u, chi: vec3u, w: Taps) -> vec4f {
+  let vlo = vec3f(src[rb + clo.x], src[rb + clo.y], src[rb + clo.z]);
+  let vhi = vec3f(src[rb + chi.x], src[rb + chi.y], src[rb + chi.z]);
+  let oklo = (bitcast<vec3u>(vlo) & vec3u(0x7f800000u)) != vec3u(0x7f800000u);
+  let okhi = (bitcast<vec3u>(vhi) & vec3u(0x7f800000u)) != vec3u(0x7f800000u);
+  let s = dot(w.lo, select(vec3f(0.0), vlo, oklo)) + dot(w.hi, select(vec3f(0.0), vhi, okhi));
+  let m = dot(w.lo, select(vec3f(1.0), vec3f(0.0), oklo)) + dot(w.hi, select(vec3f(1.0), vec3f(0.0), okhi));
+  return vec4f(s, m, vlo.z, vhi.x);
+}
+
+fn single(x: u32, y: u32) -> f32 {
+  let p = position(x, y);
+  let W = i32(params.src_width);
+  let wx = edge(lanczos3(p.tx), p.ix - 2, W);
+  let wy = edge(lanczos3(p.ty), p.iy - 2, i32(params.src_height));
+  // Clamped taps: an outside tap weighs 0 and reads the edge pixel, so memory stays in bounds
+  // and the 2×2 range is exactly that of the in-image nearest pixels.
+  let clo = vec3u(clamp(vec3i(p.ix - 2, p.ix - 1, p.ix), vec3i(0), vec3i(W - 1)));
+  let chi = vec3u(clamp(vec3i(p.ix + 1, p.ix + 2, p.ix + 3), vec3i(0), vec3i(W - 1)));
+  let band0 = i32(params.src_y0);
+  let last = max(i32(params.src_rows) - 1, 0);
+  let stride = params.src_width;
+  let rlo = vec3u(clamp(vec3i(p.iy - 2, p.iy - 1, p.iy) - vec3i(band0), vec3i(0), vec3i(last))) * stride;
+  let rhi = vec3u(clamp(vec3i(p.iy + 1, p.iy + 2, p.iy + 3) - vec3i(band0), vec3i(0), vec3i(last))) * stride;
+  let r0 = row6(rlo.x, clo, chi, wx);
+  let r1 = row6(rlo.y, clo, chi, wx);
+  let r2 = row6(rlo.z, clo, chi, wx);
+  let r3 = row6(rhi.x, clo, chi, wx);
+  let r4 = row6(rhi.y, clo, chi, wx);
+  let r5 = row6(rhi.z, clo, chi, wx);
+  let acc = dot(wy.lo, vec3f(r0.x, r1.x, r2.x)) + dot(wy.hi, vec3f(r3.x, r4.x, r5.x));
+  let miss = dot(wy.lo, vec3f(r0.y, r1.y, r2.y)) + dot(wy.hi, vec3f(r3.y, r4.y, r5.y));
+  let near = vec4f(r2.z, r2.w, r3.z, r3.w);
+  let ok = is_finite4(near);
+  let lo4 = select(vec4f(BIG), near, ok);
+  let hi4 = select(vec4f(-BIG), near, ok);
+  let v = resolve(acc, miss, min(min(lo4.x, lo4.y), min(lo4.z, lo4.w)), max(max(hi4.x, hi4.y), max(hi4.z, hi4.w)));
+  return select(nan(), v, p.inside);
+}
+
+// ---------------------------------------------------------------------------------------------
+// GROUP = 4: four pixels sharing a 7 × 10 window.
+
+// Six tap weights placed at window positions shift .. shift+5 of 7 (a: 0..3, b: 4..6).
+struct W7 {
+  a: vec4f,
+  b: vec3f,
+}
+
+fn place(w: Taps, shift: bool) -> W7 {
+  return W7(select(vec4f(w.lo, w.hi.x), vec4f(0.0, w.lo), shift), select(vec3f(w.hi.yz, 0.0), w.hi, shift));
+}
+
+// Per window row: per-pixel Σ w·v over finite v, Σ w over non-finite v, and the pixel's
+// nearest-pair min and max (BIG / −BIG when both are non-finite).
+struct Row4 {
+  s: vec4f,
+  m: vec4f,
+  lo: vec4f,
+  hi: vec4f,
+}
+
+fn dot7(w: W7, v: vec4f, u: vec3f) -> f32 {
+  return dot(w.a, v) + dot(w.b, u);
+}
+
+fn row4(rb: u32, ca: vec4u, cb: vec4u, cc: vec2u, w0: W7, w1: W7, w2: W7, w3: W7, dx: vec4<bool>) -> Row4 {
+  let a = vec4f(src[rb + ca.x], src[rb + ca.y], src[rb + ca.z], src[rb + ca.w]);
+  let b = vec4f(src[rb + cb.x], src[rb + cb.y], src[rb + cb.z], src[rb + cb.w]);
+  let c = vec2f(src[rb + cc.x], src[rb + cc.y]);
+  let oka = is_finite4(a);
+  let okb = is_finite4(b);
+  let okc = (bitcast<vec2u>(c) & vec2u(0x7f800000u)) != vec2u(0x7f800000u);
+  // Window values with dropped taps as 0 (sum), 1 (dropped weight), BIG / −BIG (range).
+  let sa = select(vec4f(0.0), a, oka);
+  let sb = select(vec4f(0.0), b, okb);
+  let sc = select(vec2f(0.0), c, okc);
+  let ma = select(vec4f(1.0), vec4f(0.0), oka);
+  let mb = select(vec4f(1.0), vec4f(0.0), okb);
+  let mc = select(vec2f(1.0), vec2f(0.0), okc);
+  // Columns 0..9 = a.xyzw b.xyzw c.xy; pixel k covers columns k .. k+6.
+  let s = vec4f(
+    dot7(w0, sa, sb.xyz),
+    dot7(w1, vec4f(sa.yzw, sb.x), vec3f(sb.yzw)),
+    dot7(w2, vec4f(sa.zw, sb.xy), vec3f(sb.zw, sc.x)),
+    dot7(w3, vec4f(sa.w, sb.xyz), vec3f(sb.w, sc.xy)));
+  let m = vec4f(
+    dot7(w0, ma, mb.xyz),
+    dot7(w1, vec4f(ma.yzw, mb.x), vec3f(mb.yzw)),
+    dot7(w2, vec4f(ma.zw, mb.xy), vec3f(mb.zw, mc.x)),
+    dot7(w3, vec4f(ma.w, mb.xyz), vec3f(mb.w, mc.xy)));
+  // Nearest pair of pixel k: columns k+2, k+3 (k+3, k+4 when shifted).
+  let la = select(vec4f(BIG), a, oka);
+  let lb = select(vec4f(BIG), b, okb);
+  let ha = select(vec4f(-BIG), a, oka);
+  let hb = select(vec4f(-BIG), b, okb);
+  let l2 = vec4f(la.zw, lb.xy);   // columns 2..5
+  let l3 = vec4f(la.w, lb.xyz);   // columns 3..6
+  let l4 = lb;                    // columns 4..7
+  let h2 = vec4f(ha.zw, hb.xy);
+  let h3 = vec4f(ha.w, hb.xyz);
+  let h4 = hb;
+  let lo = select(min(l2, l3), min(l3, l4), dx);
+  let hi = select(max(h2, h3), max(h3, h4), dx);
+  return Row4(s, m, lo, hi);
+}
+
+fn group4(xb: u32, y: u32) {
+  // Group slot k holds output column xb + k (xb + 3 − k with flip), so that the source
+  // columns increase with k.
+  let flip = params.flip == 1u;
+  let xs = select(vec4u(xb, xb + 1u, xb + 2u, xb + 3u), vec4u(xb + 3u, xb + 2u, xb + 1u, xb), flip);
+  let p0 = position(xs.x, y);
+  let p1 = position(xs.y, y);
+  let p2 = position(xs.z, y);
+  let p3 = position(xs.w, y);
+  let W = i32(params.src_width);
+  let H = i32(params.src_height);
+  // Column offset of each footprint in the window (0 or 1) and row offset (0 or 1).
+  let e = vec4i(p0.ix, p1.ix - 1, p2.ix - 2, p3.ix - 3);
+  let e0 = min(min(e.x, e.y), min(e.z, e.w));
+  let iy = vec4i(p0.iy, p1.iy, p2.iy, p3.iy);
+  let iy0 = min(min(iy.x, iy.y), min(iy.z, iy.w));
+  let dxo = e - vec4i(e0);
+  let dyo = iy - vec4i(iy0);
+  let fits = all(dxo <= vec4i(1)) && all(dyo <= vec4i(1));
+  let dx = dxo == vec4i(1);
+  let dy = dyo == vec4i(1);
+  let w0 = place(edge(lanczos3(p0.tx), p0.ix - 2, W), dx.x);
+  let w1 = place(edge(lanczos3(p1.tx), p1.ix - 2, W), dx.y);
+  let w2 = place(edge(lanczos3(p2.tx), p2.ix - 2, W), dx.z);
+  let w3 = place(edge(lanczos3(p3.tx), p3.ix - 2, W), dx.w);
+  let v0 = edge(lanczos3(p0.ty), p0.iy - 2, H);
+  let v1 = edge(lanczos3(p1.ty), p1.iy - 2, H);
+  let v2 = edge(lanczos3(p2.ty), p2.iy - 2, H);
+  let v3 = edge(lanczos3(p3.ty), p3.iy - 2, H);
+  // Vertical weight of window row j per slot; a footprint one row lower uses rows 1..6.
+  let u0 = vec4f(v0.lo.x, v1.lo.x, v2.lo.x, v3.lo.x);
+  let u1 = vec4f(v0.lo.y, v1.lo.y, v2.lo.y, v3.lo.y);
+  let u2 = vec4f(v0.lo.z, v1.lo.z, v2.lo.z, v3.lo.z);
+  let u3 = vec4f(v0.hi.x, v1.hi.x, v2.hi.x, v3.hi.x);
+  let u4 = vec4f(v0.hi.y, v1.hi.y, v2.hi.y, v3.hi.y);
+  let u5 = vec4f(v0.hi.z, v1.hi.z, v2.hi.z, v3.hi.z);
+  let zero = vec4f(0.0);
+  // Window columns e0−2 .. e0+7 and rows iy0−2 .. iy0+4, clamped (outside taps weigh 0).
+  let c0 = e0 - 2;
+  let ca = vec4u(clamp(vec4i(c0, c0 + 1, c0 + 2, c0 + 3), vec4i(0), vec4i(W - 1)));
+  let cb = vec4u(clamp(vec4i(c0 + 4, c0 + 5, c0 + 6, c0 + 7), vec4i(0), vec4i(W - 1)));
+  let cc = vec2u(clamp(vec2i(c0 + 8, c0 + 9), vec2i(0), vec2i(W - 1)));
+  let band0 = i32(params.src_y0);
+  let last = max(i32(params.src_rows) - 1, 0);
+  let stride = params.src_width;
+  let r0 = iy0 - 2 - band0;
+  let rows_a = vec4u(clamp(vec4i(r0, r0 + 1, r0 + 2, r0 + 3), vec4i(0), vec4i(last))) * stride;
+  let rows_b = vec3u(clamp(vec3i(r0 + 4, r0 + 5, r0 + 6), vec3i(0), vec3i(last))) * stride;
+  let q0 = row4(rows_a.x, ca, cb, cc, w0, w1, w2, w3, dx);
+  let q1 = row4(rows_a.y, ca, cb, cc, w0, w1, w2, w3, dx);
+  let q2 = row4(rows_a.z, ca, cb, cc, w0, w1, w2, w3, dx);
+  let q3 = row4(rows_a.w, ca, cb, cc, w0, w1, w2, w3, dx);
+  let q4 = row4(rows_b.x, ca, cb, cc, w0, w1, w2, w3, dx);
+  let q5 = row4(rows_b.y, ca, cb, cc, w0, w1, w2, w3, dx);
+  let q6 = row4(rows_b.z, ca, cb, cc, w0, w1, w2, w3, dx);
+  let y0w = select(u0, zero, dy);
+  let y1w = select(u1, u0, dy);
+  let y2w = select(u2, u1, dy);
+  let y3w = select(u3, u2, dy);
+  let y4w = select(u4, u3, dy);
+  let y5w = select(u5, u4, dy);
+  let y6w = select(zero, u5, dy);
+  let acc = y0w * q0.s + y1w * q1.s + y2w * q2.s + y3w * q3.s + y4w * q4.s + y5w * q5.s + y6w * q6.s;
+  let miss = y0w * q0.m + y1w * q1.m + y2w * q2.m + y3w * q3.m + y4w * q4.m + y5w * q5.m + y6w * q6.m;
+  // Nearest 2×2: window rows 2, 3 (3, 4 when shifted down).
+  let lo = select(min(q2.lo, q3.lo), min(q3.lo, q4.lo), dy);
+  let hi = select(max(q2.hi, q3.hi), max(q3.hi, q4.hi), dy);
+  let inside = vec4<bool>(p0.inside, p1.inside, p2.inside, p3.inside) & vec4<bool>(fits);
+  let out_row = (y - params.y0) * params.width;
+  let res = vec4f(resolve(acc.x, miss.x, lo.x, hi.x), resolve(acc.y, miss.y, lo.y, hi.y), resolve(acc.z, miss.z, lo.z, hi.z), resolve(acc.w, miss.w, lo.w, hi.w));
+  let out = select(vec4f(nan()), res, inside);
+  if (xs.x < params.width) {
+    dst[out_row + xs.x] = out.x;
+  }
+  if (xs.y < params.width) {
+    dst[out_row + xs.y] = out.y;
+  }
+  if (xs.z < params.width) {
+    dst[out_row + xs.z] = out.z;
+  }
+  if (xs.w < params.width) {
+    dst[out_row + xs.w] = out.w;
+  }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3u) {
+  let row = gid.y;
+  if (row >= params.rows) {
+    return;
+  }
+  let y = params.y0 + row;
+  if (GROUP == 4u) {
+    let xb = gid.x * 4u;
+    if (xb < params.width) {
+      group4(xb, y);
+    }
+  } else {
+    let x = gid.x;
+    if (x < params.width) {
+      dst[row * params.width + x] = single(x, y);
+    }
+  }
+}

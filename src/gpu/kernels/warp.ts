@@ -1,0 +1,204 @@
+// Wrappers for shaders/warp/bilinear.wgsl and shaders/warp/lanczos3.wgsl: uniform layout,
+// dispatch math, the choice of the Lanczos kernel shape and the source-band check. The contract
+// (geometry, NaN and deringing rules, f32 displacement) is defined by the TypeScript reference
+// in src/cpu/warp.ts.
+// Invariants: a dispatch never reads outside the bound buffers (indices are clamped in WGSL);
+// the source band covers sourceRowsFor() of the output band (refused otherwise, as in the
+// reference); the grouped Lanczos shape is only used for transforms it is valid for.
+
+import { CLAMP_CODE, FIX, SNAP, checkBandCoverage, resolveWarpParams, sourceRowsFor, type WarpKernel, type WarpParams } from '../../cpu/warp.js';
+import type { GpuContext } from '../context.js';
+import { packUniform, type UniformField } from '../dispatch.js';
+import { GpuError } from '../errors.js';
+import type { KernelId } from '../registry.js';
+
+export { sourceRowsFor } from '../../cpu/warp.js';
+export type { Affine, WarpClamp, WarpKernel, WarpParams } from '../../cpu/warp.js';
+
+/** Workgroup sizes (measured best on llvmpipe, reference/webgpu-cpu.md §6) and bilinear pixels per invocation. */
+const BILINEAR = { id: 'warp_bilinear' as KernelId, WG: 256, PX: 4 };
+const LANCZOS = { id: 'warp_lanczos3' as KernelId, WG: 256 };
+
+/**
+ * Lanczos kernel shape: `group` 4 = four adjacent output pixels share one 7×10 source window
+ * (about 1.7× faster on llvmpipe), 1 = one pixel per invocation. `flip` takes each group right
+ * to left (mirrored x, e.g. a meridian flip).
+ */
+export interface LanczosShape {
+  group: 1 | 4;
+  flip: boolean;
+}
+
+/** Pixels per group in the grouped Lanczos shape. */
+const GROUP = 4;
+
+/**
+ * The fastest valid Lanczos shape for a transform. The grouped shape needs the footprints of
+ * GROUP adjacent output pixels to lie within one source column and one source row of each other:
+ * over GROUP − 1 pixel steps the (exact, fixed-point) displacement moves by (GROUP − 1)·|a00 ∓ 1|
+ * and (GROUP − 1)·|a10|, which must stay below 1 (less the 2^-20 snapping on each side).
+ */
+export function lanczosShape(params: WarpParams): LanczosShape {
+  const { q } = resolveWarpParams(params).disp;
+  const step = (v: number) => (GROUP - 1) * Math.abs(v / FIX) + 2 * SNAP < 1;
+  if (step(q[3]) && step(q[0])) return { group: 4, flip: false };
+  if (step(q[3]) && step(q[0] + 2 * FIX)) return { group: 4, flip: true };
+  return { group: 1, flip: false };
+}
+
+/** A fixed-point coefficient as the (hi: i32, lo: u32) words of the WGSL `Fix` (value = hi·2^32 + lo). */
+function words(v: number): UniformField[] {
+  const hi = Math.floor(v / FIX);
+  return [
+    ['i32', hi],
+    ['u32', v - hi * FIX],
+  ];
+}
+
+function uniformBlock(params: WarpParams, flip: boolean): Uint8Array {
+  const { disp, clamp, minWeight } = resolveWarpParams(params);
+  return packUniform([
+    ...disp.q.flatMap(words),
+    ['f32', minWeight],
+    ['u32', CLAMP_CODE[clamp]],
+    ['u32', params.width],
+    ['u32', params.y0],
+    ['u32', params.rows],
+    ['u32', params.srcWidth],
+    ['u32', params.srcHeight],
+    ['u32', params.srcY0],
+    ['u32', params.srcRows],
+    ['u32', flip ? 1 : 0],
+  ]);
+}
+
+export interface WarpGpuOptions {
+  /** Lanczos only: force the one-pixel shape (tests, benchmarks); default picks lanczosShape(). */
+  lanczosShape?: 'auto' | 'single';
+}
+
+function coverage(kernel: WarpKernel, params: WarpParams): void {
+  try {
+    checkBandCoverage(kernel, params);
+  } catch (e) {
+    throw new GpuError('BAD_ARGUMENT', (e as Error).message);
+  }
+}
+
+async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer, out: GPUBuffer, params: WarpParams, encoder?: GPUCommandEncoder, options: WarpGpuOptions = {}, checked = false): Promise<void> {
+  resolveWarpParams(params);
+  if (!checked) coverage(kernel, params);
+  if (params.rows === 0) return;
+  const srcBytes = params.srcRows * params.srcWidth * 4;
+  const outBytes = params.rows * params.width * 4;
+  const id = kernel === 'bilinear' ? BILINEAR.id : LANCZOS.id;
+  if (src.size < Math.max(srcBytes, 4)) throw new GpuError('BAD_ARGUMENT', `${id}: source buffer has ${src.size} bytes, the band needs ${srcBytes}`);
+  if (out.size < outBytes) throw new GpuError('BAD_ARGUMENT', `${id}: output buffer has ${out.size} bytes, the band needs ${outBytes}`);
+  let overrides: Record<string, number>;
+  let perInvocation: number;
+  let flip = false;
+  if (kernel === 'bilinear') {
+    overrides = { WG: BILINEAR.WG, PX: BILINEAR.PX };
+    perInvocation = BILINEAR.PX * BILINEAR.WG;
+  } else {
+    const shape: LanczosShape = options.lanczosShape === 'single' ? { group: 1, flip: false } : lanczosShape(params);
+    overrides = { WG: LANCZOS.WG, GROUP: shape.group };
+    perInvocation = shape.group * LANCZOS.WG;
+    flip = shape.flip;
+  }
+  const pipeline = await ctx.pipeline(id, overrides);
+  const uniform = ctx.uniform(uniformBlock(params, flip));
+  ctx.retire(uniform);
+  const workgroups: [number, number] = [Math.ceil(params.width / perInvocation), params.rows];
+  ctx.dispatch(id, pipeline, ctx.bindGroup(pipeline, [uniform, src, out]), workgroups, encoder);
+}
+
+/**
+ * Bilinear warp of the output band (params.y0, params.rows) from the resident source band
+ * `src` (params.srcRows rows from params.srcY0, covering sourceRowsFor()) into `out`
+ * (rows × width f32), encoded into `encoder` if given.
+ */
+export function warpBilinearResident(ctx: GpuContext, src: GPUBuffer, out: GPUBuffer, params: WarpParams, encoder?: GPUCommandEncoder): Promise<void> {
+  return warpResident('bilinear', ctx, src, out, params, encoder);
+}
+
+/** Lanczos-3 warp of a resident band; see warpBilinearResident. */
+export function warpLanczos3Resident(ctx: GpuContext, src: GPUBuffer, out: GPUBuffer, params: WarpParams, encoder?: GPUCommandEncoder, options?: WarpGpuOptions): Promise<void> {
+  return warpResident('lanczos3', ctx, src, out, params, encoder, options);
+}
+
+/**
+ * Copies `count` floats of `buffer` into `target` at `offset` through a pooled staging buffer.
+ * GpuContext.readFloat32 returns a fresh array (slice of the mapping), which the host form would
+ * then copy again; reading straight into the result saves a 32 MB allocation and copy per
+ * 4096×2048 frame (~15 ms on the development machine, mostly page faults).
+ */
+async function readInto(ctx: GpuContext, buffer: GPUBuffer, target: Float32Array, offset: number, count: number): Promise<void> {
+  const size = count * 4;
+  const staging = ctx.pool.acquire(size, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'readback');
+  try {
+    const encoder = ctx.device.createCommandEncoder({ label: 'warp readback' });
+    encoder.copyBufferToBuffer(buffer, 0, staging, 0, size);
+    ctx.submit(encoder);
+    await staging.mapAsync(GPUMapMode.READ, 0, size);
+    target.set(new Float32Array(staging.getMappedRange(0, size)), offset);
+    staging.unmap();
+  } finally {
+    ctx.pool.release(staging);
+  }
+}
+
+/**
+ * Host to host: warps the output band from the host source band `src`. When the source rows
+ * an output band needs exceed the storage-binding limit, the output is processed in smaller
+ * bands, each uploading only the source rows it needs.
+ */
+async function warpHost(kernel: WarpKernel, ctx: GpuContext, src: Float32Array, params: WarpParams, options?: WarpGpuOptions): Promise<Float32Array> {
+  resolveWarpParams(params);
+  if (src.length < params.srcRows * params.srcWidth) throw new GpuError('BAD_ARGUMENT', `warp_${kernel}: source holds ${src.length} values, the band needs ${params.srcRows * params.srcWidth}`);
+  coverage(kernel, params);
+  const { width, srcWidth } = params;
+  const result = new Float32Array(params.rows * width);
+  const maxBinding = Math.min(ctx.limits.maxStorageBufferBindingSize, ctx.limits.maxBufferSize);
+  const end = params.y0 + params.rows;
+  let y = params.y0;
+  let step = params.rows;
+  while (y < end) {
+    const rows = Math.min(step, end - y);
+    const need = sourceRowsFor(params.affine, y, rows, width, params.srcHeight, kernel);
+    if ((need.rows * srcWidth * 4 > maxBinding || rows * width * 4 > maxBinding) && rows > 1) {
+      step = Math.ceil(rows / 2);
+      continue;
+    }
+    // Rows a sub-band reads lie inside the whole band's covered rows (the extremes of an affine
+    // map are at the corners; sourceRowsFor's guard row absorbs f32 rounding inside), so the
+    // sub-band's own range is intersected with the supplied rows instead of being re-checked.
+    const s0 = Math.max(need.y0, params.srcY0);
+    const s1 = Math.min(need.y0 + need.rows, params.srcY0 + params.srcRows);
+    const srcRows = Math.max(0, s1 - s0);
+    const band: WarpParams = { ...params, y0: y, rows, srcY0: srcRows > 0 ? s0 : params.srcY0, srcRows };
+    const offset = (band.srcY0 - params.srcY0) * srcWidth;
+    // A band that maps entirely outside the source still needs a (tiny) buffer to bind.
+    const input = ctx.upload(srcRows > 0 ? src.subarray(offset, offset + srcRows * srcWidth) : new Float32Array(1));
+    const out = ctx.storage(rows * width * 4, 'warped');
+    try {
+      await warpResident(kernel, ctx, input, out, band, undefined, options, true);
+      await readInto(ctx, out, result, (y - params.y0) * width, rows * width);
+    } finally {
+      ctx.pool.release(input);
+      ctx.pool.release(out);
+    }
+    y += rows;
+  }
+  return result;
+}
+
+/** Host to host bilinear warp of one output band (the source band as a host array). */
+export function warpBilinearGpu(ctx: GpuContext, src: Float32Array, params: WarpParams): Promise<Float32Array> {
+  return warpHost('bilinear', ctx, src, params);
+}
+
+/** Host to host Lanczos-3 warp of one output band (the source band as a host array). */
+export function warpLanczos3Gpu(ctx: GpuContext, src: Float32Array, params: WarpParams, options?: WarpGpuOptions): Promise<Float32Array> {
+  return warpHost('lanczos3', ctx, src, params, options);
+}
