@@ -18,8 +18,8 @@
 //            Counts go to a workgroup copy of all slots' histograms (SLOTS * SLOT_BINS u32,
 //            zeroed by WGSL's workgroup initialisation), merged into the global one (non-zero
 //            bins only) at the end. Consecutive increments of one invocation to the same bin
-//            are combined into one atomicAdd: at the first level astronomical data falls in
-//            few bins, and per-sample atomics dominate the cost on llvmpipe.
+//            are combined into one atomicAdd (per-sample workgroup atomics dominate the cost
+//            on llvmpipe; flat or integer-valued data often repeats a bin).
 //            The first level of a selection uses that workgroup histogram (every sample is
 //            counted, in at most SLOT_BINS bins); later levels count only the samples inside the
 //            chosen bin, so they add straight to a large global histogram (`direct` bins per
