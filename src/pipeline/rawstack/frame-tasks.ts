@@ -1,0 +1,162 @@
+// Per-frame pixel work of REFERENCE_SELECTION and QUALITY_ANALYSIS, as self-contained tasks that
+// run either on the main thread or in a worker thread (frame-workers.ts): each task reads ONE
+// frame from disk, works on it and returns a small result (metrics, a trimmed star list, a
+// correlation), so no more than one frame per running task is ever in memory.
+//   measure  read plane 0 → detectStars (on the raw mosaic with `cfa` for OSC) → frameMetrics;
+//            returns the brightest `maxStars` stars as packed (x, y, flux) triplets.
+//   cc       read plane 0 → makeCcProxy → registrationCc against the reference proxy (shared
+//            memory, built once per run by the caller) under the frame's registration matrix.
+// Invariants: a bad frame is a typed result ({ok: false, code, detail}), never an exception;
+// exceptions mean bugs. Results are structured-clone friendly (typed arrays, plain objects).
+
+import { frameMetrics, type FrameMetrics } from '../../algorithms/frame-metrics.js';
+import { makeCcProxy, registrationCc, type CcProxy } from '../../algorithms/registration-cc.js';
+import type { Affine } from '../../algorithms/affine.js';
+import { detectStars } from '../../algorithms/stars.js';
+import { FitsReader, isFitsError, keys, type FitsHeader } from '../../fits/index.js';
+
+export interface MeasureTask {
+  kind: 'measure';
+  file: string;
+  /** The plane is a raw Bayer mosaic (OSC): detect on its luminance proxy, measure per site. */
+  cfa: boolean;
+  /** Stars returned (brightest first); the metrics use every detected star. */
+  maxStars: number;
+}
+
+export interface MeasureOk {
+  kind: 'measure';
+  ok: true;
+  metrics: FrameMetrics;
+  /** Packed (x, y, flux) of the brightest stars, full-resolution frame pixels. */
+  stars: Float64Array;
+  /** Points refused as parts of long straight streaks (satellites, aircraft): the reference should not have any. */
+  streaks: number;
+  saturationLevel: number | null;
+  saturationSource: string;
+  gain: number | null;
+  ms: { read: number; detect: number };
+}
+
+export interface MeasureFailure {
+  kind: 'measure';
+  ok: false;
+  code: 'unreadable' | 'no_stars';
+  detail: string;
+  /** Present when the frame was read and measured but holds no star (background and noise are known). */
+  metrics: FrameMetrics | null;
+  ms: { read: number; detect: number };
+}
+
+export type MeasureResult = MeasureOk | MeasureFailure;
+
+export interface CcTask {
+  kind: 'cc';
+  file: string;
+  /** Frame pixel → reference pixel. */
+  matrix: Affine;
+  /** Proxy binning; even for mosaics so every proxy pixel mixes whole Bayer cells. */
+  bin: number;
+  reference: CcProxy;
+}
+
+export type CcTaskResult =
+  | { kind: 'cc'; ok: true; cc: number; overlap: number; ms: { read: number; cc: number } }
+  | { kind: 'cc'; ok: false; code: 'unreadable' | 'cc_failed'; detail: string; ms: { read: number; cc: number } };
+
+export type FrameTask = MeasureTask | CcTask;
+export type FrameTaskResult = MeasureResult | CcTaskResult;
+
+export interface Plane {
+  data: Float32Array;
+  width: number;
+  height: number;
+  header: FitsHeader;
+}
+
+/** Plane 0 of a frame as float32 (lights here are mono or raw CFA: one plane). */
+export async function readPlane(file: string): Promise<Plane> {
+  const reader = await FitsReader.open(file);
+  try {
+    const band = await reader.readRows(0, reader.height, { planes: [0] });
+    return { data: band.data, width: reader.width, height: reader.height, header: reader.header };
+  } finally {
+    await reader.close();
+  }
+}
+
+/** The correlation proxy of a frame (QUALITY_ANALYSIS builds the reference's with this). */
+export function ccProxyOf(plane: Plane, bin: number): CcProxy {
+  return makeCcProxy(plane.data, plane.width, plane.height, { bin });
+}
+
+async function readOrFail(file: string): Promise<Plane | { error: string }> {
+  try {
+    return await readPlane(file);
+  } catch (e) {
+    if (isFitsError(e)) return { error: e.message };
+    throw e;
+  }
+}
+
+export async function measureFrame(task: MeasureTask): Promise<MeasureResult> {
+  const t0 = performance.now();
+  const plane = await readOrFail(task.file);
+  const t1 = performance.now();
+  if ('error' in plane) return { kind: 'measure', ok: false, code: 'unreadable', detail: plane.error, metrics: null, ms: { read: t1 - t0, detect: 0 } };
+  // Header values beat guesses: SATURATE/DATAMAX instead of the plateau search, EGAIN for the
+  // shot-noise term of the star SNRs. (GAIN is a camera setting, not e-/ADU.)
+  const saturation = keys.saturationLevel(plane.header);
+  const gain = keys.electronsPerAdu(plane.header);
+  const detection = detectStars(plane.data, plane.width, plane.height, {
+    cfa: task.cfa,
+    ...(saturation !== undefined && saturation > 0 ? { saturationLevel: saturation } : {}),
+    ...(gain !== undefined && gain > 0 ? { gain } : {}),
+  });
+  const ms = { read: t1 - t0, detect: performance.now() - t1 };
+  if (!detection.ok) return { kind: 'measure', ok: false, code: 'no_stars', detail: `star detection failed (${detection.code}): ${detection.detail}`, metrics: null, ms };
+  const metrics = frameMetrics(detection);
+  if (detection.stars.length === 0) {
+    const c = detection.counts;
+    return { kind: 'measure', ok: false, code: 'no_stars', detail: `no star detected (${c.candidates} candidates above the threshold, ${c.hotPixels} hot pixels, ${c.streaks} streak points refused)`, metrics, ms };
+  }
+  const n = Math.min(task.maxStars, detection.stars.length);
+  const stars = new Float64Array(3 * n);
+  for (let i = 0; i < n; i++) {
+    const s = detection.stars[i]!;
+    stars[3 * i] = s.x;
+    stars[3 * i + 1] = s.y;
+    stars[3 * i + 2] = s.flux;
+  }
+  return {
+    kind: 'measure',
+    ok: true,
+    metrics,
+    stars,
+    streaks: detection.counts.streaks,
+    saturationLevel: Number.isFinite(detection.saturationLevel) ? detection.saturationLevel : null,
+    saturationSource: detection.saturationSource,
+    gain: gain ?? null,
+    ms,
+  };
+}
+
+export async function correlateFrame(task: CcTask): Promise<CcTaskResult> {
+  const t0 = performance.now();
+  const plane = await readOrFail(task.file);
+  const t1 = performance.now();
+  if ('error' in plane) return { kind: 'cc', ok: false, code: 'unreadable', detail: plane.error, ms: { read: t1 - t0, cc: 0 } };
+  const proxy = ccProxyOf(plane, task.bin);
+  const r = registrationCc(task.reference, proxy, task.matrix);
+  const ms = { read: t1 - t0, cc: performance.now() - t1 };
+  return r.ok ? { kind: 'cc', ok: true, cc: r.cc, overlap: r.overlap, ms } : { kind: 'cc', ok: false, code: 'cc_failed', detail: `${r.code}: ${r.detail}`, ms };
+}
+
+export function runFrameTask(task: FrameTask): Promise<FrameTaskResult> {
+  return task.kind === 'measure' ? measureFrame(task) : correlateFrame(task);
+}
+
+/** Transferable buffers of a result (moved, not copied, back from a worker). */
+export function transferables(result: FrameTaskResult): ArrayBuffer[] {
+  return result.kind === 'measure' && result.ok && result.stars.buffer instanceof ArrayBuffer ? [result.stars.buffer] : [];
+}

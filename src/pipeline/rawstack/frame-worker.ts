@@ -1,0 +1,18 @@
+// Worker-thread entry of FrameWorkers (frame-workers.ts): runs one frame task per message and
+// posts {result} (star lists transferred, not copied) or {error} with the stack of a bug.
+// Holds nothing between tasks, so a worker's memory is one frame's at most.
+
+import { parentPort } from 'node:worker_threads';
+import { runFrameTask, transferables, type FrameTask } from './frame-tasks.js';
+
+const port = parentPort;
+if (port) {
+  port.on('message', async (msg: { task: FrameTask }) => {
+    try {
+      const result = await runFrameTask(msg.task);
+      port.postMessage({ result }, transferables(result));
+    } catch (e) {
+      port.postMessage({ error: (e as Error)?.stack ?? String(e) });
+    }
+  });
+}

@@ -1,0 +1,125 @@
+// FRAME_FILTERING: the seed's quality filter plus DESIGN §8's transparency rule (frame-filter.ts
+// holds the rules, thresholds and override semantics), then the stacking weights and the quality
+// artifacts.
+// - quality_filter.mode `off`: the phase ends `skipped` (reason quality_mode_off) from prepare(),
+//   which still sets the weights (weights.ts) and writes frame_quality.csv / rejected_frames.txt
+//   showing the earlier phases' exclusions. Manual overrides are not applied in `off` (nothing is
+//   filtered; a warning says so when overrides are configured).
+// - otherwise filterFrames over every input frame: frames already excluded take part as frames
+//   without data (so overrides naming them are resolved and reported, never re-included) and the
+//   relative rules' medians come from the frames that pass the absolute rules. Manual overrides
+//   (by 0-based index or file name) win both ways: an overridden frame gets frame.manual
+//   (true = kept by override, false = excluded by override). Every failed rule of an excluded
+//   frame lands in frame.exclusions (primary first) with its detail; a kept-by-override frame
+//   keeps no exclusion (its overridden rules are in its `frame` event). Filter warnings (≥ 50 %
+//   rejected, overrides matching no frame, too few frames for the relative rules) are `warning`
+//   events. No frame left → error `no_frames` (after writing the artifacts, so the user sees why).
+// Writes: frame.status/exclusions/manual/weight, frame_quality.csv, rejected_frames.txt,
+// state.summaries.FRAME_FILTERING.
+
+import { filterFrames, type FilterFrame } from '../../../algorithms/frame-filter.js';
+import { failed, ok, skipped, type Phase } from '../../phase.js';
+import { FRAME_QUALITY_CSV, REJECTED_FRAMES_TXT, writeQualityArtifacts } from '../quality-artifacts.js';
+import { exclude, type FrameExclusionCode, type RawStackState } from '../state.js';
+import { computeWeights } from '../weights.js';
+
+const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toFixed(4)) : null);
+
+function warningCode(text: string): string {
+  if (text.startsWith('manual override')) return 'manual_override_unmatched';
+  if (/frames excluded$/.test(text)) return 'many_frames_excluded';
+  return 'quality_filter';
+}
+
+export const frameFilteringPhase: Phase<RawStackState> = {
+  name: 'FRAME_FILTERING',
+  optional: false,
+  async prepare(ctx) {
+    const { state } = ctx;
+    if (state.config.quality_filter.mode !== 'off') return;
+    const weights = computeWeights(state);
+    await writeQualityArtifacts(state, 'FRAME_FILTERING');
+    const overrides = Object.keys(state.config.quality_filter.manual_overrides).length;
+    if (overrides > 0) ctx.warn('manual_overrides_ignored', `quality_filter.mode is off: the ${overrides} manual override(s) are not applied`);
+    const included = state.frames.filter((f) => f.status === 'included').length;
+    const details = { rejection_mode: 'off', n_total: state.frames.length, n_accepted: included, n_rejected: state.frames.length - included, csv_path: FRAME_QUALITY_CSV, rejected_path: REJECTED_FRAMES_TXT, weights };
+    state.summaries.FRAME_FILTERING = details;
+    return skipped('quality_mode_off', 'quality_filter.mode is off: no quality filtering', details);
+  },
+  async run(ctx) {
+    const { state } = ctx;
+    const q = state.config.quality_filter;
+    const input: FilterFrame[] = state.frames.map((f) => ({
+      index: f.index,
+      file: f.name,
+      // Frames excluded before (unreadable, no stars, not registered) are frames without data.
+      metrics: f.status === 'included' && f.metrics ? f.metrics : null,
+      registered: f.registration?.ok ?? false,
+    }));
+    const result = filterFrames(input, {
+      mode: q.mode,
+      min_stars: q.min_stars,
+      min_correlation: q.min_correlation,
+      max_fwhm_sigma: q.max_fwhm_sigma,
+      max_eccentricity: q.max_eccentricity,
+      min_relative_transparency: q.min_relative_transparency,
+      manual_overrides: q.manual_overrides,
+    });
+    let rejectedHere = 0;
+    const counts: Record<string, number> = {};
+    result.frames.forEach((d, p) => {
+      const f = state.frames[p]!;
+      const wasIncluded = f.status === 'included';
+      if (d.manual !== null && wasIncluded) f.manual = d.manual === 'include';
+      if (wasIncluded && d.status === 'excluded') {
+        d.reasons.forEach((reason, k) => {
+          const code: FrameExclusionCode = reason; // the filter's codes are a subset (type-checked)
+          exclude(f, code, d.details[k] ?? code);
+        });
+        rejectedHere++;
+        counts[d.reasons[0]!] = (counts[d.reasons[0]!] ?? 0) + 1;
+      }
+      if (wasIncluded) {
+        const extra = d.manual === 'include' && d.reasons.length > 0 ? { overridden: d.reasons.map((c, k) => `${c}: ${d.details[k]}`) } : {};
+        ctx.frame(f.index, f.name, f.status === 'included' ? 'ok' : 'excluded', f.status === 'excluded' ? f.exclusions[0]?.code : d.manual === 'include' ? 'manual_include' : undefined, Object.keys(extra).length ? extra : undefined);
+      } else if (d.manual === 'include') {
+        ctx.warn('manual_include_without_data', `manual override cannot include ${f.name}: ${f.exclusions[0]?.code ?? 'excluded'} (${f.exclusions[0]?.detail ?? ''})`);
+      }
+    });
+    for (const w of result.warnings) ctx.warn(warningCode(w), w);
+    const weights = computeWeights(state);
+    await writeQualityArtifacts(state, 'FRAME_FILTERING');
+    const accepted = state.frames.filter((f) => f.status === 'included').length;
+    const l = result.limits;
+    const details = {
+      rejection_mode: q.mode,
+      n_total: state.frames.length,
+      n_accepted: accepted,
+      n_rejected: state.frames.length - accepted,
+      n_rejected_by_filter: rejectedHere,
+      rejected_by_reason: counts,
+      manual_overrides: state.frames.filter((f) => f.manual !== null).length,
+      csv_path: FRAME_QUALITY_CSV,
+      rejected_path: REJECTED_FRAMES_TXT,
+      limits: {
+        k: l.k,
+        min_stars: q.min_stars,
+        min_correlation: q.min_correlation,
+        max_eccentricity: q.max_eccentricity,
+        max_fwhm_sigma: q.max_fwhm_sigma,
+        min_relative_transparency: q.min_relative_transparency,
+        fwhm_median: r4(l.fwhm_median),
+        fwhm_sigma: r4(l.fwhm_sigma),
+        fwhm_limit: r4(l.fwhm_limit),
+        star_count_median: r4(l.star_count_median),
+        star_count_limit: r4(l.star_count_limit),
+        flux_median: r4(l.flux_median),
+        flux_limit: r4(l.flux_limit),
+      },
+      weights,
+    };
+    state.summaries.FRAME_FILTERING = details;
+    if (accepted === 0) return failed('no_frames', `no frame left to stack: all ${state.frames.length} frames excluded`, details);
+    return ok(details);
+  },
+};

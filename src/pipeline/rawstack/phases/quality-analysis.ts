@@ -1,0 +1,125 @@
+// QUALITY_ANALYSIS (never skipped): completes each registered frame's quality record.
+// 1. registration_cc (registration-cc.ts): the reference's correlation proxy is built once,
+//    put in shared memory and handed to every task; each frame (pixelSource, one frame in memory
+//    per worker, `runtime_limits.parallel_workers` at a time) gets its own proxy, warped onto the
+//    reference's with its registration matrix and correlated. Bin CC_BIN = 2 for mono and OSC
+//    (even, so on a mosaic every proxy pixel mixes one whole Bayer cell: a luminance proxy).
+//    The reference scores 1 by definition; a correlation that cannot be computed scores 0 (the
+//    filter's min_correlation then removes the frame in auto/strict/relaxed); a frame that can no
+//    longer be read is excluded `unreadable`.
+// 2. quality_score re-scored (scoreFrames) over the frames still included, so the score (and the
+//    quality weights derived from it) is relative to the registered sequence and final. Frames
+//    excluded earlier keep the score they got in REFERENCE_SELECTION.
+// 3. One `frame` event per included frame with its final metrics; registration.json rewritten
+//    with the correlations.
+// star_count, FWHM, eccentricity, background, noise, SNR and saturation were measured in
+// REFERENCE_SELECTION (same detection; no second pass over the pixels for them).
+
+import { scoreFrames } from '../../../algorithms/frame-metrics.js';
+import { toShared } from '../../../cpu/worker-pool.js';
+import { isFitsError } from '../../../fits/index.js';
+import { failed, ok, type Phase } from '../../phase.js';
+import { ccProxyOf, readPlane, type CcTaskResult } from '../frame-tasks.js';
+import { FrameWorkers, mapFrames } from '../frame-workers.js';
+import { medianOf, metricsView } from '../quality-artifacts.js';
+import { writeRegistrationJson } from '../registration-artifact.js';
+import { exclude, includedFrames, pixelSource, type RawStackState } from '../state.js';
+
+/** Correlation proxy binning (even: whole Bayer cells on a mosaic). */
+export const CC_BIN = 2;
+
+const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toFixed(4)) : null);
+
+export const qualityAnalysisPhase: Phase<RawStackState> = {
+  name: 'QUALITY_ANALYSIS',
+  optional: false,
+  async run(ctx) {
+    const { state } = ctx;
+    const reference = state.referenceIndex !== null ? state.frames[state.referenceIndex] : undefined;
+    if (!reference || reference.status !== 'included' || !reference.registration?.ok) {
+      return failed('registration_error', 'no registered reference frame (REGISTRATION did not complete)');
+    }
+    const frames = includedFrames(state).filter((f) => f.registration?.ok && f.metrics);
+    const t0 = performance.now();
+    let refPlane;
+    try {
+      refPlane = await readPlane(pixelSource(reference));
+    } catch (e) {
+      if (isFitsError(e)) return failed('input_error', `the reference frame can no longer be read: ${e.message}`);
+      throw e;
+    }
+    const refProxy = ccProxyOf(refPlane, CC_BIN);
+    refPlane = undefined;
+    // Shared memory: workers read the same proxy instead of each receiving a copy.
+    const sharedRef = { ...refProxy, data: toShared(refProxy.data) };
+    const refMs = performance.now() - t0;
+    reference.metrics!.registration_cc = 1;
+
+    const others = frames.filter((f) => f !== reference);
+    const workers = new FrameWorkers(Math.min(state.config.runtime_limits.parallel_workers, Math.max(1, others.length)));
+    const ccFailures: string[] = [];
+    const readMs: number[] = [];
+    const ccMs: number[] = [];
+    let done = 0;
+    try {
+      await mapFrames(
+        others,
+        workers.size,
+        ctx.signal,
+        (f) => workers.run({ kind: 'cc', file: pixelSource(f), matrix: f.registration!.matrix!, bin: CC_BIN, reference: sharedRef }) as Promise<CcTaskResult>,
+        (f, r) => {
+          readMs.push(r.ms.read);
+          ccMs.push(r.ms.cc);
+          if (r.ok) {
+            f.metrics!.registration_cc = r.cc;
+          } else if (r.code === 'unreadable') {
+            exclude(f, 'unreadable', r.detail);
+          } else {
+            f.metrics!.registration_cc = 0;
+            ccFailures.push(`${f.name}: ${r.detail}`);
+            ctx.warn('registration_cc_failed', `registration_cc of ${f.name} could not be computed (${r.detail}); set to 0`);
+          }
+          ctx.progress(++done, others.length, 'registration_cc');
+        },
+      );
+    } finally {
+      await workers.close();
+    }
+
+    // Final scores relative to the frames that go on.
+    const kept = frames.filter((f) => f.status === 'included');
+    const scored = scoreFrames(kept.map((f) => f.metrics!));
+    kept.forEach((f, i) => {
+      f.metrics = scored[i]!;
+    });
+    for (const f of frames) {
+      if (f.status === 'included') ctx.frame(f.index, f.name, 'ok', undefined, metricsView(f.metrics));
+      else ctx.frame(f.index, f.name, 'excluded', f.exclusions[f.exclusions.length - 1]?.code);
+    }
+    await writeRegistrationJson(state, 'REGISTRATION');
+
+    const m = kept.map((f) => f.metrics!);
+    const details = {
+      n_frames: frames.length,
+      n_analyzed: kept.length,
+      n_unreadable: frames.length - kept.length,
+      n_cc_failed: ccFailures.length,
+      median_fwhm: r4(medianOf(m.map((x) => x.fwhm))),
+      median_star_count: medianOf(m.map((x) => x.star_count)),
+      median_background: r4(medianOf(m.map((x) => x.background_median))),
+      median_noise: r4(medianOf(m.map((x) => x.background_rms))),
+      median_eccentricity: r4(medianOf(m.map((x) => x.eccentricity))),
+      median_registration_cc: r4(medianOf(m.map((x) => x.registration_cc))),
+      min_registration_cc: m.length ? r4(Math.min(...m.map((x) => x.registration_cc ?? 0))) : null,
+      quality_score_range: m.length ? [r4(Math.min(...m.map((x) => x.quality_score))), r4(Math.max(...m.map((x) => x.quality_score)))] : null,
+      cc_bin: CC_BIN,
+      workers: workers.size,
+      timing: { reference_proxy_ms: Math.round(refMs), read_ms: r1(medianOf(readMs)), cc_ms: r1(medianOf(ccMs)) },
+    };
+    state.summaries.QUALITY_ANALYSIS = details;
+    if (kept.length === 0) return failed('no_frames', 'no frame left after quality analysis', details);
+    return ok(details);
+  },
+};
+
+const r1 = (v: number) => (Number.isFinite(v) ? Math.round(v * 10) / 10 : null);

@@ -1,0 +1,152 @@
+// REFERENCE_SELECTION (never skipped): measures every included frame and picks the frame the
+// others are registered to.
+// 1. Per frame (pixelSource: the calibrated file when CALIBRATION wrote one), one frame in
+//    memory per worker, `runtime_limits.parallel_workers` at a time: star detection (stars.ts;
+//    OSC frames on the raw mosaic with `cfa`, saturation level from SATURATE/DATAMAX and e-/ADU
+//    from EGAIN when the header has them) → frame.metrics (frame-metrics.ts) and frame.stars (the
+//    brightest MAX_STORED_STARS, full-resolution frame pixels, brightest first: enough for
+//    triangle matching (40–60 stars) and the all-star refinement, bounded memory per frame).
+//    A frame that cannot be read is excluded `unreadable`, one without stars `no_stars`; if that
+//    leaves none the phase ends in error `registration_error`.
+// 2. scoreFrames over the measured sequence → quality_score (QUALITY_ANALYSIS re-scores over
+//    the registered frames).
+// 3. selectReference with `registration_reference` (best_quality | temporal_midpoint, DATE-OBS
+//    from the scan). Beyond reference.ts: frames excluded by a manual override are not
+//    candidates, and neither are frames with a satellite or aircraft trail (more streak points
+//    refused by the detector than the sequence median + STREAK_MARGIN): the reference is what
+//    every frame's registration_cc is measured against, and a trail in it lowers every frame's
+//    correlation (by ~0.1 on the fixtures). Both fall back to all frames if no frame is left.
+// Writes: frame.stars, frame.metrics (registration_cc null), frame exclusions,
+// state.referenceIndex/referenceStrategy, state.summaries.REFERENCE_SELECTION.
+
+import { scoreFrames } from '../../../algorithms/frame-metrics.js';
+import { filterFrames } from '../../../algorithms/frame-filter.js';
+import type { StarPoint } from '../../../algorithms/match.js';
+import { selectReference, type ReferenceCandidate } from '../../../algorithms/reference.js';
+import { failed, ok, type Phase } from '../../phase.js';
+import type { MeasureResult } from '../frame-tasks.js';
+import { FrameWorkers, mapFrames } from '../frame-workers.js';
+import { medianOf, metricsView } from '../quality-artifacts.js';
+import { exclude, includedFrames, pixelSource, type FrameRecord, type RawStackState } from '../state.js';
+
+/** Stars kept per frame for registration (brightest first). */
+export const MAX_STORED_STARS = 1500;
+/** Streak points above the sequence median that mark a frame as trailed by a satellite or plane. */
+export const STREAK_MARGIN = 5;
+
+function unpackStars(packed: Float64Array): StarPoint[] {
+  const out: StarPoint[] = new Array(packed.length / 3);
+  for (let i = 0; i < out.length; i++) out[i] = { x: packed[3 * i]!, y: packed[3 * i + 1]!, flux: packed[3 * i + 2]! };
+  return out;
+}
+
+/** Indices of frames that a manual override excludes (resolved exactly as FRAME_FILTERING will). */
+function manuallyExcluded(state: RawStackState, frames: readonly FrameRecord[]): Set<number> {
+  const overrides = state.config.quality_filter.manual_overrides;
+  if (Object.keys(overrides).length === 0) return new Set();
+  // Mode `off` applies no quality rule: only the overrides decide.
+  const r = filterFrames(
+    frames.map((f) => ({ index: f.index, file: f.name, metrics: { star_count: 0, fwhm: NaN, eccentricity: NaN, median_star_flux: NaN, registration_cc: null } })),
+    { mode: 'off', manual_overrides: overrides },
+  );
+  return new Set(r.frames.filter((d) => d.manual === 'exclude').map((d) => d.index));
+}
+
+export const referenceSelectionPhase: Phase<RawStackState> = {
+  name: 'REFERENCE_SELECTION',
+  optional: false,
+  async run(ctx) {
+    const { state } = ctx;
+    const frames = includedFrames(state);
+    if (frames.length === 0) return failed('no_frames', 'no frame left to measure');
+    const cfa = state.colorMode === 'OSC';
+    const workers = new FrameWorkers(Math.min(state.config.runtime_limits.parallel_workers, frames.length));
+    const streaks = new Map<number, number>();
+    const readMs: number[] = [];
+    const detectMs: number[] = [];
+    let done = 0;
+    const t0 = performance.now();
+    try {
+      await mapFrames(
+        frames,
+        workers.size,
+        ctx.signal,
+        (f) => workers.run({ kind: 'measure', file: pixelSource(f), cfa, maxStars: MAX_STORED_STARS }) as Promise<MeasureResult>,
+        (f, r) => {
+          readMs.push(r.ms.read);
+          detectMs.push(r.ms.detect);
+          if (r.ok) {
+            f.stars = unpackStars(r.stars);
+            f.metrics = r.metrics;
+            streaks.set(f.index, r.streaks);
+            ctx.frame(f.index, f.name, 'ok', undefined, { ...metricsView(r.metrics), streak_points: r.streaks });
+          } else {
+            f.stars = null;
+            f.metrics = r.metrics ? { ...r.metrics, quality_score: 0 } : null;
+            exclude(f, r.code, r.detail);
+            ctx.frame(f.index, f.name, 'excluded', r.code, metricsView(f.metrics));
+          }
+          ctx.progress(++done, frames.length, 'stars');
+        },
+      );
+    } finally {
+      await workers.close();
+    }
+    const wallMs = performance.now() - t0;
+
+    const measured = frames.filter((f) => f.status === 'included' && f.metrics && f.stars);
+    const noStars = frames.filter((f) => f.exclusions.some((e) => e.code === 'no_stars')).length;
+    const unreadable = frames.filter((f) => f.exclusions.some((e) => e.code === 'unreadable')).length;
+    if (measured.length === 0) {
+      return failed('registration_error', `no frame has detectable stars (${noStars} without stars, ${unreadable} unreadable of ${frames.length})`, { n_frames: frames.length, n_no_stars: noStars, n_unreadable: unreadable });
+    }
+    const scored = scoreFrames(measured.map((f) => f.metrics!));
+    measured.forEach((f, i) => {
+      f.metrics = scored[i]!;
+    });
+
+    // Candidates: not manually excluded, and no trail through the frame when others are clean.
+    const manual = manuallyExcluded(state, measured);
+    const streakMedian = medianOf(measured.map((f) => streaks.get(f.index) ?? 0));
+    const trailed = new Set(measured.filter((f) => (streaks.get(f.index) ?? 0) > streakMedian + STREAK_MARGIN).map((f) => f.index));
+    const pools = [measured.filter((f) => !manual.has(f.index) && !trailed.has(f.index)), measured.filter((f) => !manual.has(f.index)), measured];
+    const pool = pools.find((p) => p.length > 0)!;
+    const inPool = new Set(pool.map((f) => f.index));
+    const candidates: ReferenceCandidate[] = measured.map((f) => ({
+      index: f.index,
+      file: f.name,
+      quality_score: f.metrics!.quality_score,
+      star_count: f.metrics!.star_count,
+      date_obs: f.info?.dateObs ?? null,
+      usable: inPool.has(f.index),
+    }));
+    const mode = state.config.registration_reference;
+    const choice = selectReference(candidates, mode, { minStars: state.config.quality_filter.min_stars });
+    if (!choice.ok) return failed('registration_error', `no reference frame: ${choice.detail}`);
+    const reference = state.frames[choice.index]!;
+    state.referenceIndex = reference.index;
+    state.referenceStrategy = choice.strategy;
+
+    const perFrame = { read_ms: round1(medianOf(readMs)), detect_ms: round1(medianOf(detectMs)), wall_ms_per_frame: round1(wallMs / frames.length) };
+    const details = {
+      strategy: choice.strategy,
+      requested_strategy: mode,
+      fallback: choice.fallback,
+      reference_index: reference.index,
+      reference_file: reference.name,
+      quality_score: choice.quality_score,
+      detail: choice.detail,
+      n_frames: frames.length,
+      n_measured: measured.length,
+      n_no_stars: noStars,
+      n_unreadable: unreadable,
+      not_candidates: { manual_exclude: [...manual].sort((a, b) => a - b), trailed: [...trailed].sort((a, b) => a - b) },
+      workers: workers.size,
+      timing: perFrame,
+    };
+    state.summaries.REFERENCE_SELECTION = details;
+    return ok(details);
+  },
+};
+
+const round1 = (v: number) => (Number.isFinite(v) ? Math.round(v * 10) / 10 : null);
