@@ -13,7 +13,11 @@ import { EventLog, type EventLine, type RunStatus } from '../events.js';
 import type { Phase } from '../phase.js';
 import { createRunFolder, writeRunRecord, type RunRecord } from '../run-folder.js';
 import { runPhases } from '../runner.js';
+import { frameFilteringPhase } from './phases/frame-filtering.js';
 import { inputScanPhase } from './phases/input-scan.js';
+import { qualityAnalysisPhase } from './phases/quality-analysis.js';
+import { referenceSelectionPhase } from './phases/reference-selection.js';
+import { registrationPhase } from './phases/registration.js';
 import { astrometryPhase, bgePhase, hmsPhase, pccPhase } from './phases/postprocess.js';
 import { addArtifact, reportPhase } from './phases/report.js';
 import type { RawStackState } from './state.js';
@@ -41,7 +45,7 @@ export interface RawStackRunResult {
 }
 
 export function standardPhases(): Phase<RawStackState>[] {
-  return [inputScanPhase, astrometryPhase, bgePhase, pccPhase, hmsPhase, reportPhase];
+  return [inputScanPhase, referenceSelectionPhase, registrationPhase, qualityAnalysisPhase, frameFilteringPhase, astrometryPhase, bgePhase, pccPhase, hmsPhase, reportPhase];
 }
 
 export async function runRawStack(config: RawStackConfig, options: RawStackRunOptions = {}): Promise<RawStackRunResult> {
