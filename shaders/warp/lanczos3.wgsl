@@ -13,8 +13,8 @@
 //              loop step, so loads dominate). Valid when the 4 pixels' footprints sit within
 //              one row and one column of each other: |a00 − 1| < 1/3 (or |a00 + 1| < 1/3 with
 //              flip = 1, pixels taken right to left: meridian flips) and |a10| < 1/3. The
-//              wrapper checks this on the host with margin for f32 rounding; a violation that
-//              slips through yields NaN, never wrong values.
+//              wrapper checks this on the host (exactly: positions are fixed point); a
+//              violation that slipped through would yield NaN, never wrong values.
 //   GROUP = 1: one pixel per invocation, any transform.
 // Precision: the source position is exact fixed point (32 fractional bits, fraction kept to
 //            2^-24), identical on every device and in the reference; weights and sums in f32.
