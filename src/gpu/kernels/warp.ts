@@ -1,6 +1,6 @@
 // Wrappers for shaders/warp/bilinear.wgsl and shaders/warp/lanczos3.wgsl: uniform layout,
 // dispatch math, the choice of the Lanczos kernel shape and the source-band check. The contract
-// (geometry, NaN and deringing rules, f32 displacement) is defined by the TypeScript reference
+// (geometry, NaN and deringing rules, fixed-point displacement) is defined by the TypeScript reference
 // in src/cpu/warp.ts.
 // Invariants: a dispatch never reads outside the bound buffers (indices are clamped in WGSL);
 // the source band covers sourceRowsFor() of the output band (refused otherwise, as in the
