@@ -237,7 +237,45 @@ export class GpuContext {
   }
 
   async readFloat32(buffer: GPUBuffer, count: number, offset = 0): Promise<Float32Array> {
-    return new Float32Array(await this.readback(buffer, count * 4, offset));
+    const out = new Float32Array(count);
+    await this.readInto(buffer, out, offset);
+    return out;
+  }
+
+  /**
+   * Copies `target.byteLength` bytes of `buffer` (from `offset`) straight from the mapped
+   * staging range into `target`, without an intermediate copy: readbacks of large planes cost
+   * as much as the kernels on llvmpipe, so the second copy matters. `target` may be shared memory.
+   */
+  async readInto(buffer: GPUBuffer, target: ArrayBufferView, offset = 0): Promise<void> {
+    await this.readManyInto([{ buffer, target, offset }]);
+  }
+
+  /** Several readbacks in one submit and one wait (e.g. the R, G, B planes of a band). */
+  async readManyInto(reads: { buffer: GPUBuffer; target: ArrayBufferView; offset?: number }[]): Promise<void> {
+    this.check();
+    const encoder = this.device.createCommandEncoder({ label: 'readback' });
+    const staged = reads.map((r) => {
+      const size = Math.ceil(r.target.byteLength / 4) * 4;
+      const staging = this.pool.acquire(size, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'readback');
+      encoder.copyBufferToBuffer(r.buffer, r.offset ?? 0, staging, 0, size);
+      return { ...r, staging, size };
+    });
+    try {
+      this.submit(encoder);
+      await Promise.all(staged.map((s) => s.staging.mapAsync(GPUMapMode.READ, 0, s.size)));
+      this.check();
+      for (const s of staged) {
+        const src = new Uint8Array(s.staging.getMappedRange(0, s.size), 0, s.target.byteLength);
+        new Uint8Array(s.target.buffer, s.target.byteOffset, s.target.byteLength).set(src);
+        s.staging.unmap();
+      }
+    } finally {
+      for (const s of staged) {
+        if (s.staging.mapState === 'mapped') s.staging.unmap();
+        this.pool.release(s.staging);
+      }
+    }
   }
 
   /** Resolves when everything submitted so far has finished on the device. */
