@@ -21,6 +21,7 @@ export type FrameExclusionCode =
   | 'unreadable'
   | 'size_mismatch'
   | 'calibration_failed'
+  | 'blank_frame' // mostly zero/NaN padding or one constant value (CALIBRATION, CFA_CHANNEL_PREP)
   | 'no_stars'
   | 'registration_failed'
   | 'low_correlation'
@@ -40,6 +41,8 @@ export interface ChannelNormalization {
   /** Robust location (background) and scale (noise or spread) measured on the frame. */
   location: number;
   spread: number;
+  /** Median of all the channel's pixels (stars included): the `median` normalization mode. */
+  median: number;
   scale: number;
   offset: number;
 }

@@ -1,0 +1,140 @@
+// CFA_CHANNEL_PREP (never skipped; seed: "Bayer normalization for OSC; single-channel
+// normalization for mono"): reads each included frame's pixels once (pixelSource: the
+// calibrated frame when CALIBRATION wrote one, else the light) and measures, per channel, the
+// robust statistics the four STACKING normalization modes need (channel-stats.ts):
+//   OSC: R = R sites, G = both G sites, B = B sites of the mosaic, by the frame's effective CFA
+//        phase (state.bayer shifted by the frame's XBAYROFF/YBAYROFF/ROWORDER: cfaPhase);
+//   mono: one channel.
+// frame.normalization[c] = {location: 3σ-clipped median (sky background), spread: robust σ
+// (1.4826·MAD) of the same survivors, median: median of all pixels, scale: 1, offset: 0};
+// STACKING turns them into scale/offset against the reference once it is known (addscale:
+// scale = ref_spread/spread, offset = ref_loc − loc·scale; background: 1, ref_loc − loc;
+// median: ref_median/median, 0; none: 1, 0).
+// Blank frames (more than half zero/NaN, or one constant value) and frames without a finite
+// pixel in some channel are excluded as `blank_frame`; unreadable ones as `unreadable`; the run
+// goes on. At most runtime_limits.parallel_workers frames are in memory at once.
+// Writes: frame.normalization, exclusions, state.summaries.CFA_CHANNEL_PREP.
+
+import type { CfaPattern } from '../../../cpu/debayer.js';
+import { cfaPhase } from '../../../cpu/debayer.js';
+import { FitsReader, isFitsError, keys } from '../../../fits/index.js';
+import { failed, ok, type Phase } from '../../phase.js';
+import { measureChannels, MONO_PHASES, phaseChannels, type ChannelStats } from '../channel-stats.js';
+import { forEachLimit } from '../concurrency.js';
+import { exclude, includedFrames, pixelSource, type FrameRecord, type RawStackState } from '../state.js';
+
+const PHASE = 'CFA_CHANNEL_PREP';
+
+const round = (v: number, digits = 4) => (Number.isFinite(v) ? Number(v.toPrecision(digits + 3)) : null);
+
+function medianOf(values: number[]): number | null {
+  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (v.length === 0) return null;
+  const n = v.length;
+  return n % 2 ? v[n >> 1]! : (v[n / 2 - 1]! + v[n / 2]!) / 2;
+}
+
+export const cfaChannelPrepPhase: Phase<RawStackState> = {
+  name: PHASE,
+  optional: false,
+  async run(ctx) {
+    const { state } = ctx;
+    const frames = includedFrames(state);
+    if (frames.length === 0 || state.width === null || state.height === null) return failed('no_frames', 'no included frame to measure');
+    const width = state.width;
+    const height = state.height;
+    const osc = state.colorMode === 'OSC';
+    const names = osc ? ['R', 'G', 'B'] : ['L'];
+    const pattern = (state.bayer ?? 'RGGB') as CfaPattern;
+    const excluded: Record<string, number> = {};
+    const phases = new Map<string, number>();
+    let measured = 0;
+    let done = 0;
+    let computeMs = 0;
+    let readMs = 0;
+    await forEachLimit(frames, state.config.runtime_limits.parallel_workers, async (frame: FrameRecord) => {
+      ctx.checkCancelled();
+      const file = pixelSource(frame);
+      try {
+        const t0 = performance.now();
+        let data: Float32Array;
+        let map: readonly number[] = MONO_PHASES;
+        const reader = await FitsReader.open(file);
+        try {
+          if (reader.width !== width || reader.height !== height) {
+            const why = `${file} is ${reader.width}x${reader.height}, expected ${width}x${height}`;
+            exclude(frame, 'size_mismatch', why);
+            excluded.size_mismatch = (excluded.size_mismatch ?? 0) + 1;
+            ctx.frame(frame.index, frame.name, 'excluded', 'size_mismatch', { detail: why });
+            return;
+          }
+          if (osc) {
+            const off = keys.bayerOffset(reader.header);
+            const effective = cfaPhase(pattern, off.x, off.y, keys.rowOrder(reader.header), height);
+            phases.set(effective, (phases.get(effective) ?? 0) + 1);
+            map = phaseChannels(effective);
+          }
+          data = (await reader.readRows(0, height, { planes: [0] })).data;
+        } finally {
+          await reader.close();
+        }
+        const t1 = performance.now();
+        const stats = measureChannels(data, width, height, map, names.length);
+        const t2 = performance.now();
+        readMs += t1 - t0;
+        computeMs += t2 - t1;
+        const bad = stats.channels.findIndex((ch: ChannelStats) => !(Number.isFinite(ch.location) && Number.isFinite(ch.spread) && Number.isFinite(ch.median)));
+        const why = stats.blank.detail ?? (bad >= 0 ? `channel ${names[bad]} has no finite pixel` : null);
+        if (why !== null) {
+          exclude(frame, 'blank_frame', why);
+          excluded.blank_frame = (excluded.blank_frame ?? 0) + 1;
+          ctx.frame(frame.index, frame.name, 'excluded', 'blank_frame', { detail: why });
+          return;
+        }
+        frame.normalization = stats.channels.map((ch) => ({ location: ch.location, spread: ch.spread, median: ch.median, scale: 1, offset: 0 }));
+        measured++;
+        ctx.frame(frame.index, frame.name, 'ok', undefined, {
+          channels: names,
+          location: stats.channels.map((ch) => round(ch.location)),
+          spread: stats.channels.map((ch) => round(ch.spread)),
+          median: stats.channels.map((ch) => round(ch.median)),
+        });
+      } catch (e) {
+        // Only file problems are the frame's fault; anything else is a bug and ends the phase.
+        if (!isFitsError(e)) throw e;
+        const msg = e.message;
+        exclude(frame, 'unreadable', msg);
+        excluded.unreadable = (excluded.unreadable ?? 0) + 1;
+        ctx.frame(frame.index, frame.name, 'excluded', 'unreadable', { detail: msg });
+      } finally {
+        done++;
+        ctx.progress(done, frames.length, 'frames');
+      }
+    });
+    const kept = frames.filter((f) => f.status === 'included' && f.normalization);
+    const perChannel = names.map((name, c) => {
+      const loc = kept.map((f) => f.normalization![c]!.location);
+      const spr = kept.map((f) => f.normalization![c]!.spread);
+      return {
+        channel: name,
+        location_median: round(medianOf(loc) ?? NaN),
+        location_min: round(Math.min(...loc)),
+        location_max: round(Math.max(...loc)),
+        spread_median: round(medianOf(spr) ?? NaN),
+      };
+    });
+    const summary = {
+      color_mode: state.colorMode,
+      channels: names,
+      ...(osc ? { bayer_pattern: pattern, cfa_phases: Object.fromEntries(phases) } : {}),
+      source: frames.some((f) => f.calibratedFile) ? 'calibrated' : 'lights',
+      frames_measured: measured,
+      frames_excluded: excluded,
+      per_channel: perChannel,
+      timing_ms: { read_per_frame: frames.length ? Math.round(readMs / frames.length) : null, stats_per_frame: frames.length ? Math.round((computeMs / frames.length) * 10) / 10 : null },
+    };
+    state.summaries.CFA_CHANNEL_PREP = summary;
+    if (measured === 0) return failed('no_frames', `every frame was excluded (${Object.entries(excluded).map(([k, v]) => `${v} ${k}`).join(', ')})`, summary);
+    return ok(summary);
+  },
+};
