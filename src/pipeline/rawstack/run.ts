@@ -13,6 +13,8 @@ import { EventLog, type EventLine, type RunStatus } from '../events.js';
 import type { Phase } from '../phase.js';
 import { createRunFolder, writeRunRecord, type RunRecord } from '../run-folder.js';
 import { runPhases } from '../runner.js';
+import { calibrationPhase } from './phases/calibration.js';
+import { cfaChannelPrepPhase } from './phases/cfa-channel-prep.js';
 import { frameFilteringPhase } from './phases/frame-filtering.js';
 import { inputScanPhase } from './phases/input-scan.js';
 import { qualityAnalysisPhase } from './phases/quality-analysis.js';
@@ -45,7 +47,7 @@ export interface RawStackRunResult {
 }
 
 export function standardPhases(): Phase<RawStackState>[] {
-  return [inputScanPhase, referenceSelectionPhase, registrationPhase, qualityAnalysisPhase, frameFilteringPhase, astrometryPhase, bgePhase, pccPhase, hmsPhase, reportPhase];
+  return [inputScanPhase, calibrationPhase, cfaChannelPrepPhase, referenceSelectionPhase, registrationPhase, qualityAnalysisPhase, frameFilteringPhase, astrometryPhase, bgePhase, pccPhase, hmsPhase, reportPhase];
 }
 
 export async function runRawStack(config: RawStackConfig, options: RawStackRunOptions = {}): Promise<RawStackRunResult> {
