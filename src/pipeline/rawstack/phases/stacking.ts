@@ -1,0 +1,390 @@
+// STACKING (core, never skipped): combines the included frames into one linear image in the
+// reference frame's geometry and photometric scale.
+//   setup (stacking-setup.ts): warp matrices (inverse of REGISTRATION's frame → reference
+//     matrices), CFA phases, normalisation scale/offset per frame and channel
+//     (stacking.normalization, relative to the reference), weights (stacking.weighting), and
+//     the band plan under runtime_limits.memory_budget;
+//   band loop (stacking-engine.ts): per band of output rows, every frame's source rows are read,
+//     optionally cosmetic-corrected, debayered (OSC, bilinear), Lanczos-3 warped into its slot,
+//     then each channel is stacked per pixel over ALL frames with rejection.method (exact global
+//     rejection, never batch averaging);
+//   output (stacking-output.ts): optional final cosmetic correction, float32 FITS
+//     outputs/stacked_linear.fits (mono) or outputs/stacked_rgb.fits (OSC: planes R, G, B) with
+//     provenance cards, artifacts/preprocess/stacking_diagnostics.json, state.summaries.STACKING.
+// Errors: no stackable frame → no_frames; a budget too small for the smallest band →
+// budget_error with the planner's message; GPU device loss → device_error; a pixel source that
+// fails mid-loop → input_error. Cancellation is checked before every frame of every band.
+// Memory: one band of all frames plus per-frame scratch (the band plan) and the output image;
+// frames are never held whole, so 1000 frames need no more than 20 apart from thinner bands.
+
+import { join } from 'node:path';
+import { isFitsError, writeFits } from '../../../fits/index.js';
+import { GpuError } from '../../../gpu/errors.js';
+import { maxStackFrames } from '../../../gpu/kernels/stack.js';
+import type { WarpKernel } from '../../../cpu/warp.js';
+import type { StackMethod } from '../../../cpu/stack.js';
+import { writeJsonAtomic } from '../../atomic.js';
+import { gpuFor } from '../../device-policy.js';
+import { CancelledError, failed, ok, type Phase, type PhaseContext } from '../../phase.js';
+import { BandEngine, type EngineOptions } from '../stacking-engine.js';
+import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN_FRAMES } from '../stacking-premask.js';
+import { channelNames } from '../stacking-normalization.js';
+import { finalCosmetic, stackHeader, type StackParameters } from '../stacking-output.js';
+import { ReaderCache } from '../stacking-readers.js';
+import { channelNoise, planStackBands, prepareFrames, readHalo, SetupError, type StackPlan, type StackSetup } from '../stacking-setup.js';
+import type { RawStackState } from '../state.js';
+import { addArtifact } from './report.js';
+
+/** Resampling kernel of the warp (DESIGN §8: Lanczos-3; bilinear is the kernels' other option). */
+export const STACKING_WARP_KERNEL: WarpKernel = 'lanczos3';
+/** Most FITS files kept open at once across bands. */
+export const STACKING_OPEN_FILES = 64;
+
+const MiB = 1024 * 1024;
+const round = (v: number, d = 3) => (Number.isFinite(v) ? Math.round(v * 10 ** d) / 10 ** d : null);
+
+interface Live {
+  readers: ReaderCache;
+  engine: BandEngine | null;
+}
+const live = new WeakMap<RawStackState, Live>();
+
+function describe(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+export const stackingPhase: Phase<RawStackState> = {
+  name: 'STACKING',
+  optional: false,
+
+  memory(ctx) {
+    const { state } = ctx;
+    const channels = state.colorMode === 'OSC' ? 3 : 1;
+    const budget = state.config.runtime_limits.memory_budget * MiB;
+    const image = (state.width ?? 0) * (state.height ?? 0) * channels * 4;
+    return { hostBytes: budget + image, deviceBytes: state.gpu ? budget : 0 };
+  },
+
+  async prepare(ctx) {
+    const { state } = ctx;
+    if (state.width === null || state.height === null || state.colorMode === null) return failed('input_error', 'INPUT_SCAN did not determine the image size and colour mode');
+    if (!state.frames.some((f) => f.status === 'included')) return failed('no_frames', 'no included frames to stack');
+  },
+
+  async run(ctx) {
+    try {
+      return await runStacking(ctx);
+    } catch (e) {
+      if (e instanceof CancelledError) throw e;
+      if (e instanceof SetupError) return failed(e.reason, e.message);
+      if (e instanceof GpuError) {
+        if (e.code === 'DEVICE_LOST') return failed('device_error', e.message);
+        if (e.code === 'BUDGET_TOO_SMALL' || e.code === 'POOL_EXHAUSTED') return failed('budget_error', e.message);
+        return failed('device_error', e.message);
+      }
+      if (isFitsError(e)) return failed('input_error', `reading frames for stacking failed: ${e.message}`);
+      throw e;
+    }
+  },
+
+  async finalize(ctx) {
+    const l = live.get(ctx.state);
+    live.delete(ctx.state);
+    if (!l) return;
+    await l.engine?.dispose();
+    await l.readers.closeAll();
+  },
+};
+
+async function runStacking(ctx: PhaseContext<RawStackState>) {
+  const { state } = ctx;
+  const c = state.config;
+  const started = performance.now();
+  const kernel = STACKING_WARP_KERNEL;
+  const osc = state.colorMode === 'OSC';
+  const readers = new ReaderCache(STACKING_OPEN_FILES);
+  const l: Live = { readers, engine: null };
+  live.set(state, l);
+  let cfaMode: string | null = null;
+  if (osc) {
+    cfaMode = 'bilinear';
+    if (c.cfa_mode === 'superpixel') ctx.warn('cfa_mode_superpixel', 'cfa_mode "superpixel" is not implemented for stacking yet; debayering bilinearly at full resolution');
+  }
+
+  // The pre-mask (stacking-premask.ts) guards sigma and winsor rejection; it needs a robust
+  // centre, i.e. at least MIN_FRAMES frames.
+  const method = c.rejection.method as StackMethod;
+  const wantPremask = method === 'sigma' || method === 'winsor';
+  const cosmeticOn = c.stacking.per_frame_cosmetic_correction;
+  const tSetup = performance.now();
+  const setup = await prepareFrames(ctx, readers, kernel, wantPremask || cosmeticOn);
+  const setupMs = performance.now() - tSetup;
+  ctx.checkCancelled();
+  const N = setup.frames.length;
+  const C = setup.channels;
+  const W = setup.width;
+  const H = setup.height;
+
+  // Which device runs what.
+  let stackCtx = gpuFor(state.gpu, 'stack');
+  if (stackCtx && N > maxStackFrames(stackCtx.limits)) {
+    ctx.warn('stack_on_host', `${N} frames exceed what one stack dispatch takes (${maxStackFrames(stackCtx.limits)}); stacking in TypeScript`);
+    stackCtx = null;
+  }
+  const warpCtx = gpuFor(state.gpu, kernel === 'lanczos3' ? 'warp_lanczos3' : 'warp_bilinear');
+  const debayerCtx = osc ? gpuFor(state.gpu, 'debayer') : null;
+  const halo = readHalo(osc, cosmeticOn);
+  let premask: EngineOptions['premask'] = null;
+  if (wantPremask && N >= PREMASK_MIN_FRAMES) {
+    const sigma = setup.frames.map((f) => channelNoise(f, C).map((s, ch) => s * f.scale[ch]!));
+    const refSlot = setup.frames.find((f) => f.record === setup.reference)!;
+    const level = refSlot.stats.map((s) => (Number.isFinite(s.location) ? s.location : 0));
+    if (sigma.some((row) => row.some((s) => !(s > 0)))) ctx.warn('premask_noise', 'pixel noise could not be measured on some frames; the pre-mask skips them');
+    premask = { sigma, level };
+  }
+  const workers = c.runtime_limits.parallel_workers;
+  const budgetBytes = c.runtime_limits.memory_budget * MiB;
+  const planFor = (device: boolean): StackPlan =>
+    planStackBands({
+      width: W,
+      height: H,
+      frames: setup.frames,
+      channels: C,
+      kernel,
+      prefetch: Math.max(1, workers),
+      readHalo: halo,
+      haloRows: premask ? PREMASK_GROW : 0,
+      // The pre-mask's mask byte, and on the device path its host copy of one channel's slots.
+      extraBytesPerFramePixel: premask ? (device && stackCtx ? 5 : 1) : 0,
+      budgetBytes,
+      maxBindingBytes: device && stackCtx ? Math.min(stackCtx.limits.maxStorageBufferBindingSize, stackCtx.limits.maxBufferSize) : null,
+    });
+  let plan: StackPlan;
+  try {
+    plan = planFor(stackCtx !== null);
+  } catch (e) {
+    if (!(e instanceof GpuError)) throw e;
+    if (e.code === 'BINDING_TOO_LARGE' && stackCtx) {
+      ctx.warn('stack_on_host', `the frames' band slices exceed the device's storage-binding limit (${describe(e)}); stacking in TypeScript`);
+      stackCtx = null;
+      try {
+        plan = planFor(false);
+      } catch (e2) {
+        if (e2 instanceof GpuError) return failed('budget_error', e2.message);
+        throw e2;
+      }
+    } else return failed('budget_error', e.message);
+  }
+
+  const engine = new BandEngine({
+    width: W,
+    height: H,
+    channels: C,
+    frames: setup.frames,
+    maxWorkRows: plan.maxWorkRows,
+    maxSourceRows: plan.maxSourceRows,
+    maxReadRows: plan.maxReadRows,
+    kernel,
+    readHalo: halo,
+    rejection: { method, low: c.rejection.low, high: c.rejection.high, maxIters: c.rejection.max_iters, minFraction: c.rejection.min_fraction },
+    premask,
+    perFrameCosmetic: cosmeticOn ? { sigma: c.stacking.per_frame_cosmetic_correction_sigma } : null,
+    workers,
+    gpu: { debayer: debayerCtx, warp: warpCtx, stack: stackCtx },
+    readers,
+  });
+  l.engine = engine;
+
+  // Band loop.
+  const image = new Float32Array(C * H * W);
+  const bands = plan.bands.length;
+  const tLoop = performance.now();
+  ctx.progress(0, bands, 'bands');
+  for (let b = 0; b < bands; b++) {
+    const band = plan.bands[b]!;
+    const rows = await engine.runBand(band, (i) => {
+      ctx.checkCancelled();
+      if (i > 0 && i < N) ctx.progress(b * N + i, bands * N, 'frames');
+    });
+    for (let ch = 0; ch < C; ch++) image.set(rows[ch]!, ch * H * W + band.y0 * W);
+    ctx.checkCancelled();
+    ctx.progress(b + 1, bands, 'bands');
+  }
+  await engine.finish();
+  const loopMs = performance.now() - tLoop;
+
+  // Final cosmetic correction, header, file.
+  let finalFixed: { hot: number; cold: number } | null = null;
+  const tFinal = performance.now();
+  if (c.stacking.cosmetic_correction) finalFixed = finalCosmetic(image, W, H, C, c.stacking.cosmetic_correction_sigma);
+  const finalMs = performance.now() - tFinal;
+  const params: StackParameters = {
+    method,
+    low: c.rejection.low,
+    high: c.rejection.high,
+    maxIters: c.rejection.max_iters,
+    minFraction: c.rejection.min_fraction,
+    normalization: c.stacking.normalization,
+    weighting: c.stacking.weighting,
+    kernel,
+    cfaMode: osc ? `${cfaMode} ${state.bayer ?? ''}`.trim() : null,
+    cosmetic: `per-frame ${cosmeticOn ? `k=${c.stacking.per_frame_cosmetic_correction_sigma}` : 'off'}, final ${c.stacking.cosmetic_correction ? `k=${c.stacking.cosmetic_correction_sigma}` : 'off'}`,
+  };
+  const header = stackHeader(state, setup, ctx.outcomes, params);
+  const outName = osc ? 'stacked_rgb.fits' : 'stacked_linear.fits';
+  const outRel = `outputs/${outName}`;
+  const outPath = join(state.folder.outputsDir, outName);
+  const tWrite = performance.now();
+  await writeFits(outPath, { width: W, height: H, planes: C, data: image }, { header });
+  const writeMs = performance.now() - tWrite;
+  if (osc) state.outputs.stacked_rgb = outPath;
+  else state.outputs.stacked_linear = outPath;
+  addArtifact(state, osc ? 'stacked_rgb' : 'stacked_linear', 'STACKING', outRel);
+
+  // Diagnostics.
+  const totals = engine.totals;
+  const names = channelNames(C);
+  let rejectedLow = 0;
+  let rejectedHigh = 0;
+  for (const r of totals.rejected) {
+    for (let f = 0; f < N; f++) {
+      rejectedLow += r[f]!;
+      rejectedHigh += r[N + f]!;
+    }
+  }
+  const validSamples = totals.validSamples.reduce((a, b) => a + b, 0);
+  const rejectedFraction = validSamples > 0 ? (rejectedLow + rejectedHigh) / validSamples : 0;
+  const frames = setup.frames.map((f) => {
+    const rejected = names.map((name, ch) => ({ channel: name, low: totals.rejected[ch]![f.slot]!, high: totals.rejected[ch]![N + f.slot]! }));
+    return {
+      index: f.record.index,
+      file: f.record.name,
+      source: f.source,
+      weight: f.weight,
+      exposure: f.exposure,
+      normalization: names.map((name, ch) => ({ channel: name, location: round(f.stats[ch]!.location, 4), spread: round(f.stats[ch]!.spread, 4), median: round(f.stats[ch]!.median, 4), scale: f.scale[ch]!, offset: f.offset[ch]! })),
+      rejected,
+      rejected_total: rejected.reduce((a, r) => a + r.low + r.high, 0),
+    };
+  });
+  const paths = engine.paths();
+  const totalMs = performance.now() - started;
+  const timings = {
+    setup: Math.round(setupMs),
+    band_loop: Math.round(loopMs),
+    read_wait: Math.round(engine.timings.read_wait),
+    per_frame_cosmetic: Math.round(engine.timings.cosmetic),
+    premask: Math.round(engine.timings.premask),
+    debayer: Math.round(engine.timings.debayer),
+    warp: Math.round(engine.timings.warp),
+    stack: Math.round(engine.timings.stack),
+    final_cosmetic: Math.round(finalMs),
+    write: Math.round(writeMs),
+    total: Math.round(totalMs),
+  };
+  const diagnostics = {
+    phase: 'STACKING',
+    color_mode: state.colorMode,
+    channels: names,
+    parameters: {
+      rejection: { method, low: c.rejection.low, high: c.rejection.high, max_iters: c.rejection.max_iters, min_fraction: c.rejection.min_fraction },
+      normalization: c.stacking.normalization,
+      normalization_reference: 'reference frame',
+      weighting: c.stacking.weighting,
+      cosmetic_correction: c.stacking.cosmetic_correction,
+      cosmetic_correction_sigma: c.stacking.cosmetic_correction_sigma,
+      per_frame_cosmetic_correction: cosmeticOn,
+      per_frame_cosmetic_correction_sigma: c.stacking.per_frame_cosmetic_correction_sigma,
+      cfa_mode: osc ? c.cfa_mode : null,
+      debayer: osc ? cfaMode : null,
+      bayer_pattern: osc ? state.bayer : null,
+      warp_kernel: kernel,
+      warp_clamp: 'undershoot',
+      premask: premask ? { grow_px: PREMASK_GROW, alpha: PREMASK_ALPHA, k_low: c.rejection.low, k_high: c.rejection.high } : null,
+    },
+    reference: { index: setup.reference.index, file: setup.reference.name },
+    device: { kind: state.device.kind, adapter: state.device.adapter, paths },
+    normalization_source: setup.normalizationSource,
+    unregistered: setup.unregistered,
+    frames_total: state.frames.length,
+    frames_used: N,
+    frames_excluded: state.frames.length - N,
+    used_frames: setup.frames.map((f) => ({ index: f.record.index, file: f.record.name })),
+    weights: setup.frames.map((f) => f.weight),
+    frames,
+    samples: {
+      total: validSamples,
+      rejected_low: rejectedLow,
+      rejected_high: rejectedHigh,
+      rejected_fraction: rejectedFraction,
+      premasked: totals.premasked.reduce((a, b) => a + b, 0),
+      premasked_per_channel: Object.fromEntries(names.map((n, ch) => [n, totals.premasked[ch]!])),
+      empty_pixels: totals.empty.reduce((a, b) => a + b, 0),
+    },
+    cosmetic: {
+      per_frame: cosmeticOn ? { hot: totals.corrected.hot, cold: totals.corrected.cold } : null,
+      final: finalFixed,
+    },
+    band_plan: {
+      memory_budget_mib: c.runtime_limits.memory_budget,
+      memory_budget_bytes: plan.memoryBudgetBytes,
+      rows_per_band: plan.rowsPerBand,
+      halo_rows: premask ? PREMASK_GROW : 0,
+      bands,
+      bytes_per_band: plan.bytesPerBand,
+      scratch_bytes: plan.scratchBytes,
+      limited_by: plan.limitedBy,
+      frames: N,
+      channels: C,
+      bytes_per_pixel_per_frame: 4 * C,
+      max_source_rows: plan.maxSourceRows,
+      bands_rows: plan.bands.map((b) => [b.y0, b.rows]),
+    },
+    files_opened: readers.opens,
+    outputs: osc ? { stacked_rgb: outRel } : { stacked_linear: outRel },
+    timings_ms: timings,
+  };
+  const diagRel = 'artifacts/preprocess/stacking_diagnostics.json';
+  await writeJsonAtomic(join(state.folder.runDir, diagRel), diagnostics);
+  addArtifact(state, 'stacking_diagnostics', 'STACKING', diagRel);
+
+  for (const f of frames) {
+    ctx.frame(f.index, f.file, 'stacked', undefined, {
+      weight: f.weight,
+      scale: f.normalization.map((n) => n.scale),
+      offset: f.normalization.map((n) => n.offset),
+      rejected_low: f.rejected.reduce((a, r) => a + r.low, 0),
+      rejected_high: f.rejected.reduce((a, r) => a + r.high, 0),
+    });
+  }
+  state.summaries.STACKING = {
+    frames_used: N,
+    frames_total: state.frames.length,
+    method,
+    low: c.rejection.low,
+    high: c.rejection.high,
+    normalization: c.stacking.normalization,
+    weighting: c.stacking.weighting,
+    rejected_fraction: rejectedFraction,
+    output_linear: osc ? null : outRel,
+    output_rgb: osc ? outRel : null,
+    diagnostics: diagRel,
+    bands,
+    rows_per_band: plan.rowsPerBand,
+    device_paths: paths,
+    duration_ms: timings.total,
+  };
+  return ok({
+    frames_used: N,
+    method,
+    normalization: c.stacking.normalization,
+    weighting: c.stacking.weighting,
+    rejected_fraction: round(rejectedFraction, 6),
+    output_linear: osc ? null : outRel,
+    output_rgb: osc ? outRel : null,
+    diagnostics: diagRel,
+    bands,
+  });
+}
+
+export type { StackSetup };

@@ -1,0 +1,185 @@
+// Cosmetic correction for STACKING: replaces isolated hot and cold pixels by the median of their
+// same-colour 3×3 neighbourhood. Used per frame before debayer and warp
+// (stacking.per_frame_cosmetic_correction, CFA-aware on raw mosaics) and on the stacked image
+// (stacking.cosmetic_correction, per plane).
+//
+// A pixel v is replaced when BOTH hold:
+//   1. outlier: |v − m| > k·σ, m = median of its 8 same-colour neighbours at distance `step`
+//      (1 on planes, 2 on a Bayer mosaic, where every pixel 2 columns/rows away has the pixel's
+//      colour), σ = the noise of the pixel's colour (estimateNoise), k = the configured sigma;
+//   2. isolated: its 8 immediate neighbours (any colour) do not share the excess. Each
+//      neighbour's excess is taken over the local level of its own colour (median of that colour's
+//      pixels in the 7×7 window outside the inner 3×3), and the mean neighbour excess must stay
+//      below ISOLATION × the centre's excess. A star's core passes test 1 (its peak rises far above
+//      the same-colour median), but its immediate neighbours carry 30–60 % of its peak; a hot
+//      pixel's neighbours carry only noise. Testing only 1 would flatten every star.
+// Why the immediate neighbours also on a mosaic: a star sampled every second pixel (FWHM ≈ 2.5
+// px) already looks "isolated" among its same-colour neighbours 2 px away, so only the
+// other-colour sites next to it tell a star from a hot pixel.
+//
+// Invariants: reads never see corrected values (output goes to a copy), so the result of a pixel
+// depends only on the input image around it, never on band boundaries or processing order;
+// neighbours outside the image are absent (a pixel with fewer than 4 same-colour neighbours, or a
+// colour with fewer than 3 ring pixels, is left alone); NaN pixels stay NaN and NaN neighbours
+// are skipped. Deterministic, single pass, O(pixels) with the expensive tests only at local
+// extremes.
+
+import { MAD_TO_SIGMA, medianInPlace } from '../../algorithms/robust-stats.js';
+
+/** Largest mean-neighbour-excess / centre-excess ratio of an isolated pixel (stars: ≥ 0.3). */
+export const ISOLATION = 0.15;
+
+export interface CosmeticParams {
+  width: number;
+  /** Full image height (neighbours beyond it are absent). */
+  height: number;
+  /** Full-image row of data's first row. */
+  readY0: number;
+  /** Correct rows [y0, y1) (full-image rows inside the data; their 3-row reach should be present where the image has it). */
+  y0: number;
+  y1: number;
+  /** Same-colour spacing: 1 for a plane, 2 for a Bayer mosaic. */
+  step: 1 | 2;
+  /** k: outlier threshold in σ. */
+  sigma: number;
+  /** σ per 2×2 phase, index (y & 1) * 2 + (x & 1) in full-image coordinates (4 entries; equal on planes). */
+  noise: readonly number[];
+}
+
+export interface CosmeticResult {
+  /** Copy of the input with the corrected pixels replaced. */
+  data: Float32Array;
+  hot: number;
+  cold: number;
+}
+
+/**
+ * Corrects rows [y0, y1) of `data` (full-width rows from readY0) and returns a corrected copy;
+ * rows outside [y0, y1) are copied unchanged.
+ */
+export function cosmeticCorrect(data: Float32Array, p: CosmeticParams): CosmeticResult {
+  const { width: W, height: H, readY0, step: s, sigma: k } = p;
+  const readRows = Math.floor(data.length / W);
+  const out = data.slice();
+  const nb = new Float64Array(8);
+  const ring = [new Float64Array(40), new Float64Array(40), new Float64Array(40), new Float64Array(40)];
+  const ringN = new Int32Array(4);
+  const level = new Float64Array(4);
+  let hot = 0;
+  let cold = 0;
+  const rowLo = Math.max(readY0, 0);
+  const rowHi = Math.min(readY0 + readRows, H);
+  const at = (x: number, y: number): number => (x < 0 || x >= W || y < rowLo || y >= rowHi ? NaN : data[(y - readY0) * W + x]!);
+  for (let y = Math.max(p.y0, rowLo); y < Math.min(p.y1, rowHi); y++) {
+    const o = (y - readY0) * W;
+    for (let x = 0; x < W; x++) {
+      const v = data[o + x]!;
+      if (v !== v) continue;
+      // Same-colour neighbours; cheap local-extreme test first (an isolated outlier is one).
+      let n = 0;
+      let mx = -Infinity;
+      let mn = Infinity;
+      for (let dy = -s; dy <= s; dy += s) {
+        for (let dx = -s; dx <= s; dx += s) {
+          if (dx === 0 && dy === 0) continue;
+          const u = at(x + dx, y + dy);
+          if (u === u) {
+            nb[n++] = u;
+            if (u > mx) mx = u;
+            if (u < mn) mn = u;
+          }
+        }
+      }
+      if (n < 4 || (v <= mx && v >= mn)) continue;
+      const sig = p.noise[((y & 1) << 1) | (x & 1)]!;
+      if (!(sig > 0)) continue;
+      const m = median(nb, n);
+      const excess = v - m;
+      if (Math.abs(excess) <= k * sig) continue;
+      // Isolation: local level per colour phase from the 7×7 ring outside the inner 3×3.
+      ringN.fill(0);
+      for (let dy = -3; dy <= 3; dy++) {
+        for (let dx = -3; dx <= 3; dx++) {
+          if (Math.abs(dx) <= 1 && Math.abs(dy) <= 1) continue;
+          const u = at(x + dx, y + dy);
+          if (u !== u) continue;
+          const ph = s === 1 ? 0 : (((y + dy) & 1) << 1) | ((x + dx) & 1);
+          ring[ph]![ringN[ph]!++] = u;
+        }
+      }
+      let ok = true;
+      for (let ph = 0; ph < (s === 1 ? 1 : 4); ph++) {
+        if (ringN[ph]! < 3) {
+          ok = false;
+          break;
+        }
+        level[ph] = median(ring[ph]!, ringN[ph]!);
+      }
+      if (!ok) continue;
+      const own = s === 1 ? 0 : ((y & 1) << 1) | (x & 1);
+      const centreExcess = v - level[own]!;
+      let sum = 0;
+      let cnt = 0;
+      for (let dy = -1; dy <= 1; dy++) {
+        for (let dx = -1; dx <= 1; dx++) {
+          if (dx === 0 && dy === 0) continue;
+          const u = at(x + dx, y + dy);
+          if (u !== u) continue;
+          const ph = s === 1 ? 0 : (((y + dy) & 1) << 1) | ((x + dx) & 1);
+          sum += u - level[ph]!;
+          cnt++;
+        }
+      }
+      if (cnt < 3) continue;
+      // The centre must stand out from its own colour's level in the outlier's direction, and the
+      // neighbours must not follow it.
+      if (Math.sign(centreExcess) !== Math.sign(excess) || Math.abs(sum / cnt) >= ISOLATION * Math.abs(centreExcess)) continue;
+      out[o + x] = m;
+      if (excess > 0) hot++;
+      else cold++;
+    }
+  }
+  return { data: out, hot, cold };
+}
+
+/** Median of a[0 .. n) (reorders a; n ≤ 40, insertion sort). */
+function median(a: Float64Array, n: number): number {
+  for (let i = 1; i < n; i++) {
+    const t = a[i]!;
+    let j = i - 1;
+    while (j >= 0 && a[j]! > t) {
+      a[j + 1] = a[j]!;
+      j--;
+    }
+    a[j + 1] = t;
+  }
+  return n & 1 ? a[n >> 1]! : 0.5 * (a[(n >> 1) - 1]! + a[n >> 1]!);
+}
+
+/**
+ * Pixel noise σ per 2×2 phase from differences of same-colour horizontal neighbours
+ * (v(x) − v(x + step)), σ = 1.4826·MAD/√2: blind to gradients and, through the median, to stars
+ * and hot pixels. `data` holds `rows` full-width rows starting at full-image row `y0`. At most
+ * `maxSamples` differences per phase (even stride), so the cost stays small on big strips.
+ * Planes (step 1) return the same σ for all four phases.
+ */
+export function estimateNoise(data: Float32Array, width: number, rows: number, y0: number, step: 1 | 2, maxSamples = 50000): number[] {
+  const phases = step === 1 ? 1 : 4;
+  const perPhase = Math.max(1, Math.floor((rows * Math.max(0, width - step)) / phases));
+  const stride = Math.max(1, Math.floor(perPhase / maxSamples));
+  const bins: number[][] = Array.from({ length: phases }, () => []);
+  let counter = 0;
+  for (let r = 0; r < rows; r++) {
+    const o = r * width;
+    const y = y0 + r;
+    for (let x = 0; x + step < width; x++) {
+      if (counter++ % stride !== 0) continue;
+      const a = data[o + x]!;
+      const b = data[o + x + step]!;
+      const d = a - b;
+      if (d === d && Number.isFinite(d)) bins[step === 1 ? 0 : ((y & 1) << 1) | (x & 1)]!.push(Math.abs(d));
+    }
+  }
+  const sig = bins.map((b) => (b.length === 0 ? NaN : (MAD_TO_SIGMA * medianInPlace(Float64Array.from(b))) / Math.SQRT2));
+  return step === 1 ? [sig[0]!, sig[0]!, sig[0]!, sig[0]!] : sig;
+}

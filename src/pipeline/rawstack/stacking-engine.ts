@@ -1,0 +1,652 @@
+// STACKING's band loop: for each band of output rows, every included frame's source rows are
+// read, optionally cosmetic-corrected, debayered (OSC) and warped into the frame's slot of the
+// band; then each channel's slots are (optionally pre-masked, stacking-premask.ts) stacked per
+// pixel across ALL frames (exact global rejection) and the band's rows of the output are filled.
+// A band's "work rows" are its owned rows plus the planner's halo rows (the pre-mask's growth
+// reach); slots hold work rows, the final stack only the owned ones.
+//
+// What runs where (device-policy.ts decides per kernel):
+// - reading, per-frame cosmetic correction and the pre-mask: host (TypeScript), reads prefetched
+//   `parallel_workers` frames ahead so file I/O overlaps the compute of the current frame;
+// - debayer: device when gpuFor('debayer') (hardware GPU), else TypeScript (worker pool);
+// - warp: device when gpuFor('warp_<kernel>'), else TypeScript rows on the worker pool;
+// - stack (and the pre-mask's median pass): device when gpuFor('stack') and the frame count fits
+//   one dispatch, else TypeScript rows on the worker pool.
+// DeviceStore keeps a band's slots in device buffers: source planes go up once per frame,
+// (debayer →) warp → copy into the slot → stack chain on the device per band, and only the
+// band's mean comes back (plus one round trip of a channel's slots when the pre-mask runs).
+// HostStore keeps the slots in shared host memory.
+//
+// Invariants: each output pixel depends only on samples within the warp's and the pre-mask's
+// reach, all inside the band's work rows, so any band plan gives the same image; tallies count
+// owned rows only, so they are exact across bands; every device buffer is released by dispose()
+// (called from the phase's finalize, also after an error or a cancel); memory stays within the
+// band plan (planStackBands).
+
+import { debayerBilinear, debayerBilinearParallel, type DebayerPlanes } from '../../cpu/debayer.js';
+import type { StackMethod } from '../../cpu/stack.js';
+import { sourceRowsFor, type WarpKernel, type WarpParams } from '../../cpu/warp.js';
+import { sharedFloat32, sharedPool, toShared, type PoolKernel, type WorkerPool } from '../../cpu/worker-pool.js';
+import type { GpuContext } from '../../gpu/context.js';
+import { debayerBilinearResident } from '../../gpu/kernels/debayer.js';
+import { stackResident } from '../../gpu/kernels/stack.js';
+import { warpBilinearGpu, warpBilinearResident, warpLanczos3Gpu, warpLanczos3Resident } from '../../gpu/kernels/warp.js';
+import type { Band } from '../../gpu/band-planner.js';
+import { cosmeticCorrect } from './stacking-cosmetic.js';
+import { stackRows, warpRows, type StackRowsArgs, type WarpRowsArgs } from './stacking-kernels.js';
+import { compactOwned, premaskApply, premaskFlag, type PremaskArgs } from './stacking-premask.js';
+import type { ReaderCache } from './stacking-readers.js';
+import type { StackFrame } from './stacking-setup.js';
+
+export type KernelPath = 'gpu' | 'software-gpu' | 'typescript' | 'typescript-workers';
+
+export interface EngineOptions {
+  width: number;
+  height: number;
+  channels: 1 | 3;
+  frames: StackFrame[];
+  /** Largest work band (owned rows plus halo) of the plan. */
+  maxWorkRows: number;
+  maxSourceRows: number;
+  maxReadRows: number;
+  kernel: WarpKernel;
+  readHalo: number;
+  rejection: { method: StackMethod; low: number; high: number; maxIters: number; minFraction: number };
+  /** Pre-mask parameters (null: off). `sigma[slot][channel]` is the normalised frame noise. */
+  premask: { sigma: number[][]; level: number[] } | null;
+  perFrameCosmetic: { sigma: number } | null;
+  workers: number;
+  /** Contexts per kernel (null = TypeScript). */
+  gpu: { debayer: GpuContext | null; warp: GpuContext | null; stack: GpuContext | null };
+  readers: ReaderCache;
+}
+
+export interface Timings {
+  read_wait: number;
+  cosmetic: number;
+  debayer: number;
+  warp: number;
+  premask: number;
+  stack: number;
+}
+
+export interface EngineTotals {
+  /** Per channel: rejected low per frame slot, then rejected high per frame slot (2N each); pre-masked samples included. */
+  rejected: Uint32Array[];
+  /** Per channel: pre-masked samples (low/high alike). */
+  premasked: number[];
+  /** Per channel: output pixels without a surviving sample. */
+  empty: number[];
+  /** Per channel: frame samples that carried data (not NaN) on the owned rows. */
+  validSamples: number[];
+  corrected: { hot: number; cold: number };
+}
+
+/** A frame's source planes on the host covering the warp's source rows. */
+interface Source {
+  srcY0: number;
+  srcRows: number;
+  planes: Float32Array[];
+}
+
+/** A raw read of a frame's rows for one band (prefetchable). */
+interface RawRead {
+  readY0: number;
+  data: Float32Array;
+  srcY0: number;
+  srcRows: number;
+}
+
+/** Rows a band's slots hold (owned + halo) and, inside them, the owned ones. */
+interface Work {
+  y0: number;
+  rows: number;
+  ownedY0: number;
+  ownedRows: number;
+}
+
+const KERNELS_URL = new URL('./stacking-kernels.js', import.meta.url).href;
+const PREMASK_URL = new URL('./stacking-premask.js', import.meta.url).href;
+const WARP_ROWS: PoolKernel = { module: KERNELS_URL, name: 'warpRows' };
+const STACK_ROWS: PoolKernel = { module: KERNELS_URL, name: 'stackRows' };
+const PREMASK_FLAG: PoolKernel = { module: PREMASK_URL, name: 'premaskFlag' };
+const PREMASK_APPLY: PoolKernel = { module: PREMASK_URL, name: 'premaskApply' };
+
+function pathOf(ctx: GpuContext | null, workers: number): KernelPath {
+  if (ctx) return ctx.info.kind === 'gpu' ? 'gpu' : 'software-gpu';
+  return workers > 1 ? 'typescript-workers' : 'typescript';
+}
+
+const workOf = (band: Band): Work => ({ y0: band.readY0, rows: band.readRows, ownedY0: band.y0 - band.readY0, ownedRows: band.rows });
+
+export class BandEngine {
+  readonly timings: Timings = { read_wait: 0, cosmetic: 0, debayer: 0, warp: 0, premask: 0, stack: 0 };
+  readonly totals: EngineTotals;
+  private readonly pool: WorkerPool | null;
+  private readonly store: SlotStore;
+  private readonly pending = new Set<Promise<unknown>>();
+
+  constructor(private readonly o: EngineOptions) {
+    const C = o.channels;
+    this.pool = o.workers > 1 ? sharedPool(o.workers) : null;
+    this.totals = {
+      rejected: Array.from({ length: C }, () => new Uint32Array(2 * o.frames.length)),
+      premasked: new Array(C).fill(0),
+      empty: new Array(C).fill(0),
+      validSamples: new Array(C).fill(0),
+      corrected: { hot: 0, cold: 0 },
+    };
+    // Debayering on the device only feeds a device warp (the policy never splits them otherwise).
+    if (o.gpu.debayer && !o.gpu.warp) o.gpu.debayer = null;
+    this.store = o.gpu.stack ? new DeviceStore(o, o.gpu.stack, this.pool) : new HostStore(o, this.pool);
+  }
+
+  /** Which path ran each kernel (diagnostics). */
+  paths(): Record<string, KernelPath | 'off'> {
+    const o = this.o;
+    const host: KernelPath = this.pool ? 'typescript-workers' : 'typescript';
+    return {
+      read: 'typescript',
+      per_frame_cosmetic: o.perFrameCosmetic ? 'typescript' : 'off',
+      debayer: o.channels === 1 ? 'off' : pathOf(o.gpu.debayer, o.workers),
+      warp: pathOf(o.gpu.warp, o.workers),
+      premask: o.premask ? host : 'off',
+      stack: pathOf(o.gpu.stack, o.workers),
+    };
+  }
+
+  /** The frame's source rows the work band's warp needs, and the rows to read for them. */
+  private readRange(f: StackFrame, w: Work): { srcY0: number; srcRows: number; readY0: number; readRows: number } {
+    const { width: W, height: H, kernel, readHalo } = this.o;
+    const need = sourceRowsFor(f.toFrame, w.y0, w.rows, W, H, kernel);
+    if (need.rows === 0) return { srcY0: need.y0, srcRows: 0, readY0: 0, readRows: 0 };
+    let readY0 = Math.max(0, need.y0 - readHalo);
+    if (this.o.channels === 3) readY0 &= ~1; // whole Bayer row pairs
+    const readEnd = Math.min(H, need.y0 + need.rows + readHalo);
+    return { srcY0: need.y0, srcRows: need.rows, readY0, readRows: readEnd - readY0 };
+  }
+
+  private startRead(f: StackFrame, w: Work): Promise<RawRead | null> {
+    const r = this.readRange(f, w);
+    if (r.srcRows === 0) return Promise.resolve(null);
+    const p = this.o.readers.use(f.source, (reader) => reader.readRows(r.readY0, r.readRows, { planes: [0] })).then((b) => ({ readY0: r.readY0, data: b.data, srcY0: r.srcY0, srcRows: r.srcRows }));
+    this.pending.add(p);
+    const forget = () => this.pending.delete(p);
+    p.then(forget, forget);
+    return p;
+  }
+
+  /**
+   * Stacks one band. `between` runs before each frame (cancellation checks, progress). Returns
+   * the band's mean rows per channel (owned rows × width each).
+   */
+  async runBand(band: Band, between: (slot: number) => void): Promise<Float32Array[]> {
+    const o = this.o;
+    const N = o.frames.length;
+    const w = workOf(band);
+    const ahead = Math.max(1, o.workers);
+    const reads = new Map<number, Promise<RawRead | null>>();
+    const prefetch = (upTo: number) => {
+      for (let i = 0; i <= upTo && i < N; i++) if (!reads.has(i)) reads.set(i, this.startRead(o.frames[i]!, w));
+    };
+    for (let i = 0; i < N; i++) {
+      between(i);
+      prefetch(i + ahead - 1);
+      const f = o.frames[i]!;
+      const tRead = performance.now();
+      const raw = await reads.get(i)!;
+      reads.delete(i);
+      this.timings.read_wait += performance.now() - tRead;
+      prefetch(i + ahead);
+      if (!raw) {
+        await this.store.putEmpty(f, w);
+        continue;
+      }
+      let data = raw.data;
+      if (o.perFrameCosmetic && f.noise) {
+        const t = performance.now();
+        const dh = o.channels === 3 ? 1 : 0;
+        const fixed = cosmeticCorrect(data, {
+          width: o.width,
+          height: o.height,
+          readY0: raw.readY0,
+          y0: raw.srcY0 - dh,
+          y1: raw.srcY0 + raw.srcRows + dh,
+          step: o.channels === 3 ? 2 : 1,
+          sigma: o.perFrameCosmetic.sigma,
+          noise: f.noise,
+        });
+        data = fixed.data;
+        // A per-band tally: source rows of neighbouring bands overlap, so a pixel may count twice.
+        this.totals.corrected.hot += fixed.hot;
+        this.totals.corrected.cold += fixed.cold;
+        this.timings.cosmetic += performance.now() - t;
+      }
+      await this.store.putFrame(f, w, raw, data, this.timings);
+    }
+    between(N);
+    const out: Float32Array[] = [];
+    for (let c = 0; c < o.channels; c++) out.push(await this.store.stackChannel(c, w, this.totals, this.timings));
+    return out;
+  }
+
+  /** Collects the totals the store accumulated (call after the last band). */
+  async finish(): Promise<void> {
+    await this.store.finish(this.totals);
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.allSettled([...this.pending]);
+    this.store.dispose();
+  }
+}
+
+/** Where a band's frame slots live and how they are stacked. */
+interface SlotStore {
+  putEmpty(f: StackFrame, w: Work): Promise<void>;
+  putFrame(f: StackFrame, w: Work, raw: RawRead, mosaic: Float32Array, timings: Timings): Promise<void>;
+  stackChannel(c: number, w: Work, totals: EngineTotals, timings: Timings): Promise<Float32Array>;
+  finish(totals: EngineTotals): Promise<void>;
+  dispose(): void;
+}
+
+/** Debayers (OSC) or slices (mono) the warp's source rows on the host. */
+async function hostSource(o: EngineOptions, f: StackFrame, raw: RawRead, data: Float32Array, timings: Timings, pool: WorkerPool | null): Promise<Source> {
+  const W = o.width;
+  if (o.channels === 1) {
+    const from = (raw.srcY0 - raw.readY0) * W;
+    const plane = data.subarray(from, from + raw.srcRows * W);
+    return { srcY0: raw.srcY0, srcRows: raw.srcRows, planes: [pool ? toShared(plane) : plane] };
+  }
+  const t = performance.now();
+  const params = { width: W, height: o.height, pattern: f.pattern!, y0: raw.srcY0, rows: raw.srcRows, readY0: raw.readY0 };
+  const planes: DebayerPlanes = pool ? await debayerBilinearParallel(data, params, { workers: o.workers }) : debayerBilinear(data, params);
+  timings.debayer += performance.now() - t;
+  return { srcY0: raw.srcY0, srcRows: raw.srcRows, planes: [planes.r, planes.g, planes.b] };
+}
+
+function warpParams(o: EngineOptions, f: StackFrame, w: Work, src: { srcY0: number; srcRows: number }): WarpParams {
+  return { affine: f.toFrame, width: o.width, y0: w.y0, rows: w.rows, srcWidth: o.width, srcHeight: o.height, srcY0: src.srcY0, srcRows: src.srcRows };
+}
+
+/** Warps host source planes on the host (worker rows or inline) into host slot arrays. */
+async function warpOnHost(o: EngineOptions, f: StackFrame, w: Work, src: Source, bands: Float32Array[], slot: number, pool: WorkerPool | null): Promise<void> {
+  const args: WarpRowsArgs = {
+    kernel: o.kernel,
+    affine: f.toFrame,
+    width: o.width,
+    height: o.height,
+    bandY0: w.y0,
+    bandRows: w.rows,
+    sources: src.planes,
+    srcY0: src.srcY0,
+    srcRows: src.srcRows,
+    bands,
+    slot,
+  };
+  if (pool) await pool.run(WARP_ROWS, args, 0, w.rows, { minChunk: 8 });
+  else warpRows(args, 0, w.rows);
+}
+
+const sharedU32 = (n: number, shared: boolean) => (shared ? new Uint32Array(new SharedArrayBuffer(4 * n)) : new Uint32Array(n));
+const sharedU64 = (n: number, shared: boolean) => (shared ? new BigUint64Array(new SharedArrayBuffer(8 * n)) : new BigUint64Array(n));
+const sharedU8 = (n: number, shared: boolean) => (shared ? new Uint8Array(new SharedArrayBuffer(n)) : new Uint8Array(n));
+
+/**
+ * Host part of the pre-mask for one channel's work band (`band`, frames × work rows × width,
+ * host memory): seeds and growth per frame, the keep rule and NaN per owned pixel, then the
+ * owned rows compacted to the front. Returns the compact view (frames × owned rows × width).
+ */
+async function premaskHost(
+  o: EngineOptions,
+  c: number,
+  w: Work,
+  band: Float32Array,
+  median: Float32Array,
+  mask: Uint8Array,
+  rejected: Uint32Array,
+  counts: BigUint64Array,
+  pool: WorkerPool | null,
+): Promise<Float32Array> {
+  const N = o.frames.length;
+  const pm = o.premask!;
+  mask.fill(0, 0, N * w.rows * o.width);
+  const args: PremaskArgs = {
+    band: band.subarray(0, N * w.rows * o.width),
+    median: median.subarray(0, w.rows * o.width),
+    mask: mask.subarray(0, N * w.rows * o.width),
+    width: o.width,
+    rows: w.rows,
+    frames: N,
+    scale: o.frames.map((f) => f.scale[c]!),
+    offset: o.frames.map((f) => f.offset[c]!),
+    sigma: o.frames.map((f) => pm.sigma[f.slot]![c]!),
+    kLow: o.rejection.low,
+    kHigh: o.rejection.high,
+    level: pm.level[c]!,
+    minFraction: o.rejection.minFraction,
+    ownedY0: w.ownedY0,
+    ownedRows: w.ownedRows,
+    rejected,
+    counts,
+  };
+  if (pool) {
+    await pool.run(PREMASK_FLAG, args, 0, N, { chunksPerWorker: 2 });
+    await pool.run(PREMASK_APPLY, args, w.ownedY0, w.ownedY0 + w.ownedRows, { minChunk: 8 });
+  } else {
+    premaskFlag(args, 0, N);
+    premaskApply(args, w.ownedY0, w.ownedY0 + w.ownedRows);
+  }
+  return compactOwned(band, o.width, w.rows, N, w.ownedY0, w.ownedRows);
+}
+
+function stackArgs(o: EngineOptions, c: number, band: Float32Array, rows: number, method: StackMethod, mean: Float32Array, rejected: Uint32Array, counts: BigUint64Array): StackRowsArgs {
+  return {
+    band,
+    width: o.width,
+    rows,
+    frames: o.frames.length,
+    ...o.rejection,
+    method,
+    scale: o.frames.map((f) => f.scale[c]!),
+    offset: o.frames.map((f) => f.offset[c]!),
+    weight: o.frames.map((f) => f.weight),
+    mean,
+    rejected,
+    counts,
+  };
+}
+
+class HostStore implements SlotStore {
+  private readonly bands: Float32Array[];
+  private readonly mean: Float32Array;
+  private readonly median: Float32Array | null;
+  private readonly mask: Uint8Array | null;
+  /** Per channel: kernel tallies (2N), pre-mask tallies (2N). */
+  private readonly rejected: Uint32Array[];
+  private readonly premaskRejected: Uint32Array[];
+  /** Per channel: [survivors, empty]; pre-mask [valid, masked]. */
+  private readonly counts: BigUint64Array[];
+  private readonly premaskCounts: BigUint64Array[];
+  private readonly scratch: BigUint64Array;
+  private readonly scratchRejected: Uint32Array;
+
+  constructor(
+    private readonly o: EngineOptions,
+    private readonly pool: WorkerPool | null,
+  ) {
+    const C = o.channels;
+    const N = o.frames.length;
+    const sh = pool !== null;
+    const alloc = (n: number) => (sh ? sharedFloat32(n) : new Float32Array(n));
+    this.bands = Array.from({ length: C }, () => alloc(N * o.maxWorkRows * o.width));
+    this.mean = alloc(o.maxWorkRows * o.width);
+    this.median = o.premask ? alloc(o.maxWorkRows * o.width) : null;
+    this.mask = o.premask ? sharedU8(N * o.maxWorkRows * o.width, sh) : null;
+    this.rejected = Array.from({ length: C }, () => sharedU32(2 * N, sh));
+    this.premaskRejected = Array.from({ length: C }, () => sharedU32(2 * N, sh));
+    this.counts = Array.from({ length: C }, () => sharedU64(2, sh));
+    this.premaskCounts = Array.from({ length: C }, () => sharedU64(2, sh));
+    this.scratch = sharedU64(2, sh);
+    this.scratchRejected = sharedU32(2 * N, sh);
+  }
+
+  async putEmpty(f: StackFrame, w: Work): Promise<void> {
+    const plane = w.rows * this.o.width;
+    for (const b of this.bands) b.fill(NaN, f.slot * plane, (f.slot + 1) * plane);
+  }
+
+  async putFrame(f: StackFrame, w: Work, raw: RawRead, data: Float32Array, timings: Timings): Promise<void> {
+    const o = this.o;
+    const src = await hostSource(o, f, raw, data, timings, this.pool);
+    const t = performance.now();
+    if (o.gpu.warp) {
+      // The stack runs on the host (too many frames for one dispatch), the warp on the device.
+      const plane = w.rows * o.width;
+      for (let c = 0; c < o.channels; c++) {
+        const p = warpParams(o, f, w, src);
+        const out = o.kernel === 'lanczos3' ? await warpLanczos3Gpu(o.gpu.warp, src.planes[c]!, p) : await warpBilinearGpu(o.gpu.warp, src.planes[c]!, p);
+        this.bands[c]!.set(out, f.slot * plane);
+      }
+    } else {
+      await warpOnHost(o, f, w, src, this.bands, f.slot, this.pool);
+    }
+    timings.warp += performance.now() - t;
+  }
+
+  private async runStack(args: StackRowsArgs): Promise<void> {
+    if (this.pool) await this.pool.run(STACK_ROWS, args, 0, args.rows, { minChunk: 4 });
+    else stackRows(args, 0, args.rows);
+  }
+
+  async stackChannel(c: number, w: Work, _totals: EngineTotals, timings: Timings): Promise<Float32Array> {
+    const o = this.o;
+    const N = o.frames.length;
+    let band = this.bands[c]!.subarray(0, N * w.rows * o.width);
+    if (o.premask) {
+      const t = performance.now();
+      await this.runStack(stackArgs(o, c, band, w.rows, 'median', this.median!, this.scratchRejected, this.scratch));
+      band = await premaskHost(o, c, w, band, this.median!, this.mask!, this.premaskRejected[c]!, this.premaskCounts[c]!, this.pool);
+      timings.premask += performance.now() - t;
+    }
+    const t = performance.now();
+    const mean = this.mean.subarray(0, w.ownedRows * o.width);
+    await this.runStack(stackArgs(o, c, band, w.ownedRows, o.rejection.method, mean, this.rejected[c]!, this.counts[c]!));
+    timings.stack += performance.now() - t;
+    return mean.slice();
+  }
+
+  async finish(totals: EngineTotals): Promise<void> {
+    const N = this.o.frames.length;
+    for (let c = 0; c < this.o.channels; c++) {
+      const k = this.rejected[c]!;
+      const p = this.premaskRejected[c]!;
+      let kernelRejected = 0;
+      for (let i = 0; i < 2 * N; i++) {
+        totals.rejected[c]![i] = k[i]! + p[i]!;
+        kernelRejected += k[i]!;
+      }
+      const masked = Number(this.premaskCounts[c]![1]!);
+      totals.premasked[c] = masked;
+      totals.empty[c] = Number(this.counts[c]![1]!);
+      totals.validSamples[c] = Number(this.counts[c]![0]!) + kernelRejected + masked;
+    }
+  }
+
+  dispose(): void {}
+}
+
+class DeviceStore implements SlotStore {
+  private readonly slots: GPUBuffer[];
+  private readonly sources: GPUBuffer[];
+  private readonly mosaic: GPUBuffer | null;
+  private readonly debayered: GPUBuffer[];
+  private readonly warpOut: GPUBuffer;
+  private readonly mean: GPUBuffer;
+  private readonly count: GPUBuffer;
+  private readonly rejected: GPUBuffer[];
+  private readonly nan: Float32Array;
+  private readonly held: GPUBuffer[] = [];
+  private readonly survivors: number[];
+  /** Host side: warped frame (no device warp), one channel's slots and mask (pre-mask). */
+  private readonly hostWarp: Float32Array | null;
+  private readonly hostBand: Float32Array | null;
+  private readonly hostMask: Uint8Array | null;
+  private readonly hostMedian: Float32Array | null;
+  private readonly premaskRejected: Uint32Array[];
+  private readonly premaskCounts: BigUint64Array[];
+
+  constructor(
+    private readonly o: EngineOptions,
+    private readonly ctx: GpuContext,
+    private readonly pool: WorkerPool | null,
+  ) {
+    const W = o.width;
+    const N = o.frames.length;
+    const C = o.channels;
+    const sh = pool !== null;
+    const take = (bytes: number, label: string) => {
+      const b = ctx.storage(Math.max(bytes, 4), label);
+      this.held.push(b);
+      return b;
+    };
+    this.slots = Array.from({ length: C }, (_, c) => take(N * o.maxWorkRows * W * 4, `stack slots ${c}`));
+    this.mean = take(o.maxWorkRows * W * 4, 'stack mean');
+    this.count = take(o.maxWorkRows * W * 4, 'stack count');
+    this.rejected = Array.from({ length: C + 1 }, (_, c) => take(2 * N * 4, `stack rejected ${c}`));
+    for (const r of this.rejected) ctx.write(r, new Uint32Array(2 * N));
+    this.survivors = new Array(C).fill(0);
+    this.nan = new Float32Array(o.maxWorkRows * W).fill(NaN);
+    if (o.gpu.warp) {
+      this.warpOut = take(o.maxWorkRows * W * 4, 'warp out');
+      const deviceDebayer = o.gpu.debayer !== null && C === 3;
+      this.mosaic = deviceDebayer ? take(o.maxReadRows * W * 4, 'mosaic band') : null;
+      this.debayered = deviceDebayer ? Array.from({ length: 3 }, (_, c) => take(o.maxSourceRows * W * 4, `debayered ${c}`)) : [];
+      this.sources = deviceDebayer ? [] : Array.from({ length: C }, (_, c) => take(o.maxSourceRows * W * 4, `source plane ${c}`));
+      this.hostWarp = null;
+    } else {
+      this.warpOut = take(4, 'unused');
+      this.mosaic = null;
+      this.debayered = [];
+      this.sources = [];
+      this.hostWarp = sh ? sharedFloat32(C * o.maxWorkRows * W) : new Float32Array(C * o.maxWorkRows * W);
+    }
+    this.hostBand = o.premask ? (sh ? sharedFloat32(N * o.maxWorkRows * W) : new Float32Array(N * o.maxWorkRows * W)) : null;
+    this.hostMask = o.premask ? sharedU8(N * o.maxWorkRows * W, sh) : null;
+    this.hostMedian = o.premask ? (sh ? sharedFloat32(o.maxWorkRows * W) : new Float32Array(o.maxWorkRows * W)) : null;
+    this.premaskRejected = Array.from({ length: C }, () => sharedU32(2 * N, sh));
+    this.premaskCounts = Array.from({ length: C }, () => sharedU64(2, sh));
+  }
+
+  async putEmpty(f: StackFrame, w: Work): Promise<void> {
+    const plane = w.rows * this.o.width;
+    for (const s of this.slots) this.ctx.write(s, this.nan.subarray(0, plane), f.slot * plane * 4);
+  }
+
+  async putFrame(f: StackFrame, w: Work, raw: RawRead, data: Float32Array, timings: Timings): Promise<void> {
+    const o = this.o;
+    const ctx = this.ctx;
+    const W = o.width;
+    const plane = w.rows * W;
+    if (!o.gpu.warp) {
+      // Warp on the host (e.g. bilinear on a software adapter), upload the warped slot.
+      const src = await hostSource(o, f, raw, data, timings, this.pool);
+      const t = performance.now();
+      const views = Array.from({ length: o.channels }, (_, c) => this.hostWarp!.subarray(c * plane, (c + 1) * plane));
+      await warpOnHost(o, f, w, src, views, 0, this.pool);
+      for (let c = 0; c < o.channels; c++) ctx.write(this.slots[c]!, views[c]!, f.slot * plane * 4);
+      timings.warp += performance.now() - t;
+      return;
+    }
+    const encoder = ctx.device.createCommandEncoder({ label: 'stacking frame' });
+    let planes: GPUBuffer[];
+    if (this.mosaic) {
+      const t = performance.now();
+      ctx.write(this.mosaic, data);
+      await debayerBilinearResident(
+        ctx,
+        this.mosaic,
+        { r: this.debayered[0]!, g: this.debayered[1]!, b: this.debayered[2]! },
+        { width: W, height: o.height, pattern: f.pattern!, y0: raw.srcY0, rows: raw.srcRows, readY0: raw.readY0, readRows: data.length / W },
+        encoder,
+      );
+      timings.debayer += performance.now() - t;
+      planes = this.debayered;
+    } else {
+      const src = await hostSource(o, f, raw, data, timings, this.pool);
+      for (let c = 0; c < o.channels; c++) ctx.write(this.sources[c]!, src.planes[c]!);
+      planes = this.sources;
+    }
+    const t = performance.now();
+    const params = warpParams(o, f, w, raw);
+    for (let c = 0; c < o.channels; c++) {
+      if (o.kernel === 'lanczos3') await warpLanczos3Resident(ctx, planes[c]!, this.warpOut, params, encoder);
+      else await warpBilinearResident(ctx, planes[c]!, this.warpOut, params, encoder);
+      encoder.copyBufferToBuffer(this.warpOut, 0, this.slots[c]!, f.slot * plane * 4, plane * 4);
+    }
+    ctx.submit(encoder);
+    timings.warp += performance.now() - t;
+  }
+
+  private async stack(c: number, rows: number, method: StackMethod, rejected: GPUBuffer): Promise<void> {
+    const o = this.o;
+    const N = o.frames.length;
+    const plane = rows * o.width;
+    const encoder = this.ctx.device.createCommandEncoder({ label: 'stacking band' });
+    await stackResident(
+      this.ctx,
+      { buffer: this.slots[c]!, offset: 0, size: N * plane * 4 },
+      { buffer: this.mean, offset: 0, size: plane * 4 },
+      { buffer: this.count, offset: 0, size: plane * 4 },
+      rejected,
+      {
+        width: o.width,
+        rows,
+        frames: N,
+        ...o.rejection,
+        method,
+        scale: o.frames.map((f) => f.scale[c]!),
+        offset: o.frames.map((f) => f.offset[c]!),
+        weight: o.frames.map((f) => f.weight),
+      },
+      encoder,
+    );
+    this.ctx.submit(encoder);
+  }
+
+  async stackChannel(c: number, w: Work, totals: EngineTotals, timings: Timings): Promise<Float32Array> {
+    const o = this.o;
+    const ctx = this.ctx;
+    const N = o.frames.length;
+    if (o.premask) {
+      const t = performance.now();
+      // Median pass on the device, then the channel's slots come to the host for the mask and
+      // go back compacted to the owned rows.
+      await this.stack(c, w.rows, 'median', this.rejected[o.channels]!);
+      const median = this.hostMedian!.subarray(0, w.rows * o.width);
+      median.set(await ctx.readFloat32(this.mean, w.rows * o.width));
+      const n = N * w.rows * o.width;
+      const band = this.hostBand!.subarray(0, n);
+      band.set(new Float32Array(await ctx.readback(this.slots[c]!, n * 4)));
+      const compact = await premaskHost(o, c, w, band, median, this.hostMask!, this.premaskRejected[c]!, this.premaskCounts[c]!, this.pool);
+      ctx.write(this.slots[c]!, compact);
+      timings.premask += performance.now() - t;
+    }
+    const t = performance.now();
+    const plane = w.ownedRows * o.width;
+    await this.stack(c, w.ownedRows, o.rejection.method, this.rejected[c]!);
+    const mean = await ctx.readFloat32(this.mean, plane);
+    const count = new Uint32Array(await ctx.readback(this.count, plane * 4));
+    let empty = 0;
+    let survivors = 0;
+    for (let i = 0; i < plane; i++) {
+      const k = count[i]!;
+      if (k === 0) empty++;
+      survivors += k;
+    }
+    totals.empty[c]! += empty;
+    this.survivors[c]! += survivors;
+    timings.stack += performance.now() - t;
+    return mean;
+  }
+
+  async finish(totals: EngineTotals): Promise<void> {
+    const N = this.o.frames.length;
+    for (let c = 0; c < this.o.channels; c++) {
+      const k = new Uint32Array(await this.ctx.readback(this.rejected[c]!, 2 * N * 4));
+      const p = this.premaskRejected[c]!;
+      let kernelRejected = 0;
+      for (let i = 0; i < 2 * N; i++) {
+        totals.rejected[c]![i] = k[i]! + p[i]!;
+        kernelRejected += k[i]!;
+      }
+      const masked = Number(this.premaskCounts[c]![1]!);
+      totals.premasked[c] = masked;
+      totals.validSamples[c] = this.survivors[c]! + kernelRejected + masked;
+    }
+  }
+
+  dispose(): void {
+    for (const b of this.held.splice(0)) this.ctx.pool.release(b);
+  }
+}

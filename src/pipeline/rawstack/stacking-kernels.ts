@@ -1,0 +1,124 @@
+// Row-range kernels of STACKING's TypeScript path, run on the worker pool (src/cpu/worker-pool.ts)
+// or inline when runtime_limits.parallel_workers is 1. Both split a band by output rows; each
+// range is computed by the same reference kernels (src/cpu/warp.ts, src/cpu/stack.ts) as a
+// whole band would be, so the result does not depend on the split:
+// - warpRows: warps rows [start, end) of the band for every channel of one frame into that
+//   frame's slot of the band arrays (the source band covers the whole band's needs, hence any
+//   sub-range's);
+// - stackRows: copies rows [start, end) of every frame's slot into a frame-major tile, stacks it
+//   and writes the mean rows; per-frame rejected-sample counts are added atomically into the
+//   shared tallies (low counts then high counts, per frame).
+// All typed arrays in the arguments must be SharedArrayBuffer views when a pool runs them.
+
+import { stack, type StackMethod } from '../../cpu/stack.js';
+import { warp, type WarpKernel } from '../../cpu/warp.js';
+
+export interface WarpRowsArgs {
+  kernel: WarpKernel;
+  /** Reference → frame matrix, row-major 2×3. */
+  affine: number[];
+  width: number;
+  height: number;
+  /** First output row of the band (full image) and its row count. */
+  bandY0: number;
+  bandRows: number;
+  /** Source planes (one per channel), each srcRows × width from full-image row srcY0. */
+  sources: Float32Array[];
+  srcY0: number;
+  srcRows: number;
+  /** Band arrays (one per channel, frames × bandRows × width) and this frame's slot. */
+  bands: Float32Array[];
+  slot: number;
+}
+
+export function warpRows(a: WarpRowsArgs, start: number, end: number): void {
+  if (end <= start) return;
+  const plane = a.bandRows * a.width;
+  for (let c = 0; c < a.sources.length; c++) {
+    const out = warp(a.kernel, a.sources[c]!, {
+      affine: a.affine,
+      width: a.width,
+      y0: a.bandY0 + start,
+      rows: end - start,
+      srcWidth: a.width,
+      srcHeight: a.height,
+      srcY0: a.srcY0,
+      srcRows: a.srcRows,
+    });
+    a.bands[c]!.set(out, a.slot * plane + start * a.width);
+  }
+}
+
+export interface StackRowsArgs {
+  /** Frames × rows × width, one channel. */
+  band: Float32Array;
+  width: number;
+  rows: number;
+  frames: number;
+  method: StackMethod;
+  low: number;
+  high: number;
+  maxIters: number;
+  minFraction: number;
+  scale: number[];
+  offset: number[];
+  weight: number[];
+  /** rows × width output (weighted mean of the survivors). */
+  mean: Float32Array;
+  /** 2·frames counters: rejected low per frame, then rejected high per frame (added to). */
+  rejected: Uint32Array;
+  /** [surviving samples, pixels without a survivor] (added to). */
+  counts: BigUint64Array;
+}
+
+export function stackRows(a: StackRowsArgs, start: number, end: number): void {
+  const rows = end - start;
+  if (rows <= 0) return;
+  const { width: W, frames: N } = a;
+  const plane = a.rows * W;
+  const tile = new Float32Array(N * rows * W);
+  for (let f = 0; f < N; f++) {
+    const from = f * plane + start * W;
+    tile.set(a.band.subarray(from, from + rows * W), f * rows * W);
+  }
+  const r = stack(tile, {
+    width: W,
+    rows,
+    frames: N,
+    method: a.method,
+    low: a.low,
+    high: a.high,
+    maxIters: a.maxIters,
+    minFraction: a.minFraction,
+    scale: a.scale,
+    offset: a.offset,
+    weight: a.weight,
+  });
+  a.mean.set(r.mean, start * W);
+  const shared = a.rejected.buffer instanceof SharedArrayBuffer;
+  for (let f = 0; f < N; f++) {
+    const lo = r.rejectedLow[f]!;
+    const hi = r.rejectedHigh[f]!;
+    if (shared) {
+      if (lo) Atomics.add(a.rejected, f, lo);
+      if (hi) Atomics.add(a.rejected, N + f, hi);
+    } else {
+      a.rejected[f]! += lo;
+      a.rejected[N + f]! += hi;
+    }
+  }
+  let empty = 0;
+  let survivors = 0;
+  for (let i = 0; i < r.count.length; i++) {
+    const k = r.count[i]!;
+    survivors += k;
+    if (k === 0) empty++;
+  }
+  if (a.counts.buffer instanceof SharedArrayBuffer) {
+    Atomics.add(a.counts, 0, BigInt(survivors));
+    Atomics.add(a.counts, 1, BigInt(empty));
+  } else {
+    a.counts[0]! += BigInt(survivors);
+    a.counts[1]! += BigInt(empty);
+  }
+}

@@ -1,0 +1,152 @@
+// STACKING's image output: final cosmetic correction and the FITS header with provenance
+// (DESIGN §8). The stacked image is in the reference frame's geometry and, after normalisation,
+// in its photometric scale, so the header starts from the reference light's header with every
+// card kept (unknown ones too) and then:
+//   NCOMBINE  number of stacked frames
+//   EXPTIME   total exposure of the stacked frames, seconds (sum of their EXPTIMEs)
+//   LIVETIME  the same total (the key several tools read for integration time)
+//   SUBEXP    mean single-frame exposure, seconds (the per-frame value EXPTIME held before);
+//             EXPOSURE, which tools read as a synonym of EXPTIME, is removed so the two cannot
+//             disagree
+//   DATE-OBS  start of the earliest stacked frame; DATE-END end of the latest (start + exposure)
+//   removed:  BAYERPAT, XBAYROFF, YBAYROFF, COLORTYP (and CFA-PAT, CFAPAT, BAYOFFX, BAYOFFY) on
+//             debayered RGB output; DATAMIN/DATAMAX (no longer describe the data); checksums
+//   HISTORY   one line per phase that ran before (status and key parameters), then STACKING's
+//             parameters.
+// Structural cards (BITPIX, NAXISn, BZERO, ...) come from the data (src/fits/write.ts).
+
+import { basename } from 'node:path';
+import type { FitsHeader } from '../../fits/index.js';
+import type { PhaseOutcome } from '../phase.js';
+import { RAWSTACK_PHASES } from './phase-list.js';
+import { cosmeticCorrect, estimateNoise } from './stacking-cosmetic.js';
+import type { StackSetup } from './stacking-setup.js';
+import type { RawStackState } from './state.js';
+import { SKYSTACK_VERSION } from '../../version.js';
+
+const CFA_KEYS = ['BAYERPAT', 'XBAYROFF', 'YBAYROFF', 'COLORTYP', 'CFA-PAT', 'CFAPAT', 'BAYOFFX', 'BAYOFFY'];
+const STALE_KEYS = ['DATAMIN', 'DATAMAX', 'EXPOSURE', 'CHECKSUM', 'DATASUM'];
+
+/**
+ * Adds `text` as HISTORY cards of at most 72 characters, broken after "; " or a space, later
+ * lines indented by two spaces, so a reader sees whole words.
+ */
+function addHistory(h: FitsHeader, text: string): void {
+  let rest = text;
+  let first = true;
+  while (rest.length > 0) {
+    const room = first ? 72 : 70;
+    let line = rest;
+    if (rest.length > room) {
+      const cut = Math.max(rest.lastIndexOf('; ', room - 1) + 1, rest.lastIndexOf(' ', room));
+      const at = cut > room / 2 ? cut : room;
+      line = rest.slice(0, at);
+    }
+    rest = rest.slice(line.length).trimStart();
+    h.addHistory((first ? '' : '  ') + line.trimEnd());
+    first = false;
+  }
+}
+
+/** FITS date text (UTC, no zone suffix, millisecond precision) of an ISO instant. */
+const fitsDate = (ms: number) => new Date(ms).toISOString().replace(/Z$/, '');
+
+export interface StackParameters {
+  method: string;
+  low: number;
+  high: number;
+  maxIters: number;
+  minFraction: number;
+  normalization: string;
+  weighting: string;
+  kernel: string;
+  cfaMode: string | null;
+  cosmetic: string;
+}
+
+function phaseHistory(state: RawStackState, setup: StackSetup, phase: string, outcome: PhaseOutcome): string {
+  const status = outcome.status === 'ok' ? 'ok' : `${outcome.status} (${outcome.reason})`;
+  const frames = state.frames;
+  const n = (pred: (f: (typeof frames)[number]) => boolean) => frames.filter(pred).length;
+  let detail = '';
+  switch (phase) {
+    case 'INPUT_SCAN':
+      detail = `${frames.length} lights "${state.config.pattern}", ${setup.width}x${setup.height} ${state.colorMode ?? ''}${state.bayer ? ` ${state.bayer}` : ''}`;
+      break;
+    case 'CALIBRATION': {
+      const m = state.masters;
+      const name = (p: string | null) => (p ? basename(p) : 'none');
+      detail = `bias ${name(m.bias)}, dark ${name(m.dark)}, flat ${name(m.flat)}, darkflat ${name(m.darkflat)}`;
+      break;
+    }
+    case 'CFA_CHANNEL_PREP':
+      detail = `${setup.channels === 3 ? 'R,G,B' : 'mono'} statistics for normalization`;
+      break;
+    case 'REFERENCE_SELECTION':
+      detail = `frame ${setup.reference.index} ${setup.reference.name} (${state.referenceStrategy ?? state.config.registration_reference})`;
+      break;
+    case 'REGISTRATION':
+      detail = `affine, ${n((f) => f.registration?.ok === true)} of ${frames.length} frames registered`;
+      break;
+    case 'QUALITY_ANALYSIS':
+      detail = `metrics of ${n((f) => f.metrics !== null)} frames`;
+      break;
+    case 'FRAME_FILTERING':
+      detail = `mode ${state.config.quality_filter.mode}, ${n((f) => f.status === 'included')} of ${frames.length} frames kept`;
+      break;
+  }
+  return `${phase}: ${status}${detail ? `; ${detail}` : ''}`;
+}
+
+export function stackHeader(state: RawStackState, setup: StackSetup, outcomes: ReadonlyMap<string, PhaseOutcome>, p: StackParameters): FitsHeader {
+  const h = setup.referenceHeader.clone();
+  if (setup.channels === 3) for (const k of CFA_KEYS) h.delete(k);
+  for (const k of STALE_KEYS) h.delete(k);
+  const frames = setup.frames;
+  const exposures = frames.map((f) => f.exposure).filter((e): e is number => e !== null && Number.isFinite(e));
+  h.set('NCOMBINE', frames.length, { comment: 'number of stacked frames' });
+  if (exposures.length > 0) {
+    const total = exposures.reduce((a, b) => a + b, 0);
+    h.set('EXPTIME', total, { real: true, comment: '[s] total exposure of the stacked frames' });
+    h.set('LIVETIME', total, { real: true, comment: '[s] total exposure of the stacked frames' });
+    h.set('SUBEXP', total / exposures.length, { real: true, comment: '[s] mean single-frame exposure' });
+  }
+  const starts = frames
+    .map((f) => ({ t: f.dateObs ? Date.parse(f.dateObs) : NaN, e: f.exposure ?? 0 }))
+    .filter((s) => Number.isFinite(s.t));
+  if (starts.length > 0) {
+    h.set('DATE-OBS', fitsDate(Math.min(...starts.map((s) => s.t))), { comment: 'start of the earliest stacked frame (UTC)' });
+    h.set('DATE-END', fitsDate(Math.max(...starts.map((s) => s.t + s.e * 1000))), { comment: 'end of the latest stacked frame (UTC)' });
+  }
+  addHistory(h, `skystack ${SKYSTACK_VERSION} Raw Stack run ${state.runId}`);
+  for (const phase of RAWSTACK_PHASES) {
+    if (phase === 'STACKING') break;
+    const outcome = outcomes.get(phase);
+    if (outcome) addHistory(h, phaseHistory(state, setup, phase, outcome));
+  }
+  addHistory(
+    h,
+    `STACKING: ${frames.length} frames onto frame ${setup.reference.index}; rejection ${p.method} low ${p.low} high ${p.high} max_iters ${p.maxIters} min_fraction ${p.minFraction}; normalization ${p.normalization}; weighting ${p.weighting}; warp ${p.kernel}${p.cfaMode ? `; debayer ${p.cfaMode}` : ''}; cosmetic ${p.cosmetic}`,
+  );
+  return h;
+}
+
+/**
+ * Final cosmetic correction of the stacked planes (planar C × H × W, in place): per plane,
+ * σ from neighbour differences over the whole plane, then the isolated-outlier rule of
+ * stacking-cosmetic.ts with step 1. Returns the pixels replaced.
+ */
+export function finalCosmetic(image: Float32Array, width: number, height: number, planes: number, sigma: number): { hot: number; cold: number } {
+  let hot = 0;
+  let cold = 0;
+  const n = width * height;
+  for (let c = 0; c < planes; c++) {
+    const plane = image.subarray(c * n, (c + 1) * n);
+    const noise = estimateNoise(plane, width, height, 0, 1);
+    const r = cosmeticCorrect(plane, { width, height, readY0: 0, y0: 0, y1: height, step: 1, sigma, noise });
+    plane.set(r.data);
+    hot += r.hot;
+    cold += r.cold;
+  }
+  return { hot, cold };
+}

@@ -1,0 +1,349 @@
+// STACKING setup: everything the band loop needs per frame, computed once before the first band
+// (small per-frame records, no pixel data kept), and the band plan.
+// Per frame: the warp matrix (reference pixel → frame pixel, the inverse of REGISTRATION's
+// frame → reference matrix; identity for the reference), the effective CFA pattern of its stored
+// pixel (0, 0) (the run's Bayer pattern shifted by the light's XBAYROFF/YBAYROFF/ROWORDER), the
+// per-channel normalisation (stacking-normalization.ts), the weight and, when per-frame cosmetic
+// correction is on, its pixel noise per CFA phase (from a central strip of rows).
+// Frames that cannot be stacked are excluded here with a reason and the run goes on: no usable
+// registration matrix while other frames have one (registration_failed), a pixel source that
+// cannot be opened (unreadable) or has another size (size_mismatch).
+// Band plan (DESIGN §4): bands of output rows across ALL included frames (exact global
+// rejection), sized by the planner so that the frames' band slices plus every per-band and
+// per-frame scratch buffer fit runtime_limits.memory_budget (memory model in planStackBands).
+
+import { identity, invertAffine, type Affine } from '../../algorithms/affine.js';
+import { cfaPhase, redSite, type CfaPattern } from '../../cpu/debayer.js';
+import { KERNEL_SUPPORT, sourceRowsFor, type WarpKernel } from '../../cpu/warp.js';
+import { keys, readFitsHeader, type FitsHeader } from '../../fits/index.js';
+import { planBands, type BandPlan } from '../../gpu/band-planner.js';
+import { GpuError } from '../../gpu/errors.js';
+import { forEachLimit } from './concurrency.js';
+import type { PhaseContext } from '../phase.js';
+import { estimateNoise } from './stacking-cosmetic.js';
+import { measureChannels, normalizationFor, statsOf, type ChannelStats, type NormalizationMode } from './stacking-normalization.js';
+import type { ReaderCache } from './stacking-readers.js';
+import { exclude, pixelSource, type FrameRecord, type RawStackState } from './state.js';
+
+export interface StackFrame {
+  /** Position among the stacked frames (the frame's slot in a band). */
+  slot: number;
+  record: FrameRecord;
+  /** File the pixels come from (calibrated frame or light). */
+  source: string;
+  /** Reference pixel → frame pixel, row-major [a00, a01, a02, a10, a11, a12] (the warp's matrix). */
+  toFrame: number[];
+  /** Effective CFA pattern of stored pixel (0, 0); null for mono. */
+  pattern: CfaPattern | null;
+  stats: ChannelStats[];
+  scale: number[];
+  offset: number[];
+  weight: number;
+  /** Pixel noise per 2×2 phase for per-frame cosmetic correction (null when it is off). */
+  noise: number[] | null;
+  exposure: number | null;
+  dateObs: string | null;
+}
+
+export interface StackSetup {
+  frames: StackFrame[];
+  reference: FrameRecord;
+  referenceHeader: FitsHeader;
+  channels: 1 | 3;
+  width: number;
+  height: number;
+  normalizationSource: 'state' | 'measured' | 'mixed';
+  /** Frames stacked unregistered (identity) because REGISTRATION left no matrix at all. */
+  unregistered: boolean;
+}
+
+export class SetupError extends Error {
+  constructor(
+    readonly reason: 'no_frames' | 'input_error',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const flat = (m: Affine): number[] => [m[0][0], m[0][1], m[0][2], m[1][0], m[1][1], m[1][2]];
+
+/** Rows the cosmetic correction reads around a corrected row (7×7 isolation window). */
+export const COSMETIC_REACH = 3;
+/** Rows of context bilinear debayering reads each side. */
+export const DEBAYER_HALO = 1;
+
+/**
+ * Builds the per-frame records. `needNoise`: measure each frame's pixel noise (per-frame
+ * cosmetic correction, the pre-mask).
+ */
+export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: ReaderCache, kernel: WarpKernel, needNoise: boolean): Promise<StackSetup> {
+  const { state } = ctx;
+  const c = state.config;
+  const W = state.width;
+  const H = state.height;
+  if (W === null || H === null) throw new SetupError('input_error', 'image size unknown: INPUT_SCAN did not complete');
+  const osc = state.colorMode === 'OSC';
+  const channels: 1 | 3 = osc ? 3 : 1;
+  let included = state.frames.filter((f) => f.status === 'included');
+  if (included.length === 0) throw new SetupError('no_frames', 'no included frames to stack');
+  let reference = state.referenceIndex !== null ? state.frames[state.referenceIndex] : undefined;
+  if (!reference || reference.status !== 'included') {
+    const was = reference ? `reference frame ${reference.index} is excluded` : 'no reference frame was selected';
+    reference = included[0]!;
+    ctx.warn('stacking_reference', `${was}; normalising and stacking onto frame ${reference.index} (${reference.name})`);
+  }
+
+  // Registration matrices.
+  const anyMatrix = included.some((f) => f !== reference && f.registration?.matrix);
+  const unregistered = !anyMatrix && included.length > 1;
+  if (unregistered) ctx.warn('unregistered', 'no frame carries a registration matrix: stacking the frames unaligned (identity transforms)');
+  const toFrame = new Map<FrameRecord, number[]>();
+  for (const f of included) {
+    let m: Affine | null;
+    if (f === reference || unregistered) m = identity();
+    else if (f.registration?.ok === false || !f.registration?.matrix) m = null;
+    else m = invertAffine(f.registration.matrix);
+    if (m === null) {
+      exclude(f, 'registration_failed', f.registration?.matrix ? 'registration matrix is singular' : 'no registration matrix');
+      ctx.frame(f.index, f.name, 'excluded', 'registration_failed');
+      continue;
+    }
+    try {
+      sourceRowsFor(flat(m), 0, 1, W, H, kernel); // validates the warp's coefficient range
+    } catch (e) {
+      exclude(f, 'registration_failed', `matrix outside the warp's range: ${(e as Error).message}`);
+      ctx.frame(f.index, f.name, 'excluded', 'registration_failed');
+      continue;
+    }
+    toFrame.set(f, flat(m));
+  }
+
+  // Headers (CFA phase, provenance) and pixel-source checks, parallel_workers at a time.
+  const headers = new Map<FrameRecord, FitsHeader>();
+  const patterns = new Map<FrameRecord, CfaPattern | null>();
+  await forEachLimit([...toFrame.keys()], c.runtime_limits.parallel_workers, async (f) => {
+    ctx.checkCancelled();
+    try {
+      const source = pixelSource(f);
+      const ok = await readers.use(source, async (r) => {
+        if (r.width !== W || r.height !== H) {
+          exclude(f, 'size_mismatch', `${source} is ${r.width}x${r.height}, the run's frames are ${W}x${H}`);
+          return false;
+        }
+        if (source === f.file) headers.set(f, r.header);
+        return true;
+      });
+      if (!ok) {
+        ctx.frame(f.index, f.name, 'excluded', 'size_mismatch');
+        return;
+      }
+      if (!headers.has(f)) headers.set(f, (await readFitsHeader(f.file)).header);
+    } catch (e) {
+      exclude(f, 'unreadable', `cannot open for stacking: ${(e as Error).message}`);
+      ctx.frame(f.index, f.name, 'excluded', 'unreadable');
+      return;
+    }
+    const h = headers.get(f)!;
+    if (osc) {
+      const base = state.bayer;
+      if (!base) throw new SetupError('input_error', 'OSC frames without a Bayer pattern');
+      const off = keys.bayerOffset(h);
+      patterns.set(f, cfaPhase(base, off.x, off.y, keys.rowOrder(h) ?? 'TOP-DOWN', H));
+    } else patterns.set(f, null);
+  });
+  ctx.checkCancelled();
+  included = included.filter((f) => f.status === 'included' && toFrame.has(f));
+  if (included.length === 0) throw new SetupError('no_frames', 'none of the included frames can be stacked');
+  if (reference.status !== 'included') throw new SetupError('input_error', `the reference frame ${reference.name} cannot be read for stacking`);
+
+  // Normalisation statistics: from CFA_CHANNEL_PREP when every frame has them, else measured here.
+  const hasStats = (f: FrameRecord) => Array.isArray(f.normalization) && f.normalization.length === channels && f.normalization.every((n) => Number.isFinite(n.location) && Number.isFinite(n.spread));
+  const missing = included.filter((f) => !hasStats(f));
+  const stats = new Map<FrameRecord, ChannelStats[]>();
+  for (const f of included) if (hasStats(f)) stats.set(f, f.normalization!.map(statsOf));
+  if (missing.length > 0 && c.stacking.normalization !== 'none') {
+    let done = 0;
+    await forEachLimit(missing, c.runtime_limits.parallel_workers, async (f) => {
+      ctx.checkCancelled();
+      const s = await readers.use(pixelSource(f), (r) => measureChannels(r, patterns.get(f) ?? null));
+      stats.set(f, s);
+      ctx.progress(++done, missing.length, 'normalization statistics');
+    });
+  }
+  const normalizationSource = missing.length === 0 ? 'state' : missing.length === included.length ? 'measured' : 'mixed';
+  const mode = c.stacking.normalization as NormalizationMode;
+  const nan: ChannelStats = { location: NaN, spread: NaN, median: NaN };
+  const refStats = stats.get(reference) ?? Array.from({ length: channels }, () => nan);
+
+  // Weights.
+  const uniform = c.stacking.weighting === 'uniform';
+  const noWeight = included.filter((f) => !(typeof f.weight === 'number' && Number.isFinite(f.weight) && f.weight >= 0));
+  if (!uniform && noWeight.length > 0) ctx.warn('weights_missing', `${noWeight.length} frame(s) carry no quality weight; they are stacked with weight 1`);
+
+  const frames: StackFrame[] = [];
+  const fallbacks: string[] = [];
+  for (const f of included) {
+    const s = stats.get(f) ?? Array.from({ length: channels }, () => nan);
+    const so = s.map((cs, ch) => (f === reference ? { scale: 1, offset: 0 } : normalizationFor(mode, cs, refStats[ch]!)));
+    for (const x of so) if ('fallback' in x && x.fallback) fallbacks.push(`${f.name}: ${x.fallback}`);
+    // Record what is applied (the report and registration of the contract read these).
+    f.normalization = s.map((cs, ch) => ({ location: cs.location, spread: cs.spread, median: cs.median, scale: so[ch]!.scale, offset: so[ch]!.offset }));
+    const info = f.info;
+    frames.push({
+      slot: frames.length,
+      record: f,
+      source: pixelSource(f),
+      toFrame: toFrame.get(f)!,
+      pattern: patterns.get(f) ?? null,
+      stats: s,
+      scale: so.map((x) => x.scale),
+      offset: so.map((x) => x.offset),
+      weight: uniform ? 1 : typeof f.weight === 'number' && Number.isFinite(f.weight) && f.weight >= 0 ? f.weight : 1,
+      noise: null,
+      exposure: info?.exptime ?? (headers.get(f) ? (keys.exposureSeconds(headers.get(f)!) ?? null) : null),
+      dateObs: info?.dateObs ?? (headers.get(f) ? (keys.dateObs(headers.get(f)!)?.toISOString() ?? null) : null),
+    });
+  }
+  if (fallbacks.length > 0) ctx.warn('normalization_fallback', `normalisation fell back to scale 1 for ${fallbacks.length} channel(s): ${fallbacks.slice(0, 3).join('; ')}${fallbacks.length > 3 ? '; …' : ''}`);
+  if (frames.every((f) => f.weight === 0)) throw new SetupError('no_frames', 'every included frame has weight 0');
+
+  // Noise per CFA phase (per-frame cosmetic correction, pre-mask): a fixed central strip, so the
+  // value (hence every decision made with it) does not depend on the band plan.
+  if (needNoise) {
+    const strip = Math.min(H, 64);
+    const y0 = Math.max(0, Math.floor((H - strip) / 2) & ~1);
+    await forEachLimit(frames, c.runtime_limits.parallel_workers, async (sf) => {
+      ctx.checkCancelled();
+      const band = await readers.use(sf.source, (r) => r.readRows(y0, Math.min(strip, H - y0), { planes: [0] }));
+      sf.noise = estimateNoise(band.data, W, band.rows, y0, osc ? 2 : 1);
+    });
+  }
+  return {
+    frames,
+    reference,
+    referenceHeader: headers.get(reference)!,
+    channels,
+    width: W,
+    height: H,
+    normalizationSource,
+    unregistered,
+  };
+}
+
+/**
+ * A frame's raw pixel noise per stack channel from its per-phase noise: mono the plane's, OSC
+ * R and B their sites', G the mean of the two green sites'. NaN when not measured.
+ */
+export function channelNoise(f: StackFrame, channels: number): number[] {
+  const n = f.noise;
+  if (!n) return new Array(channels).fill(NaN);
+  if (channels === 1 || !f.pattern) return [n[0]!];
+  const { rx, ry } = redSite(f.pattern);
+  const at = (x: number, y: number) => n[((y & 1) << 1) | (x & 1)]!;
+  return [at(rx, ry), 0.5 * (at(1 - rx, ry) + at(rx, 1 - ry)), at(1 - rx, 1 - ry)];
+}
+
+/** Rows read around the warp's source rows: debayer halo (OSC), cosmetic reach, even alignment. */
+export function readHalo(osc: boolean, cosmetic: boolean): number {
+  return (osc ? DEBAYER_HALO : 0) + (cosmetic ? COSMETIC_REACH : 0);
+}
+
+const MiB = 1024 * 1024;
+const mib = (b: number) => `${(b / MiB).toFixed(1)} MiB`;
+
+export interface StackPlanInput {
+  width: number;
+  height: number;
+  frames: StackFrame[];
+  channels: number;
+  kernel: WarpKernel;
+  /** Frames whose source bands are read ahead (runtime_limits.parallel_workers). */
+  prefetch: number;
+  readHalo: number;
+  /** Halo rows of every band (the pre-mask's growth reach), 0 without it. */
+  haloRows: number;
+  /** Host bytes per frame and pixel besides the slots (the pre-mask's host copy and mask byte). */
+  extraBytesPerFramePixel: number;
+  budgetBytes: number;
+  /** Largest storage binding when the stack runs on the device (each channel has its own buffer), else null. */
+  maxBindingBytes: number | null;
+}
+
+export interface StackPlan extends BandPlan {
+  /** Bytes reserved besides bytesPerBand (which already holds the per-row scratch): the source rows' drift part and small fixed buffers. */
+  scratchBytes: number;
+  /** Largest work band: owned rows plus halo. */
+  maxWorkRows: number;
+  /** Most source rows any frame needs for any band (buffer sizes). */
+  maxSourceRows: number;
+  /** Most rows read for any frame and band (source rows plus read halo). */
+  maxReadRows: number;
+  memoryBudgetBytes: number;
+}
+
+/**
+ * Memory model (bytes; W = width, N = frames, C = channels, P = prefetch):
+ *   per band row:        N·(4C + X)·W   every frame's warped slice of the band (the planner's
+ *                                       input, halo rows included), X = the pre-mask's host copy
+ *                                       of one channel and its mask byte (5, or 0 when off)
+ *                      + (16 + 4C)·W    mean, count, warp output, read-back staging, host result rows
+ *   per source row:      (P + 2 + 2C)·4·W   P reads in flight, the cosmetic copy, debayered planes
+ *                                          on the host and the source planes on the device
+ * where a band of R rows needs at most S·R + E source rows (S = largest |a11|, E = the drift of
+ * a row across the width, |a10|·(W − 1), plus kernel support, read halo and alignment). The E part
+ * is reserved up front, the S part per owned row. This bounds host and device use together (the
+ * device pool gets the same budget), so one budget value covers both.
+ */
+export function planStackBands(input: StackPlanInput): StackPlan {
+  const { width: W, height: H, frames, channels: C, kernel } = input;
+  const N = frames.length;
+  const support = KERNEL_SUPPORT[kernel];
+  let S = 1;
+  let drift = 0;
+  for (const f of frames) {
+    S = Math.max(S, Math.abs(f.toFrame[4]!));
+    drift = Math.max(drift, Math.abs(f.toFrame[3]!) * (W - 1));
+  }
+  const E = Math.ceil(drift) + support.before + support.after + 2 + 2 * input.readHalo + 2 + Math.ceil(2 * input.haloRows * S);
+  const perSourceRow = (input.prefetch + 2 + 2 * C) * 4 * W;
+  const fixed = E * perSourceRow + 2 * N * C * 4 + 64 * 1024;
+  const budget = input.budgetBytes - fixed;
+  const bytesPerPixel = 4 * C + input.extraBytesPerFramePixel;
+  const outputBytesPerPixel = 16 + 4 * C + Math.ceil((S * perSourceRow) / W);
+  let plan: BandPlan;
+  try {
+    plan = planBands({
+      width: W,
+      height: H,
+      frames: N,
+      bytesPerPixel,
+      outputBytesPerPixel,
+      haloRows: input.haloRows,
+      budgetBytes: Math.max(budget, 0),
+      maxBindingBytes: input.maxBindingBytes === null ? Number.MAX_SAFE_INTEGER : input.maxBindingBytes * C,
+    });
+  } catch (e) {
+    if (!(e instanceof GpuError) || e.code !== 'BUDGET_TOO_SMALL') throw e;
+    // The planner saw the budget less the fixed reserve; say what the whole run needs.
+    const minRows = Math.min(H, 32);
+    const need = fixed + Math.min(H, minRows + 2 * input.haloRows) * N * W * bytesPerPixel + minRows * W * outputBytesPerPixel;
+    throw new GpuError(
+      'BUDGET_TOO_SMALL',
+      `memory budget ${mib(input.budgetBytes)} cannot hold a ${minRows}-row band of ${N} frames x ${W} px x ${C} channel(s) with its scratch (needs ${mib(need)}); raise runtime_limits.memory_budget to at least ${Math.ceil(need / MiB)} MiB`,
+    );
+  }
+  // Exact source-row needs for buffer sizes.
+  let maxSourceRows = 0;
+  for (const f of frames) {
+    for (const b of plan.bands) maxSourceRows = Math.max(maxSourceRows, sourceRowsFor(f.toFrame, b.readY0, b.readRows, W, H, kernel).rows);
+  }
+  return {
+    ...plan,
+    maxWorkRows: Math.max(...plan.bands.map((b) => b.readRows)),
+    scratchBytes: fixed,
+    maxSourceRows,
+    maxReadRows: Math.min(H, maxSourceRows + 2 * input.readHalo + 1),
+    memoryBudgetBytes: input.budgetBytes,
+  };
+}

@@ -1,0 +1,162 @@
+// STACKING's band streaming, device paths and failure handling on a generated OSC set (10 frames
+// 320×240, per-frame and final cosmetic correction on, so every halo is exercised): a tiny memory
+// budget forces several bands and gives exactly the one-band image; the TypeScript path agrees
+// with the device path; a budget below the smallest band is a budget_error; cancellation during
+// the band loop closes the run as cancelled with a report; frames without usable registration
+// are excluded; no stackable frame is no_frames.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { access, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { EventLine } from '../../src/pipeline/events.js';
+import { config, defaultExclusion, makeDataset, plane, runStack, stackingEnd, type Dataset, type StackRun } from './stacking-helpers.js';
+
+let root = '';
+let ds: Dataset;
+let oneBand: StackRun;
+const cosmetic = { stacking: { per_frame_cosmetic_correction: true, cosmetic_correction: true } };
+const runsDir = () => join(root, 'runs');
+const lights = () => join(ds.dir, 'lights');
+
+test.before(async () => {
+  root = await mkdtemp(join(tmpdir(), 'skystack-stacking-bands-'));
+  ds = await makeDataset(join(root, 'data'), { kind: 'osc', pattern: 'GRBG', frames: 10, width: 320, height: 240, seed: 21, badFrames: 'auto', starDensity: 10000 });
+  oneBand = await runStack(ds, runsDir(), config(lights(), cosmetic));
+});
+
+test.after(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+function compare(a: Float32Array, b: Float32Array): { maxAbs: number; differing: number; nanMismatch: number } {
+  let maxAbs = 0;
+  let differing = 0;
+  let nanMismatch = 0;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (Number.isNaN(x) || Number.isNaN(y)) {
+      if (Number.isNaN(x) !== Number.isNaN(y)) nanMismatch++;
+      continue;
+    }
+    const d = Math.abs(x - y);
+    if (d > 0) differing++;
+    if (d > maxAbs) maxAbs = d;
+  }
+  return { maxAbs, differing, nanMismatch };
+}
+
+test('bands: one band for the default budget; a tiny budget forces several bands and gives the same image', async () => {
+  assert.is(oneBand.result.status, 'ok');
+  assert.is(oneBand.diagnostics!.band_plan.bands, 1);
+  assert.ok(oneBand.diagnostics!.cosmetic.per_frame.hot > 0, 'per-frame cosmetic correction replaced hot pixels');
+  assert.ok(oneBand.diagnostics!.cosmetic.final !== null);
+  const tiny = await runStack(ds, runsDir(), config(lights(), cosmetic, 3));
+  assert.is(tiny.result.status, 'ok');
+  const plan = tiny.diagnostics!.band_plan;
+  assert.ok(plan.bands >= 4, `${plan.bands} bands`);
+  assert.is(plan.limited_by, 'budget');
+  assert.ok(plan.bytes_per_band + plan.scratch_bytes <= 3 * 1024 * 1024, `${plan.bytes_per_band} + ${plan.scratch_bytes} bytes`);
+  assert.is(plan.halo_rows, 2);
+  // Bands tile the image.
+  let next = 0;
+  for (const [y0, rows] of plan.bands_rows as [number, number][]) {
+    assert.is(y0, next);
+    next += rows;
+  }
+  assert.is(next, 240);
+  const c = compare(tiny.image!.data, oneBand.image!.data);
+  assert.is(c.nanMismatch, 0);
+  assert.is(c.maxAbs, 0, `max difference ${c.maxAbs} on ${c.differing} samples`);
+  // Tallies are exact across bands too.
+  assert.equal(tiny.diagnostics!.samples, oneBand.diagnostics!.samples);
+  assert.equal(
+    tiny.diagnostics!.frames.map((f: { rejected: unknown }) => f.rejected),
+    oneBand.diagnostics!.frames.map((f: { rejected: unknown }) => f.rejected),
+  );
+});
+
+test('bands: the TypeScript path (worker pool) gives the device path image, in one band or several', async () => {
+  const ts = await runStack(ds, runsDir(), config(lights(), cosmetic), { device: 'cpu' });
+  assert.is(ts.result.status, 'ok');
+  assert.is(ts.diagnostics!.device.paths.stack, 'typescript-workers');
+  assert.is(ts.diagnostics!.device.paths.warp, 'typescript-workers');
+  const tsTiny = await runStack(ds, runsDir(), config(lights(), { ...cosmetic, runtime_limits: { parallel_workers: 1 } }, 3), { device: 'cpu' });
+  assert.is(tsTiny.diagnostics!.device.paths.stack, 'typescript');
+  const same = compare(tsTiny.image!.data, ts.image!.data);
+  assert.is(same.maxAbs, 0, `TS one band vs TS bands: ${same.maxAbs}`);
+  if (oneBand.diagnostics!.device.paths.stack !== 'typescript-workers') {
+    // f32 device arithmetic vs f64 TypeScript: equal up to rounding, except where a sample sits
+    // on a rejection bound (rare).
+    const c = compare(ts.image!.data, oneBand.image!.data);
+    assert.is(c.nanMismatch, 0);
+    let close = 0;
+    const a = ts.image!.data;
+    const b = oneBand.image!.data;
+    for (let i = 0; i < a.length; i++) if (Math.abs(a[i]! - b[i]!) <= 1e-3 * Math.max(1, Math.abs(b[i]!))) close++;
+    assert.ok(close / a.length > 0.999, `${a.length - close} of ${a.length} samples differ by more than 1e-3`);
+  }
+});
+
+test('bands: a budget below the smallest band is a budget_error naming the budget', async () => {
+  const r = await runStack(ds, runsDir(), config(lights(), {}, 1));
+  assert.is(r.result.status, 'error');
+  const end = stackingEnd(r.events)!;
+  assert.is(end.status, 'error');
+  assert.is(end.reason, 'budget_error');
+  assert.match(String(end.message), /runtime_limits\.memory_budget/);
+  assert.is(r.image, null);
+  await access(join(r.result.runDir, 'artifacts/preprocess/preprocessing_report.json'));
+});
+
+test('bands: cancelling during the band loop ends STACKING cancelled, REPORT still runs', async () => {
+  const controller = new AbortController();
+  let abortedAt = -1;
+  const r = await runStack(ds, runsDir(), config(lights(), {}, 3), {
+    signal: controller.signal,
+    onEvent: (l: EventLine) => {
+      if (abortedAt < 0 && l.type === 'phase_progress' && l.phase === 'STACKING' && l.current >= 1) {
+        abortedAt = l.seq;
+        controller.abort();
+      }
+    },
+  });
+  assert.ok(abortedAt > 0, 'a band progress event arrived');
+  assert.is(r.result.status, 'cancelled');
+  const end = stackingEnd(r.events)!;
+  assert.is(end.status, 'error');
+  assert.is(end.reason, 'cancelled');
+  const last = r.events[r.events.length - 1]!;
+  assert.is(last.type, 'run_end');
+  assert.is((last as Extract<EventLine, { type: 'run_end' }>).status, 'cancelled');
+  const report = r.events.find((l) => l.type === 'phase_end' && l.phase === 'REPORT') as Extract<EventLine, { type: 'phase_end' }>;
+  assert.is(report.status, 'ok');
+  await access(join(r.result.runDir, 'artifacts/preprocess/preprocessing_report.json'));
+  assert.is(r.result.outputs.stacked_rgb, undefined);
+  // Cancelled promptly: no band finished after the abort was seen.
+  const bandsAfter = r.events.filter((l) => l.seq > abortedAt && l.type === 'phase_progress' && l.phase === 'STACKING' && l.substep === 'bands');
+  assert.ok(bandsAfter.length <= 1, `${bandsAfter.length} band events after the abort`);
+});
+
+test('frames: no usable registration matrix → excluded (registration_failed); nothing left → no_frames', async () => {
+  const victim = ds.truth.frames.find((f) => f.index > 0 && defaultExclusion(f) === null)!;
+  const r = await runStack(ds, runsDir(), config(lights()), {
+    truth: { exclude: defaultExclusion },
+    onEvent: () => undefined,
+  });
+  assert.is(r.result.status, 'ok');
+  // A frame whose matrix is missing while the others have one.
+  const broken = await runStack(ds, runsDir(), config(lights()), { truth: { exclude: defaultExclusion, dropMatrix: victim.index } });
+  assert.is(broken.result.status, 'ok');
+  assert.is(broken.diagnostics!.frames_used, r.diagnostics!.frames_used - 1);
+  const ev = broken.events.find((l) => l.type === 'frame' && l.phase === 'STACKING' && l.index === victim.index) as Extract<EventLine, { type: 'frame' }>;
+  assert.is(ev.outcome, 'excluded');
+  assert.is(ev.code, 'registration_failed');
+  const none = await runStack(ds, runsDir(), config(lights()), { truth: { exclude: () => 'manual' } });
+  assert.is(none.result.status, 'error');
+  const end = stackingEnd(none.events)!;
+  assert.is(end.reason, 'no_frames');
+});
+
+test.run();

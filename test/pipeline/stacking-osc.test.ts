@@ -1,0 +1,104 @@
+// STACKING on generated OSC sets (RGGB and GBRG, 10 frames 448×336 with the generator's bad
+// frames): debayered RGB output with the right colours (star colour ratios against truth),
+// star positions against truth, CFA cards removed from the header.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readFitsImage } from '../../src/fits/index.js';
+import { checkPositions, config, defaultExclusion, luminance, makeDataset, plane, runStack, type Dataset, type StackRun } from './stacking-helpers.js';
+
+let root = '';
+const sets: Record<string, { ds: Dataset; run: StackRun }> = {};
+
+test.before(async () => {
+  root = await mkdtemp(join(tmpdir(), 'skystack-stacking-osc-'));
+  for (const pattern of ['RGGB', 'GBRG'] as const) {
+    const ds = await makeDataset(join(root, pattern), { kind: 'osc', pattern, frames: 10, width: 448, height: 336, seed: 5, badFrames: 'auto', starDensity: 20000 });
+    sets[pattern] = { ds, run: await runStack(ds, join(root, 'runs'), config(join(ds.dir, 'lights'))) };
+  }
+});
+
+test.after(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+/** Aperture flux (r ≤ 5 px) above the median of an annulus (7–10 px). */
+function aperture(p: Float32Array, W: number, H: number, x: number, y: number): number {
+  let sum = 0;
+  let n = 0;
+  const ring: number[] = [];
+  for (let dy = -10; dy <= 10; dy++) {
+    for (let dx = -10; dx <= 10; dx++) {
+      const xx = Math.round(x) + dx;
+      const yy = Math.round(y) + dy;
+      if (xx < 0 || yy < 0 || xx >= W || yy >= H) continue;
+      const d = Math.hypot(xx - x, yy - y);
+      const v = p[yy * W + xx]!;
+      if (d <= 5) (sum += v), n++;
+      else if (d >= 7 && d <= 10) ring.push(v);
+    }
+  }
+  ring.sort((a, b) => a - b);
+  return sum - n * ring[ring.length >> 1]!;
+}
+
+for (const pattern of ['RGGB', 'GBRG'] as const) {
+  test(`OSC ${pattern}: stacked_rgb.fits with 3 planes, CFA cards removed, provenance`, async () => {
+    const { ds, run } = sets[pattern]!;
+    assert.is(run.result.status, 'ok');
+    assert.ok(run.result.outputs.stacked_rgb);
+    assert.is(run.result.outputs.stacked_linear, undefined);
+    const img = await readFitsImage(run.result.outputs.stacked_rgb!);
+    assert.is(img.planes, 3);
+    assert.is(img.header.getNumber('NAXIS'), 3);
+    assert.is(img.header.getNumber('NAXIS3'), 3);
+    assert.is(img.header.getNumber('BITPIX'), -32);
+    for (const k of ['BAYERPAT', 'XBAYROFF', 'YBAYROFF', 'COLORTYP']) assert.not.ok(img.header.has(k), `${k} removed`);
+    const used = ds.truth.frames.filter((f) => defaultExclusion(f) === null);
+    assert.is(img.header.getNumber('NCOMBINE'), used.length);
+    assert.is(img.header.getNumber('EXPTIME'), 120 * used.length);
+    assert.ok(img.header.commentary('HISTORY').join(' ').includes(`debayer bilinear ${pattern}`));
+    const d = run.diagnostics!;
+    assert.equal(d.channels, ['R', 'G', 'B']);
+    assert.is(d.parameters.bayer_pattern, pattern);
+    assert.is(d.parameters.cfa_mode, 'bilinear');
+    assert.is(d.frames[0].normalization.length, 3);
+    assert.is(d.frames[0].rejected.length, 3);
+    assert.is(d.samples.empty_pixels, 0);
+  });
+
+  test(`OSC ${pattern}: star colours match the truth (a red star is red), stars at the reference positions`, async () => {
+    const { ds, run } = sets[pattern]!;
+    const img = run.image!;
+    const W = img.width;
+    const H = img.height;
+    const [R, G, B] = [plane(img, 0), plane(img, 1), plane(img, 2)];
+    const stars = ds.truth.stars.filter((s) => s.x > 30 && s.y > 30 && s.x < W - 30 && s.y < H - 30 && !s.saturated && s.mag < 13.5);
+    assert.ok(stars.length >= 5, `${stars.length} bright stars`);
+    // Isolated stars only (a neighbour within 12 px would enter the aperture or the annulus).
+    const clean = stars.filter((s) => !ds.truth.stars.some((t) => t !== s && t.mag < s.mag + 2.5 && Math.hypot(t.x - s.x, t.y - s.y) < 12));
+    let reddest = clean[0]!;
+    let bluest = clean[0]!;
+    for (const s of clean) {
+      const measured = aperture(R, W, H, s.x, s.y) / aperture(B, W, H, s.x, s.y);
+      const truth = s.flux_e.r! / s.flux_e.b!;
+      assert.ok(Math.abs(measured / truth - 1) < 0.06, `star mag ${s.mag} B-V ${s.bv}: R/B ${measured.toFixed(3)} vs truth ${truth.toFixed(3)}`);
+      const gr = aperture(G, W, H, s.x, s.y) / aperture(R, W, H, s.x, s.y);
+      assert.ok(Math.abs(gr / (s.flux_e.g! / s.flux_e.r!) - 1) < 0.06, `star mag ${s.mag}: G/R ${gr.toFixed(3)}`);
+      if (s.bv > reddest.bv) reddest = s;
+      if (s.bv < bluest.bv) bluest = s;
+    }
+    assert.ok(reddest.bv > 0.9, `reddest B-V ${reddest.bv}`);
+    const rb = (s: typeof reddest) => aperture(R, W, H, s.x, s.y) / aperture(B, W, H, s.x, s.y);
+    assert.ok(rb(reddest) > 1.5, `red star R/B ${rb(reddest)}`);
+    assert.ok(rb(reddest) > rb(bluest) * 1.3, `red star R/B ${rb(reddest)} vs blue star ${rb(bluest)}`);
+    const pos = checkPositions(ds.truth, luminance(img), W, H, 30, 32);
+    assert.ok(pos.matched >= 10, `matched ${pos.matched}`);
+    assert.ok(pos.medianError < 0.05, `median error ${pos.medianError}`);
+    assert.ok(Math.abs(pos.meanDx) < 0.02 && Math.abs(pos.meanDy) < 0.02, `mean offset ${pos.meanDx}, ${pos.meanDy}`);
+  });
+}
+
+test.run();

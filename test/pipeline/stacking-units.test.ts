@@ -1,0 +1,202 @@
+// Unit tests of STACKING's helpers: normalisation formulas, the band plan's memory model (1000
+// frames need no more than 20 apart from thinner bands), the reader LRU, cosmetic correction on
+// planes and on Bayer mosaics (hot/cold pixels replaced, stars untouched), the pre-mask.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { join } from 'node:path';
+import { writeFits } from '../../src/fits/index.js';
+import { cosmeticCorrect, estimateNoise } from '../../src/pipeline/rawstack/stacking-cosmetic.js';
+import { normalizationFor } from '../../src/pipeline/rawstack/stacking-normalization.js';
+import { compactOwned, premaskApply, premaskFlag, GROW } from '../../src/pipeline/rawstack/stacking-premask.js';
+import { ReaderCache } from '../../src/pipeline/rawstack/stacking-readers.js';
+import { planStackBands, type StackFrame } from '../../src/pipeline/rawstack/stacking-setup.js';
+import { seededRandom, withTempDir } from '../helpers/tmp.js';
+
+test('normalisation: the four modes apply their own formula relative to the reference', () => {
+  const ref = { location: 1000, spread: 20, median: 1000 };
+  const f = { location: 1100, spread: 25, median: 1100 };
+  assert.equal(normalizationFor('none', f, ref), { scale: 1, offset: 0 });
+  assert.equal(normalizationFor('background', f, ref), { scale: 1, offset: -100 });
+  const m = normalizationFor('median', f, ref);
+  assert.ok(Math.abs(m.scale - 1000 / 1100) < 1e-12 && m.offset === 0);
+  const a = normalizationFor('addscale', f, ref);
+  assert.ok(Math.abs(a.scale - 0.8) < 1e-12);
+  assert.ok(Math.abs(1100 * a.scale + a.offset - 1000) < 1e-9, 'location maps onto the reference location');
+  // Degenerate statistics fall back instead of producing NaN or infinite scales.
+  const bad = normalizationFor('addscale', { location: 1100, spread: 0, median: 1100 }, ref);
+  assert.is(bad.scale, 1);
+  assert.ok(bad.fallback);
+  assert.is(normalizationFor('median', { location: 0, spread: 1, median: 0 }, ref).scale, 1);
+});
+
+function frames(n: number, rotationDeg = 0.3): StackFrame[] {
+  const t = (rotationDeg * Math.PI) / 180;
+  return Array.from({ length: n }, (_, i) => ({
+    slot: i,
+    record: null as never,
+    source: '',
+    toFrame: [Math.cos(t), -Math.sin(t), 5, Math.sin(t), Math.cos(t), -3],
+    pattern: null,
+    stats: [],
+    scale: [1, 1, 1],
+    offset: [0, 0, 0],
+    weight: 1,
+    noise: null,
+    exposure: 120,
+    dateObs: null,
+  }));
+}
+
+test('band plan: fits the budget; 1000 frames need no more memory than 20 apart from thinner bands', () => {
+  const budget = 2048 * 1024 * 1024;
+  const plan = (n: number) =>
+    planStackBands({ width: 2048, height: 1536, frames: frames(n), channels: 3, kernel: 'lanczos3', prefetch: 2, readHalo: 1, haloRows: GROW, extraBytesPerFramePixel: 5, budgetBytes: budget, maxBindingBytes: null });
+  const p20 = plan(20);
+  const p1000 = plan(1000);
+  for (const p of [p20, p1000]) assert.ok(p.bytesPerBand + p.scratchBytes <= budget, `${p.bytesPerBand} + ${p.scratchBytes}`);
+  assert.is(p20.bands.length, 1);
+  assert.ok(p1000.bands.length > 10);
+  assert.ok(p1000.rowsPerBand < p20.rowsPerBand);
+  // The reserve besides the bands does not grow with the frame count (the tallies' 8 bytes per frame and channel aside).
+  assert.ok(p1000.scratchBytes - p20.scratchBytes <= 980 * 3 * 8, `${p20.scratchBytes} vs ${p1000.scratchBytes}`);
+  // Halo rows: every band reads its owned rows plus GROW each side (inside the image).
+  for (const b of p1000.bands) {
+    assert.is(b.readY0, Math.max(0, b.y0 - GROW));
+    assert.is(b.readY0 + b.readRows, Math.min(1536, b.y0 + b.rows + GROW));
+  }
+  // Too small a budget is refused with the planner's message.
+  assert.throws(
+    () => planStackBands({ width: 2048, height: 1536, frames: frames(1000), channels: 3, kernel: 'lanczos3', prefetch: 2, readHalo: 1, haloRows: GROW, extraBytesPerFramePixel: 5, budgetBytes: 64 * 1024 * 1024, maxBindingBytes: null }),
+    (e: Error) => /memory budget 64\.0 MiB .*raise runtime_limits\.memory_budget to at least \d+ MiB/.test(e.message),
+  );
+  // A device binding limit caps the band height.
+  const bound = planStackBands({ width: 2048, height: 1536, frames: frames(30), channels: 3, kernel: 'lanczos3', prefetch: 2, readHalo: 1, haloRows: 0, extraBytesPerFramePixel: 0, budgetBytes: budget, maxBindingBytes: 128 * 1024 * 1024 });
+  assert.is(bound.limitedBy, 'binding');
+  assert.ok(30 * (bound.rowsPerBand + 0) * 2048 * 4 <= 128 * 1024 * 1024);
+});
+
+test('reader cache: at most `capacity` files open, every read right, LRU reuse', async () => {
+  await withTempDir('readers', async (dir) => {
+    const files: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const file = join(dir, `f${i}.fits`);
+      await writeFits(file, { width: 4, height: 3, data: new Float32Array(12).fill(i) });
+      files.push(file);
+    }
+    const cache = new ReaderCache(2);
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 5; i++) {
+        const rows = await cache.use(files[i]!, (r) => r.readRows(1, 1));
+        assert.equal(Array.from(rows.data), [i, i, i, i]);
+      }
+    }
+    assert.is(cache.opens, 10, 'five files through two slots reopen each round');
+    await cache.use(files[4]!, async () => undefined);
+    assert.is(cache.opens, 10, 'the most recent file is still open');
+    await cache.closeAll();
+    let failed = false;
+    await cache.use(join(dir, 'missing.fits'), async () => undefined).catch(() => (failed = true));
+    assert.ok(failed, 'a missing file fails');
+  });
+});
+
+/** A plane with a gradient sky, Gaussian-ish stars (FWHM ~2.5 px), noise, hot and cold pixels. */
+function scene(W: number, H: number, cfa: boolean) {
+  const rnd = seededRandom(7);
+  const gauss = () => Math.sqrt(-2 * Math.log(1 - rnd())) * Math.cos(2 * Math.PI * rnd());
+  const data = new Float32Array(W * H);
+  const colour = (x: number, y: number) => (cfa ? [1, 0.8, 0.8, 0.5][((y & 1) << 1) | (x & 1)]! : 1);
+  for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) data[y * W + x] = (500 + 0.2 * x) * colour(x, y) + 10 * gauss();
+  const stars: [number, number, number][] = [];
+  for (let k = 0; k < 40; k++) {
+    const sx = 8 + rnd() * (W - 16);
+    const sy = 8 + rnd() * (H - 16);
+    const peak = 200 + rnd() * 5000;
+    stars.push([sx, sy, peak]);
+    for (let y = Math.floor(sy) - 6; y <= Math.floor(sy) + 6; y++) {
+      for (let x = Math.floor(sx) - 6; x <= Math.floor(sx) + 6; x++) {
+        const r2 = (x - sx) ** 2 + (y - sy) ** 2;
+        data[y * W + x]! += peak * colour(x, y) * Math.exp(-r2 / (2 * 1.06 ** 2));
+      }
+    }
+  }
+  const clean = data.slice();
+  const defects: { x: number; y: number; hot: boolean }[] = [];
+  for (let k = 0; k < 30; k++) {
+    const x = 4 + Math.floor(rnd() * (W - 8));
+    const y = 4 + Math.floor(rnd() * (H - 8));
+    if (stars.some(([sx, sy]) => Math.hypot(sx - x, sy - y) < 8) || defects.some((d) => Math.abs(d.x - x) < 4 && Math.abs(d.y - y) < 4)) continue;
+    const hot = k % 3 !== 0;
+    data[y * W + x] = hot ? data[y * W + x]! + 300 + rnd() * 3000 : data[y * W + x]! - 200;
+    defects.push({ x, y, hot });
+  }
+  return { data, clean, stars, defects };
+}
+
+for (const cfa of [false, true]) {
+  test(`cosmetic correction (${cfa ? 'Bayer mosaic, same-colour neighbours' : 'plane'}): hot and cold pixels replaced, stars untouched`, () => {
+    const W = 160;
+    const H = 120;
+    const { data, clean, stars, defects } = scene(W, H, cfa);
+    const step = cfa ? 2 : 1;
+    const noise = estimateNoise(data, W, H, 0, step);
+    for (const s of noise) assert.ok(s > 7 && s < 13, `noise ${noise}`);
+    const r = cosmeticCorrect(data, { width: W, height: H, readY0: 0, y0: 0, y1: H, step, sigma: 5, noise });
+    for (const d of defects) {
+      const i = d.y * W + d.x;
+      assert.ok(Math.abs(r.data[i]! - clean[i]!) < 60, `${d.hot ? 'hot' : 'cold'} pixel at ${d.x},${d.y}: ${data[i]} -> ${r.data[i]} (clean ${clean[i]})`);
+    }
+    assert.is(r.hot, defects.filter((d) => d.hot).length);
+    assert.is(r.cold, defects.filter((d) => !d.hot).length);
+    for (const [sx, sy] of stars) {
+      for (let y = Math.floor(sy) - 3; y <= Math.floor(sy) + 3; y++) {
+        for (let x = Math.floor(sx) - 3; x <= Math.floor(sx) + 3; x++) {
+          if (defects.some((d) => d.x === x && d.y === y)) continue;
+          assert.is(r.data[y * W + x], data[y * W + x], `star pixel ${x},${y} changed`);
+        }
+      }
+    }
+    // The input is untouched, and a band gives the same pixels as the whole image.
+    assert.not.equal(Array.from(r.data), Array.from(data));
+    const y0 = 40;
+    const band = data.subarray((y0 - 3) * W, (y0 + 20 + 3) * W);
+    const rb = cosmeticCorrect(band, { width: W, height: H, readY0: y0 - 3, y0, y1: y0 + 20, step, sigma: 5, noise });
+    assert.equal(Array.from(rb.data.subarray(3 * W, 23 * W)), Array.from(r.data.subarray(y0 * W, (y0 + 20) * W)));
+  });
+}
+
+test('pre-mask: a trail in one frame is masked with its wings, noise and stars are kept, keep rule', () => {
+  const W = 64;
+  const R = 20;
+  const N = 5;
+  const rnd = seededRandom(3);
+  const gauss = () => Math.sqrt(-2 * Math.log(1 - rnd())) * Math.cos(2 * Math.PI * rnd());
+  const band = new Float32Array(N * R * W);
+  const median = new Float32Array(R * W).fill(100);
+  for (let f = 0; f < N; f++) for (let i = 0; i < R * W; i++) band[f * R * W + i] = 100 + 5 * gauss();
+  // A horizontal trail along row 10 of frame 2 (Gaussian cross-section, sigma 1.1 px).
+  for (let y = 0; y < R; y++) for (let x = 0; x < W; x++) band[2 * R * W + y * W + x]! += 4000 * Math.exp(-((y - 10) ** 2) / (2 * 1.1 ** 2));
+  // A star present in every frame (peaks differing by 20 %), at (40, 4).
+  for (let f = 0; f < N; f++) band[f * R * W + 4 * W + 40]! += 2000 * (0.9 + 0.05 * f);
+  median[4 * W + 40] = 100 + 2000;
+  const mask = new Uint8Array(N * R * W);
+  const rejected = new Uint32Array(2 * N);
+  const counts = new BigUint64Array(2);
+  const args = { band, median, mask, width: W, rows: R, frames: N, scale: [1, 1, 1, 1, 1], offset: [0, 0, 0, 0, 0], sigma: [5, 5, 5, 5, 5], kLow: 3, kHigh: 3, level: 100, minFraction: 0.4, ownedY0: 2, ownedRows: 16, rejected, counts };
+  premaskFlag(args, 0, N);
+  premaskApply(args, 0, R);
+  // Trail rows 6..14 of frame 2 masked over the owned rows (core ±3 px seeds, grown by 2).
+  for (let y = 7; y <= 13; y++) for (let x = 0; x < W; x++) assert.ok(Number.isNaN(band[2 * R * W + y * W + x]!), `trail pixel ${x},${y}`);
+  assert.ok(rejected[N + 2]! >= 7 * W, `high tally of frame 2: ${rejected[N + 2]}`);
+  // Rows outside the owned range are not touched (they belong to the neighbouring band).
+  assert.not.ok(Number.isNaN(band[2 * R * W + 1 * W + 5]!));
+  // The star survives in every frame; other frames keep (nearly) all samples.
+  for (let f = 0; f < N; f++) assert.not.ok(Number.isNaN(band[f * R * W + 4 * W + 40]!), `star in frame ${f}`);
+  for (const f of [0, 1, 3, 4]) assert.ok(rejected[f]! + rejected[N + f]! < 10, `frame ${f}: ${rejected[f]} + ${rejected[N + f]}`);
+  assert.is(Number(counts[1]), Array.from(rejected).reduce((a, b) => a + b, 0));
+  const compact = compactOwned(band, W, R, N, 2, 16);
+  assert.is(compact.length, N * 16 * W);
+  assert.ok(Number.isNaN(compact[2 * 16 * W + (10 - 2) * W]!));
+});
+
+test.run();
