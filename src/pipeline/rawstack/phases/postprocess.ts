@@ -1,9 +1,12 @@
-// ASTROMETRY, BGE, PCC and HYPERMETRIC_STRETCH until their issues land: each checks the skip
-// rules the seed states (disabled, no RGB stack, no WCS, PCC required) and otherwise ends
-// `skipped` with reason `not_available`, so the event stream and the report already show them.
+// ASTROMETRY, PCC and HYPERMETRIC_STRETCH until their issues land: each checks the skip rules
+// the seed states (disabled, no RGB stack, no WCS, PCC required) and otherwise ends `skipped`
+// with reason `not_available`, so the event stream and the report already show them.
+// BGE is real (phases/bge.ts) and re-exported here so run.ts keeps one import site.
 
 import { skipped, type Phase, type PhaseOutcome } from '../../phase.js';
 import type { RawStackState } from '../state.js';
+
+export { bgePhase } from './bge.js';
 
 function placeholder(name: string, switchKey: keyof RawStackState['config']['postprocess'], needs: (s: RawStackState, outcomes: ReadonlyMap<string, PhaseOutcome>) => PhaseOutcome | null): Phase<RawStackState> {
   return {
@@ -20,7 +23,6 @@ function placeholder(name: string, switchKey: keyof RawStackState['config']['pos
 const noRgb = (s: RawStackState) => (s.outputs.stacked_rgb ? null : skipped('no_rgb_stack', 'no RGB stack (mono data or stacking did not produce one)'));
 
 export const astrometryPhase = placeholder('ASTROMETRY', 'astrometry', noRgb);
-export const bgePhase = placeholder('BGE', 'bge', noRgb);
 export const pccPhase = placeholder('PCC', 'pcc', (s, outcomes) => noRgb(s) ?? (outcomes.get('ASTROMETRY')?.status !== 'ok' ? skipped('no_wcs', 'PCC needs a solved WCS from ASTROMETRY') : null));
 export const hmsPhase = placeholder('HYPERMETRIC_STRETCH', 'hypermetric_stretch', (s, outcomes) =>
   noRgb(s) ?? (s.config.hypermetric_stretch.require_successful_pcc && outcomes.get('PCC')?.status !== 'ok' ? skipped('pcc_failed', 'require_successful_pcc is true and PCC did not succeed') : null),
