@@ -45,6 +45,8 @@ export interface SynthOptions {
   gradient?: number;
   stars?: number;
   fwhm?: number;
+  /** R = G = B exactly (same noise, white stars): every pixel is grey. */
+  neutral?: boolean;
 }
 
 function gaussian(rand: () => number): number {
@@ -69,6 +71,7 @@ export function synthRgb(o: SynthOptions = {}): SynthImage {
       for (let x = 0; x < width; x++) {
         const u = x / (width - 1);
         const v = y / (height - 1);
+        if (o.neutral && c > 0) continue;
         const g = (0.5 * u + 0.25 * v + 0.25 * (u - 0.3 - 0.1 * c) ** 2 / 0.49 + 0.15 * v * v) / 1.15;
         gradient[c * n + y * width + x] = amp * g * (1 - 0.15 * c);
       }
@@ -89,6 +92,10 @@ export function synthRgb(o: SynthOptions = {}): SynthImage {
     if (isFaint) faint.push(s);
   }
   for (let c = 0; c < 3; c++) {
+    if (o.neutral && c > 0) {
+      data.copyWithin(c * n, 0, n);
+      continue;
+    }
     const col = [1.0, 0.9, 0.8][c]!;
     const plane = data.subarray(c * n, (c + 1) * n);
     for (let i = 0; i < n; i++) plane[i] = sky[c]! + gradient[c * n + i]! + noise * gaussian(rand);
@@ -124,12 +131,12 @@ export interface InjectOptions {
   /** Write the RGB stack (default true; false = mono run without stacked_rgb). */
   rgb?: boolean;
   fwhm?: number;
-  /** Outcome a fake PCC phase ends with (absent: no PCC phase). */
+  /** Outcome a fake PCC phase ends with (absent: no PCC phase); ok also sets stacked_rgb_pcc (the stack itself). */
   pcc?: PhaseOutcome;
 }
 
 /** Runs [STACK_INJECT, (fake PCC), ...phases, REPORT] with `img` as outputs/stacked_rgb.fits. */
-export async function runOn(img: SynthImage | null, cfg: RawStackConfig, runsDir: string, phases: Phase<RawStackState>[], opts: InjectOptions = {}): Promise<PostRun> {
+export async function runOn(img: SynthImage | null, cfg: RawStackConfig, runsDir: string, phases: Phase<RawStackState>[], opts: InjectOptions = {}, device: 'cpu' | 'auto' = 'cpu'): Promise<PostRun> {
   let captured: RawStackState | null = null;
   const inject: Phase<RawStackState> = {
     name: 'STACK_INJECT',
@@ -152,8 +159,19 @@ export async function runOn(img: SynthImage | null, cfg: RawStackConfig, runsDir
       return ok();
     },
   };
-  const pcc: Phase<RawStackState>[] = opts.pcc ? [{ name: 'PCC', optional: true, run: async () => opts.pcc! }] : [];
-  const result = await runRawStack(cfg, { runsDir, device: 'cpu', phases: [inject, ...pcc, ...phases, reportPhase] });
+  const pcc: Phase<RawStackState>[] = opts.pcc
+    ? [
+        {
+          name: 'PCC',
+          optional: true,
+          async run(ctx) {
+            if (opts.pcc!.status === 'ok' && ctx.state.outputs.stacked_rgb) ctx.state.outputs.stacked_rgb_pcc = ctx.state.outputs.stacked_rgb;
+            return opts.pcc!;
+          },
+        },
+      ]
+    : [];
+  const result = await runRawStack(cfg, { runsDir, device, phases: [inject, ...pcc, ...phases, reportPhase] });
   const text = await readFile(join(result.runDir, 'artifacts', 'preprocess', 'events.jsonl'), 'utf8');
   const lines = text.trim().split('\n').map((l) => JSON.parse(l) as EventLine);
   return {

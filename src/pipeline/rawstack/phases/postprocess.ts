@@ -1,12 +1,13 @@
-// ASTROMETRY, PCC and HYPERMETRIC_STRETCH until their issues land: each checks the skip rules
-// the seed states (disabled, no RGB stack, no WCS, PCC required) and otherwise ends `skipped`
-// with reason `not_available`, so the event stream and the report already show them.
-// BGE is real (phases/bge.ts) and re-exported here so run.ts keeps one import site.
+// ASTROMETRY and PCC until their issues land: each checks the skip rules the seed states
+// (disabled, no RGB stack, no WCS) and otherwise ends `skipped` with reason `not_available`, so
+// the event stream and the report already show them. BGE (phases/bge.ts) and
+// HYPERMETRIC_STRETCH (phases/hms.ts) are real and re-exported here so run.ts keeps one import site.
 
 import { skipped, type Phase, type PhaseOutcome } from '../../phase.js';
 import type { RawStackState } from '../state.js';
 
 export { bgePhase } from './bge.js';
+export { hmsPhase } from './hms.js';
 
 function placeholder(name: string, switchKey: keyof RawStackState['config']['postprocess'], needs: (s: RawStackState, outcomes: ReadonlyMap<string, PhaseOutcome>) => PhaseOutcome | null): Phase<RawStackState> {
   return {
@@ -24,6 +25,3 @@ const noRgb = (s: RawStackState) => (s.outputs.stacked_rgb ? null : skipped('no_
 
 export const astrometryPhase = placeholder('ASTROMETRY', 'astrometry', noRgb);
 export const pccPhase = placeholder('PCC', 'pcc', (s, outcomes) => noRgb(s) ?? (outcomes.get('ASTROMETRY')?.status !== 'ok' ? skipped('no_wcs', 'PCC needs a solved WCS from ASTROMETRY') : null));
-export const hmsPhase = placeholder('HYPERMETRIC_STRETCH', 'hypermetric_stretch', (s, outcomes) =>
-  noRgb(s) ?? (s.config.hypermetric_stretch.require_successful_pcc && outcomes.get('PCC')?.status !== 'ok' ? skipped('pcc_failed', 'require_successful_pcc is true and PCC did not succeed') : null),
-);
