@@ -20,6 +20,7 @@ import { inputScanPhase } from './phases/input-scan.js';
 import { qualityAnalysisPhase } from './phases/quality-analysis.js';
 import { referenceSelectionPhase } from './phases/reference-selection.js';
 import { registrationPhase } from './phases/registration.js';
+import { stackingPhase } from './phases/stacking.js';
 import { astrometryPhase, bgePhase, hmsPhase, pccPhase } from './phases/postprocess.js';
 import { addArtifact, reportPhase } from './phases/report.js';
 import type { RawStackState } from './state.js';
@@ -47,7 +48,7 @@ export interface RawStackRunResult {
 }
 
 export function standardPhases(): Phase<RawStackState>[] {
-  return [inputScanPhase, calibrationPhase, cfaChannelPrepPhase, referenceSelectionPhase, registrationPhase, qualityAnalysisPhase, frameFilteringPhase, astrometryPhase, bgePhase, pccPhase, hmsPhase, reportPhase];
+  return [inputScanPhase, calibrationPhase, cfaChannelPrepPhase, referenceSelectionPhase, registrationPhase, qualityAnalysisPhase, frameFilteringPhase, stackingPhase, astrometryPhase, bgePhase, pccPhase, hmsPhase, reportPhase];
 }
 
 export async function runRawStack(config: RawStackConfig, options: RawStackRunOptions = {}): Promise<RawStackRunResult> {
