@@ -245,21 +245,72 @@ function planeFit(v: Float64Array, x: Float64Array, y: Float64Array, n: number):
   return r ? [r[0]!, r[1]!, r[2]!] : [sv / Math.max(1, n), 0, 0];
 }
 
-/** `q` quantile after three rounds of a 3σ (MAD) clip around the median. */
+/** k-th smallest of a[0..n) (quickselect, in place, reorders a). */
+function select(a: Float64Array, n: number, k: number): number {
+  let lo = 0;
+  let hi = n - 1;
+  while (hi > lo) {
+    const mid = (lo + hi) >> 1;
+    // Median of three as the pivot keeps sorted-ish tiles (a smooth gradient) from the worst case.
+    const x = a[lo]!, y = a[mid]!, z = a[hi]!;
+    const pivot = x < y ? (y < z ? y : x < z ? z : x) : x < z ? x : y < z ? z : y;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (a[i]! < pivot) i++;
+      while (a[j]! > pivot) j--;
+      if (i <= j) {
+        const t = a[i]!;
+        a[i] = a[j]!;
+        a[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else return a[k]!;
+  }
+  return a[k]!;
+}
+
+/** Interpolated q quantile of a[0..n) (reorders a). */
+export function selectQuantile(a: Float64Array, n: number, q: number): number {
+  const pos = Math.min(n - 1, Math.max(0, q * (n - 1)));
+  const k = Math.floor(pos);
+  const lo = select(a, n, k);
+  if (pos === k || k + 1 >= n) return lo;
+  // After selecting k every element right of k is ≥ a[k]: the next order statistic is their min.
+  let next = Infinity;
+  for (let i = k + 1; i < n; i++) if (a[i]! < next) next = a[i]!;
+  return lo + (next - lo) * (pos - k);
+}
+
+const scratch = { dev: new Float64Array(0) };
+
+/** `q` quantile after up to three rounds of a 3σ (MAD) clip around the median (reorders v). */
 function clippedQuantile(v: Float64Array, q: number): number {
-  let s = v.sort();
+  let n = v.length;
+  if (scratch.dev.length < n) scratch.dev = new Float64Array(n);
+  const dev = scratch.dev;
   for (let round = 0; round < 3; round++) {
-    const med = quantileSorted(s, 0.5);
-    const dev = s.map((x) => Math.abs(x - med)).sort();
-    const sig = 1.4826 * quantileSorted(dev, 0.5);
+    const med = selectQuantile(v, n, 0.5);
+    for (let i = 0; i < n; i++) dev[i] = Math.abs(v[i]! - med);
+    const sig = 1.4826 * selectQuantile(dev, n, 0.5);
     if (!(sig > 0)) break;
     const lo = med - 3 * sig;
     const hi = med + 3 * sig;
-    const kept = s.filter((x) => x >= lo && x <= hi);
-    if (kept.length === s.length || kept.length < 16) break;
-    s = kept;
+    let kept = 0;
+    for (let i = 0; i < n; i++) if (v[i]! >= lo && v[i]! <= hi) kept++;
+    if (kept === n || kept < 16) break;
+    let m = 0;
+    for (let i = 0; i < n; i++) {
+      const x = v[i]!;
+      if (x >= lo && x <= hi) v[m++] = x;
+    }
+    n = m;
   }
-  return quantileSorted(s, q);
+  return selectQuantile(v, n, q);
 }
 
 export interface GridPoint {

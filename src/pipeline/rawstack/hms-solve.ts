@@ -27,6 +27,7 @@
 //   scientific     one solve, no output scaling; linear_expansion > 0.001 blends each channel with
 //                  its [p0.001, p99.999] luminance-percentile normalisation
 
+import { selectQuantile } from './bge-model.js';
 import { asinhCurve, asinhCurveValue, hmsPixelParams, mtf, REC709, stretchAsinh, type AsinhParams, type HmsPixelSettings } from '../../cpu/stretch.js';
 
 export const SAMPLE_MAX = 2_000_000;
@@ -250,13 +251,26 @@ export function decideLogD(cfg: { mode: string; log_d_mode: string; fixed_log_d:
   let sol = { logD: 0, reached: false };
   let floor: number | null = null;
   let r = 0;
+  let minL = Infinity;
+  for (let i = 0; i < anchoredLum.length; i++) if (anchoredLum[i]! < minL) minL = anchoredLum[i]!;
   for (r = 1; r <= rounds; r++) {
     if (sp > 0.6) target = Math.max(0.05, target * (1 - 0.15 * sp));
     sol = solveLogD(med, target, cfg.protect_b);
     if (cfg.mode !== 'ready_to_use') break;
-    const stretched = new Float64Array(anchoredLum.length);
-    for (let i = 0; i < stretched.length; i++) stretched[i] = Math.min(1, Math.max(0, curveAt(sol.logD, cfg.protect_b, anchoredLum[i]!)));
-    floor = floorOf(stretched);
+    // Floor of the stretched sample: f is monotone, so its min and median are f(min) and f(median).
+    const curve = asinhCurve({ anchor: 0, weights: REC709, logD: sol.logD, protectB: cfg.protect_b, white: 1, convergencePower: 1, colorGrip: 1 });
+    const f = (v: number) => Math.min(1, Math.max(0, asinhCurveValue(curve, v)));
+    let sum = 0;
+    let sum2 = 0;
+    for (let i = 0; i < anchoredLum.length; i++) {
+      const v = f(anchoredLum[i]!);
+      sum += v;
+      sum2 += v * v;
+    }
+    const count = anchoredLum.length;
+    const mean = sum / count;
+    const std = Math.sqrt(Math.max(0, (sum2 - count * mean * mean) / Math.max(1, count - 1)));
+    floor = Math.max(f(minL), f(med) - 2.7 * std);
     if (floor <= 0.001) break;
     if (target - 0.015 < 0.05) break;
     target -= 0.015;
@@ -319,7 +333,7 @@ function medianAfterMtf(sample: Float32Array[], weights: readonly [number, numbe
     for (let c = 0; c < 3; c++) s += weights[c]! * mtf(m, (sample[c]![i]! - c0) * inv);
     lum[i] = s;
   }
-  return sortedQuantile(lum.sort(), 0.5);
+  return selectQuantile(lum, n, 0.5);
 }
 
 /** Midtones balance m so the luminance median lands on `target` (closed form, then bisection). */
