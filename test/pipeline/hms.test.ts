@@ -182,4 +182,24 @@ test('fixed log-D, profiles, output_rgb and write_channels', async () => {
   assert.ok(s.reached && Math.abs(curveAt(s.logD, 6, 0.002) - 0.2) < 1e-3);
 });
 
+test('WGSL path (device auto, when an adapter exists) matches the TypeScript path', async () => {
+  await withTempDir('hms-gpu', async (dir) => {
+    const cfg = config({ postprocess: off, hypermetric_stretch: free });
+    const cpu = await runOn(img, cfg, join(dir, 'cpu'), [hmsPhase]);
+    const gpu = await runOn(img, cfg, join(dir, 'gpu'), [hmsPhase], {}, 'auto');
+    const dg = await diag(gpu);
+    if (dg.device !== 'wgsl') {
+      console.log(`  no adapter for the stretch kernel (${gpu.result.device.kind}); TS only`);
+      return;
+    }
+    const a = (await readFitsImage(join(cpu.result.runDir, 'outputs', 'stacked_rgb_hms.fits'))).data;
+    const b = (await readFitsImage(join(gpu.result.runDir, 'outputs', 'stacked_rgb_hms.fits'))).data;
+    let worst = 0;
+    for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
+    console.log(`  WGSL (${gpu.result.device.adapter}) vs TS: max |diff| ${worst.toExponential(2)}`);
+    assert.ok(worst < 1e-4, `max diff ${worst}`);
+    assert.is((await diag(cpu)).device, 'typescript');
+  });
+});
+
 test.run();
