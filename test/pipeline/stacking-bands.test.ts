@@ -10,6 +10,9 @@ import { access, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EventLine } from '../../src/pipeline/events.js';
+import { stackingOptions } from '../../src/pipeline/rawstack/phases/stacking.js';
+import { ok, type Phase } from '../../src/pipeline/phase.js';
+import type { RawStackState } from '../../src/pipeline/rawstack/state.js';
 import { config, defaultExclusion, makeDataset, plane, runStack, stackingEnd, type Dataset, type StackRun } from './stacking-helpers.js';
 
 let root = '';
@@ -77,6 +80,21 @@ test('bands: one band for the default budget; a tiny budget forces several bands
   );
 });
 
+test('bands: the WGSL pre-mask (hardware-GPU path, forced here) gives the TypeScript pre-mask image exactly', async () => {
+  if (oneBand.diagnostics!.device.paths.stack === 'typescript-workers') return; // no adapter: nothing to compare
+  stackingOptions.premaskOnDevice = true;
+  try {
+    const dev = await runStack(ds, runsDir(), config(lights(), cosmetic, 3));
+    assert.is(dev.result.status, 'ok');
+    const c = compare(dev.image!.data, oneBand.image!.data);
+    assert.is(c.nanMismatch, 0);
+    assert.is(c.maxAbs, 0, `max difference ${c.maxAbs} on ${c.differing} samples`);
+    assert.equal(dev.diagnostics!.samples, oneBand.diagnostics!.samples);
+  } finally {
+    stackingOptions.premaskOnDevice = null;
+  }
+});
+
 test('bands: the TypeScript path (worker pool) gives the device path image, in one band or several', async () => {
   const ts = await runStack(ds, runsDir(), config(lights(), cosmetic), { device: 'cpu' });
   assert.is(ts.result.status, 'ok');
@@ -137,6 +155,23 @@ test('bands: cancelling during the band loop ends STACKING cancelled, REPORT sti
   // Cancelled promptly: no band finished after the abort was seen.
   const bandsAfter = r.events.filter((l) => l.seq > abortedAt && l.type === 'phase_progress' && l.phase === 'STACKING' && l.substep === 'bands');
   assert.ok(bandsAfter.length <= 1, `${bandsAfter.length} band events after the abort`);
+});
+
+test('a lost GPU device ends STACKING with device_error', async () => {
+  if (oneBand.diagnostics!.device.paths.stack === 'typescript-workers') return; // no adapter here
+  const lose: Phase<RawStackState> = {
+    name: 'QUALITY_ANALYSIS',
+    optional: false,
+    async run(ctx) {
+      ctx.state.gpu?.device.destroy();
+      await new Promise((r) => setTimeout(r, 50));
+      return ok();
+    },
+  };
+  const r = await runStack(ds, runsDir(), config(lights()), { before: [lose] });
+  assert.is(r.result.status, 'error');
+  const end = stackingEnd(r.events)!;
+  assert.is(end.reason, 'device_error', String(end.message));
 });
 
 test('frames: no usable registration matrix → excluded (registration_failed); nothing left → no_frames', async () => {

@@ -106,12 +106,12 @@ export async function runStack(
   ds: Dataset,
   runsDir: string,
   cfg: RawStackConfig,
-  options: { truth?: TruthPhaseOptions; device?: DevicePreference; signal?: AbortSignal; onEvent?: (l: EventLine) => void } = {},
+  options: { truth?: TruthPhaseOptions; device?: DevicePreference; signal?: AbortSignal; onEvent?: (l: EventLine) => void; before?: Phase<RawStackState>[] } = {},
 ): Promise<StackRun> {
   const events: EventLine[] = [];
   const result = await runRawStack(cfg, {
     runsDir,
-    phases: [inputScanPhase, truthPhase(ds.truth, options.truth), stackingPhase, reportPhase],
+    phases: [inputScanPhase, ...(options.before ?? []), truthPhase(ds.truth, options.truth), stackingPhase, reportPhase],
     ...(options.device ? { device: options.device } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     onEvent: (l) => {

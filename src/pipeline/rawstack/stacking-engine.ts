@@ -23,18 +23,19 @@
 // (called from the phase's finalize, also after an error or a cancel); memory stays within the
 // band plan (planStackBands).
 
-import { debayerBilinear, debayerBilinearParallel, type DebayerPlanes } from '../../cpu/debayer.js';
+import { debayerBilinear, resolveDebayer, type DebayerPlanes } from '../../cpu/debayer.js';
 import type { StackMethod } from '../../cpu/stack.js';
 import { sourceRowsFor, type WarpKernel, type WarpParams } from '../../cpu/warp.js';
-import { sharedFloat32, sharedPool, toShared, type PoolKernel, type WorkerPool } from '../../cpu/worker-pool.js';
+import { isShared, sharedFloat32, sharedPool, type PoolKernel, type WorkerPool } from '../../cpu/worker-pool.js';
 import type { GpuContext } from '../../gpu/context.js';
 import { debayerBilinearResident } from '../../gpu/kernels/debayer.js';
 import { stackResident } from '../../gpu/kernels/stack.js';
 import { warpBilinearGpu, warpBilinearResident, warpLanczos3Gpu, warpLanczos3Resident } from '../../gpu/kernels/warp.js';
+import { premaskMaskBytes, premaskResident } from '../../gpu/kernels/premask.js';
 import type { Band } from '../../gpu/band-planner.js';
 import { cosmeticCorrect } from './stacking-cosmetic.js';
 import { stackRows, warpRows, type StackRowsArgs, type WarpRowsArgs } from './stacking-kernels.js';
-import { compactOwned, premaskApply, premaskFlag, type PremaskArgs } from './stacking-premask.js';
+import { ALPHA as PREMASK_ALPHA, compactOwned, premaskApply, premaskFlag, type PremaskArgs } from './stacking-premask.js';
 import type { ReaderCache } from './stacking-readers.js';
 import type { StackFrame } from './stacking-setup.js';
 
@@ -45,15 +46,21 @@ export interface EngineOptions {
   height: number;
   channels: 1 | 3;
   frames: StackFrame[];
-  /** Largest work band (owned rows plus halo) of the plan. */
+  /** Largest work band (owned rows plus halo) and largest owned row count of the plan. */
   maxWorkRows: number;
+  maxOwnedRows: number;
   maxSourceRows: number;
   maxReadRows: number;
   kernel: WarpKernel;
   readHalo: number;
   rejection: { method: StackMethod; low: number; high: number; maxIters: number; minFraction: number };
-  /** Pre-mask parameters (null: off). `sigma[slot][channel]` is the normalised frame noise. */
-  premask: { sigma: number[][]; level: number[] } | null;
+  /**
+   * Pre-mask parameters (null: off). `sigma[slot][channel]` is the normalised frame noise.
+   * `onDevice`: run it as WGSL on the device (a hardware GPU); false runs it in TypeScript, with
+   * one round trip of a channel's slots when the stack runs on the device (on llvmpipe the
+   * branchy WGSL is ~7× slower than that round trip plus the TypeScript, measured).
+   */
+  premask: { sigma: number[][]; level: number[]; onDevice: boolean } | null;
   perFrameCosmetic: { sigma: number } | null;
   workers: number;
   /** Contexts per kernel (null = TypeScript). */
@@ -66,7 +73,11 @@ export interface Timings {
   cosmetic: number;
   debayer: number;
   warp: number;
+  /** Pre-mask total, and its parts: the median pass, the device round trip of the slots, the host mask. */
   premask: number;
+  premask_median: number;
+  premask_transfer: number;
+  premask_mask: number;
   stack: number;
 }
 
@@ -111,6 +122,7 @@ const WARP_ROWS: PoolKernel = { module: KERNELS_URL, name: 'warpRows' };
 const STACK_ROWS: PoolKernel = { module: KERNELS_URL, name: 'stackRows' };
 const PREMASK_FLAG: PoolKernel = { module: PREMASK_URL, name: 'premaskFlag' };
 const PREMASK_APPLY: PoolKernel = { module: PREMASK_URL, name: 'premaskApply' };
+const DEBAYER_ROWS: PoolKernel = { module: new URL('../../cpu/debayer.js', import.meta.url).href, name: 'debayerBilinearRows' };
 
 function pathOf(ctx: GpuContext | null, workers: number): KernelPath {
   if (ctx) return ctx.info.kind === 'gpu' ? 'gpu' : 'software-gpu';
@@ -120,7 +132,7 @@ function pathOf(ctx: GpuContext | null, workers: number): KernelPath {
 const workOf = (band: Band): Work => ({ y0: band.readY0, rows: band.readRows, ownedY0: band.y0 - band.readY0, ownedRows: band.rows });
 
 export class BandEngine {
-  readonly timings: Timings = { read_wait: 0, cosmetic: 0, debayer: 0, warp: 0, premask: 0, stack: 0 };
+  readonly timings: Timings = { read_wait: 0, cosmetic: 0, debayer: 0, warp: 0, premask: 0, premask_median: 0, premask_transfer: 0, premask_mask: 0, stack: 0 };
   readonly totals: EngineTotals;
   private readonly pool: WorkerPool | null;
   private readonly store: SlotStore;
@@ -150,7 +162,7 @@ export class BandEngine {
       per_frame_cosmetic: o.perFrameCosmetic ? 'typescript' : 'off',
       debayer: o.channels === 1 ? 'off' : pathOf(o.gpu.debayer, o.workers),
       warp: pathOf(o.gpu.warp, o.workers),
-      premask: o.premask ? host : 'off',
+      premask: o.premask ? (o.premask.onDevice ? pathOf(o.gpu.stack, o.workers) : host) : 'off',
       stack: pathOf(o.gpu.stack, o.workers),
     };
   }
@@ -224,9 +236,11 @@ export class BandEngine {
       }
       await this.store.putFrame(f, w, raw, data, this.timings);
     }
-    between(N);
     const out: Float32Array[] = [];
-    for (let c = 0; c < o.channels; c++) out.push(await this.store.stackChannel(c, w, this.totals, this.timings));
+    for (let c = 0; c < o.channels; c++) {
+      between(N); // a cancel also takes effect between the channels' stacks
+      out.push(await this.store.stackChannel(c, w, this.totals, this.timings));
+    }
     return out;
   }
 
@@ -250,17 +264,46 @@ interface SlotStore {
   dispose(): void;
 }
 
+/**
+ * Host buffers a frame's source goes through, allocated once (frames are processed one at a
+ * time, and every consumer has copied or used them before the next frame starts): the read rows
+ * (shared, so workers can read them) and the debayered planes.
+ */
+class HostScratch {
+  readonly mosaic: Float32Array;
+  readonly planes: Float32Array[];
+
+  constructor(o: EngineOptions, shared: boolean) {
+    const alloc = (n: number) => (shared ? sharedFloat32(n) : new Float32Array(n));
+    this.mosaic = shared ? alloc(o.maxReadRows * o.width) : new Float32Array(0);
+    this.planes = o.channels === 3 ? Array.from({ length: 3 }, () => alloc(o.maxSourceRows * o.width)) : [];
+  }
+}
+
 /** Debayers (OSC) or slices (mono) the warp's source rows on the host. */
-async function hostSource(o: EngineOptions, f: StackFrame, raw: RawRead, data: Float32Array, timings: Timings, pool: WorkerPool | null): Promise<Source> {
+async function hostSource(o: EngineOptions, f: StackFrame, raw: RawRead, data: Float32Array, timings: Timings, pool: WorkerPool | null, scratch: HostScratch): Promise<Source> {
   const W = o.width;
+  if (pool && !isShared(data)) {
+    // Workers need shared memory: one copy into the reused buffer (not a fresh allocation per frame).
+    const view = scratch.mosaic.subarray(0, data.length);
+    view.set(data);
+    data = view;
+  }
   if (o.channels === 1) {
     const from = (raw.srcY0 - raw.readY0) * W;
-    const plane = data.subarray(from, from + raw.srcRows * W);
-    return { srcY0: raw.srcY0, srcRows: raw.srcRows, planes: [pool ? toShared(plane) : plane] };
+    return { srcY0: raw.srcY0, srcRows: raw.srcRows, planes: [data.subarray(from, from + raw.srcRows * W)] };
   }
   const t = performance.now();
   const params = { width: W, height: o.height, pattern: f.pattern!, y0: raw.srcY0, rows: raw.srcRows, readY0: raw.readY0 };
-  const planes: DebayerPlanes = pool ? await debayerBilinearParallel(data, params, { workers: o.workers }) : debayerBilinear(data, params);
+  const n = raw.srcRows * W;
+  const out: DebayerPlanes = { r: scratch.planes[0]!.subarray(0, n), g: scratch.planes[1]!.subarray(0, n), b: scratch.planes[2]!.subarray(0, n) };
+  let planes: DebayerPlanes;
+  if (pool) {
+    // One chunk per worker: a band's rows are too few to pay for finer scheduling (the
+    // library's parallel form splits finer, for whole images).
+    await pool.run(DEBAYER_ROWS, { ...resolveDebayer(params, data.length), input: data, ...out }, 0, raw.srcRows, { chunksPerWorker: 1, align: 2 });
+    planes = out;
+  } else planes = debayerBilinear(data, params, out);
   timings.debayer += performance.now() - t;
   return { srcY0: raw.srcY0, srcRows: raw.srcRows, planes: [planes.r, planes.g, planes.b] };
 }
@@ -370,6 +413,7 @@ class HostStore implements SlotStore {
   private readonly premaskCounts: BigUint64Array[];
   private readonly scratch: BigUint64Array;
   private readonly scratchRejected: Uint32Array;
+  private readonly source: HostScratch;
 
   constructor(
     private readonly o: EngineOptions,
@@ -378,6 +422,7 @@ class HostStore implements SlotStore {
     const C = o.channels;
     const N = o.frames.length;
     const sh = pool !== null;
+    this.source = new HostScratch(o, sh);
     const alloc = (n: number) => (sh ? sharedFloat32(n) : new Float32Array(n));
     this.bands = Array.from({ length: C }, () => alloc(N * o.maxWorkRows * o.width));
     this.mean = alloc(o.maxWorkRows * o.width);
@@ -398,7 +443,7 @@ class HostStore implements SlotStore {
 
   async putFrame(f: StackFrame, w: Work, raw: RawRead, data: Float32Array, timings: Timings): Promise<void> {
     const o = this.o;
-    const src = await hostSource(o, f, raw, data, timings, this.pool);
+    const src = await hostSource(o, f, raw, data, timings, this.pool, this.source);
     const t = performance.now();
     if (o.gpu.warp) {
       // The stack runs on the host (too many frames for one dispatch), the warp on the device.
@@ -426,8 +471,12 @@ class HostStore implements SlotStore {
     if (o.premask) {
       const t = performance.now();
       await this.runStack(stackArgs(o, c, band, w.rows, 'median', this.median!, this.scratchRejected, this.scratch));
+      const t1 = performance.now();
       band = await premaskHost(o, c, w, band, this.median!, this.mask!, this.premaskRejected[c]!, this.premaskCounts[c]!, this.pool);
-      timings.premask += performance.now() - t;
+      const t2 = performance.now();
+      timings.premask_median += t1 - t;
+      timings.premask_mask += t2 - t1;
+      timings.premask += t2 - t;
     }
     const t = performance.now();
     const mean = this.mean.subarray(0, w.ownedRows * o.width);
@@ -464,17 +513,26 @@ class DeviceStore implements SlotStore {
   private readonly warpOut: GPUBuffer;
   private readonly mean: GPUBuffer;
   private readonly count: GPUBuffer;
+  /** Per channel: the stack kernel's tallies (2N), then one scratch set for the median pass. */
   private readonly rejected: GPUBuffer[];
-  private readonly nan: Float32Array;
-  private readonly held: GPUBuffer[] = [];
-  private readonly survivors: number[];
-  /** Host side: warped frame (no device warp), one channel's slots and mask (pre-mask). */
-  private readonly hostWarp: Float32Array | null;
+  /** Device pre-mask: mask bytes, the compacted owned rows of one channel, per-channel tallies (2N). */
+  private readonly mask: GPUBuffer | null;
+  private readonly compact: GPUBuffer | null;
+  private readonly premaskTallies: GPUBuffer[];
+  /** Host pre-mask: one channel's slots, mask and median on the host; per-channel tallies and counts. */
   private readonly hostBand: Float32Array | null;
   private readonly hostMask: Uint8Array | null;
   private readonly hostMedian: Float32Array | null;
-  private readonly premaskRejected: Uint32Array[];
-  private readonly premaskCounts: BigUint64Array[];
+  private readonly hostPremaskRejected: Uint32Array[];
+  private readonly hostPremaskCounts: BigUint64Array[];
+  private readonly nan: Float32Array;
+  private readonly held: GPUBuffer[] = [];
+  private readonly survivors: number[];
+  /** Host side: a frame's warped planes when the warp runs on the host. */
+  private readonly hostWarp: Float32Array | null;
+  private readonly source: HostScratch;
+  private readonly hostMean: Float32Array;
+  private readonly hostCount: Uint32Array;
 
   constructor(
     private readonly o: EngineOptions,
@@ -485,16 +543,34 @@ class DeviceStore implements SlotStore {
     const N = o.frames.length;
     const C = o.channels;
     const sh = pool !== null;
+    this.source = new HostScratch(o, sh);
+    this.hostMean = new Float32Array(o.maxWorkRows * W);
+    this.hostCount = new Uint32Array(o.maxWorkRows * W);
     const take = (bytes: number, label: string) => {
       const b = ctx.storage(Math.max(bytes, 4), label);
       this.held.push(b);
       return b;
     };
+    const zeroed = (n: number, label: string) => {
+      const b = take(4 * n, label);
+      ctx.write(b, new Uint32Array(n));
+      return b;
+    };
     this.slots = Array.from({ length: C }, (_, c) => take(N * o.maxWorkRows * W * 4, `stack slots ${c}`));
     this.mean = take(o.maxWorkRows * W * 4, 'stack mean');
     this.count = take(o.maxWorkRows * W * 4, 'stack count');
-    this.rejected = Array.from({ length: C + 1 }, (_, c) => take(2 * N * 4, `stack rejected ${c}`));
-    for (const r of this.rejected) ctx.write(r, new Uint32Array(2 * N));
+    this.rejected = Array.from({ length: C + 1 }, (_, c) => zeroed(2 * N, `stack rejected ${c}`));
+    const onDevice = o.premask?.onDevice === true;
+    const onHost = o.premask !== null && !onDevice;
+    this.mask = onDevice ? take(premaskMaskBytes(W, o.maxWorkRows, N), 'premask mask') : null;
+    this.compact = onDevice ? take(N * o.maxOwnedRows * W * 4, 'premask compact') : null;
+    this.premaskTallies = onDevice ? Array.from({ length: C }, (_, c) => zeroed(2 * N, `premask tallies ${c}`)) : [];
+    const f32 = (n: number) => (sh ? sharedFloat32(n) : new Float32Array(n));
+    this.hostBand = onHost ? f32(N * o.maxWorkRows * W) : null;
+    this.hostMask = onHost ? sharedU8(N * o.maxWorkRows * W, sh) : null;
+    this.hostMedian = onHost ? f32(o.maxWorkRows * W) : null;
+    this.hostPremaskRejected = Array.from({ length: C }, () => sharedU32(2 * N, sh));
+    this.hostPremaskCounts = Array.from({ length: C }, () => sharedU64(2, sh));
     this.survivors = new Array(C).fill(0);
     this.nan = new Float32Array(o.maxWorkRows * W).fill(NaN);
     if (o.gpu.warp) {
@@ -511,11 +587,6 @@ class DeviceStore implements SlotStore {
       this.sources = [];
       this.hostWarp = sh ? sharedFloat32(C * o.maxWorkRows * W) : new Float32Array(C * o.maxWorkRows * W);
     }
-    this.hostBand = o.premask ? (sh ? sharedFloat32(N * o.maxWorkRows * W) : new Float32Array(N * o.maxWorkRows * W)) : null;
-    this.hostMask = o.premask ? sharedU8(N * o.maxWorkRows * W, sh) : null;
-    this.hostMedian = o.premask ? (sh ? sharedFloat32(o.maxWorkRows * W) : new Float32Array(o.maxWorkRows * W)) : null;
-    this.premaskRejected = Array.from({ length: C }, () => sharedU32(2 * N, sh));
-    this.premaskCounts = Array.from({ length: C }, () => sharedU64(2, sh));
   }
 
   async putEmpty(f: StackFrame, w: Work): Promise<void> {
@@ -530,7 +601,7 @@ class DeviceStore implements SlotStore {
     const plane = w.rows * W;
     if (!o.gpu.warp) {
       // Warp on the host (e.g. bilinear on a software adapter), upload the warped slot.
-      const src = await hostSource(o, f, raw, data, timings, this.pool);
+      const src = await hostSource(o, f, raw, data, timings, this.pool, this.source);
       const t = performance.now();
       const views = Array.from({ length: o.channels }, (_, c) => this.hostWarp!.subarray(c * plane, (c + 1) * plane));
       await warpOnHost(o, f, w, src, views, 0, this.pool);
@@ -553,7 +624,7 @@ class DeviceStore implements SlotStore {
       timings.debayer += performance.now() - t;
       planes = this.debayered;
     } else {
-      const src = await hostSource(o, f, raw, data, timings, this.pool);
+      const src = await hostSource(o, f, raw, data, timings, this.pool, this.source);
       for (let c = 0; c < o.channels; c++) ctx.write(this.sources[c]!, src.planes[c]!);
       planes = this.sources;
     }
@@ -568,14 +639,14 @@ class DeviceStore implements SlotStore {
     timings.warp += performance.now() - t;
   }
 
-  private async stack(c: number, rows: number, method: StackMethod, rejected: GPUBuffer): Promise<void> {
+  /** Encodes a stack dispatch of `rows` rows from `src` (frames × rows × width) into mean/count. */
+  private async stack(c: number, src: GPUBuffer, rows: number, method: StackMethod, rejected: GPUBuffer, encoder: GPUCommandEncoder): Promise<void> {
     const o = this.o;
     const N = o.frames.length;
     const plane = rows * o.width;
-    const encoder = this.ctx.device.createCommandEncoder({ label: 'stacking band' });
     await stackResident(
       this.ctx,
-      { buffer: this.slots[c]!, offset: 0, size: N * plane * 4 },
+      { buffer: src, offset: 0, size: N * plane * 4 },
       { buffer: this.mean, offset: 0, size: plane * 4 },
       { buffer: this.count, offset: 0, size: plane * 4 },
       rejected,
@@ -591,32 +662,78 @@ class DeviceStore implements SlotStore {
       },
       encoder,
     );
-    this.ctx.submit(encoder);
   }
 
   async stackChannel(c: number, w: Work, totals: EngineTotals, timings: Timings): Promise<Float32Array> {
     const o = this.o;
     const ctx = this.ctx;
     const N = o.frames.length;
-    if (o.premask) {
-      const t = performance.now();
+    const W = o.width;
+    const plane = w.ownedRows * W;
+    // One chain on the device: [median pass → pre-mask (flag, grow, apply into the compact
+    // buffer)] → stack → mean and count back to the host. (Two submits only to time the parts;
+    // the data stays on the device.)
+    let encoder = ctx.device.createCommandEncoder({ label: 'stacking pre-mask' });
+    let src = this.slots[c]!;
+    if (o.premask?.onDevice) {
+      const pm = o.premask;
+      const t0 = performance.now();
+      await this.stack(c, src, w.rows, 'median', this.rejected[o.channels]!, encoder);
+      const frame = new Float32Array(4 * N);
+      o.frames.forEach((f, i) => {
+        const sigma = pm.sigma[f.slot]![c]!;
+        const ok = sigma > 0;
+        frame.set([f.scale[c]!, f.offset[c]!, ok ? o.rejection.high * sigma : Infinity, ok ? o.rejection.low * sigma : Infinity], 4 * i);
+      });
+      await premaskResident(
+        ctx,
+        { buffer: src, offset: 0, size: N * w.rows * W * 4 },
+        { buffer: this.mean, offset: 0, size: w.rows * W * 4 },
+        this.mask!,
+        { buffer: this.compact!, offset: 0, size: N * plane * 4 },
+        this.premaskTallies[c]!,
+        { width: W, rows: w.rows, frames: N, ownedY0: w.ownedY0, ownedRows: w.ownedRows, level: pm.level[c]!, alpha: PREMASK_ALPHA, minFraction: o.rejection.minFraction, frame },
+        encoder,
+      );
+      src = this.compact!;
+      ctx.submit(encoder);
+      await ctx.done();
+      timings.premask += performance.now() - t0;
+      encoder = ctx.device.createCommandEncoder({ label: 'stacking band' });
+    } else if (o.premask) {
       // Median pass on the device, then the channel's slots come to the host for the mask and
       // go back compacted to the owned rows.
-      await this.stack(c, w.rows, 'median', this.rejected[o.channels]!);
-      const median = this.hostMedian!.subarray(0, w.rows * o.width);
-      median.set(await ctx.readFloat32(this.mean, w.rows * o.width));
-      const n = N * w.rows * o.width;
-      const band = this.hostBand!.subarray(0, n);
-      band.set(new Float32Array(await ctx.readback(this.slots[c]!, n * 4)));
-      const compact = await premaskHost(o, c, w, band, median, this.hostMask!, this.premaskRejected[c]!, this.premaskCounts[c]!, this.pool);
-      ctx.write(this.slots[c]!, compact);
-      timings.premask += performance.now() - t;
+      const t0 = performance.now();
+      await this.stack(c, src, w.rows, 'median', this.rejected[o.channels]!, encoder);
+      ctx.submit(encoder);
+      await ctx.done();
+      const t1 = performance.now();
+      const median = this.hostMedian!.subarray(0, w.rows * W);
+      const band = this.hostBand!.subarray(0, N * w.rows * W);
+      await ctx.readManyInto([
+        { buffer: this.mean, target: median },
+        { buffer: src, target: band },
+      ]);
+      const t2 = performance.now();
+      const compact = await premaskHost(o, c, w, band, median, this.hostMask!, this.hostPremaskRejected[c]!, this.hostPremaskCounts[c]!, this.pool);
+      const t3 = performance.now();
+      ctx.write(src, compact);
+      const t4 = performance.now();
+      timings.premask_median += t1 - t0;
+      timings.premask_transfer += t2 - t1 + (t4 - t3);
+      timings.premask_mask += t3 - t2;
+      timings.premask += t4 - t0;
+      encoder = ctx.device.createCommandEncoder({ label: 'stacking band' });
     }
     const t = performance.now();
-    const plane = w.ownedRows * o.width;
-    await this.stack(c, w.ownedRows, o.rejection.method, this.rejected[c]!);
-    const mean = await ctx.readFloat32(this.mean, plane);
-    const count = new Uint32Array(await ctx.readback(this.count, plane * 4));
+    await this.stack(c, src, w.ownedRows, o.rejection.method, this.rejected[c]!, encoder);
+    ctx.submit(encoder);
+    const mean = this.hostMean.subarray(0, plane);
+    const count = this.hostCount.subarray(0, plane);
+    await ctx.readManyInto([
+      { buffer: this.mean, target: mean },
+      { buffer: this.count, target: count },
+    ]);
     let empty = 0;
     let survivors = 0;
     for (let i = 0; i < plane; i++) {
@@ -627,20 +744,21 @@ class DeviceStore implements SlotStore {
     totals.empty[c]! += empty;
     this.survivors[c]! += survivors;
     timings.stack += performance.now() - t;
-    return mean;
+    return mean.slice();
   }
 
   async finish(totals: EngineTotals): Promise<void> {
     const N = this.o.frames.length;
     for (let c = 0; c < this.o.channels; c++) {
       const k = new Uint32Array(await this.ctx.readback(this.rejected[c]!, 2 * N * 4));
-      const p = this.premaskRejected[c]!;
+      const p = this.o.premask?.onDevice ? new Uint32Array(await this.ctx.readback(this.premaskTallies[c]!, 2 * N * 4)) : this.hostPremaskRejected[c]!;
       let kernelRejected = 0;
+      let masked = 0;
       for (let i = 0; i < 2 * N; i++) {
         totals.rejected[c]![i] = k[i]! + p[i]!;
         kernelRejected += k[i]!;
+        masked += p[i]!;
       }
-      const masked = Number(this.premaskCounts[c]![1]!);
       totals.premasked[c] = masked;
       totals.validSamples[c] = this.survivors[c]! + kernelRejected + masked;
     }

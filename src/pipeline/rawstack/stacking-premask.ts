@@ -33,13 +33,13 @@ export const ALPHA = 0.5;
 /** Fewest frames for which the median is a robust centre. */
 export const MIN_FRAMES = 3;
 
-/** Mask byte values. */
-const SEED_HIGH = 1;
-const SEED_LOW = 2;
-const GROWN_HIGH = 3;
-const GROWN_LOW = 4;
-const STRONG_HIGH = 5;
-const STRONG_LOW = 6;
+/** Mask byte values (shared with shaders/stacking/premask_*.wgsl). */
+export const SEED_HIGH = 1;
+export const SEED_LOW = 2;
+export const GROWN_HIGH = 3;
+export const GROWN_LOW = 4;
+export const STRONG_HIGH = 5;
+export const STRONG_LOW = 6;
 
 export interface PremaskArgs {
   /** Frames × rows × width normalisable samples of one channel (the work band incl. halo). */
@@ -72,41 +72,45 @@ export interface PremaskArgs {
 export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
   const { width: W, rows: R, band, median: M, mask, level: L } = a;
   const plane = W * R;
+  // The star-profile tolerance depends on the pixel only: computed once per call. Arithmetic is
+  // f32 step by step, as in shaders/stacking/premask_flag.wgsl, so both paths flag alike.
+  const f32 = Math.fround;
+  const tol = new Float32Array(plane);
+  const alpha = f32(ALPHA);
+  const level = f32(L);
+  for (let i = 0; i < plane; i++) tol[i] = alpha * f32(Math.abs(f32(M[i]! - level)));
   for (let f = f0; f < f1; f++) {
-    const sc = a.scale[f]!;
-    const of = a.offset[f]!;
+    const sc = f32(a.scale[f]!);
+    const of = f32(a.offset[f]!);
     const sig = a.sigma[f]!;
     if (!(sig > 0)) continue;
-    const hi = a.kHigh * sig;
-    const lo = a.kLow * sig;
+    const hi = f32(a.kHigh * sig);
+    const lo = f32(a.kLow * sig);
     const base = f * plane;
-    let seeds = 0;
+    const strong: number[] = [];
     for (let i = 0; i < plane; i++) {
-      const v = band[base + i]!;
-      if (v !== v) continue;
-      const m = M[i]!;
-      if (m !== m) continue;
-      const d = Math.fround(v * sc + of) - m;
-      const tol = ALPHA * Math.abs(m - L);
-      if (d > hi + tol) {
-        mask[base + i] = d > 2 * (hi + tol) ? STRONG_HIGH : SEED_HIGH;
-        if (d > 2 * (hi + tol)) seeds++;
-      } else if (-d > lo + tol) {
-        mask[base + i] = -d > 2 * (lo + tol) ? STRONG_LOW : SEED_LOW;
-        if (-d > 2 * (lo + tol)) seeds++;
+      // v·sc is exact in f64, so one rounding of the sum is the fused multiply-add of the shader.
+      const d = f32(f32(band[base + i]! * sc + of) - M[i]!); // NaN sample or median: no comparison holds
+      const t = tol[i]!;
+      const th = f32(hi + t);
+      const tl = f32(lo + t);
+      if (d > th) {
+        if (d > 2 * th) (mask[base + i] = STRONG_HIGH), strong.push(i);
+        else mask[base + i] = SEED_HIGH;
+      } else if (-d > tl) {
+        if (-d > 2 * tl) (mask[base + i] = STRONG_LOW), strong.push(i);
+        else mask[base + i] = SEED_LOW;
       }
     }
-    if (seeds === 0) continue;
-    // Growth in raster order of the strong seeds; grown cells never become seeds themselves.
-    for (let y = 0; y < R; y++) {
-      for (let x = 0; x < W; x++) {
-        const s = mask[base + y * W + x]!;
-        if (s !== STRONG_HIGH && s !== STRONG_LOW) continue;
-        const tag = s === STRONG_HIGH ? GROWN_HIGH : GROWN_LOW;
-        for (let yy = Math.max(0, y - GROW); yy <= Math.min(R - 1, y + GROW); yy++) {
-          const row = base + yy * W;
-          for (let xx = Math.max(0, x - GROW); xx <= Math.min(W - 1, x + GROW); xx++) if (mask[row + xx] === 0) mask[row + xx] = tag;
-        }
+    // Growth in raster order of the strong seeds (the list is in raster order); grown cells
+    // never become seeds themselves.
+    for (const i of strong) {
+      const y = Math.floor(i / W);
+      const x = i - y * W;
+      const tag = mask[base + i] === STRONG_HIGH ? GROWN_HIGH : GROWN_LOW;
+      for (let yy = Math.max(0, y - GROW); yy <= Math.min(R - 1, y + GROW); yy++) {
+        const row = base + yy * W;
+        for (let xx = Math.max(0, x - GROW); xx <= Math.min(W - 1, x + GROW); xx++) if (mask[row + xx] === 0) mask[row + xx] = tag;
       }
     }
   }
@@ -114,35 +118,50 @@ export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
 
 /**
  * Applies the masks on owned rows [r0, r1) (work-band rows): the keep rule per pixel, NaN for
- * masked samples, per-frame tallies and the counts.
+ * masked samples, per-frame tallies and the counts. Frame-major loops keep memory access
+ * sequential (a pixel's samples are a whole band plane apart).
  */
 export function premaskApply(a: PremaskArgs, r0: number, r1: number): void {
   const { width: W, rows: R, frames: N, band, mask } = a;
   const plane = W * R;
+  const from = Math.max(r0, a.ownedY0) * W;
+  const to = Math.min(r1, a.ownedY0 + a.ownedRows) * W;
+  if (to <= from) return;
+  const n = to - from;
+  const nv = new Uint32Array(n);
+  const nm = new Uint32Array(n);
+  for (let f = 0; f < N; f++) {
+    const base = f * plane + from;
+    for (let k = 0; k < n; k++) {
+      const v = band[base + k]!;
+      if (v !== v) continue;
+      nv[k]!++;
+      if (mask[base + k] !== 0) nm[k]!++;
+    }
+  }
+  // nm[k] becomes the apply flag: 1 where the masked samples go, 0 where the keep rule keeps all.
   const mf = Math.fround(a.minFraction);
+  let valid = 0;
+  let any = false;
+  for (let k = 0; k < n; k++) {
+    const v = nv[k]!;
+    valid += v;
+    const m = nm[k]!;
+    nm[k] = m > 0 && v - m >= minKeep(v, mf) ? 1 : 0;
+    if (nm[k]) any = true;
+  }
   const low = new Uint32Array(N);
   const high = new Uint32Array(N);
-  let valid = 0;
   let masked = 0;
-  for (let r = Math.max(r0, a.ownedY0); r < Math.min(r1, a.ownedY0 + a.ownedRows); r++) {
-    for (let x = 0; x < W; x++) {
-      const i = r * W + x;
-      let nv = 0;
-      let nm = 0;
-      for (let f = 0, j = i; f < N; f++, j += plane) {
-        const v = band[j]!;
+  if (any) {
+    for (let f = 0; f < N; f++) {
+      const base = f * plane + from;
+      for (let k = 0; k < n; k++) {
+        const t = mask[base + k]!;
+        if (t === 0 || nm[k] === 0) continue;
+        const v = band[base + k]!;
         if (v !== v) continue;
-        nv++;
-        if (mask[j] !== 0) nm++;
-      }
-      valid += nv;
-      if (nm === 0 || nv - nm < minKeep(nv, mf)) continue;
-      for (let f = 0, j = i; f < N; f++, j += plane) {
-        const t = mask[j]!;
-        if (t === 0) continue;
-        const v = band[j]!;
-        if (v !== v) continue;
-        band[j] = NaN;
+        band[base + k] = NaN;
         masked++;
         if (t === SEED_HIGH || t === GROWN_HIGH || t === STRONG_HIGH) high[f]!++;
         else low[f]!++;

@@ -40,6 +40,9 @@ export const STACKING_WARP_KERNEL: WarpKernel = 'lanczos3';
 /** Most FITS files kept open at once across bands. */
 export const STACKING_OPEN_FILES = 64;
 
+/** Overrides for tests: where the pre-mask runs (null: by device kind). */
+export const stackingOptions: { premaskOnDevice: boolean | null } = { premaskOnDevice: null };
+
 const MiB = 1024 * 1024;
 const round = (v: number, d = 3) => (Number.isFinite(v) ? Math.round(v * 10 ** d) / 10 ** d : null);
 
@@ -51,6 +54,17 @@ const live = new WeakMap<RawStackState, Live>();
 
 function describe(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
+}
+
+/** The device-loss message when the run's GPU context was lost, else null. */
+async function deviceLost(state: RawStackState): Promise<string | null> {
+  if (!state.gpu) return null;
+  try {
+    await state.gpu.done();
+    return null;
+  } catch (e) {
+    return e instanceof GpuError && e.code === 'DEVICE_LOST' ? e.message : null;
+  }
 }
 
 export const stackingPhase: Phase<RawStackState> = {
@@ -78,11 +92,13 @@ export const stackingPhase: Phase<RawStackState> = {
       if (e instanceof CancelledError) throw e;
       if (e instanceof SetupError) return failed(e.reason, e.message);
       if (e instanceof GpuError) {
-        if (e.code === 'DEVICE_LOST') return failed('device_error', e.message);
         if (e.code === 'BUDGET_TOO_SMALL' || e.code === 'POOL_EXHAUSTED') return failed('budget_error', e.message);
         return failed('device_error', e.message);
       }
       if (isFitsError(e)) return failed('input_error', `reading frames for stacking failed: ${e.message}`);
+      // A lost device surfaces through Dawn as assorted errors (a rejected mapAsync, ...): ask it.
+      const lost = await deviceLost(ctx.state);
+      if (lost) return failed('device_error', `${lost} (${describe(e)})`);
       throw e;
     }
   },
@@ -140,7 +156,9 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
     const refSlot = setup.frames.find((f) => f.record === setup.reference)!;
     const level = refSlot.stats.map((s) => (Number.isFinite(s.location) ? s.location : 0));
     if (sigma.some((row) => row.some((s) => !(s > 0)))) ctx.warn('premask_noise', 'pixel noise could not be measured on some frames; the pre-mask skips them');
-    premask = { sigma, level };
+    // WGSL pre-mask on a hardware GPU; on a software adapter the TypeScript one is faster.
+    const onDevice = stackingOptions.premaskOnDevice ?? (stackCtx?.info.kind === 'gpu');
+    premask = { sigma, level, onDevice: onDevice && stackCtx !== null };
   }
   const workers = c.runtime_limits.parallel_workers;
   const budgetBytes = c.runtime_limits.memory_budget * MiB;
@@ -154,7 +172,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
       prefetch: Math.max(1, workers),
       readHalo: halo,
       haloRows: premask ? PREMASK_GROW : 0,
-      // The pre-mask's mask byte, and on the device path its host copy of one channel's slots.
+      // The pre-mask's mask byte, and on the device path its compacted copy of one channel's slots.
       extraBytesPerFramePixel: premask ? (device && stackCtx ? 5 : 1) : 0,
       budgetBytes,
       maxBindingBytes: device && stackCtx ? Math.min(stackCtx.limits.maxStorageBufferBindingSize, stackCtx.limits.maxBufferSize) : null,
@@ -175,6 +193,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
       }
     } else return failed('budget_error', e.message);
   }
+  if (premask && !stackCtx) premask.onDevice = false;
 
   const engine = new BandEngine({
     width: W,
@@ -182,6 +201,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
     channels: C,
     frames: setup.frames,
     maxWorkRows: plan.maxWorkRows,
+    maxOwnedRows: plan.rowsPerBand,
     maxSourceRows: plan.maxSourceRows,
     maxReadRows: plan.maxReadRows,
     kernel,
@@ -275,6 +295,9 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
     read_wait: Math.round(engine.timings.read_wait),
     per_frame_cosmetic: Math.round(engine.timings.cosmetic),
     premask: Math.round(engine.timings.premask),
+    premask_median: Math.round(engine.timings.premask_median),
+    premask_transfer: Math.round(engine.timings.premask_transfer),
+    premask_mask: Math.round(engine.timings.premask_mask),
     debayer: Math.round(engine.timings.debayer),
     warp: Math.round(engine.timings.warp),
     stack: Math.round(engine.timings.stack),
