@@ -76,6 +76,25 @@ for (const fit of ['rbf', 'poly'] as const) {
   });
 }
 
+test('classic/rbf on a non-polynomial gradient (corner light dome + vignette)', async () => {
+  const glow = synthRgb({ seed: 13, gradientShape: 'glow', gradient: 400 });
+  const gmask = starMask(glow, 8);
+  await withTempDir('bge-glow', async (dir) => {
+    const r = await runOn(glow, config({ postprocess: { ...off, bge: true } }), dir, [bgePhase]);
+    assert.is(r.end('BGE')?.status, 'ok');
+    const out = await readFitsImage(r.state.outputs.stacked_rgb_bge!);
+    for (let c = 0; c < 3; c++) {
+      const before = remainingGradient(plane(glow.data, c), gmask, glow.width, glow.height, glow.noise);
+      const after = remainingGradient(plane(out.data, c), gmask, glow.width, glow.height, glow.noise);
+      const snrBefore = faintStarSnr(plane(glow.data, c), glow);
+      const snrAfter = faintStarSnr(plane(out.data, c), glow);
+      console.log(`  glow ch${c}: gradient ${before.toFixed(2)} → ${after.toFixed(3)} noise; faint SNR ${snrBefore.toFixed(3)} → ${snrAfter.toFixed(3)}`);
+      assert.ok(after <= 0.5, `remaining gradient ${after}`);
+      assert.ok(snrAfter >= 0.97 * snrBefore);
+    }
+  });
+});
+
 test('autobge: also removes the gradient', async () => {
   await withTempDir('bge-auto', async (dir) => {
     const r = await runOn(img, config({ postprocess: { ...off, bge: true }, bge: { method: 'autobge' } }), dir, [bgePhase]);

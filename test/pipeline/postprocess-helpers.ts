@@ -45,6 +45,8 @@ export interface SynthOptions {
   gradient?: number;
   stars?: number;
   fwhm?: number;
+  /** `quadratic` (default) or `glow`: a light dome off one corner plus a radial vignette (not a polynomial). */
+  gradientShape?: 'quadratic' | 'glow';
   /** R = G = B exactly (same noise, white stars): every pixel is grey. */
   neutral?: boolean;
 }
@@ -72,7 +74,10 @@ export function synthRgb(o: SynthOptions = {}): SynthImage {
         const u = x / (width - 1);
         const v = y / (height - 1);
         if (o.neutral && c > 0) continue;
-        const g = (0.5 * u + 0.25 * v + 0.25 * (u - 0.3 - 0.1 * c) ** 2 / 0.49 + 0.15 * v * v) / 1.15;
+        const g =
+          o.gradientShape === 'glow'
+            ? 0.8 * Math.exp(-((u - 1.1) ** 2 + (v + 0.1) ** 2) / 0.35) + 0.2 * (1 - ((u - 0.5) ** 2 + (v - 0.5) ** 2) / 0.5) ** 2
+            : (0.5 * u + 0.25 * v + 0.25 * (u - 0.3 - 0.1 * c) ** 2 / 0.49 + 0.15 * v * v) / 1.15;
         gradient[c * n + y * width + x] = amp * g * (1 - 0.15 * c);
       }
     }

@@ -5,7 +5,8 @@
 //      tile size, bilinearly interpolated so a gradient does not trip the threshold), pixels more
 //      than `MASK_SIGMA` robust sigmas above it are stars or bright structure; the mask is dilated
 //      by bge.star_dilate_px (square, separable running max). Non-finite pixels are masked too.
-//   2. Tiles of the seeing-based tile.* geometry (size T, stride T·(1 − overlap)); per tile and
+//   2. Tiles of the seeing-based tile.* geometry (size T, stride T·(1 − overlap), plus half tiles
+//      along the borders so samples reach T/4 from the edges); per tile and
 //      channel the sample is the `sample_quantile` quantile of the unmasked pixels (taken relative
 //      to the tile's least-squares plane, whose value at the tile centre is added back, so the
 //      gradient inside a tile does not bias it) after a 3σ clip (a low quantile stays on sky even where faint halos escape the mask; its constant
@@ -185,29 +186,35 @@ export interface TileSample {
 /** Per tile: clipped low quantile of the unmasked pixels of each channel. */
 export function tileSamples(planes: Float32Array[], mask: Uint8Array, width: number, height: number, geo: TileGeometry, quantile: number): { samples: TileSample[]; tiles: number } {
   const T = Math.min(geo.tile_px, width, height);
-  const starts = (extent: number) => {
-    const s: number[] = [];
-    for (let p = 0; p + T <= extent; p += geo.stride_px) s.push(p);
-    if (s.length === 0 || s[s.length - 1]! + T < extent) s.push(extent - T);
+  // Full tiles on the stride, plus half tiles along the borders (centres T/4 from the edge), so
+  // the surface is pinned near the edges and corners instead of extrapolated over T/2 px.
+  const spans = (extent: number): [number, number][] => {
+    const s: [number, number][] = [];
+    const half = Math.max(1, Math.floor(T / 2));
+    s.push([0, half]);
+    for (let p = 0; p + T <= extent; p += geo.stride_px) s.push([p, p + T]);
+    if (s[s.length - 1]![1] < extent) s.push([extent - T, extent]);
+    s.push([extent - half, extent]);
     return s;
   };
-  const xs = starts(width);
-  const ys = starts(height);
+  const xs = spans(width);
+  const ys = spans(height);
   const samples: TileSample[] = [];
   const buf = new Float64Array(T * T);
   const xs0 = new Float64Array(T * T);
   const ys0 = new Float64Array(T * T);
-  for (const y0 of ys) {
-    for (const x0 of xs) {
+  for (const [y0, y1] of ys) {
+    for (const [x0, x1] of xs) {
       const values: number[] = [];
       let free = 0;
-      const cx = x0 + T / 2 - 0.5;
-      const cy = y0 + T / 2 - 0.5;
+      const area = (x1 - x0) * (y1 - y0);
+      const cx = (x0 + x1) / 2 - 0.5;
+      const cy = (y0 + y1) / 2 - 0.5;
       for (let c = 0; c < planes.length; c++) {
         const p = planes[c]!;
         let n = 0;
-        for (let y = y0; y < y0 + T; y++) {
-          for (let x = x0; x < x0 + T; x++) {
+        for (let y = y0; y < y1; y++) {
+          for (let x = x0; x < x1; x++) {
             const i = y * width + x;
             if (mask[i] === 0) {
               xs0[n] = x - cx;
@@ -217,7 +224,7 @@ export function tileSamples(planes: Float32Array[], mask: Uint8Array, width: num
           }
         }
         free = n;
-        if (n < MIN_TILE_FREE_FRACTION * T * T) break;
+        if (n < MIN_TILE_FREE_FRACTION * area) break;
         // Sample relative to the tile's least-squares plane (value at the centre added back):
         // the gradient inside a tile (several noise sigmas across it) then neither widens the
         // distribution nor moves the low quantile by a slope-dependent amount.
@@ -225,7 +232,7 @@ export function tileSamples(planes: Float32Array[], mask: Uint8Array, width: num
         for (let k = 0; k < n; k++) buf[k] = buf[k]! - (a + bx * xs0[k]! + by * ys0[k]!);
         values.push(a + clippedQuantile(buf.subarray(0, n), quantile));
       }
-      if (values.length === planes.length && values.every(Number.isFinite)) samples.push({ x: cx, y: cy, values, free_fraction: free / (T * T) });
+      if (values.length === planes.length && values.every(Number.isFinite)) samples.push({ x: cx, y: cy, values, free_fraction: free / area });
     }
   }
   return { samples, tiles: xs.length * ys.length };
@@ -483,8 +490,14 @@ export interface ChannelFit {
   outliers: number;
 }
 
-/** Robust (IRLS Huber) fit of one channel's cell values; coordinates in pixels. */
-export function fitChannel(points: GridPoint[], channel: number, method: FitMethod, order: number, scale: number, lambda: number): ChannelFit | null {
+/**
+ * Robust (IRLS Huber) fit of one channel's cell values; coordinates in pixels. `noiseFloor`
+ * bounds the Huber δ from below: sample values are precise to a few hundredths of the pixel
+ * noise, so without a floor a smooth surface that is merely imperfect would mark real
+ * background structure as outliers; outliers that matter (a galaxy, a missed star) sit far
+ * above a tenth of the pixel noise.
+ */
+export function fitChannel(points: GridPoint[], channel: number, method: FitMethod, order: number, scale: number, lambda: number, noiseFloor = 0): ChannelFit | null {
   const pts = points.map((p) => ({ x: p.x / scale, y: p.y / scale, z: p.values[channel]! }));
   let w = pts.map(() => 1);
   let surface: Surface | null = null;
@@ -500,7 +513,7 @@ export function fitChannel(points: GridPoint[], channel: number, method: FitMeth
     resid = pts.map((p) => p.z - s.at(p.x, p.y));
     const fitted = pts.map((p) => s.at(p.x, p.y));
     sigma = robustSigma(Float64Array.from(resid)).sigma;
-    const delta = 1.5 * Math.max(sigma, 1e-12);
+    const delta = 1.5 * Math.max(sigma, noiseFloor, 1e-12);
     w = resid.map((r) => (Math.abs(r) <= delta ? 1 : delta / Math.abs(r)));
     if (prev) {
       const change = Math.max(...fitted.map((f, i) => Math.abs(f - prev![i]!)));

@@ -13,7 +13,8 @@
 // - Too few valid samples → phase error (an optional phase: the run goes on), diagnostics kept.
 // - One stacked image (three planes) is held in memory, never frames.
 //
-// Methods: `classic` — tile samples → grid cells → robust surface (bge.fit_method).
+// Methods: `classic` — tile samples (or, past MAX_FIT_POINTS samples, their grid cells) →
+// robust surface (bge.fit_method).
 // `autobge` — the same samples, then a two-stage model as the predecessor's AutoBGE: a robust
 // order-2 polynomial first, the `AUTOBGE_BRIGHT_FRACTION` of cells lying furthest above it (dim-
 // area preference: bright cells are nebula or glow, not sky) dropped, then the rbf surface.
@@ -28,6 +29,10 @@ import { addArtifact } from './report.js';
 
 /** Thin-plate smoothing (coordinates normalised by the long side); IRLS divides it by the weight. */
 export const RBF_LAMBDA = 1e-3;
+/** Most fit points for which the tile samples are fitted directly (dense (n+6)² solve per IRLS round). */
+export const MAX_FIT_POINTS = 600;
+/** Huber δ floor as a fraction of the luminance pixel noise (see fitChannel). */
+const IRLS_NOISE_FLOOR = 0.1;
 const AUTOBGE_BRIGHT_FRACTION = 0.2;
 const CHANNELS = ['R', 'G', 'B'];
 
@@ -88,12 +93,15 @@ export const bgePhase: Phase<RawStackState> = {
 
     const method: FitMethod = cfg.fit_method === 'poly' ? 'poly' : 'rbf';
     const scale = Math.max(width, height);
-    let points: GridPoint[] = grid.points;
+    // Tile samples are the fit points while a dense spline solve on them stays cheap; larger
+    // images fit the grid-cell aggregates (bge.grid_cells, spacing G) instead.
+    const fitOnTiles = samples.length <= MAX_FIT_POINTS;
+    let points: GridPoint[] = fitOnTiles ? samples.map((t) => ({ x: t.x, y: t.y, values: t.values, tiles: 1 })) : grid.points;
     let excluded = 0;
     if (cfg.method === 'autobge') {
       // Stage 1: robust quadratic on the luminance of the cells; drop the brightest residuals.
       const lumPts = points.map((p) => ({ ...p, values: [(p.values[0]! + p.values[1]! + p.values[2]!) / 3] }));
-      const stage1 = fitChannel(lumPts, 0, 'poly', 2, scale, RBF_LAMBDA);
+      const stage1 = fitChannel(lumPts, 0, 'poly', 2, scale, RBF_LAMBDA, IRLS_NOISE_FLOOR * mask.noise);
       if (stage1) {
         const resid = points.map((p, i) => lumPts[i]!.values[0]! - stage1.surface.at(p.x, p.y));
         const order = resid.map((r, i) => [r, i] as const).sort((a, b) => b[0] - a[0]);
@@ -104,7 +112,7 @@ export const bgePhase: Phase<RawStackState> = {
     }
     const fits: ChannelFit[] = [];
     for (let c = 0; c < 3; c++) {
-      const f = fitChannel(points, c, cfg.method === 'autobge' ? 'rbf' : method, cfg.poly_order, scale, RBF_LAMBDA);
+      const f = fitChannel(points, c, cfg.method === 'autobge' ? 'rbf' : method, cfg.poly_order, scale, RBF_LAMBDA, IRLS_NOISE_FLOOR * mask.noise);
       if (!f) return fail(`surface fit of channel ${CHANNELS[c]} failed (${points.length} cells, method ${method})`);
       fits.push(f);
     }
@@ -145,7 +153,7 @@ export const bgePhase: Phase<RawStackState> = {
     Object.assign(diag, {
       success: true,
       failure_reason: null,
-      fit: { method: cfg.method === 'autobge' ? 'poly2+rbf' : method, cells_fitted: points.length, autobge_bright_cells_excluded: excluded, residual_rms: residualRms },
+      fit: { method: cfg.method === 'autobge' ? 'poly2+rbf' : method, points: fitOnTiles ? 'tiles' : 'grid_cells', points_fitted: points.length, autobge_bright_cells_excluded: excluded, residual_rms: residualRms },
       channels,
       output: 'outputs/stacked_rgb_bge.fits',
       duration_ms: Date.now() - started,
