@@ -17,13 +17,17 @@ const plane = (data: Float32Array, c: number) => data.subarray(c * n, (c + 1) * 
 
 const off = { astrometry: false, pcc: false, hypermetric_stretch: false };
 
-test('skipped disabled (postprocess.bge false, bge.method none) and no_rgb_stack', async () => {
+test('skipped disabled (postprocess.bge false) and no_rgb_stack; bge.method none runs classic', async () => {
   await withTempDir('bge-skip', async (dir) => {
     const a = await runOn(img, config({ postprocess: { ...off, bge: false } }), join(dir, 'a'), [bgePhase]);
     assert.is(a.end('BGE')?.status, 'skipped');
     assert.is(a.end('BGE')?.reason, 'disabled');
+    // bge.method none is the tiled workflow's switch; in Raw Stack postprocess.bge decides.
     const b = await runOn(img, config({ postprocess: { ...off, bge: true }, bge: { method: 'none' } }), join(dir, 'b'), [bgePhase]);
-    assert.is(b.end('BGE')?.reason, 'disabled');
+    assert.is(b.end('BGE')?.status, 'ok');
+    const bd = JSON.parse(await readFile(join(b.result.runDir, 'artifacts', 'preprocess', 'bge_diagnostics.json'), 'utf8'));
+    assert.is(bd.method, 'classic');
+    assert.is(bd.method_requested, 'none');
     const c = await runOn(img, config({ postprocess: { ...off, bge: true } }), join(dir, 'c'), [bgePhase], { rgb: false });
     assert.is(c.end('BGE')?.status, 'skipped');
     assert.is(c.end('BGE')?.reason, 'no_rgb_stack');

@@ -240,12 +240,26 @@ export function tileSamples(planes: Float32Array[], mask: Uint8Array, width: num
 
 /** Least-squares plane v ≈ a + bx·x + by·y through n samples (x, y centred on the tile). */
 function planeFit(v: Float64Array, x: Float64Array, y: Float64Array, n: number): [number, number, number] {
-  let sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0, sv = 0, sxv = 0, syv = 0;
+  let sx = 0;
+  let sy = 0;
+  let sxx = 0;
+  let syy = 0;
+  let sxy = 0;
+  let sv = 0;
+  let sxv = 0;
+  let syv = 0;
   for (let k = 0; k < n; k++) {
     const xi = x[k]!;
     const yi = y[k]!;
     const vi = v[k]!;
-    sx += xi; sy += yi; sxx += xi * xi; syy += yi * yi; sxy += xi * yi; sv += vi; sxv += xi * vi; syv += yi * vi;
+    sx += xi;
+    sy += yi;
+    sxx += xi * xi;
+    syy += yi * yi;
+    sxy += xi * yi;
+    sv += vi;
+    sxv += xi * vi;
+    syv += yi * vi;
   }
   const m = Float64Array.of(n, sx, sy, sx, sxx, sxy, sy, sxy, syy);
   const r = solve(m, Float64Array.of(sv, sxv, syv), 3);
@@ -259,7 +273,9 @@ function select(a: Float64Array, n: number, k: number): number {
   while (hi > lo) {
     const mid = (lo + hi) >> 1;
     // Median of three as the pivot keeps sorted-ish tiles (a smooth gradient) from the worst case.
-    const x = a[lo]!, y = a[mid]!, z = a[hi]!;
+    const x = a[lo]!;
+    const y = a[mid]!;
+    const z = a[hi]!;
     const pivot = x < y ? (y < z ? y : x < z ? z : x) : x < z ? x : y < z ? z : y;
     let i = lo;
     let j = hi;

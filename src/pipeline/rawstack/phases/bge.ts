@@ -3,8 +3,9 @@
 // artifacts/preprocess/bge_diagnostics.json (written on success and on failure).
 //
 // Invariants:
-// - Runs only with an RGB stack (mono → skipped no_rgb_stack) and postprocess.bge true and
-//   bge.method ≠ none (else skipped disabled).
+// - Runs only with an RGB stack (mono → skipped no_rgb_stack) and postprocess.bge true (else
+//   skipped disabled). bge.method is the tiled workflow's on/off control (config schema); in Raw
+//   Stack the switch decides, and `none` there runs `classic` (recorded as such).
 // - The correction is additive and smooth: out_c = in_c − S_c + median(S_c) (bge-model.ts), so the
 //   sky level stays, stars keep their flux and no noise is added.
 // - Seeing: median `metrics.fwhm` of the included frames. Those FWHMs are measured in
@@ -42,15 +43,14 @@ export const bgePhase: Phase<RawStackState> = {
   async prepare(ctx) {
     const { state } = ctx;
     if (!state.config.postprocess.bge) return skipped('disabled', 'postprocess.bge is false');
-    if (state.config.bge.method === 'none') return skipped('disabled', 'bge.method is none');
     if (!state.outputs.stacked_rgb) return skipped('no_rgb_stack', 'no RGB stack (mono data or stacking did not produce one)');
   },
   async run(ctx) {
     const { state } = ctx;
-    const cfg = state.config.bge;
+    const cfg = { ...state.config.bge, method: state.config.bge.method === 'none' ? ('classic' as const) : state.config.bge.method };
     const started = Date.now();
     const diagFile = join(state.folder.artifactsDir, 'bge_diagnostics.json');
-    const diag: Record<string, unknown> = { success: false, method: cfg.method, input: 'outputs/stacked_rgb.fits', effective: { bge: { ...cfg, rbf_lambda: RBF_LAMBDA }, tile: { ...state.config.tile } } };
+    const diag: Record<string, unknown> = { success: false, method: cfg.method, method_requested: state.config.bge.method, input: 'outputs/stacked_rgb.fits', effective: { bge: { ...cfg, rbf_lambda: RBF_LAMBDA }, tile: { ...state.config.tile } } };
     const fail = async (message: string, extra: Record<string, unknown> = {}) => {
       Object.assign(diag, { success: false, failure_reason: message, ...extra, duration_ms: Date.now() - started });
       await writeJsonAtomic(diagFile, diag);
