@@ -40,6 +40,11 @@ const CHANNELS = ['R', 'G', 'B'];
 export const bgePhase: Phase<RawStackState> = {
   name: 'BGE',
   optional: true,
+  // Whole-image work on one stack: input and output RGB, luminance, residual, surface and mask.
+  memory(ctx) {
+    const px = (ctx.state.width ?? 0) * (ctx.state.height ?? 0);
+    return { hostBytes: px * 4 * 10 + px, deviceBytes: 0 };
+  },
   async prepare(ctx) {
     const { state } = ctx;
     if (!state.config.postprocess.bge) return skipped('disabled', 'postprocess.bge is false');

@@ -78,6 +78,12 @@ function brightest(planes: Float32Array[], width: number, height: number): { val
 export const hmsPhase: Phase<RawStackState> = {
   name: 'HYPERMETRIC_STRETCH',
   optional: true,
+  // Input RGB, its [0, 1] copy, the stretched planes and the interleaved-for-writing copy; on the
+  // WGSL path one chunk of three inputs and three outputs at a time.
+  memory(ctx) {
+    const px = (ctx.state.width ?? 0) * (ctx.state.height ?? 0);
+    return { hostBytes: px * 4 * 12, deviceBytes: gpuFor(ctx.state.gpu, 'stretch') ? px * 4 * 6 : 0 };
+  },
   async prepare(ctx) {
     const { state } = ctx;
     if (!state.config.postprocess.hypermetric_stretch) return skipped('disabled', 'postprocess.hypermetric_stretch is false');
