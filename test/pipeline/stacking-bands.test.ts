@@ -80,6 +80,20 @@ test('bands: one band for the default budget; a tiny budget forces several bands
   );
 });
 
+test('bands: superpixel with cosmetic correction, tiny budget = one band', async () => {
+  const sp = { ...cosmetic, cfa_mode: 'superpixel' as const };
+  const one = await runStack(ds, runsDir(), config(lights(), sp));
+  const tiny = await runStack(ds, runsDir(), config(lights(), sp, 2));
+  assert.is(tiny.result.status, 'ok', String(stackingEnd(tiny.events)?.message));
+  assert.is(one.diagnostics!.band_plan.bands, 1);
+  assert.ok(tiny.diagnostics!.band_plan.bands >= 3, `${tiny.diagnostics!.band_plan.bands} bands`);
+  assert.equal([tiny.image!.width, tiny.image!.height], [160, 120]);
+  const c = compare(tiny.image!.data, one.image!.data);
+  assert.is(c.nanMismatch, 0);
+  assert.is(c.maxAbs, 0);
+  assert.equal(tiny.diagnostics!.samples, one.diagnostics!.samples);
+});
+
 test('bands: the WGSL pre-mask (hardware-GPU path, forced here) gives the TypeScript pre-mask image exactly', async () => {
   if (oneBand.diagnostics!.device.paths.stack === 'typescript-workers') return; // no adapter: nothing to compare
   stackingOptions.premaskOnDevice = true;

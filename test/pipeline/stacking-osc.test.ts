@@ -101,4 +101,34 @@ for (const pattern of ['RGGB', 'GBRG'] as const) {
   });
 }
 
+test('OSC superpixel: half-size RGB of whole Bayer cells, colours and positions against truth, binning cards', async () => {
+  const { ds } = sets.RGGB!;
+  const sp = await runStack(ds, join(root, 'runs'), config(join(ds.dir, 'lights'), { cfa_mode: 'superpixel' }));
+  assert.is(sp.result.status, 'ok');
+  const img = sp.image!;
+  assert.equal([img.width, img.height, img.planes], [224, 168, 3]);
+  assert.is(img.header.getNumber('XBINNING'), 2);
+  assert.is(img.header.getNumber('YBINNING'), 2);
+  assert.is(img.header.getNumber('XPIXSZ'), 7.52);
+  assert.ok(img.header.commentary('HISTORY').join(' ').includes('debayer superpixel RGGB'));
+  assert.equal(sp.diagnostics!.output_size, { width: 224, height: 168, binning: 2 });
+  assert.is(sp.diagnostics!.parameters.debayer, 'superpixel');
+  // Truth positions on the cell grid: pixel p lies at cell (p − 0.5) / 2.
+  const cells = { ...ds.truth, stars: ds.truth.stars.map((s) => ({ ...s, x: (s.x - 0.5) / 2, y: (s.y - 0.5) / 2 })) };
+  const pos = checkPositions(cells, luminance(img), img.width, img.height, 30, 16);
+  assert.ok(pos.matched >= 8, `matched ${pos.matched}`);
+  assert.ok(pos.medianError < 0.05, `median error ${pos.medianError} cells`);
+  // Colours: R/B of isolated bright stars against the truth.
+  const W = img.width;
+  const H = img.height;
+  const bright = cells.stars.filter((s) => s.x > 15 && s.y > 15 && s.x < W - 15 && s.y < H - 15 && !s.saturated && s.mag < 13.5);
+  const clean = bright.filter((s) => !cells.stars.some((t) => t !== s && t.mag < s.mag + 2.5 && Math.hypot(t.x - s.x, t.y - s.y) < 7));
+  assert.ok(clean.length >= 3, `${clean.length} clean bright stars`);
+  for (const s of clean) {
+    const measured = aperture(plane(img, 0), W, H, s.x, s.y) / aperture(plane(img, 2), W, H, s.x, s.y);
+    const truth = s.flux_e.r! / s.flux_e.b!;
+    assert.ok(Math.abs(measured / truth - 1) < 0.08, `star mag ${s.mag}: R/B ${measured.toFixed(3)} vs truth ${truth.toFixed(3)}`);
+  }
+});
+
 test.run();

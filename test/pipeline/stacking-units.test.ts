@@ -9,7 +9,9 @@ import { cosmeticCorrect, estimateNoise } from '../../src/pipeline/rawstack/stac
 import { normalizationFor } from '../../src/pipeline/rawstack/stacking-normalization.js';
 import { compactOwned, premaskApply, premaskFlag, GROW } from '../../src/pipeline/rawstack/stacking-premask.js';
 import { ReaderCache } from '../../src/pipeline/rawstack/stacking-readers.js';
-import { planStackBands, type StackFrame } from '../../src/pipeline/rawstack/stacking-setup.js';
+import { planStackBands, toCells, type StackFrame } from '../../src/pipeline/rawstack/stacking-setup.js';
+import { superpixelRows } from '../../src/pipeline/rawstack/stacking-kernels.js';
+import { phaseChannels } from '../../src/pipeline/rawstack/channel-stats.js';
 import { seededRandom, withTempDir } from '../helpers/tmp.js';
 
 test('normalisation: the four modes apply their own formula relative to the reference', () => {
@@ -50,7 +52,7 @@ function frames(n: number, rotationDeg = 0.3): StackFrame[] {
 test('band plan: fits the budget; 1000 frames need no more memory than 20 apart from thinner bands', () => {
   const budget = 2048 * 1024 * 1024;
   const plan = (n: number) =>
-    planStackBands({ width: 2048, height: 1536, frames: frames(n), channels: 3, kernel: 'lanczos3', prefetch: 2, readHalo: 1, haloRows: GROW, extraBytesPerFramePixel: 5, budgetBytes: budget, maxBindingBytes: null });
+    planStackBands({ width: 2048, height: 1536, frameWidth: 2048, frameHeight: 1536, binning: 1, frames: frames(n), channels: 3, kernel: 'lanczos3', prefetch: 2, readHalo: 1, haloRows: GROW, extraBytesPerFramePixel: 5, budgetBytes: budget, maxBindingBytes: null });
   const p20 = plan(20);
   const p1000 = plan(1000);
   for (const p of [p20, p1000]) assert.ok(p.bytesPerBand + p.scratchBytes <= budget, `${p.bytesPerBand} + ${p.scratchBytes}`);
@@ -66,11 +68,11 @@ test('band plan: fits the budget; 1000 frames need no more memory than 20 apart 
   }
   // Too small a budget is refused with the planner's message.
   assert.throws(
-    () => planStackBands({ width: 2048, height: 1536, frames: frames(1000), channels: 3, kernel: 'lanczos3', prefetch: 2, readHalo: 1, haloRows: GROW, extraBytesPerFramePixel: 5, budgetBytes: 64 * 1024 * 1024, maxBindingBytes: null }),
+    () => planStackBands({ width: 2048, height: 1536, frameWidth: 2048, frameHeight: 1536, binning: 1, frames: frames(1000), channels: 3, kernel: 'lanczos3', prefetch: 2, readHalo: 1, haloRows: GROW, extraBytesPerFramePixel: 5, budgetBytes: 64 * 1024 * 1024, maxBindingBytes: null }),
     (e: Error) => /memory budget 64\.0 MiB .*raise runtime_limits\.memory_budget to at least \d+ MiB/.test(e.message),
   );
   // A device binding limit caps the band height.
-  const bound = planStackBands({ width: 2048, height: 1536, frames: frames(30), channels: 3, kernel: 'lanczos3', prefetch: 2, readHalo: 1, haloRows: 0, extraBytesPerFramePixel: 0, budgetBytes: budget, maxBindingBytes: 128 * 1024 * 1024 });
+  const bound = planStackBands({ width: 2048, height: 1536, frameWidth: 2048, frameHeight: 1536, binning: 1, frames: frames(30), channels: 3, kernel: 'lanczos3', prefetch: 2, readHalo: 1, haloRows: 0, extraBytesPerFramePixel: 0, budgetBytes: budget, maxBindingBytes: 128 * 1024 * 1024 });
   assert.is(bound.limitedBy, 'binding');
   assert.ok(30 * (bound.rowsPerBand + 0) * 2048 * 4 <= 128 * 1024 * 1024);
 });
@@ -197,6 +199,54 @@ test('pre-mask: a trail in one frame is masked with its wings, noise and stars a
   const compact = compactOwned(band, W, R, N, 2, 16);
   assert.is(compact.length, N * 16 * W);
   assert.ok(Number.isNaN(compact[2 * 16 * W + (10 - 2) * W]!));
+});
+
+test('superpixel cells: R and B as measured, G the mean of the two greens (NaN-aware), every pattern', () => {
+  const W = 6;
+  const rows = 4;
+  const input = Float32Array.from({ length: W * rows }, (_, i) => i + 1);
+  input[2 * W + 1] = NaN;
+  for (const pattern of ['RGGB', 'GBRG', 'GRBG', 'BGGR'] as const) {
+    const r = new Float32Array(3 * 2);
+    const g = new Float32Array(3 * 2);
+    const b = new Float32Array(3 * 2);
+    superpixelRows({ input, frameWidth: W, readY0: 0, phases: phaseChannels(pattern), width: 3, srcY0: 0, r, g, b }, 0, 2);
+    const site = (ch: string, u: number, v: number) => {
+      const k = pattern.indexOf(ch);
+      return input[(2 * v + (k >> 1)) * W + 2 * u + (k & 1)]!;
+    };
+    for (let v = 0; v < 2; v++) {
+      for (let u = 0; u < 3; u++) {
+        assert.ok(Object.is(r[v * 3 + u], site('R', u, v)), `${pattern} R ${u},${v}`);
+        assert.ok(Object.is(b[v * 3 + u], site('B', u, v)), `${pattern} B ${u},${v}`);
+        const k1 = pattern.indexOf('G');
+        const k2 = pattern.lastIndexOf('G');
+        const g1 = input[(2 * v + (k1 >> 1)) * W + 2 * u + (k1 & 1)]!;
+        const g2 = input[(2 * v + (k2 >> 1)) * W + 2 * u + (k2 & 1)]!;
+        const want = Number.isNaN(g1) ? g2 : Number.isNaN(g2) ? g1 : Math.fround(0.5 * (g1 + g2));
+        assert.ok(Object.is(g[v * 3 + u], want), `${pattern} G ${u},${v}: ${g[v * 3 + u]} vs ${want}`);
+      }
+    }
+  }
+});
+
+test('superpixel matrices: a frame pixel p maps to cell (p − 0.5) / 2 consistently', () => {
+  const m: [[number, number, number], [number, number, number]] = [
+    [Math.cos(0.01), -Math.sin(0.01), 7.3],
+    [Math.sin(0.01), Math.cos(0.01), -4.1],
+  ];
+  const h = toCells(m);
+  for (const [x, y] of [
+    [0, 0],
+    [100, 50],
+    [511, 383],
+  ] as const) {
+    const full = [m[0][0] * x + m[0][1] * y + m[0][2], m[1][0] * x + m[1][1] * y + m[1][2]];
+    const u = (x - 0.5) / 2;
+    const v = (y - 0.5) / 2;
+    const cell = [h[0][0] * u + h[0][1] * v + h[0][2], h[1][0] * u + h[1][1] * v + h[1][2]];
+    assert.ok(Math.abs(cell[0]! - (full[0]! - 0.5) / 2) < 1e-12 && Math.abs(cell[1]! - (full[1]! - 0.5) / 2) < 1e-12);
+  }
 });
 
 test.run();

@@ -34,7 +34,8 @@ import { warpBilinearGpu, warpBilinearResident, warpLanczos3Gpu, warpLanczos3Res
 import { premaskMaskBytes, premaskResident } from '../../gpu/kernels/premask.js';
 import type { Band } from '../../gpu/band-planner.js';
 import { cosmeticCorrect } from './stacking-cosmetic.js';
-import { stackRows, warpRows, type StackRowsArgs, type WarpRowsArgs } from './stacking-kernels.js';
+import { stackRows, superpixelRows, warpRows, type StackRowsArgs, type SuperpixelArgs, type WarpRowsArgs } from './stacking-kernels.js';
+import { phaseChannels } from './channel-stats.js';
 import { ALPHA as PREMASK_ALPHA, compactOwned, premaskApply, premaskFlag, type PremaskArgs } from './stacking-premask.js';
 import type { ReaderCache } from './stacking-readers.js';
 import type { StackFrame } from './stacking-setup.js';
@@ -42,8 +43,13 @@ import type { StackFrame } from './stacking-setup.js';
 export type KernelPath = 'gpu' | 'software-gpu' | 'typescript' | 'typescript-workers';
 
 export interface EngineOptions {
+  /** Output size, which is also the size of the warp's source planes. */
   width: number;
   height: number;
+  /** The frames' size, and frame rows per source-plane row (2: superpixel cells, else 1). */
+  frameWidth: number;
+  frameHeight: number;
+  binning: 1 | 2;
   channels: 1 | 3;
   frames: StackFrame[];
   /** Largest work band (owned rows plus halo) and largest owned row count of the plan. */
@@ -122,6 +128,7 @@ const WARP_ROWS: PoolKernel = { module: KERNELS_URL, name: 'warpRows' };
 const STACK_ROWS: PoolKernel = { module: KERNELS_URL, name: 'stackRows' };
 const PREMASK_FLAG: PoolKernel = { module: PREMASK_URL, name: 'premaskFlag' };
 const PREMASK_APPLY: PoolKernel = { module: PREMASK_URL, name: 'premaskApply' };
+const SUPERPIXEL_ROWS: PoolKernel = { module: KERNELS_URL, name: 'superpixelRows' };
 const DEBAYER_ROWS: PoolKernel = { module: new URL('../../cpu/debayer.js', import.meta.url).href, name: 'debayerBilinearRows' };
 
 function pathOf(ctx: GpuContext | null, workers: number): KernelPath {
@@ -148,8 +155,9 @@ export class BandEngine {
       validSamples: new Array(C).fill(0),
       corrected: { hot: 0, cold: 0 },
     };
-    // Debayering on the device only feeds a device warp (the policy never splits them otherwise).
-    if (o.gpu.debayer && !o.gpu.warp) o.gpu.debayer = null;
+    // Debayering on the device only feeds a device warp (the policy never splits them otherwise);
+    // superpixel cells are always formed on the host (a copy, no kernel worth a dispatch).
+    if (o.gpu.debayer && (!o.gpu.warp || o.binning === 2)) o.gpu.debayer = null;
     this.store = o.gpu.stack ? new DeviceStore(o, o.gpu.stack, this.pool) : new HostStore(o, this.pool);
   }
 
@@ -160,21 +168,24 @@ export class BandEngine {
     return {
       read: 'typescript',
       per_frame_cosmetic: o.perFrameCosmetic ? 'typescript' : 'off',
-      debayer: o.channels === 1 ? 'off' : pathOf(o.gpu.debayer, o.workers),
+      debayer: o.channels === 1 ? 'off' : o.binning === 2 ? (this.pool ? 'typescript-workers' : 'typescript') : pathOf(o.gpu.debayer, o.workers),
       warp: pathOf(o.gpu.warp, o.workers),
       premask: o.premask ? (o.premask.onDevice ? pathOf(o.gpu.stack, o.workers) : host) : 'off',
       stack: pathOf(o.gpu.stack, o.workers),
     };
   }
 
-  /** The frame's source rows the work band's warp needs, and the rows to read for them. */
+  /**
+   * The source-plane rows the work band's warp needs, and the frame rows to read for them
+   * (binning frame rows per plane row, plus the read halo).
+   */
   private readRange(f: StackFrame, w: Work): { srcY0: number; srcRows: number; readY0: number; readRows: number } {
-    const { width: W, height: H, kernel, readHalo } = this.o;
+    const { width: W, height: H, kernel, readHalo, binning: B } = this.o;
     const need = sourceRowsFor(f.toFrame, w.y0, w.rows, W, H, kernel);
     if (need.rows === 0) return { srcY0: need.y0, srcRows: 0, readY0: 0, readRows: 0 };
-    let readY0 = Math.max(0, need.y0 - readHalo);
+    let readY0 = Math.max(0, need.y0 * B - readHalo);
     if (this.o.channels === 3) readY0 &= ~1; // whole Bayer row pairs
-    const readEnd = Math.min(H, need.y0 + need.rows + readHalo);
+    const readEnd = Math.min(this.o.frameHeight, (need.y0 + need.rows) * B + readHalo);
     return { srcY0: need.y0, srcRows: need.rows, readY0, readRows: readEnd - readY0 };
   }
 
@@ -217,13 +228,14 @@ export class BandEngine {
       let data = raw.data;
       if (o.perFrameCosmetic && f.noise) {
         const t = performance.now();
-        const dh = o.channels === 3 ? 1 : 0;
+        // Frame rows the source planes come from (with the bilinear debayer's halo row).
+        const dh = o.channels === 3 && o.binning === 1 ? 1 : 0;
         const fixed = cosmeticCorrect(data, {
-          width: o.width,
-          height: o.height,
+          width: o.frameWidth,
+          height: o.frameHeight,
           readY0: raw.readY0,
-          y0: raw.srcY0 - dh,
-          y1: raw.srcY0 + raw.srcRows + dh,
+          y0: raw.srcY0 * o.binning - dh,
+          y1: (raw.srcY0 + raw.srcRows) * o.binning + dh,
           step: o.channels === 3 ? 2 : 1,
           sigma: o.perFrameCosmetic.sigma,
           noise: f.noise,
@@ -275,7 +287,7 @@ class HostScratch {
 
   constructor(o: EngineOptions, shared: boolean) {
     const alloc = (n: number) => (shared ? sharedFloat32(n) : new Float32Array(n));
-    this.mosaic = shared ? alloc(o.maxReadRows * o.width) : new Float32Array(0);
+    this.mosaic = shared ? alloc(o.maxReadRows * o.frameWidth) : new Float32Array(0);
     this.planes = o.channels === 3 ? Array.from({ length: 3 }, () => alloc(o.maxSourceRows * o.width)) : [];
   }
 }
@@ -294,9 +306,16 @@ async function hostSource(o: EngineOptions, f: StackFrame, raw: RawRead, data: F
     return { srcY0: raw.srcY0, srcRows: raw.srcRows, planes: [data.subarray(from, from + raw.srcRows * W)] };
   }
   const t = performance.now();
-  const params = { width: W, height: o.height, pattern: f.pattern!, y0: raw.srcY0, rows: raw.srcRows, readY0: raw.readY0 };
   const n = raw.srcRows * W;
   const out: DebayerPlanes = { r: scratch.planes[0]!.subarray(0, n), g: scratch.planes[1]!.subarray(0, n), b: scratch.planes[2]!.subarray(0, n) };
+  if (o.binning === 2) {
+    const args: SuperpixelArgs = { input: data, frameWidth: o.frameWidth, readY0: raw.readY0, phases: phaseChannels(f.pattern!), width: W, srcY0: raw.srcY0, ...out };
+    if (pool) await pool.run(SUPERPIXEL_ROWS, args, 0, raw.srcRows, { chunksPerWorker: 1 });
+    else superpixelRows(args, 0, raw.srcRows);
+    timings.debayer += performance.now() - t;
+    return { srcY0: raw.srcY0, srcRows: raw.srcRows, planes: [out.r, out.g, out.b] };
+  }
+  const params = { width: W, height: o.height, pattern: f.pattern!, y0: raw.srcY0, rows: raw.srcRows, readY0: raw.readY0 };
   let planes: DebayerPlanes;
   if (pool) {
     // One chunk per worker: a band's rows are too few to pay for finer scheduling (the

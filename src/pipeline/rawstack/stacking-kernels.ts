@@ -122,3 +122,46 @@ export function stackRows(a: StackRowsArgs, start: number, end: number): void {
     a.counts[1]! += BigInt(empty);
   }
 }
+
+export interface SuperpixelArgs {
+  /** Frame rows from full-image row readY0, frameWidth pixels each (a raw Bayer mosaic). */
+  input: Float32Array;
+  frameWidth: number;
+  readY0: number;
+  /** Colour of the 2×2 phases (y & 1) * 2 + (x & 1) of the frame: 0 R, 1 G, 2 B (phaseChannels of the effective pattern). */
+  phases: number[];
+  /** Cells per row (⌊frameWidth / 2⌋) and the first cell row of the planes. */
+  width: number;
+  srcY0: number;
+  r: Float32Array;
+  g: Float32Array;
+  b: Float32Array;
+}
+
+/**
+ * Superpixel debayering of cell rows [start, end) (relative to srcY0): each 2×2 Bayer cell
+ * (2u, 2v) … (2u + 1, 2v + 1) becomes one RGB pixel: R and B as measured, G the mean of the two
+ * greens (the finite one when the other is NaN). No interpolation: every output value is a
+ * measurement, at half the resolution, centred on the cell (frame pixel 2u + 0.5, 2v + 0.5).
+ */
+export function superpixelRows(a: SuperpixelArgs, start: number, end: number): void {
+  const { input, frameWidth: Wf, width: W } = a;
+  // Offsets of each colour's sites inside a cell: (y & 1) * Wf + (x & 1).
+  const at: number[][] = [[], [], []];
+  for (let p = 0; p < 4; p++) at[a.phases[p]!]!.push((p >> 1) * Wf + (p & 1));
+  const [ro] = at[0]!;
+  const [g0, g1] = at[1]!;
+  const [bo] = at[2]!;
+  for (let i = start; i < end; i++) {
+    const row = (2 * (a.srcY0 + i) - a.readY0) * Wf;
+    const o = i * W;
+    for (let u = 0; u < W; u++) {
+      const c = row + 2 * u;
+      a.r[o + u] = input[c + ro!]!;
+      a.b[o + u] = input[c + bo!]!;
+      const x = input[c + g0!]!;
+      const y = input[c + g1!]!;
+      a.g[o + u] = x === x ? (y === y ? 0.5 * (x + y) : x) : y;
+    }
+  }
+}

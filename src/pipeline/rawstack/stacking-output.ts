@@ -11,6 +11,7 @@
 //   DATE-OBS  start of the earliest stacked frame; DATE-END end of the latest (start + exposure)
 //   removed:  BAYERPAT, XBAYROFF, YBAYROFF, COLORTYP (and CFA-PAT, CFAPAT, BAYOFFX, BAYOFFY) on
 //             debayered RGB output; DATAMIN/DATAMAX (no longer describe the data); checksums
+//   superpixel: XBINNING/YBINNING and pixel sizes doubled, WCS moved to the cell grid
 //   HISTORY   one line per phase that ran before (status and key parameters), then STACKING's
 //             parameters.
 // Structural cards (BITPIX, NAXISn, BZERO, ...) come from the data (src/fits/write.ts).
@@ -98,9 +99,31 @@ function phaseHistory(state: RawStackState, setup: StackSetup, phase: string, ou
   return `${phase}: ${status}${detail ? `; ${detail}` : ''}`;
 }
 
+/**
+ * Header cards of a 2×2-binned image (superpixel): binning and pixel size doubled (XPIXSZ already
+ * includes binning, the MaxIm DL convention), WCS reference pixel and scale moved to cells:
+ * cell (u, v) covers pixels 2u, 2u + 1, so 1-based CRPIX c becomes (c + 0.5) / 2.
+ */
+function binCards(h: FitsHeader, b: number): void {
+  for (const k of ['XBINNING', 'YBINNING']) h.set(k, (h.getNumber(k) ?? 1) * b, { comment: 'binning (superpixel debayer doubles it)' });
+  for (const k of ['XPIXSZ', 'YPIXSZ', 'PIXSIZE1', 'PIXSIZE2']) {
+    const v = h.getNumber(k);
+    if (v !== undefined) h.set(k, v * b, { real: true });
+  }
+  for (const k of ['CRPIX1', 'CRPIX2']) {
+    const v = h.getNumber(k);
+    if (v !== undefined) h.set(k, (v + 0.5) / b, { real: true });
+  }
+  for (const k of ['CDELT1', 'CDELT2', 'CD1_1', 'CD1_2', 'CD2_1', 'CD2_2']) {
+    const v = h.getNumber(k);
+    if (v !== undefined) h.set(k, v * b, { real: true });
+  }
+}
+
 export function stackHeader(state: RawStackState, setup: StackSetup, outcomes: ReadonlyMap<string, PhaseOutcome>, p: StackParameters): FitsHeader {
   const h = setup.referenceHeader.clone();
   if (setup.channels === 3) for (const k of CFA_KEYS) h.delete(k);
+  if (setup.binning !== 1) binCards(h, setup.binning);
   for (const k of STALE_KEYS) h.delete(k);
   const frames = setup.frames;
   const exposures = frames.map((f) => f.exposure).filter((e): e is number => e !== null && Number.isFinite(e));

@@ -50,8 +50,14 @@ export interface StackSetup {
   reference: FrameRecord;
   referenceHeader: FitsHeader;
   channels: 1 | 3;
+  /** Output (and warp source) size: the frames' size, or half of it for superpixel. */
   width: number;
   height: number;
+  /** The frames' own size. */
+  frameWidth: number;
+  frameHeight: number;
+  /** 2 for superpixel OSC (each 2×2 Bayer cell becomes one RGB pixel), else 1. */
+  binning: 1 | 2;
   normalizationSource: 'state' | 'measured' | 'mixed';
   /** Frames stacked unregistered (identity) because REGISTRATION left no matrix at all. */
   unregistered: boolean;
@@ -68,6 +74,19 @@ export class SetupError extends Error {
 
 const flat = (m: Affine): number[] => [m[0][0], m[0][1], m[0][2], m[1][0], m[1][1], m[1][2]];
 
+/**
+ * A full-resolution reference → frame matrix in superpixel coordinates: cell (u, v) covers
+ * pixels 2u, 2u + 1 (centre 2u + 0.5), so p = 2q + 0.5 on both sides and
+ * A_cell = [M | (M·(0.5, 0.5) + t − (0.5, 0.5)) / 2] for A = [M | t].
+ */
+export function toCells(m: Affine): Affine {
+  const [[a, b, c], [d, e, f]] = m;
+  return [
+    [a, b, (0.5 * (a + b) + c - 0.5) / 2],
+    [d, e, (0.5 * (d + e) + f - 0.5) / 2],
+  ];
+}
+
 /** Rows the cosmetic correction reads around a corrected row (7×7 isolation window). */
 export const COSMETIC_REACH = 3;
 /** Rows of context bilinear debayering reads each side. */
@@ -77,13 +96,17 @@ export const DEBAYER_HALO = 1;
  * Builds the per-frame records. `needNoise`: measure each frame's pixel noise (per-frame
  * cosmetic correction, the pre-mask).
  */
-export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: ReaderCache, kernel: WarpKernel, needNoise: boolean): Promise<StackSetup> {
+export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: ReaderCache, kernel: WarpKernel, needNoise: boolean, superpixel: boolean): Promise<StackSetup> {
   const { state } = ctx;
   const c = state.config;
   const W = state.width;
   const H = state.height;
   if (W === null || H === null) throw new SetupError('input_error', 'image size unknown: INPUT_SCAN did not complete');
   const osc = state.colorMode === 'OSC';
+  const binning: 1 | 2 = osc && superpixel ? 2 : 1;
+  const OW = Math.floor(W / binning);
+  const OH = Math.floor(H / binning);
+  if (OW < 1 || OH < 1) throw new SetupError('input_error', `frames of ${W}x${H} are too small for superpixel debayering`);
   const channels: 1 | 3 = osc ? 3 : 1;
   let included = state.frames.filter((f) => f.status === 'included');
   if (included.length === 0) throw new SetupError('no_frames', 'no included frames to stack');
@@ -109,8 +132,9 @@ export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: R
       ctx.frame(f.index, f.name, 'excluded', 'registration_failed');
       continue;
     }
+    if (binning === 2) m = toCells(m);
     try {
-      sourceRowsFor(flat(m), 0, 1, W, H, kernel); // validates the warp's coefficient range
+      sourceRowsFor(flat(m), 0, 1, OW, OH, kernel); // validates the warp's coefficient range
     } catch (e) {
       exclude(f, 'registration_failed', `matrix outside the warp's range: ${(e as Error).message}`);
       ctx.frame(f.index, f.name, 'excluded', 'registration_failed');
@@ -224,8 +248,11 @@ export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: R
     reference,
     referenceHeader: headers.get(reference)!,
     channels,
-    width: W,
-    height: H,
+    width: OW,
+    height: OH,
+    frameWidth: W,
+    frameHeight: H,
+    binning,
     normalizationSource,
     unregistered,
   };
@@ -244,8 +271,12 @@ export function channelNoise(f: StackFrame, channels: number): number[] {
   return [at(rx, ry), 0.5 * (at(1 - rx, ry) + at(rx, 1 - ry)), at(1 - rx, 1 - ry)];
 }
 
-/** Rows read around the warp's source rows: debayer halo (OSC), cosmetic reach, even alignment. */
-export function readHalo(osc: boolean, cosmetic: boolean): number {
+/**
+ * Frame rows read beyond the rows the source planes come from: bilinear debayer halo (OSC) and
+ * cosmetic reach; superpixel cells need no neighbours, and its halo stays even (whole cells).
+ */
+export function readHalo(osc: boolean, cosmetic: boolean, superpixel: boolean): number {
+  if (osc && superpixel) return cosmetic ? COSMETIC_REACH + 1 : 0;
   return (osc ? DEBAYER_HALO : 0) + (cosmetic ? COSMETIC_REACH : 0);
 }
 
@@ -253,8 +284,13 @@ const MiB = 1024 * 1024;
 const mib = (b: number) => `${(b / MiB).toFixed(1)} MiB`;
 
 export interface StackPlanInput {
+  /** Output size (= the warp's source planes' size). */
   width: number;
   height: number;
+  /** The frames' size and full-resolution rows per source row (2 for superpixel). */
+  frameWidth: number;
+  frameHeight: number;
+  binning: 1 | 2;
   frames: StackFrame[];
   channels: number;
   kernel: WarpKernel;
@@ -288,8 +324,9 @@ export interface StackPlan extends BandPlan {
  *                                       input, halo rows included), X = the pre-mask's host copy
  *                                       of one channel and its mask byte (5, or 0 when off)
  *                      + (16 + 4C)·W    mean, count, warp output, read-back staging, host result rows
- *   per source row:      (P + 2 + 2C)·4·W   P reads in flight, the cosmetic copy, debayered planes
- *                                          on the host and the source planes on the device
+ *   per source row:      (P + 1)·4·B·Wf  P reads in flight and the cosmetic copy (B frame rows of
+ *                                       Wf pixels per source row: B = 2 for superpixel, else 1)
+ *                      + 2C·4·W         the source planes on the host and on the device
  * where a band of R rows needs at most S·R + E source rows (S = largest |a11|, E = the drift of
  * a row across the width, |a10|·(W − 1), plus kernel support, read halo and alignment). The E part
  * is reserved up front, the S part per owned row. This bounds host and device use together (the
@@ -306,7 +343,7 @@ export function planStackBands(input: StackPlanInput): StackPlan {
     drift = Math.max(drift, Math.abs(f.toFrame[3]!) * (W - 1));
   }
   const E = Math.ceil(drift) + support.before + support.after + 2 + 2 * input.readHalo + 2 + Math.ceil(2 * input.haloRows * S);
-  const perSourceRow = (input.prefetch + 2 + 2 * C) * 4 * W;
+  const perSourceRow = (input.prefetch + 1) * 4 * input.binning * input.frameWidth + 2 * C * 4 * W;
   const fixed = E * perSourceRow + 2 * N * C * 4 + 64 * 1024;
   const budget = input.budgetBytes - fixed;
   const bytesPerPixel = 4 * C + input.extraBytesPerFramePixel;
@@ -343,7 +380,7 @@ export function planStackBands(input: StackPlanInput): StackPlan {
     maxWorkRows: Math.max(...plan.bands.map((b) => b.readRows)),
     scratchBytes: fixed,
     maxSourceRows,
-    maxReadRows: Math.min(H, maxSourceRows + 2 * input.readHalo + 1),
+    maxReadRows: Math.min(input.frameHeight, maxSourceRows * input.binning + 2 * input.readHalo + 2),
     memoryBudgetBytes: input.budgetBytes,
   };
 }

@@ -121,11 +121,10 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
   const readers = new ReaderCache(STACKING_OPEN_FILES);
   const l: Live = { readers, engine: null };
   live.set(state, l);
-  let cfaMode: string | null = null;
-  if (osc) {
-    cfaMode = 'bilinear';
-    if (c.cfa_mode === 'superpixel') ctx.warn('cfa_mode_superpixel', 'cfa_mode "superpixel" is not implemented for stacking yet; debayering bilinearly at full resolution');
-  }
+  // cfa_mode: bilinear debayering at full resolution, or superpixel (each 2×2 cell one RGB
+  // pixel: half the size, no interpolated values).
+  const superpixel = osc && c.cfa_mode === 'superpixel';
+  const cfaMode: string | null = osc ? (superpixel ? 'superpixel' : 'bilinear') : null;
 
   // The pre-mask (stacking-premask.ts) guards sigma and winsor rejection; it needs a robust
   // centre, i.e. at least MIN_FRAMES frames.
@@ -133,7 +132,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
   const wantPremask = method === 'sigma' || method === 'winsor';
   const cosmeticOn = c.stacking.per_frame_cosmetic_correction;
   const tSetup = performance.now();
-  const setup = await prepareFrames(ctx, readers, kernel, wantPremask || cosmeticOn);
+  const setup = await prepareFrames(ctx, readers, kernel, wantPremask || cosmeticOn, superpixel);
   const setupMs = performance.now() - tSetup;
   ctx.checkCancelled();
   const N = setup.frames.length;
@@ -149,7 +148,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
   }
   const warpCtx = gpuFor(state.gpu, kernel === 'lanczos3' ? 'warp_lanczos3' : 'warp_bilinear');
   const debayerCtx = osc ? gpuFor(state.gpu, 'debayer') : null;
-  const halo = readHalo(osc, cosmeticOn);
+  const halo = readHalo(osc, cosmeticOn, superpixel);
   let premask: EngineOptions['premask'] = null;
   if (wantPremask && N >= PREMASK_MIN_FRAMES) {
     const sigma = setup.frames.map((f) => channelNoise(f, C).map((s, ch) => s * f.scale[ch]!));
@@ -166,6 +165,9 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
     planStackBands({
       width: W,
       height: H,
+      frameWidth: setup.frameWidth,
+      frameHeight: setup.frameHeight,
+      binning: setup.binning,
       frames: setup.frames,
       channels: C,
       kernel,
@@ -198,6 +200,9 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
   const engine = new BandEngine({
     width: W,
     height: H,
+    frameWidth: setup.frameWidth,
+    frameHeight: setup.frameHeight,
+    binning: setup.binning,
     channels: C,
     frames: setup.frames,
     maxWorkRows: plan.maxWorkRows,
@@ -309,6 +314,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
     phase: 'STACKING',
     color_mode: state.colorMode,
     channels: names,
+    output_size: { width: W, height: H, binning: setup.binning },
     parameters: {
       rejection: { method, low: c.rejection.low, high: c.rejection.high, max_iters: c.rejection.max_iters, min_fraction: c.rejection.min_fraction },
       normalization: c.stacking.normalization,
