@@ -6,15 +6,18 @@
 // reach); slots hold work rows, the final stack only the owned ones.
 //
 // What runs where (device-policy.ts decides per kernel):
-// - reading, per-frame cosmetic correction and the pre-mask: host (TypeScript), reads prefetched
+// - reading and per-frame cosmetic correction: host (TypeScript), reads prefetched
 //   `parallel_workers` frames ahead so file I/O overlaps the compute of the current frame;
-// - debayer: device when gpuFor('debayer') (hardware GPU), else TypeScript (worker pool);
+// - debayer: bilinear on the device when gpuFor('debayer') (hardware GPU), else TypeScript
+//   (worker pool); superpixel cells always on the host;
 // - warp: device when gpuFor('warp_<kernel>'), else TypeScript rows on the worker pool;
-// - stack (and the pre-mask's median pass): device when gpuFor('stack') and the frame count fits
-//   one dispatch, else TypeScript rows on the worker pool.
+// - stack and the pre-mask's median pass: device when gpuFor('stack') and the frame count fits
+//   one dispatch, else TypeScript rows on the worker pool;
+// - pre-mask flag/apply: WGSL on a hardware GPU, TypeScript (worker pool) otherwise.
 // DeviceStore keeps a band's slots in device buffers: source planes go up once per frame,
-// (debayer →) warp → copy into the slot → stack chain on the device per band, and only the
-// band's mean comes back (plus one round trip of a channel's slots when the pre-mask runs).
+// (debayer →) warp → copy into the slot → (median → pre-mask →) stack is a chain of device work,
+// and only the band's mean and count come back. On a software adapter the pre-mask's flag/apply
+// run in TypeScript instead, with one round trip of a channel's slots (faster there, measured).
 // HostStore keeps the slots in shared host memory.
 //
 // Invariants: each output pixel depends only on samples within the warp's and the pre-mask's

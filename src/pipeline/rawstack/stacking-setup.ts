@@ -186,13 +186,15 @@ export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: R
   const missing = included.filter((f) => !hasStats(f));
   const stats = new Map<FrameRecord, ChannelStats[]>();
   for (const f of included) if (hasStats(f)) stats.set(f, f.normalization!.map(statsOf));
-  if (missing.length > 0 && c.stacking.normalization !== 'none') {
+  // With normalization none only the reference's level is needed (the pre-mask's L).
+  const toMeasure = c.stacking.normalization !== 'none' ? missing : missing.filter((f) => f === reference);
+  if (toMeasure.length > 0) {
     let done = 0;
-    await forEachLimit(missing, c.runtime_limits.parallel_workers, async (f) => {
+    await forEachLimit(toMeasure, c.runtime_limits.parallel_workers, async (f) => {
       ctx.checkCancelled();
       const s = await readers.use(pixelSource(f), (r) => measureChannels(r, patterns.get(f) ?? null));
       stats.set(f, s);
-      ctx.progress(++done, missing.length, 'normalization statistics');
+      ctx.progress(++done, toMeasure.length, 'normalization statistics');
     });
   }
   const normalizationSource = missing.length === 0 ? 'state' : missing.length === included.length ? 'measured' : 'mixed';

@@ -5,9 +5,11 @@
 //     (stacking.normalization, relative to the reference), weights (stacking.weighting), and
 //     the band plan under runtime_limits.memory_budget;
 //   band loop (stacking-engine.ts): per band of output rows, every frame's source rows are read,
-//     optionally cosmetic-corrected, debayered (OSC, bilinear), Lanczos-3 warped into its slot,
-//     then each channel is stacked per pixel over ALL frames with rejection.method (exact global
-//     rejection, never batch averaging);
+//     optionally cosmetic-corrected, debayered (OSC: cfa_mode bilinear, or superpixel at half
+//     size), Lanczos-3 warped into its slot; then per channel the outlier pre-mask
+//     (stacking-premask.ts, before sigma and winsor: trails and hot pixels masked with growth
+//     around a per-pixel median) and the stack over ALL frames with rejection.method (exact
+//     global rejection, never batch averaging);
 //   output (stacking-output.ts): optional final cosmetic correction, float32 FITS
 //     outputs/stacked_linear.fits (mono) or outputs/stacked_rgb.fits (OSC: planes R, G, B) with
 //     provenance cards, artifacts/preprocess/stacking_diagnostics.json, state.summaries.STACKING.
@@ -31,7 +33,7 @@ import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN
 import { channelNames } from '../stacking-normalization.js';
 import { finalCosmetic, stackHeader, type StackParameters } from '../stacking-output.js';
 import { ReaderCache } from '../stacking-readers.js';
-import { channelNoise, planStackBands, prepareFrames, readHalo, SetupError, type StackPlan, type StackSetup } from '../stacking-setup.js';
+import { channelNoise, planStackBands, prepareFrames, readHalo, SetupError, type StackPlan } from '../stacking-setup.js';
 import type { RawStackState } from '../state.js';
 import { addArtifact } from './report.js';
 
@@ -416,4 +418,3 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
   });
 }
 
-export type { StackSetup };
