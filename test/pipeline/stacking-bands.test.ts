@@ -61,6 +61,7 @@ test('bands: one band for the default budget; a tiny budget forces several bands
   assert.ok(plan.bands >= 4, `${plan.bands} bands`);
   assert.is(plan.limited_by, 'budget');
   assert.ok(plan.bytes_per_band + plan.scratch_bytes <= 3 * 1024 * 1024, `${plan.bytes_per_band} + ${plan.scratch_bytes} bytes`);
+  if (plan.device_pool_peak_bytes !== null) assert.ok(plan.device_pool_peak_bytes <= 3 * 1024 * 1024, `device pool peak ${plan.device_pool_peak_bytes}`);
   assert.is(plan.halo_rows, 2);
   // Bands tile the image.
   let next = 0;

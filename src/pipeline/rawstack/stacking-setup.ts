@@ -325,7 +325,8 @@ export interface StackPlan extends BandPlan {
  *   per band row:        N·(4C + X)·W   every frame's warped slice of the band (the planner's
  *                                       input, halo rows included), X = the pre-mask's host copy
  *                                       of one channel and its mask byte (5, or 0 when off)
- *                      + (16 + 4C)·W    mean, count, warp output, read-back staging, host result rows
+ *                      + (24 + 4C)·W    mean, count, median and warp output buffers, their
+ *                                       read-back staging, host result rows
  *   per source row:      (P + 1)·4·B·Wf  P reads in flight and the cosmetic copy (B frame rows of
  *                                       Wf pixels per source row: B = 2 for superpixel, else 1)
  *                      + 2C·4·W         the source planes on the host and on the device
@@ -349,7 +350,7 @@ export function planStackBands(input: StackPlanInput): StackPlan {
   const fixed = E * perSourceRow + 2 * N * C * 4 + 64 * 1024;
   const budget = input.budgetBytes - fixed;
   const bytesPerPixel = 4 * C + input.extraBytesPerFramePixel;
-  const outputBytesPerPixel = 16 + 4 * C + Math.ceil((S * perSourceRow) / W);
+  const outputBytesPerPixel = 24 + 4 * C + Math.ceil((S * perSourceRow) / W);
   let plan: BandPlan;
   try {
     plan = planBands({

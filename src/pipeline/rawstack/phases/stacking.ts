@@ -369,6 +369,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
       channels: C,
       bytes_per_pixel_per_frame: 4 * C,
       max_source_rows: plan.maxSourceRows,
+      // The device buffer pool's high-water mark (all phases so far; the pool is capped at the budget).
+      device_pool_peak_bytes: state.gpu ? state.gpu.pool.stats.peakBytes : null,
       bands_rows: plan.bands.map((b) => [b.y0, b.rows]),
     },
     files_opened: readers.opens,
