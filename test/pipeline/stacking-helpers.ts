@@ -200,3 +200,61 @@ export function robust(data: ArrayLike<number>): { median: number; sigma: number
 export function stackingEnd(events: EventLine[]): Extract<EventLine, { type: 'phase_end' }> | undefined {
   return events.find((l): l is Extract<EventLine, { type: 'phase_end' }> => l.type === 'phase_end' && l.phase === 'STACKING');
 }
+
+/** Background noise of an image from neighbour differences (blind to stars and gradients). */
+export function pixelNoise(data: Float32Array): number {
+  const d: number[] = [];
+  for (let i = 0; i + 1 < data.length; i += 2) if (Number.isFinite(data[i]! - data[i + 1]!)) d.push(data[i]! - data[i + 1]!);
+  return robust(d).sigma / Math.SQRT2;
+}
+
+export interface TrailResiduals {
+  /** Trail length in the reference frame (px) and the pixels compared (within 5 px of the line). */
+  length: number;
+  pixels: number;
+  /** Mean residual (in units of the stack's pixel noise) per rounded distance from the centre line. */
+  meanByOffset: Map<number, number>;
+  /** 99th percentile of |residual| over the trail pixels. */
+  p99: number;
+}
+
+/**
+ * Residuals along the satellite trail of frame `satIndex`: (with − without) / σ, where `with` is
+ * a stack including that frame, `without` one without it, σ the pixel noise of `without`.
+ */
+export function trailResiduals(truth: Truth, satIndex: number, withSat: Float32Array, without: Float32Array, width: number, height: number): TrailResiduals {
+  const sigma = pixelNoise(without);
+  const m = truthMatrix(truth, satIndex);
+  const s = truth.frames[satIndex]!.satellite!;
+  const p0 = [m[0][0] * s.x0 + m[0][1] * s.y0 + m[0][2], m[1][0] * s.x0 + m[1][1] * s.y0 + m[1][2]] as const;
+  const p1 = [m[0][0] * s.x1 + m[0][1] * s.y1 + m[0][2], m[1][0] * s.x1 + m[1][1] * s.y1 + m[1][2]] as const;
+  const L = Math.hypot(p1[0] - p0[0], p1[1] - p0[1]);
+  const ux = (p1[0] - p0[0]) / L;
+  const uy = (p1[1] - p0[1]) / L;
+  const sums = new Map<number, [number, number]>();
+  const residuals: number[] = [];
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const dx = x - p0[0];
+      const dy = y - p0[1];
+      const t = dx * ux + dy * uy;
+      const d = -dx * uy + dy * ux;
+      if (t < 5 || t > L - 5 || Math.abs(d) > 5) continue;
+      const r = (withSat[y * width + x]! - without[y * width + x]!) / sigma;
+      if (!Number.isFinite(r)) continue;
+      residuals.push(r);
+      const k = Math.round(d);
+      const e = sums.get(k) ?? [0, 0];
+      e[0] += r;
+      e[1]++;
+      sums.set(k, e);
+    }
+  }
+  const sorted = residuals.map(Math.abs).sort((a, b) => a - b);
+  return {
+    length: L,
+    pixels: residuals.length,
+    meanByOffset: new Map([...sums].map(([k, [sum, n]]) => [k, sum / n])),
+    p99: sorted[Math.floor(0.99 * sorted.length)] ?? NaN,
+  };
+}

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readFitsImage } from '../../src/fits/index.js';
-import { checkPositions, config, defaultExclusion, luminance, makeDataset, plane, runStack, type Dataset, type StackRun } from './stacking-helpers.js';
+import { checkPositions, config, defaultExclusion, luminance, makeDataset, plane, runStack, trailResiduals, type Dataset, type StackRun } from './stacking-helpers.js';
 
 let root = '';
 const sets: Record<string, { ds: Dataset; run: StackRun }> = {};
@@ -100,6 +100,19 @@ for (const pattern of ['RGGB', 'GBRG'] as const) {
     assert.ok(Math.abs(pos.meanDx) < 0.02 && Math.abs(pos.meanDy) < 0.02, `mean offset ${pos.meanDx}, ${pos.meanDy}`);
   });
 }
+
+test('OSC RGGB: the satellite trail leaves < 0.5 sigma per pixel in every channel', async () => {
+  const { ds, run } = sets.RGGB!;
+  const sat = ds.truth.frames.find((f) => f.satellite)!;
+  assert.ok(sat && defaultExclusion(sat) === null);
+  const without = await runStack(ds, join(root, 'runs'), config(join(ds.dir, 'lights')), { truth: { exclude: (f) => (f.satellite ? 'manual' : defaultExclusion(f)) } });
+  for (let c = 0; c < 3; c++) {
+    const t = trailResiduals(ds.truth, sat.index, plane(run.image!, c), plane(without.image!, c), 448, 336);
+    assert.ok(t.pixels > 2000, `${t.pixels} trail pixels`);
+    for (const [k, mean] of t.meanByOffset) assert.ok(Math.abs(mean) < 0.1, `channel ${c}: mean residual ${mean.toFixed(3)} sigma at ${k} px`);
+    assert.ok(t.p99 < 0.5, `channel ${c}: 99th percentile |residual| ${t.p99.toFixed(3)} sigma`);
+  }
+});
 
 test('OSC superpixel: half-size RGB of whole Bayer cells, colours and positions against truth, binning cards', async () => {
   const { ds } = sets.RGGB!;
