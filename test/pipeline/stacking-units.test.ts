@@ -10,7 +10,8 @@ import { normalizationFor } from '../../src/pipeline/rawstack/stacking-normaliza
 import { compactOwned, premaskApply, premaskFlag, GROW } from '../../src/pipeline/rawstack/stacking-premask.js';
 import { ReaderCache } from '../../src/pipeline/rawstack/stacking-readers.js';
 import { planStackBands, toCells, type StackFrame } from '../../src/pipeline/rawstack/stacking-setup.js';
-import { superpixelRows } from '../../src/pipeline/rawstack/stacking-kernels.js';
+import { stackRows, superpixelRows } from '../../src/pipeline/rawstack/stacking-kernels.js';
+import { stack } from '../../src/cpu/stack.js';
 import { phaseChannels } from '../../src/pipeline/rawstack/channel-stats.js';
 import { seededRandom, withTempDir } from '../helpers/tmp.js';
 
@@ -199,6 +200,29 @@ test('pre-mask: a trail in one frame is masked with its wings, noise and stars a
   const compact = compactOwned(band, W, R, N, 2, 16);
   assert.is(compact.length, N * 16 * W);
   assert.ok(Number.isNaN(compact[2 * 16 * W + (10 - 2) * W]!));
+});
+
+test('stackRows: tiles of whole rows or of column blocks (many frames) give the whole-band result', () => {
+  for (const [N, W, R] of [
+    [7, 50, 9],
+    [600, 2000, 3],
+  ] as const) {
+    const rnd = seededRandom(N);
+    const band = Float32Array.from({ length: N * R * W }, () => (rnd() < 0.01 ? 5000 : 100 + 10 * rnd()));
+    const scale = Array.from({ length: N }, () => 0.9 + 0.2 * rnd());
+    const offset = Array.from({ length: N }, () => rnd());
+    const weight = Array.from({ length: N }, () => 0.5 + rnd());
+    const p = { width: W, rows: R, frames: N, method: 'sigma' as const, low: 2.5, high: 2.5, maxIters: 3, minFraction: 0.4, scale, offset, weight };
+    const want = stack(band, p);
+    const mean = new Float32Array(R * W);
+    const rejected = new Uint32Array(2 * N);
+    const counts = new BigUint64Array(2);
+    stackRows({ ...p, band, mean, rejected, counts }, 0, 1);
+    stackRows({ ...p, band, mean, rejected, counts }, 1, R);
+    assert.ok(mean.every((v, i) => Object.is(v, want.mean[i])), `N=${N}: means differ`);
+    assert.equal(Array.from(rejected), [...want.rejectedLow, ...want.rejectedHigh]);
+    assert.is(Number(counts[0]), want.count.reduce((a, b) => a + b, 0));
+  }
 });
 
 test('superpixel cells: R and B as measured, G the mean of the two greens (NaN-aware), every pattern', () => {

@@ -5,9 +5,10 @@
 // - warpRows: warps rows [start, end) of the band for every channel of one frame into that
 //   frame's slot of the band arrays (the source band covers the whole band's needs, hence any
 //   sub-range's);
-// - stackRows: copies rows [start, end) of every frame's slot into a frame-major tile, stacks it
-//   and writes the mean rows; per-frame rejected-sample counts are added atomically into the
-//   shared tallies (low counts then high counts, per frame).
+// - stackRows: copies rows [start, end) of every frame's slot into frame-major tiles (whole rows,
+//   or column blocks when frames × width is large; at most STACK_TILE_SAMPLES samples, so the
+//   scratch does not grow with the frame count), stacks them and writes the mean rows; per-frame
+//   rejected-sample counts are added atomically into the shared tallies (low, then high).
 // All typed arrays in the arguments must be SharedArrayBuffer views when a pool runs them.
 
 import { stack, type StackMethod } from '../../cpu/stack.js';
@@ -71,34 +72,62 @@ export interface StackRowsArgs {
   counts: BigUint64Array;
 }
 
+/** Most samples in one stack tile (4 MiB of f32): bounds the scratch whatever the frame count. */
+export const STACK_TILE_SAMPLES = 1 << 20;
+
 export function stackRows(a: StackRowsArgs, start: number, end: number): void {
-  const rows = end - start;
-  if (rows <= 0) return;
+  if (end <= start) return;
   const { width: W, frames: N } = a;
   const plane = a.rows * W;
-  const tile = new Float32Array(N * rows * W);
-  for (let f = 0; f < N; f++) {
-    const from = f * plane + start * W;
-    tile.set(a.band.subarray(from, from + rows * W), f * rows * W);
+  // Tiles of whole rows when N·W is small, else of column blocks within a row, so a tile never
+  // exceeds STACK_TILE_SAMPLES even for thousands of frames.
+  const cols = Math.max(1, Math.min(W, Math.floor(STACK_TILE_SAMPLES / N)));
+  const rowsPerTile = cols < W ? 1 : Math.max(1, Math.floor(STACK_TILE_SAMPLES / (N * W)));
+  const tile = new Float32Array(N * Math.min(rowsPerTile, end - start) * cols);
+  let empty = 0;
+  let survivors = 0;
+  const low = new Uint32Array(N);
+  const high = new Uint32Array(N);
+  for (let r0 = start; r0 < end; r0 += rowsPerTile) {
+    const rows = Math.min(rowsPerTile, end - r0);
+    for (let x0 = 0; x0 < W; x0 += cols) {
+      const cw = Math.min(cols, W - x0);
+      const n = rows * cw;
+      for (let f = 0; f < N; f++) {
+        for (let r = 0; r < rows; r++) {
+          const from = f * plane + (r0 + r) * W + x0;
+          tile.set(a.band.subarray(from, from + cw), f * n + r * cw);
+        }
+      }
+      const res = stack(tile.subarray(0, N * n), {
+        width: cw,
+        rows,
+        frames: N,
+        method: a.method,
+        low: a.low,
+        high: a.high,
+        maxIters: a.maxIters,
+        minFraction: a.minFraction,
+        scale: a.scale,
+        offset: a.offset,
+        weight: a.weight,
+      });
+      for (let r = 0; r < rows; r++) a.mean.set(res.mean.subarray(r * cw, (r + 1) * cw), (r0 + r) * W + x0);
+      for (let f = 0; f < N; f++) {
+        low[f]! += res.rejectedLow[f]!;
+        high[f]! += res.rejectedHigh[f]!;
+      }
+      for (let i = 0; i < n; i++) {
+        const k = res.count[i]!;
+        survivors += k;
+        if (k === 0) empty++;
+      }
+    }
   }
-  const r = stack(tile, {
-    width: W,
-    rows,
-    frames: N,
-    method: a.method,
-    low: a.low,
-    high: a.high,
-    maxIters: a.maxIters,
-    minFraction: a.minFraction,
-    scale: a.scale,
-    offset: a.offset,
-    weight: a.weight,
-  });
-  a.mean.set(r.mean, start * W);
   const shared = a.rejected.buffer instanceof SharedArrayBuffer;
   for (let f = 0; f < N; f++) {
-    const lo = r.rejectedLow[f]!;
-    const hi = r.rejectedHigh[f]!;
+    const lo = low[f]!;
+    const hi = high[f]!;
     if (shared) {
       if (lo) Atomics.add(a.rejected, f, lo);
       if (hi) Atomics.add(a.rejected, N + f, hi);
@@ -106,13 +135,6 @@ export function stackRows(a: StackRowsArgs, start: number, end: number): void {
       a.rejected[f]! += lo;
       a.rejected[N + f]! += hi;
     }
-  }
-  let empty = 0;
-  let survivors = 0;
-  for (let i = 0; i < r.count.length; i++) {
-    const k = r.count[i]!;
-    survivors += k;
-    if (k === 0) empty++;
   }
   if (a.counts.buffer instanceof SharedArrayBuffer) {
     Atomics.add(a.counts, 0, BigInt(survivors));
