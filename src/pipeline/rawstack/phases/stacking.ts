@@ -163,6 +163,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
   }
   const workers = c.runtime_limits.parallel_workers;
   const budgetBytes = c.runtime_limits.memory_budget * MiB;
+  let extraBytes = 0;
   const planFor = (device: boolean): StackPlan =>
     planStackBands({
       width: W,
@@ -177,7 +178,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
       readHalo: halo,
       haloRows: premask ? PREMASK_GROW : 0,
       // The pre-mask's mask byte, and on the device path its compacted copy of one channel's slots.
-      extraBytesPerFramePixel: premask ? (device && stackCtx ? 5 : 1) : 0,
+      extraBytesPerFramePixel: (extraBytes = premask ? (device && stackCtx ? 5 : 1) : 0),
       budgetBytes,
       maxBindingBytes: device && stackCtx ? Math.min(stackCtx.limits.maxStorageBufferBindingSize, stackCtx.limits.maxBufferSize) : null,
     });
@@ -367,7 +368,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
       limited_by: plan.limitedBy,
       frames: N,
       channels: C,
-      bytes_per_pixel_per_frame: 4 * C,
+      // Warped samples (4 per channel) plus the pre-mask's mask byte and copy, per frame and pixel.
+      bytes_per_pixel_per_frame: 4 * C + extraBytes,
       max_source_rows: plan.maxSourceRows,
       // The device buffer pool's high-water mark (all phases so far; the pool is capped at the budget).
       device_pool_peak_bytes: state.gpu ? state.gpu.pool.stats.peakBytes : null,
