@@ -13,6 +13,8 @@
 // Written for speed: typed-array scratch reused across pixels, no allocation per pixel, and the
 // sigma loop leaves a pixel as soon as an iteration rejects nothing new (a fixed point).
 
+import { selectInPlace } from '../algorithms/robust-stats.js';
+
 export type StackMethod = 'none' | 'sigma' | 'winsor' | 'median';
 export const STACK_METHODS: readonly StackMethod[] = ['none', 'sigma', 'winsor', 'median'];
 
@@ -373,38 +375,12 @@ function medianOf(tile: Float32Array, b: number, stride: number, n: number, scra
   acc[0] = k;
   if (k === 0) return NaN;
   const lo = (k - 1) >> 1;
-  const a = nth(scratch, k, lo);
+  const a = selectInPlace(scratch, lo, 0, k - 1);
   let c = a;
   if ((k & 1) === 0) {
-    // After nth(), everything right of `lo` is >= a: the upper middle is their minimum.
+    // After the selection, everything right of `lo` is >= a: the upper middle is their minimum.
     c = Infinity;
     for (let j = lo + 1; j < k; j++) if (scratch[j]! < c) c = scratch[j]!;
   }
   return Math.fround(Math.fround(a + c) * 0.5);
-}
-
-/** k-th smallest of a[0 .. len) by in-place quickselect (Hoare partition, middle pivot). */
-function nth(a: Float64Array, len: number, k: number): number {
-  let left = 0;
-  let right = len - 1;
-  while (left < right) {
-    const pivot = a[(left + right) >> 1]!;
-    let i = left;
-    let j = right;
-    while (i <= j) {
-      while (a[i]! < pivot) i++;
-      while (a[j]! > pivot) j--;
-      if (i <= j) {
-        const t = a[i]!;
-        a[i] = a[j]!;
-        a[j] = t;
-        i++;
-        j--;
-      }
-    }
-    if (k <= j) right = j;
-    else if (k >= i) left = i;
-    else break;
-  }
-  return a[k]!;
 }

@@ -23,6 +23,8 @@
 //   5. Correction: out = in − S + median(S) per channel, so the sky level stays (positive) and
 //      only the gradient goes; S is smooth, so no pixel noise is added.
 
+import { selectInPlace } from '../../algorithms/robust-stats.js';
+
 export const MASK_SIGMA = 3;
 export const MIN_TILE_FREE_FRACTION = 0.25;
 const EVAL_STEP = 8;
@@ -266,42 +268,11 @@ function planeFit(v: Float64Array, x: Float64Array, y: Float64Array, n: number):
   return r ? [r[0]!, r[1]!, r[2]!] : [sv / Math.max(1, n), 0, 0];
 }
 
-/** k-th smallest of a[0..n) (quickselect, in place, reorders a). */
-function select(a: Float64Array, n: number, k: number): number {
-  let lo = 0;
-  let hi = n - 1;
-  while (hi > lo) {
-    const mid = (lo + hi) >> 1;
-    // Median of three as the pivot keeps sorted-ish tiles (a smooth gradient) from the worst case.
-    const x = a[lo]!;
-    const y = a[mid]!;
-    const z = a[hi]!;
-    const pivot = x < y ? (y < z ? y : x < z ? z : x) : x < z ? x : y < z ? z : y;
-    let i = lo;
-    let j = hi;
-    while (i <= j) {
-      while (a[i]! < pivot) i++;
-      while (a[j]! > pivot) j--;
-      if (i <= j) {
-        const t = a[i]!;
-        a[i] = a[j]!;
-        a[j] = t;
-        i++;
-        j--;
-      }
-    }
-    if (k <= j) hi = j;
-    else if (k >= i) lo = i;
-    else return a[k]!;
-  }
-  return a[k]!;
-}
-
 /** Interpolated q quantile of a[0..n) (reorders a). */
 export function selectQuantile(a: Float64Array, n: number, q: number): number {
   const pos = Math.min(n - 1, Math.max(0, q * (n - 1)));
   const k = Math.floor(pos);
-  const lo = select(a, n, k);
+  const lo = selectInPlace(a, k, 0, n - 1);
   if (pos === k || k + 1 >= n) return lo;
   // After selecting k every element right of k is ≥ a[k]: the next order statistic is their min.
   let next = Infinity;
