@@ -34,6 +34,9 @@ export const KERNELS = {
   // stretch: per-pixel tone curves
   stretch_mtf: { shader: 'stretch/mtf.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
   stretch_asinh: { shader: 'stretch/asinh.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage', 'storage', 'storage'] },
+  // stacking pre-mask: per-pixel outlier flags against the band median, then their application
+  premask_flag: { shader: 'stacking/premask_flag.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage'] },
+  premask_apply: { shader: 'stacking/premask_apply.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'storage', 'storage'] },
 } as const satisfies Record<string, KernelSpec>;
 
 export type KernelId = keyof typeof KERNELS;

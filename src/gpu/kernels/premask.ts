@@ -4,79 +4,14 @@
 // band never leaves the device between warp and stack (DESIGN §4). Contract and TypeScript
 // reference: src/pipeline/rawstack/stacking-premask.ts (the two give identical masks, tallies and
 // compacted bands; test/gpu/premask.test.ts).
-// These two kernels are not in src/gpu/registry.ts (another module's file): their pipelines and
-// bind-group layouts are built here from the shader files, cached per context. Moving them into
-// the registry needs only their entries there and ctx.pipeline()/ctx.dispatch() here.
 // Invariants: dispatches never read or write outside the bound ranges (every index is checked in
 // WGSL); tallies are only added to; the mask buffer needs premaskMaskBytes() bytes.
 
 import type { BindingResource, GpuContext } from '../context.js';
 import { packUniform } from '../dispatch.js';
 import { GpuError } from '../errors.js';
-import { loadShader } from '../shaders.js';
 
 const WG = 64;
-
-type Kind = 'uniform' | 'read-only-storage' | 'storage';
-const KERNELS = {
-  flag: { shader: 'stacking/premask_flag.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage'] as Kind[] },
-  apply: { shader: 'stacking/premask_apply.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'storage', 'storage'] as Kind[] },
-};
-type KernelName = keyof typeof KERNELS;
-
-interface Built {
-  pipeline: GPUComputePipeline;
-  layout: GPUBindGroupLayout;
-}
-
-const cache = new WeakMap<GpuContext, Map<KernelName, Promise<Built>>>();
-
-function build(ctx: GpuContext, name: KernelName): Promise<Built> {
-  let perCtx = cache.get(ctx);
-  if (!perCtx) cache.set(ctx, (perCtx = new Map()));
-  let p = perCtx.get(name);
-  if (!p) {
-    const spec = KERNELS[name];
-    p = (async () => {
-      const device = ctx.device;
-      const layout = device.createBindGroupLayout({
-        label: `premask_${name}`,
-        entries: spec.bindings.map((type, binding) => ({ binding, visibility: GPUShaderStage.COMPUTE, buffer: { type } })),
-      });
-      const module = device.createShaderModule({ code: loadShader(spec.shader), label: spec.shader });
-      try {
-        const pipeline = await device.createComputePipelineAsync({
-          label: `premask_${name}`,
-          layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
-          compute: { module, entryPoint: 'main', constants: { WG } },
-        });
-        return { pipeline, layout };
-      } catch (e) {
-        const info = await module.getCompilationInfo();
-        const messages = info.messages.map((m) => `${spec.shader}:${m.lineNum}:${m.linePos} ${m.type}: ${m.message}`).join('; ');
-        throw new GpuError('SHADER_INVALID', `premask_${name}: ${(e as Error).message}${messages ? ` (${messages})` : ''}`);
-      }
-    })();
-    perCtx.set(name, p);
-    p.catch(() => perCtx!.delete(name));
-  }
-  return p;
-}
-
-function group(ctx: GpuContext, built: Built, resources: BindingResource[]): GPUBindGroup {
-  return ctx.device.createBindGroup({
-    layout: built.layout,
-    entries: resources.map((r, binding) => ({ binding, resource: typeof (r as { buffer?: unknown }).buffer === 'object' ? (r as GPUBufferBinding) : { buffer: r as GPUBuffer } })),
-  });
-}
-
-function pass(encoder: GPUCommandEncoder, built: Built, bind: GPUBindGroup, groups: [number, number, number]): void {
-  const p = encoder.beginComputePass({ label: built.pipeline.label });
-  p.setPipeline(built.pipeline);
-  p.setBindGroup(0, bind);
-  p.dispatchWorkgroups(...groups);
-  p.end();
-}
 
 export interface PremaskGpuParams {
   width: number;
@@ -119,7 +54,7 @@ export async function premaskResident(
   if (p.ownedY0 + p.ownedRows > p.rows) throw new GpuError('BAD_ARGUMENT', `premask: owned rows ${p.ownedY0}..${p.ownedY0 + p.ownedRows} outside the ${p.rows} work rows`);
   const max = ctx.limits.maxComputeWorkgroupsPerDimension;
   if (p.rows > max) throw new GpuError('BAD_ARGUMENT', `premask: ${p.rows} rows exceed ${max} workgroups per dimension`);
-  const [flag, apply] = await Promise.all([build(ctx, 'flag'), build(ctx, 'apply')]);
+  const [flag, apply] = await Promise.all([ctx.pipeline('premask_flag', { WG }), ctx.pipeline('premask_apply', { WG })]);
   const uniform = ctx.uniform(
     packUniform([
       ['u32', p.width],
@@ -140,6 +75,6 @@ export async function premaskResident(
   ctx.retire(uniform);
   ctx.retire(frame);
   const wx = Math.ceil(words / WG);
-  pass(encoder, flag, group(ctx, flag, [uniform, band, median, frame, mask]), [wx, p.rows, 1]);
-  if (p.ownedRows > 0) pass(encoder, apply, group(ctx, apply, [uniform, band, mask, out, tallies]), [Math.ceil(p.width / WG), p.ownedRows, 1]);
+  ctx.dispatch('premask_flag', flag, ctx.bindGroup(flag, [uniform, band, median, frame, mask]), [wx, p.rows, 1], encoder);
+  if (p.ownedRows > 0) ctx.dispatch('premask_apply', apply, ctx.bindGroup(apply, [uniform, band, mask, out, tallies]), [Math.ceil(p.width / WG), p.ownedRows, 1], encoder);
 }
