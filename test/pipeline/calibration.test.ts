@@ -21,7 +21,7 @@ import { groupDarks, selectDark, type DarkFrameHeader } from '../../src/pipeline
 import { calibrationPhase } from '../../src/pipeline/rawstack/phases/calibration.js';
 import { sharedFloat32 } from '../../src/cpu/worker-pool.js';
 import { gpu, gpuTest, compareArrays } from '../helpers/gpu.js';
-import { boxMedian, config, image, median, runPhasesOn, sites, type PhaseRun } from './calibration-helpers.js';
+import { boxMedian, config, image, median, runPhasesOn, type PhaseRun } from './calibration-helpers.js';
 
 const W = 256;
 const H = 192;

@@ -13,7 +13,7 @@ import type { EventLine } from '../../src/pipeline/events.js';
 import { stackingOptions } from '../../src/pipeline/rawstack/phases/stacking.js';
 import { ok, type Phase } from '../../src/pipeline/phase.js';
 import type { RawStackState } from '../../src/pipeline/rawstack/state.js';
-import { config, defaultExclusion, makeDataset, plane, runStack, stackingEnd, type Dataset, type StackRun } from './stacking-helpers.js';
+import { config, defaultExclusion, makeDataset, runStack, stackingEnd, type Dataset, type StackRun } from './stacking-helpers.js';
 
 let root = '';
 let ds: Dataset;
