@@ -32,6 +32,33 @@ export interface ReportArtifact {
   path: string;
 }
 
+/** One postprocess phase as the report shows it: its outcome, and the values it left. */
+export interface ReportPostprocessSection {
+  phase: 'ASTROMETRY' | 'BGE' | 'PCC' | 'HYPERMETRIC_STRETCH';
+  status: ReportPhase['status'];
+  reason?: string;
+  message?: string;
+  /** Scalars (and short numeric arrays, e.g. per channel) from the phase's summary/diagnostics. */
+  values: Record<string, string | number | boolean | null | number[]>;
+  /** PCC only, when the PCC phase provides it: per star catalogue vs measured colour (the plot). */
+  star_colors?: { catalog: number; measured: number }[];
+}
+
+/** A PNG preview of one image output (the HTML embeds the PNG itself; JSON keeps the path). */
+export interface ReportPreview {
+  output: string;
+  /** Relative to the run folder: artifacts/preprocess/preview_<output>.png. */
+  path: string;
+  width: number;
+  height: number;
+  source_width: number;
+  source_height: number;
+  /** Box size in source pixels. */
+  factor: number;
+  /** 'auto' = unlinked STF of linear data; 'none' = already-stretched output shown as is. */
+  stretch: 'auto' | 'none';
+}
+
 export interface ReportModel {
   run_id: string;
   status: 'ok' | 'error' | 'cancelled' | 'running';
@@ -45,6 +72,11 @@ export interface ReportModel {
   quality: { mode: string; frames_total: number; included: number; excluded: number; manual_overrides: number; reasons: Record<string, number> };
   stacking: Record<string, unknown> | null;
   postprocess: Record<string, unknown>;
+  /** Sections of the postprocess phases that ran (or left data); absent phases are left out. */
+  postprocess_results: ReportPostprocessSection[];
+  previews: ReportPreview[];
+  /** report.detailed: true → `frames` holds every frame; false → only the excluded ones. */
+  detailed: boolean;
   frames: ReportFrame[];
   warnings: { code: string; message: string }[];
   artifacts: ReportArtifact[];

@@ -1,14 +1,31 @@
 // Renders the report model as Markdown (a short readable summary) and as one self-contained
-// HTML page (phase table, summaries, per-frame quality table, inline SVG charts). Every value
-// printed into HTML is escaped; links are relative to artifacts/preprocess/ so a copied run
-// folder keeps working.
+// HTML page (phase table + duration bars, summaries, postprocess sections, output previews,
+// per-frame quality table when report.detailed, inline SVG charts). Every value printed into
+// HTML is escaped; links are relative to artifacts/preprocess/ so a copied run folder keeps
+// working; previews are embedded as data: URIs (PNG bytes passed in by the caller, so the
+// model and the JSON report stay small).
 
 import { escapeHtml as h } from './escape.js';
-import type { ReportModel } from './model.js';
-import { seriesChart } from './svg-chart.js';
+import type { ReportModel, ReportPostprocessSection } from './model.js';
+import { barChart, scatterChart, seriesChart } from './svg-chart.js';
 
 const num = (v: number | null | undefined, digits = 2) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : Number.isInteger(v) ? String(v) : v.toFixed(digits));
 const secs = (ms: number | undefined) => (ms === undefined ? '–' : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
+
+const TITLES: Record<ReportPostprocessSection['phase'], string> = {
+  ASTROMETRY: 'Astrometry (plate solve)',
+  BGE: 'Background extraction (BGE)',
+  PCC: 'Photometric colour calibration (PCC)',
+  HYPERMETRIC_STRETCH: 'HyperMetric Stretch',
+};
+
+/** A section value as text: numbers to 4 significant digits, arrays comma-joined. */
+function valueText(v: ReportPostprocessSection['values'][string]): string {
+  const one = (x: unknown) => (typeof x === 'number' ? (Number.isInteger(x) ? String(x) : Number.isFinite(x) ? String(Number(x.toPrecision(4))) : '–') : x === null ? '–' : String(x));
+  return Array.isArray(v) ? v.map(one).join(', ') : one(v);
+}
+
+const outcomeText = (s: ReportPostprocessSection) => [s.status, [s.reason, s.message].filter(Boolean).join(': ')].filter(Boolean).join(' · ');
 
 export function renderMarkdown(m: ReportModel): string {
   const lines: string[] = [];
@@ -42,11 +59,29 @@ export function renderMarkdown(m: ReportModel): string {
     lines.push('|---|---|---|---|');
     for (const f of excluded) lines.push(`| ${f.index} | ${f.file} | ${f.reason ?? ''} | ${f.detail ?? ''} |`);
   }
+  if (m.detailed && m.frames.length) {
+    lines.push('');
+    lines.push(`Per-frame detail: ${m.frames.filter((f) => f.status === 'included').length} included frames, mean FWHM ${num(mean(m.frames.filter((f) => f.status === 'included').map((f) => f.fwhm)))} px (see the HTML/JSON report for the table).`);
+  }
   if (m.stacking) {
     lines.push('');
     lines.push('## Stacking');
     lines.push('');
     for (const [k, v] of Object.entries(m.stacking)) if (typeof v !== 'object' || v === null) lines.push(`- ${k}: ${String(v)}`);
+  }
+  for (const sec of m.postprocess_results) {
+    lines.push('');
+    lines.push(`## ${TITLES[sec.phase]}`);
+    lines.push('');
+    lines.push(`Status: ${outcomeText(sec)}`);
+    for (const [k, v] of Object.entries(sec.values)) lines.push(`- ${k}: ${valueText(v)}`);
+    if (sec.star_colors) lines.push(`- star colours plotted: ${sec.star_colors.length}`);
+  }
+  if (m.previews.length) {
+    lines.push('');
+    lines.push('## Previews');
+    lines.push('');
+    for (const p of m.previews) lines.push(`- ${p.output}: ![${p.output}](${p.path.replace(/^artifacts\/preprocess\//, '')}) (${p.width}×${p.height}, 1/${p.factor} of ${p.source_width}×${p.source_height}, stretch ${p.stretch})`);
   }
   if (m.warnings.length) {
     lines.push('');
@@ -62,6 +97,20 @@ export function renderMarkdown(m: ReportModel): string {
   return lines.join('\n');
 }
 
+function mean(v: (number | null)[]): number | null {
+  const f = v.filter((x): x is number => x !== null && Number.isFinite(x));
+  return f.length ? f.reduce((a, b) => a + b, 0) / f.length : null;
+}
+
+function sectionHtml(sec: ReportPostprocessSection): string {
+  const rows = Object.entries(sec.values)
+    .map(([k, v]) => `<tr><th>${h(k)}</th><td>${h(valueText(v))}</td></tr>`)
+    .join('');
+  const plot = sec.star_colors?.length ? scatterChart({ title: 'Star colours', xLabel: 'catalogue', yLabel: 'measured', points: sec.star_colors.map((p) => ({ x: p.catalog, y: p.measured })) }) : '';
+  return `<section class="pp" id="pp-${h(sec.phase)}"><h2>${h(TITLES[sec.phase])} <span class="chip ${h(sec.status)}">${h(sec.status)}</span></h2>` +
+    `${sec.reason || sec.message ? `<p>${h([sec.reason, sec.message].filter(Boolean).join(': '))}</p>` : ''}${rows ? `<table>${rows}</table>` : ''}${plot}</section>`;
+}
+
 const STYLE = `
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;padding:0 16px;color:#1d2330;background:#fafbfc}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde1e6;padding-bottom:4px}
@@ -74,9 +123,12 @@ tr.excluded td{color:#9b1c1c}.charts{display:grid;grid-template-columns:repeat(a
 svg{background:#fff;border:1px solid #e3e6ea;border-radius:6px;max-width:100%;height:auto}
 .chart-title{font-size:12px;font-weight:600;fill:#1d2330}.tick{font-size:10px;fill:#6b7482}.grid{stroke:#eef0f3}
 .series{fill:none;stroke:#2f6fdb;stroke-width:1.5}.dot{fill:#2f6fdb}.dot.excluded{fill:#fff;stroke:#d03b3b;stroke-width:2}.chart-empty{font-size:12px;fill:#999}
-code{background:#eef1f5;padding:0 4px;border-radius:3px}`;
+code{background:#eef1f5;padding:0 4px;border-radius:3px}
+.bar{fill:#2f6fdb}.bar.skipped{fill:#b8c0cc}.bar.error{fill:#d03b3b}.previews{display:grid;grid-template-columns:repeat(auto-fit,minmax(360px,1fr));gap:12px}
+figure{margin:0}figure img{max-width:100%;height:auto;border:1px solid #e3e6ea;border-radius:6px;background:#000}figcaption{font-size:12px;color:#5b6575}`;
 
-export function renderHtml(m: ReportModel): string {
+/** previewData: base64 PNG per preview path (artifacts/preprocess/preview_<output>.png). */
+export function renderHtml(m: ReportModel, options: { previewData?: Record<string, string> } = {}): string {
   const chip = (s: string) => `<span class="chip ${h(s)}">${h(s)}</span>`;
   const excluded = m.frames.map((f) => f.status === 'excluded');
   const charts = [
@@ -101,6 +153,31 @@ export function renderHtml(m: ReportModel): string {
         .map(([k, v]) => `<tr><th>${h(k)}</th><td>${h(String(v))}</td></tr>`)
         .join('')}</table>`
     : '';
+  const durations = m.phases.filter((p) => p.duration_ms !== undefined);
+  const phaseChart = durations.length
+    ? barChart({ title: 'Phase durations', items: durations.map((p) => ({ label: p.phase, value: p.duration_ms!, cls: p.status })), format: (v) => secs(v) })
+    : '';
+  const postprocess = m.postprocess_results.map(sectionHtml).join('\n');
+  const figures = m.previews
+    .filter((p) => options.previewData?.[p.path])
+    .map((p) => {
+      const rel = p.path.startsWith('artifacts/preprocess/') ? p.path.slice('artifacts/preprocess/'.length) : `../../${p.path}`;
+      return `<figure><a href="${h(rel)}"><img alt="${h(p.output)}" width="${p.width}" height="${p.height}" src="data:image/png;base64,${h(options.previewData![p.path]!)}"></a>` +
+        `<figcaption>${h(p.output)} · ${p.source_width}×${p.source_height} px, shown 1/${p.factor} · ${p.stretch === 'auto' ? 'auto stretch (unlinked STF)' : 'as stretched'}</figcaption></figure>`;
+    });
+  const previews = figures.length ? `<h2>Previews</h2><div class="previews">${figures.join('\n')}</div>` : '';
+  const exclusions = m.frames
+    .filter((f) => f.status === 'excluded')
+    .map((f) => `<li>#${f.index} ${h(f.file)}: <code>${h(f.reason ?? '')}</code>${f.detail ? ` ${h(f.detail)}` : ''}</li>`)
+    .join('');
+  const frameDetail = m.detailed
+    ? `<div class="charts">${charts.join('\n')}</div>
+<table><tr><th>#</th><th>file</th><th>status</th><th>reason</th><th>stars</th><th>FWHM</th><th>ecc.</th><th>background</th><th>noise</th><th>reg. cc</th><th>score</th><th>weight</th></tr>
+${rows}
+</table>`
+    : exclusions
+      ? `<ul class="exclusions">${exclusions}</ul>`
+      : '';
   const warnings = m.warnings.length ? `<h2>Warnings</h2><ul>${m.warnings.map((w) => `<li><code>${h(w.code)}</code> ${h(w.message)}</li>`).join('')}</ul>` : '';
   const artifacts = m.artifacts
     .map((a) => {
@@ -117,15 +194,15 @@ export function renderHtml(m: ReportModel): string {
 <table><tr><th>phase</th><th>status</th><th>reason</th><th>duration</th></tr>
 ${m.phases.map((p) => `<tr><td>${h(p.phase)}</td><td>${chip(p.status)}</td><td>${h([p.reason, p.message].filter(Boolean).join(': '))}</td><td class="n">${secs(p.duration_ms)}</td></tr>`).join('\n')}
 </table>
+${phaseChart}
 <h2>Input</h2>
 <p>${i.frames_total} frames from <code>${h(i.lights_dir)}</code> (pattern <code>${h(i.pattern)}</code>), ${h(i.color_mode ?? 'unknown')}${i.bayer_pattern ? ` ${h(i.bayer_pattern)}` : ''}, ${i.width ?? '?'}×${i.height ?? '?'} px.${m.reference ? ` Reference frame #${m.reference.index} ${h(m.reference.file ?? '')} (${h(m.reference.strategy)}).` : ''}</p>
 <h2>Quality</h2>
 <p>Mode <code>${h(q.mode)}</code>: <b>${q.included}</b> of ${q.frames_total} frames included, <b>${q.excluded}</b> excluded${q.manual_overrides ? `, ${q.manual_overrides} manual overrides` : ''}.${Object.keys(q.reasons).length ? ` Reasons: ${Object.entries(q.reasons).map(([r, n]) => `${h(r)} ${n}`).join(', ')}.` : ''}</p>
-<div class="charts">${charts.join('\n')}</div>
-<table><tr><th>#</th><th>file</th><th>status</th><th>reason</th><th>stars</th><th>FWHM</th><th>ecc.</th><th>background</th><th>noise</th><th>reg. cc</th><th>score</th><th>weight</th></tr>
-${rows}
-</table>
+${frameDetail}
 ${stacking}
+${postprocess}
+${previews}
 ${warnings}
 <h2>Artifacts</h2><ul>${artifacts}</ul>
 </body></html>

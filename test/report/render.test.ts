@@ -37,6 +37,9 @@ function model(): ReportModel {
     quality: { mode: 'auto', frames_total: 4, included: 3, excluded: 1, manual_overrides: 0, reasons: { fwhm_outlier: 1 } },
     stacking: { method: 'sigma', frames_used: 3, band_plan: { bands: 2 } },
     postprocess: {},
+    postprocess_results: [],
+    previews: [],
+    detailed: true,
     frames,
     warnings: [{ code: 'frames_min', message: 'only 4 frames (< 5)' }],
     artifacts: [
@@ -62,7 +65,7 @@ test('html: self-contained, escaped, four charts, one table row per frame, relat
   const html = renderHtml(model());
   assert.not.match(html, /<script/i, 'no scripts, and user text is escaped');
   assert.match(html, /light_&lt;script&gt;\.fits/);
-  assert.is((html.match(/<svg /g) ?? []).length, 4);
+  assert.is((html.match(/<svg /g) ?? []).length, 5, 'four frame charts and the phase duration bars');
   assert.is((html.match(/<tr class="(included|excluded)">/g) ?? []).length, 4);
   assert.match(html, /<tr class="excluded">/);
   assert.match(html, /href="frame_quality\.csv"/);
@@ -79,6 +82,64 @@ test('chart: excluded frames drawn as rings, the line skips them, constant serie
   const flat = seriesChart({ title: 'x', values: [1, 1, 1], excluded: [false, false, false] });
   assert.not.match(flat, /NaN/);
   assert.match(seriesChart({ title: 'e', values: [], excluded: [] }), /no data/);
+});
+
+test('html: phase duration bars, one per timed phase, longest bar the widest', () => {
+  const html = renderHtml(model());
+  const svg = /<svg [^>]*class="bars"[^]*?<\/svg>/.exec(html)![0];
+  const bars = [...svg.matchAll(/<rect [^>]*width="([\d.]+)"[^>]*class="bar ([a-z_]+)"/g)];
+  assert.is(bars.length, 3);
+  assert.equal(bars.map((b) => b[2]), ['ok', 'skipped', 'error']);
+  const w = bars.map((b) => Number(b[1]));
+  assert.is(Math.max(...w), w[2]!, 'PCC (2.5 s) is the widest');
+  assert.ok(Math.abs(w[0]! / w[2]! - 120 / 2500) < 0.01);
+  assert.match(svg, />2\.5 s</);
+  const none = renderHtml({ ...model(), phases: [{ phase: 'INPUT_SCAN', status: 'not_started' }] });
+  assert.not.match(none, /class="bars"/);
+});
+
+test('report.detailed false: no frame table or frame charts, exclusion list kept', () => {
+  const m = model();
+  const html = renderHtml({ ...m, detailed: false, frames: m.frames.filter((f) => f.status === 'excluded') });
+  assert.not.match(html, /<tr class="(included|excluded)">/);
+  assert.not.match(html, /aria-label="FWHM"/);
+  assert.match(html, /<ul class="exclusions"><li>#2 light_&lt;script&gt;\.fits: <code>fwhm_outlier<\/code> fwhm 4\.81 &gt; limit 3\.90<\/li><\/ul>/);
+  assert.match(html, /<b>3<\/b> of 4 frames included/);
+});
+
+test('postprocess sections: present by data, status/reason shown, values escaped, star plot only with data', () => {
+  const m = model();
+  const plain = renderHtml(m);
+  assert.not.match(plain, /class="pp"/, 'no sections without postprocess data');
+  const sections: ReportModel['postprocess_results'] = [
+    { phase: 'ASTROMETRY', status: 'skipped', reason: 'disabled', message: 'postprocess.astrometry is false', values: {} },
+    { phase: 'BGE', status: 'ok', values: { success: true, samples_valid: 212, residual_rms: 0.123456, gradient_amplitude: [10.5, 11.25, 9], method: 'classic<b>' } },
+    { phase: 'PCC', status: 'skipped', reason: 'no_wcs', values: {} },
+    { phase: 'HYPERMETRIC_STRETCH', status: 'ok', values: { anchor: 0.0123, log_d: 2.5, profile: 'rec709', profile_source: 'fallback_profile', color_strategy: 'rgb', target_bg: 0.2 } },
+  ];
+  const html = renderHtml({ ...m, postprocess_results: sections });
+  assert.is((html.match(/<section class="pp"/g) ?? []).length, 4);
+  assert.match(html, /Astrometry \(plate solve\) <span class="chip skipped">skipped<\/span><\/h2><p>disabled: postprocess\.astrometry is false<\/p>/);
+  assert.match(html, /<th>samples_valid<\/th><td>212<\/td>/);
+  assert.match(html, /<th>residual_rms<\/th><td>0\.1235<\/td>/);
+  assert.match(html, /<th>gradient_amplitude<\/th><td>10\.5, 11\.25, 9<\/td>/);
+  assert.match(html, /classic&lt;b&gt;/);
+  assert.match(html, /<th>profile_source<\/th><td>fallback_profile<\/td>/);
+  assert.not.match(html, /Star colours/, 'no star colour plot without data');
+  const withStars = renderHtml({ ...m, postprocess_results: [{ phase: 'PCC', status: 'ok', values: { r_factor: 1.1 }, star_colors: [{ catalog: 0.5, measured: 0.52 }, { catalog: 1.2, measured: 1.15 }] }] });
+  assert.match(withStars, /Star colours/);
+  const md = renderMarkdown({ ...m, postprocess_results: sections });
+  assert.match(md, /## HyperMetric Stretch\n\nStatus: ok\n- anchor: 0\.0123\n- log_d: 2\.5/);
+  assert.match(md, /Status: skipped · no_wcs/);
+});
+
+test('previews: embedded as data: URIs only when the PNG bytes are given, linked to the file', () => {
+  const m = { ...model(), previews: [{ output: 'stacked_rgb', path: 'artifacts/preprocess/preview_stacked_rgb.png', width: 512, height: 384, source_width: 1024, source_height: 768, factor: 2, stretch: 'auto' as const }] };
+  assert.not.match(renderHtml(m), /<img /);
+  const html = renderHtml(m, { previewData: { 'artifacts/preprocess/preview_stacked_rgb.png': 'iVBORw0KGgo=' } });
+  assert.match(html, /<a href="preview_stacked_rgb\.png"><img alt="stacked_rgb" width="512" height="384" src="data:image\/png;base64,iVBORw0KGgo="><\/a>/);
+  assert.match(html, /1024×768 px, shown 1\/2/);
+  assert.match(renderMarkdown(m), /!\[stacked_rgb\]\(preview_stacked_rgb\.png\)/);
 });
 
 test.run();

@@ -1,15 +1,19 @@
 // REPORT (always runs, also after errors and cancellation): gathers the run's state and events
 // into the report model and writes preprocessing_report.{json,md,html} (as report.formats asks)
 // and artifacts_manifest.json. It must not fail because an earlier phase left state half-filled.
+// Also: one section per postprocess phase (report-extras.ts), preview_<output>.png of each image
+// output (embedded in the HTML as data: URIs, registered as artifacts), and a scan of outputs/
+// and artifacts/preprocess/ so the manifest lists every file the run wrote.
 
 import { join } from 'node:path';
 import { writeFileAtomic, writeJsonAtomic } from '../../atomic.js';
 import type { EventLine } from '../../events.js';
 import { ok, type Phase } from '../../phase.js';
-import type { ReportModel, ReportPhase } from '../../../report/model.js';
+import type { ReportModel, ReportPhase, ReportPostprocessSection, ReportPreview } from '../../../report/model.js';
 import { renderHtml, renderMarkdown } from '../../../report/render.js';
 import type { RawStackState } from '../state.js';
 import { RAWSTACK_PHASES } from '../phase-list.js';
+import { postprocessSections, scanArtifacts, writePreviews } from '../report-extras.js';
 import { SKYSTACK_NAME, SKYSTACK_VERSION } from '../../../version.js';
 
 function phaseRows(lines: readonly EventLine[]): ReportPhase[] {
@@ -29,9 +33,16 @@ function phaseRows(lines: readonly EventLine[]): ReportPhase[] {
   });
 }
 
-export function buildReportModel(state: RawStackState, status: ReportModel['status']): ReportModel {
+export function buildReportModel(
+  state: RawStackState,
+  status: ReportModel['status'],
+  extras: { postprocess_results?: ReportPostprocessSection[]; previews?: ReportPreview[] } = {},
+): ReportModel {
   const lines = state.events.lines;
-  const frames = state.frames.map((f) => ({
+  const detailed = state.config.report.detailed;
+  // report.detailed false: the per-frame detail is left out; the excluded frames stay (the
+  // exclusion list is part of the summary).
+  const frames = state.frames.filter((f) => detailed || f.status === 'excluded').map((f) => ({
     index: f.index,
     file: f.name,
     status: f.status,
@@ -79,6 +90,9 @@ export function buildReportModel(state: RawStackState, status: ReportModel['stat
     },
     stacking: state.summaries.STACKING ?? null,
     postprocess: { ...state.config.postprocess },
+    postprocess_results: extras.postprocess_results ?? [],
+    previews: extras.previews ?? [],
+    detailed,
     frames,
     warnings: lines.filter((l): l is Extract<EventLine, { type: 'warning' }> => l.type === 'warning').map((w) => ({ code: w.code, message: w.message })),
     artifacts: state.artifacts,
@@ -107,10 +121,16 @@ export const reportPhase: Phase<RawStackState> = {
     if (formats.has('markdown')) addArtifact(state, 'report_markdown', 'REPORT', rel('preprocessing_report.md'));
     if (formats.has('html')) addArtifact(state, 'report_html', 'REPORT', rel('preprocessing_report.html'));
     addArtifact(state, 'manifest', 'REPORT', rel('artifacts_manifest.json'));
-    const model = buildReportModel(state, status);
+    const { previews, data } = await writePreviews(state, (msg) => ctx.warn('report_preview', msg));
+    for (const p of previews) addArtifact(state, 'preview', 'REPORT', p.path);
+    const postprocess_results = await postprocessSections(state, phaseRows(state.events.lines));
+    // Last: whatever a phase wrote but did not register (the report files themselves are
+    // registered above, before they exist).
+    await scanArtifacts(state, (type, phase, path) => addArtifact(state, type, phase, path));
+    const model = buildReportModel(state, status, { postprocess_results, previews });
     if (formats.has('json')) await writeJsonAtomic(join(dir, 'preprocessing_report.json'), model);
     if (formats.has('markdown')) await writeFileAtomic(join(dir, 'preprocessing_report.md'), renderMarkdown(model));
-    if (formats.has('html')) await writeFileAtomic(join(dir, 'preprocessing_report.html'), renderHtml(model));
+    if (formats.has('html')) await writeFileAtomic(join(dir, 'preprocessing_report.html'), renderHtml(model, { previewData: data }));
     await writeJsonAtomic(join(dir, 'artifacts_manifest.json'), { run_id: state.runId, artifacts: state.artifacts });
     return ok({ formats: [...formats], report_json: formats.has('json') ? rel('preprocessing_report.json') : null, report_html: formats.has('html') ? rel('preprocessing_report.html') : null });
   },
