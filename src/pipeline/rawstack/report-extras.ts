@@ -116,6 +116,7 @@ export function classifyArtifact(name: string): { type: string; phase: string } 
     [/registration/, 'REGISTRATION'],
     [/reference/, 'REFERENCE_SELECTION'],
     [/^preview_|report|manifest/, 'REPORT'],
+    [/^events$/, 'RUN'],
   ];
   return { type: base, phase: rules.find(([re]) => re.test(base))?.[1] ?? 'unknown' };
 }
