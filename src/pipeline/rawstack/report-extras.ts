@@ -12,11 +12,14 @@ import type { RawStackState } from './state.js';
 
 type Value = ReportPostprocessSection['values'][string];
 
-/** Scalars and short numeric arrays of an object (nested objects stay in the JSON files). */
+/**
+ * Scalars and short numeric arrays of an object (nested objects stay in the JSON files). Nulls,
+ * empty arrays and duration_ms (the phase table has it) are left out to keep sections short.
+ */
 function scalars(obj: Record<string, unknown> | undefined, into: Record<string, Value>): void {
   if (!obj) return;
   for (const [k, v] of Object.entries(obj)) {
-    if (k in into) continue;
+    if (k in into || k === 'duration_ms' || v === null || (Array.isArray(v) && v.length === 0)) continue;
     if (v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') into[k] = v;
     else if (Array.isArray(v) && v.length <= 8 && v.every((x) => typeof x === 'number')) into[k] = v as number[];
   }
