@@ -75,6 +75,8 @@ test('mono, noise off: masters written, calibrated lights equal the truth signal
     ['master_bias', 'outputs/masters/master_bias.fits'],
     ['master_dark', 'outputs/masters/master_dark_120s.fits'],
     ['master_flat', 'outputs/masters/master_flat.fits'],
+    // REPORT's manifest scan lists the calibrated frames' folder once (not every frame).
+    ['calibrated_frames', 'outputs/calibrated/'],
   ]);
   assert.equal(await readdir(join(runDir, 'outputs/calibrated')), ['cal_00001.fit', 'cal_00002.fit', 'cal_00003.fit']);
   assert.equal(st.frames.map((f) => [f.calibratedFile, f.darkUsed]), [1, 2, 3].map((i) => [join(runDir, `outputs/calibrated/cal_0000${i}.fit`), 'master_dark_120s.fits']));
