@@ -12,7 +12,7 @@ import { ok, type Phase } from '../../phase.js';
 import type { ReportModel, ReportPhase, ReportPostprocessSection, ReportPreview } from '../../../report/model.js';
 import { renderHtml, renderMarkdown } from '../../../report/render.js';
 import type { RawStackState } from '../state.js';
-import { RAWSTACK_PHASES } from '../phase-list.js';
+import { OPTIONAL_PHASES, RAWSTACK_PHASES } from '../phase-list.js';
 import { postprocessSections, scanArtifacts, writePreviews } from '../report-extras.js';
 import { SKYSTACK_NAME, SKYSTACK_VERSION } from '../../../version.js';
 
@@ -114,7 +114,7 @@ export const reportPhase: Phase<RawStackState> = {
     const rel = (name: string) => `artifacts/preprocess/${name}`;
     const formats = new Set(state.config.report.formats);
     // The run's final status is known only after REPORT; report what is known now.
-    const failedCore = [...ctx.outcomes.entries()].some(([name, o]) => o.status === 'error' && !['ASTROMETRY', 'BGE', 'PCC', 'HYPERMETRIC_STRETCH'].includes(name));
+    const failedCore = [...ctx.outcomes.entries()].some(([name, o]) => o.status === 'error' && !OPTIONAL_PHASES.has(name));
     const cancelled = [...ctx.outcomes.values()].some((o) => o.status === 'error' && o.reason === 'cancelled');
     const status = cancelled ? 'cancelled' : failedCore ? 'error' : 'ok';
     if (formats.has('json')) addArtifact(state, 'report_json', 'REPORT', rel('preprocessing_report.json'));
