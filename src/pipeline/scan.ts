@@ -9,6 +9,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { isFitsError, keys, readFitsHeader, type FitsErrorCode, type FitsHeader } from '../fits/index.js';
 import type { BayerPattern } from '../fits/keys.js';
+import { forEachLimit } from './concurrency.js';
 
 export interface FrameInfo {
   index: number;
@@ -132,29 +133,23 @@ export async function scanFolder(dir: string, options: ScanOptions): Promise<Sca
   if (options.maxFrames && options.maxFrames > 0) files = files.slice(0, options.maxFrames);
 
   const out: ScannedFrame[] = new Array(files.length);
-  let next = 0;
   let done = 0;
-  const worker = async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= files.length) return;
-      if (options.signal?.aborted) return;
-      const file = join(dir, files[i]!);
-      let frame: ScannedFrame;
-      try {
-        const { header, layout } = await readFitsHeader(file);
-        frame = frameInfoFromHeader(i, file, header, layout);
-        if (options.checksums) frame.sha256 = await sha256(file, options.signal);
-      } catch (e) {
-        frame = isFitsError(e)
-          ? { index: i, file, name: files[i]!, ok: false, code: e.code, message: e.message }
-          : { index: i, file, name: files[i]!, ok: false, code: 'READ_FAILED', message: `${file}: ${(e as Error).message}` };
-      }
-      out[i] = frame;
-      options.onProgress?.(++done, files.length, frame);
+  await forEachLimit(files, options.concurrency ?? 4, async (name, i) => {
+    if (options.signal?.aborted) return;
+    const file = join(dir, name);
+    let frame: ScannedFrame;
+    try {
+      const { header, layout } = await readFitsHeader(file);
+      frame = frameInfoFromHeader(i, file, header, layout);
+      if (options.checksums) frame.sha256 = await sha256(file, options.signal);
+    } catch (e) {
+      frame = isFitsError(e)
+        ? { index: i, file, name, ok: false, code: e.code, message: e.message }
+        : { index: i, file, name, ok: false, code: 'READ_FAILED', message: `${file}: ${(e as Error).message}` };
     }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency ?? 4, files.length)) }, worker));
+    out[i] = frame;
+    options.onProgress?.(++done, files.length, frame);
+  });
   return out.filter((f) => f !== undefined);
 }
 

@@ -30,7 +30,7 @@ import { planBands } from '../../gpu/band-planner.js';
 import type { GpuContext } from '../../gpu/context.js';
 import { maxStackFrames, stackGpu } from '../../gpu/kernels/stack.js';
 import { scanFolder, ScanError, type FrameInfo } from '../scan.js';
-import { forEachLimit } from './concurrency.js';
+import { forEachLimit } from '../concurrency.js';
 
 export type CalibrationStage = 'bias' | 'dark' | 'flat' | 'darkflat';
 export const CALIBRATION_STAGES: readonly CalibrationStage[] = ['bias', 'dark', 'flat', 'darkflat'];

@@ -18,7 +18,7 @@ import { KERNEL_SUPPORT, sourceRowsFor, type WarpKernel } from '../../cpu/warp.j
 import { keys, readFitsHeader, type FitsHeader } from '../../fits/index.js';
 import { planBands, type BandPlan } from '../../gpu/band-planner.js';
 import { GpuError } from '../../gpu/errors.js';
-import { forEachLimit } from './concurrency.js';
+import { forEachLimit } from '../concurrency.js';
 import type { PhaseContext } from '../phase.js';
 import { estimateNoise } from './stacking-cosmetic.js';
 import { measureChannels, normalizationFor, statsOf, type ChannelStats, type NormalizationMode } from './stacking-normalization.js';

@@ -48,7 +48,7 @@ import {
   type StageSource,
 } from '../calibration-masters.js';
 import { detectBlank } from '../channel-stats.js';
-import { forEachLimit } from '../concurrency.js';
+import { forEachLimit } from '../../concurrency.js';
 import { groupDarks, selectDark, type DarkFrameHeader, type DarkGroup, type DarkSelection } from '../dark-select.js';
 import { exclude, includedFrames, type FrameRecord, type RawStackState } from '../state.js';
 import { addArtifact } from './report.js';

@@ -20,7 +20,7 @@ import { cfaPhase } from '../../../cpu/debayer.js';
 import { FitsReader, isFitsError, keys } from '../../../fits/index.js';
 import { failed, ok, type Phase } from '../../phase.js';
 import { measureChannels, MONO_PHASES, phaseChannels, type ChannelStats } from '../channel-stats.js';
-import { forEachLimit } from '../concurrency.js';
+import { forEachLimit } from '../../concurrency.js';
 import { exclude, includedFrames, pixelSource, type FrameRecord, type RawStackState } from '../state.js';
 
 const PHASE = 'CFA_CHANNEL_PREP';
