@@ -105,6 +105,16 @@ const BgeSchema = z.strictObject({
   fit_method: looseEnum(['rbf', 'poly']).default('rbf'),
   poly_order: z.number().int().min(1).max(4).default(2),
   star_dilate_px: z.number().int().min(0).default(4),
+  autobge: z
+    .strictObject({
+      num_sample_points: z.number().int().min(0).max(600).default(0).describe('0 = auto (tile stride, at most 400 samples)'),
+      gradient_descent_max_iters: z.number().int().min(0).max(10000).default(100),
+      downsample_scale: z.number().int().min(1).max(32).default(4).describe('block size (px) of the descent map'),
+      border_margin: z.number().int().min(0).default(10).describe('px kept free of sample positions along the edges'),
+      bright_reject_sigma: z.number().positive().default(3).describe('stage-one clip: samples this many robust sigmas above the polynomial trend are bright structure'),
+    })
+    .prefault({})
+    .describe('sample placement of bge.method autobge (predecessor AutoBGE names)'),
 });
 
 const TileSchema = z.strictObject({

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { readFitsImage } from '../../src/fits/index.js';
 import { bgePhase } from '../../src/pipeline/rawstack/phases/bge.js';
 import { withTempDir } from '../helpers/tmp.js';
-import { config, faintStarSnr, remainingGradient, runOn, starMask, synthRgb } from './postprocess-helpers.js';
+import { config, faintStarSnr, haloMask, haloPreserved, remainingGradient, runOn, starMask, synthRgb } from './postprocess-helpers.js';
 
 const img = synthRgb({ seed: 11 });
 const n = img.width * img.height;
@@ -99,12 +99,92 @@ test('classic/rbf on a non-polynomial gradient (corner light dome + vignette)', 
   });
 });
 
-test('autobge: also removes the gradient', async () => {
-  await withTempDir('bge-auto', async (dir) => {
-    const r = await runOn(img, config({ postprocess: { ...off, bge: true }, bge: { method: 'autobge' } }), dir, [bgePhase]);
-    assert.is(r.end('BGE')?.status, 'ok');
-    const out = await readFitsImage(r.state.outputs.stacked_rgb_bge!);
-    for (let c = 0; c < 3; c++) assert.ok(remainingGradient(plane(out.data, c), mask, img.width, img.height, img.noise) <= 0.5);
+/** Runs BGE with `bge` settings on `fixture`; returns the output planes and bge_diagnostics.json. */
+async function bgeOn(fixture: typeof img, bge: Record<string, unknown>, dir: string) {
+  const r = await runOn(fixture, config({ postprocess: { ...off, bge: true }, bge }), dir, [bgePhase]);
+  assert.is(r.end('BGE')?.status, 'ok', JSON.stringify(r.end('BGE')));
+  const out = await readFitsImage(r.state.outputs.stacked_rgb_bge!);
+  const diag = JSON.parse(await readFile(join(r.result.runDir, 'artifacts', 'preprocess', 'bge_diagnostics.json'), 'utf8'));
+  return { out: out.data, diag };
+}
+
+for (const [name, fixture] of [
+  ['quadratic', img],
+  ['glow', synthRgb({ seed: 13, gradientShape: 'glow', gradient: 400 })],
+] as const) {
+  test(`autobge/${name}: remaining gradient ≤ 0.5 noise, faint-star SNR drop ≤ 3%, placement diagnostics`, async () => {
+    const fmask = starMask(fixture, 8);
+    await withTempDir(`bge-auto-${name}`, async (dir) => {
+      const { out, diag } = await bgeOn(fixture, { method: 'autobge' }, dir);
+      for (let c = 0; c < 3; c++) {
+        const before = remainingGradient(plane(fixture.data, c), fmask, fixture.width, fixture.height, fixture.noise);
+        const after = remainingGradient(plane(out, c), fmask, fixture.width, fixture.height, fixture.noise);
+        const snrBefore = faintStarSnr(plane(fixture.data, c), fixture);
+        const snrAfter = faintStarSnr(plane(out, c), fixture);
+        console.log(`  autobge ${name} ch${c}: gradient ${before.toFixed(2)} → ${after.toFixed(3)} noise; faint SNR ${snrBefore.toFixed(3)} → ${snrAfter.toFixed(3)}`);
+        assert.ok(after <= 0.5, `remaining gradient ${after} ≤ 0.5`);
+        assert.ok(snrAfter >= 0.97 * snrBefore, `SNR ${snrBefore} → ${snrAfter}`);
+      }
+      // Where the samples ended: every start accounted for, move statistics, rejection reasons.
+      const pl = diag.placement;
+      console.log(`  placement: ${JSON.stringify({ ...pl, samples: pl.samples.length })}`);
+      assert.is(diag.method, 'autobge');
+      assert.is(diag.fit.points, 'autobge_placed');
+      assert.is(pl.samples.length, pl.starts);
+      assert.is(pl.accepted + pl.rejected.masked + pl.rejected.duplicate + pl.rejected.bright_structure, pl.starts);
+      assert.is(diag.fit.points_fitted, pl.accepted);
+      assert.ok(pl.accepted >= 0.8 * pl.starts, `${pl.accepted} of ${pl.starts} accepted`);
+      for (const s of pl.samples) {
+        assert.ok(s.moved_px <= pl.reach_px * Math.SQRT2 + 4, `moved ${s.moved_px} > reach ${pl.reach_px}`);
+        assert.ok(s.x >= 0 && s.x < fixture.width && s.y >= 0 && s.y < fixture.height);
+      }
+      assert.ok(pl.moved.max_px <= pl.reach_px * Math.SQRT2 + 4);
+      assert.is(diag.effective.bge.autobge.gradient_descent_max_iters, 100);
+    });
+  });
+}
+
+test('faint extended halo (2σ peak, wider than a tile): autobge moves samples off it and preserves more of it than classic', async () => {
+  const halo = synthRgb({ seed: 17, halo: 2 });
+  const hmask = starMask(halo, 8);
+  const hm = haloMask(halo, 0.05);
+  const both = Uint8Array.from(hmask, (v, i) => v | hm[i]!);
+  await withTempDir('bge-halo', async (dir) => {
+    const res: Record<string, { kept: number[]; grad: number[]; diag: Record<string, any> }> = {};
+    for (const method of ['classic', 'autobge'] as const) {
+      const { out, diag } = await bgeOn(halo, { method }, join(dir, method));
+      const kept = [0, 1, 2].map((c) => haloPreserved(halo, out, c));
+      const grad = [0, 1, 2].map((c) => remainingGradient(plane(out, c), both, halo.width, halo.height, halo.noise));
+      res[method] = { kept, grad, diag };
+      console.log(`  halo ${method}: halo light kept ${kept.map((v) => v.toFixed(3)).join(' ')}; gradient outside the halo ${grad.map((v) => v.toFixed(3)).join(' ')}`);
+      for (const g of grad) assert.ok(g <= 0.5, `${method}: remaining gradient outside the halo ${g}`);
+    }
+    const classic = res.classic!;
+    const auto = res.autobge!;
+    for (let c = 0; c < 3; c++) {
+      // Classic's samples sit on the halo: the surface takes most of it away.
+      assert.ok(classic.kept[c]! < 0.3, `classic kept ${classic.kept[c]}`);
+      assert.ok(auto.kept[c]! >= 0.5, `autobge kept ${auto.kept[c]}`);
+      assert.ok(auto.kept[c]! >= classic.kept[c]! + 0.3);
+    }
+    const pl = auto.diag.placement;
+    console.log(`  placement: ${JSON.stringify({ ...pl, samples: pl.samples.length })}`);
+    assert.ok(pl.rejected.bright_structure >= 5, `bright_structure rejections ${pl.rejected.bright_structure}`);
+    assert.ok(pl.moved.count >= 10, `${pl.moved.count} samples moved`);
+    // Rejected samples lie on the halo (its core region), none in the far sky.
+    const n = halo.width * halo.height;
+    let peak = 0;
+    for (let i = 0; i < n; i++) peak = Math.max(peak, halo.halo[i]!);
+    for (const s of pl.samples.filter((q: { status: string }) => q.status === 'bright_structure')) {
+      const h = halo.halo[Math.round(s.y) * halo.width + Math.round(s.x)]!;
+      assert.ok(h > 0.2 * peak, `bright_structure sample at (${s.x}, ${s.y}) with halo ${h.toFixed(2)} of ${peak.toFixed(2)}`);
+    }
+    // Samples that moved went downhill on the halo (to a lower halo value than at their start).
+    const haloAt = (x: number, y: number) => halo.halo[Math.round(y) * halo.width + Math.round(x)]!;
+    const moved = pl.samples.filter((q: { moved_px: number; x: number; y: number }) => q.moved_px > 8 && haloAt(q.x, q.y) > 0.1 * peak);
+    const downhill = moved.filter((q: { x: number; y: number; start_x: number; start_y: number }) => haloAt(q.x, q.y) < haloAt(q.start_x, q.start_y));
+    console.log(`  moved on the halo: ${moved.length}, downhill: ${downhill.length}`);
+    assert.ok(moved.length >= 5 && downhill.length >= 0.9 * moved.length);
   });
 });
 

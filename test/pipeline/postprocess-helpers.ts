@@ -33,6 +33,8 @@ export interface SynthImage {
   sky: [number, number, number];
   /** The gradient alone (no sky), per channel, planar. */
   gradient: Float32Array;
+  /** The faint extended halo alone (zeros without `halo`), per channel, planar. */
+  halo: Float32Array;
 }
 
 export interface SynthOptions {
@@ -49,6 +51,12 @@ export interface SynthOptions {
   gradientShape?: 'quadratic' | 'glow';
   /** R = G = B exactly (same noise, white stars): every pixel is grey. */
   neutral?: boolean;
+  /**
+   * Peak of a faint extended halo (a galaxy's outskirts or a faint nebula) in noise units (0 =
+   * none): an elliptical Gaussian with sigmas 0.16·W × 0.12·W centred at (0.4·W, 0.45·H), so it
+   * covers several sample tiles and stays below the object mask's threshold.
+   */
+  halo?: number;
 }
 
 function gaussian(rand: () => number): number {
@@ -82,6 +90,19 @@ export function synthRgb(o: SynthOptions = {}): SynthImage {
       }
     }
   }
+  const halo = new Float32Array(3 * n);
+  if (o.halo) {
+    const sx = 0.16 * width;
+    const sy = 0.12 * width;
+    for (let c = 0; c < 3; c++) {
+      for (let y = 0; y < height; y++) {
+        for (let x = 0; x < width; x++) {
+          const e = ((x - 0.4 * width) / sx) ** 2 + ((y - 0.45 * height) / sy) ** 2;
+          halo[c * n + y * width + x] = o.halo * noise * [1, 0.95, 0.8][c]! * Math.exp(-e / 2);
+        }
+      }
+    }
+  }
   const stars: Star[] = [];
   const faint: Star[] = [];
   const count = o.stars ?? 150;
@@ -103,7 +124,7 @@ export function synthRgb(o: SynthOptions = {}): SynthImage {
     }
     const col = [1.0, 0.9, 0.8][c]!;
     const plane = data.subarray(c * n, (c + 1) * n);
-    for (let i = 0; i < n; i++) plane[i] = sky[c]! + gradient[c * n + i]! + noise * gaussian(rand);
+    for (let i = 0; i < n; i++) plane[i] = sky[c]! + gradient[c * n + i]! + halo[c * n + i]! + noise * gaussian(rand);
     for (const s of stars) {
       const r = Math.ceil(4 * sigma);
       for (let y = Math.max(0, Math.floor(s.y) - r); y <= Math.min(height - 1, Math.floor(s.y) + r + 1); y++) {
@@ -114,7 +135,7 @@ export function synthRgb(o: SynthOptions = {}): SynthImage {
       }
     }
   }
-  return { width, height, data, stars, faint, noise, sky, gradient };
+  return { width, height, data, stars, faint, noise, sky, gradient, halo };
 }
 
 export function config(over: Record<string, unknown>): RawStackConfig {
@@ -258,4 +279,43 @@ export function faintStarSnr(plane: Float32Array, img: SynthImage, r = 3): numbe
   const mean = empty.reduce((a, v) => a + v, 0) / empty.length;
   const sd = Math.sqrt(empty.reduce((a, v) => a + (v - mean) ** 2, 0) / (empty.length - 1));
   return quantile(flux, 0.5) / sd;
+}
+
+/**
+ * Fraction of the halo that survives BGE in one channel. in − out is the subtracted surface minus
+ * a constant (exactly: no noise), so (in − out) − gradient is the surface's error; over the halo's
+ * core (halo ≥ half its peak) its excess over the error far from the halo (halo < 2 % of the peak)
+ * is the halo light taken away. 1 = untouched, 0 = removed with the gradient.
+ */
+export function haloPreserved(img: SynthImage, out: Float32Array, c: number): number {
+  const n = img.width * img.height;
+  let peak = 0;
+  for (let i = 0; i < n; i++) peak = Math.max(peak, img.halo[c * n + i]!);
+  const far: number[] = [];
+  let core = 0;
+  let haloSum = 0;
+  let count = 0;
+  const err = (i: number) => img.data[c * n + i]! - out[c * n + i]! - img.gradient[c * n + i]!;
+  for (let i = 0; i < n; i += 3) {
+    const h = img.halo[c * n + i]!;
+    if (h < 0.02 * peak) far.push(err(i));
+  }
+  const ref = quantile(far, 0.5);
+  for (let i = 0; i < n; i++) {
+    const h = img.halo[c * n + i]!;
+    if (h >= 0.5 * peak) {
+      core += err(i) - ref;
+      haloSum += h;
+      count++;
+    }
+  }
+  return count > 0 ? 1 - core / haloSum : NaN;
+}
+
+/** 1 where the halo is above `fraction` of its peak in channel 0 (to leave it out of gradient measures). */
+export function haloMask(img: SynthImage, fraction: number): Uint8Array {
+  const n = img.width * img.height;
+  let peak = 0;
+  for (let i = 0; i < n; i++) peak = Math.max(peak, img.halo[i]!);
+  return Uint8Array.from({ length: n }, (_, i) => (peak > 0 && img.halo[i]! >= fraction * peak ? 1 : 0));
 }

@@ -202,42 +202,56 @@ export function tileSamples(planes: Float32Array[], mask: Uint8Array, width: num
   const xs = spans(width);
   const ys = spans(height);
   const samples: TileSample[] = [];
-  const buf = new Float64Array(T * T);
-  const xs0 = new Float64Array(T * T);
-  const ys0 = new Float64Array(T * T);
   for (const [y0, y1] of ys) {
     for (const [x0, x1] of xs) {
-      const values: number[] = [];
-      let free = 0;
-      const area = (x1 - x0) * (y1 - y0);
-      const cx = (x0 + x1) / 2 - 0.5;
-      const cy = (y0 + y1) / 2 - 0.5;
-      for (let c = 0; c < planes.length; c++) {
-        const p = planes[c]!;
-        let n = 0;
-        for (let y = y0; y < y1; y++) {
-          for (let x = x0; x < x1; x++) {
-            const i = y * width + x;
-            if (mask[i] === 0) {
-              xs0[n] = x - cx;
-              ys0[n] = y - cy;
-              buf[n++] = p[i]!;
-            }
-          }
-        }
-        free = n;
-        if (n < MIN_TILE_FREE_FRACTION * area) break;
-        // Sample relative to the tile's least-squares plane (value at the centre added back):
-        // the gradient inside a tile (several noise sigmas across it) then neither widens the
-        // distribution nor moves the low quantile by a slope-dependent amount.
-        const [a, bx, by] = planeFit(buf, xs0, ys0, n);
-        for (let k = 0; k < n; k++) buf[k] = buf[k]! - (a + bx * xs0[k]! + by * ys0[k]!);
-        values.push(a + clippedQuantile(buf.subarray(0, n), quantile));
-      }
-      if (values.length === planes.length && values.every(Number.isFinite)) samples.push({ x: cx, y: cy, values, free_fraction: free / area });
+      const s = patchSample(planes, mask, width, x0, y0, x1, y1, quantile);
+      if (s) samples.push(s);
     }
   }
   return { samples, tiles: xs.length * ys.length };
+}
+
+const patchScratch = { buf: new Float64Array(0), xs: new Float64Array(0), ys: new Float64Array(0) };
+
+/**
+ * The background sample of the box [x0, x1) × [y0, y1) (pixel bounds inside the image): per
+ * channel the clipped `quantile` of the unmasked pixels relative to their least-squares plane,
+ * plus the plane at the box centre; null when fewer than MIN_TILE_FREE_FRACTION of the box is
+ * unmasked or a value is not finite. Shared by the classic tile grid and AutoBGE's placed samples.
+ */
+export function patchSample(planes: Float32Array[], mask: Uint8Array, width: number, x0: number, y0: number, x1: number, y1: number, quantile: number): TileSample | null {
+  const area = (x1 - x0) * (y1 - y0);
+  if (patchScratch.buf.length < area) patchScratch.buf = new Float64Array(area);
+  if (patchScratch.xs.length < area) patchScratch.xs = new Float64Array(area);
+  if (patchScratch.ys.length < area) patchScratch.ys = new Float64Array(area);
+  const { buf, xs: xs0, ys: ys0 } = patchScratch;
+  const values: number[] = [];
+  let free = 0;
+  const cx = (x0 + x1) / 2 - 0.5;
+  const cy = (y0 + y1) / 2 - 0.5;
+  for (let c = 0; c < planes.length; c++) {
+    const p = planes[c]!;
+    let n = 0;
+    for (let y = y0; y < y1; y++) {
+      for (let x = x0; x < x1; x++) {
+        const i = y * width + x;
+        if (mask[i] === 0) {
+          xs0[n] = x - cx;
+          ys0[n] = y - cy;
+          buf[n++] = p[i]!;
+        }
+      }
+    }
+    free = n;
+    if (n < MIN_TILE_FREE_FRACTION * area || n < 3) return null;
+    // Sample relative to the tile's least-squares plane (value at the centre added back):
+    // the gradient inside a tile (several noise sigmas across it) then neither widens the
+    // distribution nor moves the low quantile by a slope-dependent amount.
+    const [a, bx, by] = planeFit(buf, xs0, ys0, n);
+    for (let k = 0; k < n; k++) buf[k] = buf[k]! - (a + bx * xs0[k]! + by * ys0[k]!);
+    values.push(a + clippedQuantile(buf.subarray(0, n), quantile));
+  }
+  return values.every(Number.isFinite) ? { x: cx, y: cy, values, free_fraction: free / area } : null;
 }
 
 /** Least-squares plane v ≈ a + bx·x + by·y through n samples (x, y centred on the tile). */
@@ -404,7 +418,7 @@ const tps = (r2: number) => (r2 > 0 ? 0.5 * r2 * Math.log(r2) : 0);
  * Weighted fit of one channel: poly (least squares) or rbf (thin-plate spline with smoothing
  * λ/w_i on the diagonal, plus the polynomial part). Coordinates are normalised by the long side.
  */
-function fitOnce(method: FitMethod, pts: { x: number; y: number; z: number }[], w: number[], order: number, lambda: number): Surface | null {
+export function fitSurface(method: FitMethod, pts: { x: number; y: number; z: number }[], w: number[], order: number, lambda: number): Surface | null {
   const n = pts.length;
   if (method === 'poly') {
     const t: number[] = [];
@@ -494,7 +508,7 @@ export function fitChannel(points: GridPoint[], channel: number, method: FitMeth
   let sigma = 0;
   for (let it = 0; it < 10; it++) {
     iterations = it + 1;
-    const s = fitOnce(method, pts, w, order, lambda);
+    const s = fitSurface(method, pts, w, order, lambda);
     if (!s) return null;
     surface = s;
     resid = pts.map((p) => p.z - s.at(p.x, p.y));

@@ -16,15 +16,18 @@
 //
 // Methods: `classic` — tile samples (or, past MAX_FIT_POINTS samples, their grid cells) →
 // robust surface (bge.fit_method).
-// `autobge` — the same samples, then a two-stage model as the predecessor's AutoBGE: a robust
-// order-2 polynomial first, the `AUTOBGE_BRIGHT_FRACTION` of cells lying furthest above it (dim-
-// area preference: bright cells are nebula or glow, not sky) dropped, then the rbf surface.
+// `autobge` — samples placed automatically (autobge.ts: start on a grid, descend toward dim
+// areas on a star-masked, detrended, smoothed map, screened by a stiff stage-one spline for
+// bright structure, coverage kept), then the rbf surface through the accepted samples (the
+// predecessor's two-stage model); bge_diagnostics.json `placement` says where every sample
+// ended, how far it moved, and why rejected ones were dropped.
 
 import { join } from 'node:path';
 import { readFitsImage, writeFits } from '../../../fits/index.js';
 import { writeJsonAtomic } from '../../atomic.js';
 import { failed, ok, skipped, type Phase } from '../../phase.js';
 import { fitChannel, gridCells, median, objectMask, renderSurface, tileGeometry, tileSamples, type ChannelFit, type FitMethod, type GridPoint } from '../bge-model.js';
+import { placeSamples, STAGE1_LAMBDA, TREND_LAMBDA, type Placement } from '../autobge.js';
 import { includedFrames, type RawStackState } from '../state.js';
 import { addArtifact } from './report.js';
 
@@ -34,7 +37,6 @@ export const RBF_LAMBDA = 1e-3;
 export const MAX_FIT_POINTS = 600;
 /** Huber δ floor as a fraction of the luminance pixel noise (see fitChannel). */
 const IRLS_NOISE_FLOOR = 0.1;
-const AUTOBGE_BRIGHT_FRACTION = 0.2;
 const CHANNELS = ['R', 'G', 'B'];
 
 export const bgePhase: Phase<RawStackState> = {
@@ -81,43 +83,46 @@ export const bgePhase: Phase<RawStackState> = {
     const mask = objectMask(planes, width, height, geo.tile_px, cfg.star_dilate_px);
     ctx.checkCancelled();
     ctx.progress(2, 5, 'samples');
-    const { samples, tiles } = tileSamples(planes, mask.mask, width, height, geo, cfg.sample_quantile);
-    const grid = gridCells(samples, width, height, geo.tile_px, cfg.grid_cells);
-    Object.assign(diag, {
-      image: { width, height },
-      mask: { masked_fraction: mask.masked_fraction, luminance_noise: mask.noise },
-      samples: { tiles, valid: samples.length, valid_fraction: tiles > 0 ? samples.length / tiles : 0 },
-      grid: { spacing_px: grid.spacing, cols: grid.cols, rows: grid.rows, cells_used: grid.points.length },
-    });
+    Object.assign(diag, { image: { width, height }, mask: { masked_fraction: mask.masked_fraction, luminance_noise: mask.noise } });
     const minSamples = cfg.min_valid_samples_for_apply;
-    if (samples.length < minSamples || samples.length < cfg.min_valid_sample_fraction * tiles) {
-      return fail(`too few valid background samples: ${samples.length} of ${tiles} tiles (need ≥ ${minSamples} and ≥ ${cfg.min_valid_sample_fraction * 100}%)`);
+    const method: FitMethod = cfg.method === 'autobge' ? 'rbf' : cfg.fit_method === 'poly' ? 'poly' : 'rbf';
+    const scale = Math.max(width, height);
+    let points: GridPoint[];
+    let pointsKind: 'tiles' | 'grid_cells' | 'autobge_placed';
+    let summary: Record<string, unknown>;
+    if (cfg.method === 'autobge') {
+      // Samples placed by descent toward background, screened by the stage-one polynomial.
+      const pl = placeSamples(planes, mask.mask, width, height, geo, cfg.sample_quantile, mask.noise, cfg.poly_order, cfg.autobge);
+      diag.placement = placementDiagnostics(pl);
+      diag.samples = { starts: pl.starts, valid: pl.accepted.length, valid_fraction: pl.accepted.length / Math.max(1, pl.starts) };
+      if (pl.accepted.length < minSamples || pl.accepted.length < cfg.min_valid_sample_fraction * pl.starts) {
+        return fail(`too few valid background samples: ${pl.accepted.length} of ${pl.starts} AutoBGE samples (need ≥ ${minSamples} and ≥ ${cfg.min_valid_sample_fraction * 100}%)`);
+      }
+      points = pl.accepted.map((t) => ({ x: t.x, y: t.y, values: t.values, tiles: 1 }));
+      pointsKind = 'autobge_placed';
+      summary = { samples_valid: pl.accepted.length, samples_total: pl.starts, sample_spacing_px: Math.round(pl.spacing_px) };
+    } else {
+      const { samples, tiles } = tileSamples(planes, mask.mask, width, height, geo, cfg.sample_quantile);
+      const grid = gridCells(samples, width, height, geo.tile_px, cfg.grid_cells);
+      Object.assign(diag, {
+        samples: { tiles, valid: samples.length, valid_fraction: tiles > 0 ? samples.length / tiles : 0 },
+        grid: { spacing_px: grid.spacing, cols: grid.cols, rows: grid.rows, cells_used: grid.points.length },
+      });
+      if (samples.length < minSamples || samples.length < cfg.min_valid_sample_fraction * tiles) {
+        return fail(`too few valid background samples: ${samples.length} of ${tiles} tiles (need ≥ ${minSamples} and ≥ ${cfg.min_valid_sample_fraction * 100}%)`);
+      }
+      // Tile samples are the fit points while a dense spline solve on them stays cheap; larger
+      // images fit the grid-cell aggregates (bge.grid_cells, spacing G) instead.
+      const fitOnTiles = samples.length <= MAX_FIT_POINTS;
+      points = fitOnTiles ? samples.map((t) => ({ x: t.x, y: t.y, values: t.values, tiles: 1 })) : grid.points;
+      pointsKind = fitOnTiles ? 'tiles' : 'grid_cells';
+      summary = { grid_spacing_px: grid.spacing, samples_valid: samples.length, samples_total: tiles };
     }
     ctx.checkCancelled();
     ctx.progress(3, 5, 'fit');
-
-    const method: FitMethod = cfg.fit_method === 'poly' ? 'poly' : 'rbf';
-    const scale = Math.max(width, height);
-    // Tile samples are the fit points while a dense spline solve on them stays cheap; larger
-    // images fit the grid-cell aggregates (bge.grid_cells, spacing G) instead.
-    const fitOnTiles = samples.length <= MAX_FIT_POINTS;
-    let points: GridPoint[] = fitOnTiles ? samples.map((t) => ({ x: t.x, y: t.y, values: t.values, tiles: 1 })) : grid.points;
-    let excluded = 0;
-    if (cfg.method === 'autobge') {
-      // Stage 1: robust quadratic on the luminance of the cells; drop the brightest residuals.
-      const lumPts = points.map((p) => ({ ...p, values: [(p.values[0]! + p.values[1]! + p.values[2]!) / 3] }));
-      const stage1 = fitChannel(lumPts, 0, 'poly', 2, scale, RBF_LAMBDA, IRLS_NOISE_FLOOR * mask.noise);
-      if (stage1) {
-        const resid = points.map((p, i) => lumPts[i]!.values[0]! - stage1.surface.at(p.x, p.y));
-        const order = resid.map((r, i) => [r, i] as const).sort((a, b) => b[0] - a[0]);
-        const drop = new Set(order.slice(0, Math.floor(AUTOBGE_BRIGHT_FRACTION * points.length)).map(([, i]) => i));
-        excluded = drop.size;
-        points = points.filter((_, i) => !drop.has(i));
-      }
-    }
     const fits: ChannelFit[] = [];
     for (let c = 0; c < 3; c++) {
-      const f = fitChannel(points, c, cfg.method === 'autobge' ? 'rbf' : method, cfg.poly_order, scale, RBF_LAMBDA, IRLS_NOISE_FLOOR * mask.noise);
+      const f = fitChannel(points, c, method, cfg.poly_order, scale, RBF_LAMBDA, IRLS_NOISE_FLOOR * mask.noise);
       if (!f) return fail(`surface fit of channel ${CHANNELS[c]} failed (${points.length} cells, method ${method})`);
       fits.push(f);
     }
@@ -148,7 +153,7 @@ export const bgePhase: Phase<RawStackState> = {
     }
 
     const header = img.header.clone();
-    header.addHistory(`skystack BGE: method ${cfg.method}, fit ${cfg.method === 'autobge' ? 'poly2+rbf' : method}, tile ${geo.tile_px}px, grid ${grid.spacing}px, ${samples.length}/${tiles} samples; sky level kept`);
+    header.addHistory(`skystack BGE: method ${cfg.method}, fit ${method}, tile ${geo.tile_px}px, ${points.length} ${pointsKind} fit points (${summary.samples_valid}/${summary.samples_total} samples); sky level kept`);
     const outFile = join(state.folder.outputsDir, 'stacked_rgb_bge.fits');
     await writeFits(outFile, { width, height, planes: 3, data: out }, { header });
     state.outputs.stacked_rgb_bge = outFile;
@@ -158,7 +163,7 @@ export const bgePhase: Phase<RawStackState> = {
     Object.assign(diag, {
       success: true,
       failure_reason: null,
-      fit: { method: cfg.method === 'autobge' ? 'poly2+rbf' : method, points: fitOnTiles ? 'tiles' : 'grid_cells', points_fitted: points.length, autobge_bright_cells_excluded: excluded, residual_rms: residualRms },
+      fit: { method, points: pointsKind, points_fitted: points.length, residual_rms: residualRms },
       channels,
       output: 'outputs/stacked_rgb_bge.fits',
       duration_ms: Date.now() - started,
@@ -169,13 +174,34 @@ export const bgePhase: Phase<RawStackState> = {
       success: true,
       method: cfg.method,
       tile_px: geo.tile_px,
-      grid_spacing_px: grid.spacing,
-      samples_valid: samples.length,
-      samples_total: tiles,
+      ...summary,
       residual_rms: residualRms,
       gradient_amplitude: channels.map((c) => c.gradient_amplitude),
     };
     ctx.progress(5, 5, 'done');
-    return ok({ output: 'outputs/stacked_rgb_bge.fits', samples: samples.length, residual_rms: residualRms });
+    return ok({ output: 'outputs/stacked_rgb_bge.fits', samples: summary.samples_valid, residual_rms: residualRms });
   },
 };
+
+/** bge_diagnostics.json `placement`: where the AutoBGE samples ended and why some were dropped. */
+function placementDiagnostics(pl: Placement): Record<string, unknown> {
+  const moved = pl.all.filter((s) => s.status !== 'masked').map((s) => s.moved_px).sort((a, b) => a - b);
+  const q = (f: number) => (moved.length > 0 ? round1(moved[Math.min(moved.length - 1, Math.floor(f * moved.length))]!) : null);
+  const count = (st: string) => pl.all.filter((s) => s.status === st).length;
+  return {
+    starts: pl.starts,
+    spacing_px: round1(pl.spacing_px),
+    reach_px: pl.reach_px,
+    descent_smoothing_px: pl.smoothing_px,
+    accepted: count('accepted') + count('restored_for_coverage'),
+    moved: { count: moved.filter((m) => m > 0).length, mean_px: moved.length > 0 ? round1(moved.reduce((a, m) => a + m, 0) / moved.length) : null, median_px: q(0.5), p90_px: q(0.9), max_px: moved.length > 0 ? round1(moved[moved.length - 1]!) : null },
+    rejected: { masked: count('masked'), duplicate: count('duplicate'), bright_structure: count('bright_structure') },
+    restored_for_coverage: count('restored_for_coverage'),
+    stage1: { method: 'rbf', lambda: STAGE1_LAMBDA, clip_sigma: pl.clip_sigma, residual_sigma: pl.stage1_residual_sigma },
+    descent_trend: { method: 'rbf', lambda: TREND_LAMBDA },
+    // One row per start point: final position, start, distance moved, descent steps, status.
+    samples: pl.all.map((s) => ({ x: round1(s.x), y: round1(s.y), start_x: round1(s.start_x), start_y: round1(s.start_y), moved_px: round1(s.moved_px), steps: s.steps, status: s.status, ...(s.residual !== null ? { residual: Number(s.residual.toPrecision(4)) } : {}) })),
+  };
+}
+
+const round1 = (v: number) => Math.round(v * 10) / 10;
