@@ -16,13 +16,17 @@ const { values } = parseArgs({
     width: { type: 'string', default: '2048' },
     height: { type: 'string', default: '1536' },
     repeat: { type: 'string', default: '2' },
+    match: { type: 'string', default: '' },
+    halo: { type: 'string', default: '0' },
   },
 });
 const device = values.device === 'auto' ? 'auto' : 'cpu';
 const width = Number(values.width);
 const height = Number(values.height);
 const repeat = Math.max(1, Number(values.repeat));
-const img = synthRgb({ width, height, seed: 1, stars: Math.round((width * height) / 2000) });
+// --halo N adds the faint extended halo of the BGE tests (peak N noise units), --match RE picks cases.
+const img = synthRgb({ width, height, seed: 1, stars: Math.round((width * height) / 2000), halo: Number(values.halo) });
+const match = new RegExp(values.match ?? '');
 
 const cases: [string, Record<string, unknown>][] = [
   ['BGE classic/rbf', { bge: { fit_method: 'rbf' } }],
@@ -33,7 +37,7 @@ const cases: [string, Record<string, unknown>][] = [
 ];
 
 await withTempDir('bench-post', async (dir) => {
-  for (const [name, over] of cases) {
+  for (const [name, over] of cases.filter(([name]) => match.test(name))) {
     const isBge = name.startsWith('BGE');
     const phase = isBge ? 'BGE' : 'HYPERMETRIC_STRETCH';
     const times: number[] = [];

@@ -188,16 +188,38 @@ test('faint extended halo (2σ peak, wider than a tile): autobge moves samples o
   });
 });
 
-test('too few samples: phase error, diagnostics with the reason, run goes on', async () => {
-  await withTempDir('bge-fail', async (dir) => {
-    const r = await runOn(img, config({ postprocess: { ...off, bge: true }, bge: { min_valid_samples_for_apply: 100000 } }), dir, [bgePhase]);
-    assert.is(r.end('BGE')?.status, 'error');
-    assert.is(r.result.status, 'ok');
-    const diag = JSON.parse(await readFile(join(r.result.runDir, 'artifacts', 'preprocess', 'bge_diagnostics.json'), 'utf8'));
-    assert.is(diag.success, false);
-    assert.match(diag.failure_reason, /too few valid background samples/);
-    assert.not.ok(existsSync(join(r.result.runDir, 'outputs', 'stacked_rgb_bge.fits')));
+test('autobge: num_sample_points, and starts on stars move off them in a crowded field', async () => {
+  const crowded = synthRgb({ seed: 19, stars: 1500 });
+  const cmask = starMask(crowded, 8);
+  await withTempDir('bge-crowded', async (dir) => {
+    const { out, diag } = await bgeOn(crowded, { method: 'autobge', autobge: { num_sample_points: 80 } }, dir);
+    const pl = diag.placement;
+    console.log(`  crowded: ${JSON.stringify({ ...pl, samples: pl.samples.length })}; masked fraction ${diag.mask.masked_fraction.toFixed(3)}`);
+    assert.ok(pl.starts >= 64 && pl.starts <= 80, `starts ${pl.starts}`);
+    assert.is(diag.effective.bge.autobge.num_sample_points, 80);
+    // With ~1500 stars some grid starts land on a masked star: they relocate within reach.
+    const relocated = pl.samples.filter((q: { steps: number; status: string }) => q.steps > 0 && q.status === 'accepted');
+    assert.ok(relocated.length >= 5, `${relocated.length} relocated`);
+    for (let c = 0; c < 3; c++) {
+      const after = remainingGradient(plane(out, c), cmask, crowded.width, crowded.height, crowded.noise);
+      assert.ok(after <= 0.5, `remaining gradient ${after}`);
+    }
   });
 });
+
+for (const method of ['classic', 'autobge'] as const) {
+  test(`${method}: too few samples → phase error, diagnostics with the reason, run goes on`, async () => {
+    await withTempDir(`bge-fail-${method}`, async (dir) => {
+      const r = await runOn(img, config({ postprocess: { ...off, bge: true }, bge: { method, min_valid_samples_for_apply: 100000 } }), dir, [bgePhase]);
+      assert.is(r.end('BGE')?.status, 'error');
+      assert.is(r.result.status, 'ok');
+      const diag = JSON.parse(await readFile(join(r.result.runDir, 'artifacts', 'preprocess', 'bge_diagnostics.json'), 'utf8'));
+      assert.is(diag.success, false);
+      assert.match(diag.failure_reason, /too few valid background samples/);
+      if (method === 'autobge') assert.ok(diag.placement.starts > 0);
+      assert.not.ok(existsSync(join(r.result.runDir, 'outputs', 'stacked_rgb_bge.fits')));
+    });
+  });
+}
 
 test.run();

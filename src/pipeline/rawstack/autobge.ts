@@ -238,9 +238,16 @@ export function placeSamples(planes: Float32Array[], mask: Uint8Array, width: nu
   const { bw, bh, mean, free, cnt } = blockMap(lum, mask, width, height, d);
 
   const m = Math.min(Math.max(0, p.border_margin), Math.floor(Math.min(width, height) / 4));
-  const inner = Math.max(1, (width - 1 - 2 * m) * (height - 1 - 2 * m));
-  let spacing = p.num_sample_points > 0 ? Math.sqrt(inner / p.num_sample_points) : Math.max(geo.stride_px, Math.sqrt(inner / MAX_AUTO_POINTS));
-  spacing = Math.max(spacing, 2 * d);
+  const a = Math.max(1, width - 1 - 2 * m);
+  const b = Math.max(1, height - 1 - 2 * m);
+  // Spacing s whose inclusive grid (a/s + 1)(b/s + 1) holds `count` points.
+  const spacingFor = (count: number) => {
+    const c = Math.max(4, count);
+    return (2 * a * b) / (Math.sqrt((a + b) ** 2 + 4 * a * b * (c - 1)) - (a + b));
+  };
+  const cap = p.num_sample_points > 0 ? p.num_sample_points : MAX_AUTO_POINTS;
+  let spacing = Math.max(2 * d, p.num_sample_points > 0 ? spacingFor(p.num_sample_points) : Math.max(geo.stride_px, spacingFor(MAX_AUTO_POINTS)));
+  while (axis(m, width - 1 - m, spacing).length * axis(m, height - 1 - m, spacing).length > cap) spacing *= 1.02;
   const xs = axis(m, width - 1 - m, spacing);
   const ys = axis(m, height - 1 - m, spacing);
   const reach = Math.max(1, Math.floor((spacing * MAX_MOVE_FRACTION) / d));
