@@ -34,7 +34,7 @@
 
 import { fitSurface, MIN_TILE_FREE_FRACTION, patchSample, robustSigma, selectQuantile, type Surface, type TileGeometry, type TileSample } from './bge-model.js';
 
-/** Most placed samples in auto mode (the rbf solve is dense: (n + m)² per IRLS round). */
+/** Most placed samples in auto mode (each rbf fit is a dense (n + m)³ solve, several per channel). */
 export const MAX_AUTO_POINTS = 400;
 /** Clip floor of the stage-one residuals, as a fraction of the luminance pixel noise. */
 export const BRIGHT_FLOOR_NOISE = 0.1;
@@ -254,6 +254,7 @@ export function placeSamples(planes: Float32Array[], mask: Uint8Array, width: nu
 
   // Descent map: block means minus the clipped background trend (cells one sample spacing wide), smoothed over a tile.
   const cell = Math.max(2, Math.round(spacing / d));
+  // Too few usable cells for a trend (a tiny frame): the map is used as it is.
   const trend = backgroundTrend(mean, cnt, bw, bh, d, cell, order, TREND_LAMBDA, noise / (d * cell));
   const trendAt = blockLattice(trend, bw, bh, d);
   const excess = Float64Array.from(mean, (v, b) => v - trendAt[b]!);

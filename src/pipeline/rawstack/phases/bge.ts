@@ -100,7 +100,17 @@ export const bgePhase: Phase<RawStackState> = {
       }
       points = pl.accepted.map((t) => ({ x: t.x, y: t.y, values: t.values, tiles: 1 }));
       pointsKind = 'autobge_placed';
-      summary = { samples_valid: pl.accepted.length, samples_total: pl.starts, sample_spacing_px: Math.round(pl.spacing_px) };
+      const pd = diag.placement as { moved: { count: number; median_px: number | null }; rejected: Record<string, number> };
+      summary = {
+        samples_valid: pl.accepted.length,
+        samples_total: pl.starts,
+        sample_spacing_px: Math.round(pl.spacing_px),
+        samples_moved: pd.moved.count,
+        moved_median_px: pd.moved.median_px,
+        rejected_masked: pd.rejected.masked,
+        rejected_duplicate: pd.rejected.duplicate,
+        rejected_bright_structure: pd.rejected.bright_structure,
+      };
     } else {
       const { samples, tiles } = tileSamples(planes, mask.mask, width, height, geo, cfg.sample_quantile);
       const grid = gridCells(samples, width, height, geo.tile_px, cfg.grid_cells);
