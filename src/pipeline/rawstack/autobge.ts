@@ -13,8 +13,9 @@
 //      takes steepest-descent steps of one block on the smoothed map (a step must lower it by
 //      more than the map's noise, so flat sky does not make samples wander), at most
 //      `gradient_descent_max_iters` steps and never farther than MAX_MOVE_FRACTION of the spacing
-//      from its start, so samples cannot pile up and the frame stays covered. A start whose patch
-//      is mostly masked (a star) first jumps to the nearest usable block within that reach.
+//      from its start, so samples cannot pile up and the frame stays covered. Starts on the grid's
+//      outer ring slide along their edge only (they pin the surface at the border). A start whose
+//      patch is mostly masked (a star) first jumps to the nearest usable block within that reach.
 //   3. At the final position the sample is the tile-sized patch estimate shared with classic
 //      (bge-model.ts patchSample). Screening, each rejection with its reason: `masked` (no
 //      usable patch within reach), `duplicate` (ended within a quarter spacing of a dimmer
@@ -269,14 +270,18 @@ export function placeSamples(planes: Float32Array[], mask: Uint8Array, width: nu
   const usable = (b: number) => freeFrac[b]! >= USABLE_FREE_FRACTION && Number.isFinite(smooth[b]!);
 
   const all: PlacedSample[] = [];
-  for (const sy of ys) {
-    for (const sx of xs) {
+  for (const [iy, sy] of ys.entries()) {
+    for (const [ix, sx] of xs.entries()) {
+      // Starts on the outer ring of the grid slide along their edge only: they pin the surface at
+      // the border, where it would otherwise extrapolate and where light domes are steepest.
+      const pinX = (ix === 0 || ix === xs.length - 1);
+      const pinY = (iy === 0 || iy === ys.length - 1);
       const bx0 = blockOf(sx, bw);
       const by0 = blockOf(sy, bh);
-      const xMin = Math.max(bLo(bw), bx0 - reach);
-      const xMax = Math.min(bw - 1 - bLo(bw), bx0 + reach);
-      const yMin = Math.max(bLo(bh), by0 - reach);
-      const yMax = Math.min(bh - 1 - bLo(bh), by0 + reach);
+      const xMin = pinX ? bx0 : Math.max(bLo(bw), bx0 - reach);
+      const xMax = pinX ? bx0 : Math.min(bw - 1 - bLo(bw), bx0 + reach);
+      const yMin = pinY ? by0 : Math.max(bLo(bh), by0 - reach);
+      const yMax = pinY ? by0 : Math.min(bh - 1 - bLo(bh), by0 + reach);
       let bx = bx0;
       let by = by0;
       let steps = 0;
