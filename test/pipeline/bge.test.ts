@@ -139,6 +139,17 @@ for (const [name, fixture] of [
         assert.ok(s.x >= 0 && s.x < fixture.width && s.y >= 0 && s.y < fixture.height);
       }
       assert.ok(pl.moved.max_px <= pl.reach_px * Math.SQRT2 + 4);
+      // Starts on the grid's outer ring slide along their edge only: the left and right columns
+      // keep their x, the top and bottom rows their y (within one descent block, 4 px).
+      type S = { x: number; y: number; start_x: number; start_y: number; status: string };
+      const samples = pl.samples as S[];
+      const xs = samples.map((q) => q.start_x);
+      const ys = samples.map((q) => q.start_y);
+      for (const [key, start, edgeVal] of [['x', 'start_x', Math.min(...xs)], ['x', 'start_x', Math.max(...xs)], ['y', 'start_y', Math.min(...ys)], ['y', 'start_y', Math.max(...ys)]] as const) {
+        const ring = samples.filter((q) => q[start] === edgeVal && q.status !== 'masked');
+        const vals = ring.map((q) => q[key]);
+        assert.ok(ring.length >= 3 && Math.max(...vals) - Math.min(...vals) <= 4, `edge ${key}=${edgeVal}: ${vals.join(',')}`);
+      }
       assert.is(diag.effective.bge.autobge.gradient_descent_max_iters, 100);
     });
   });
