@@ -8,11 +8,11 @@ import { z } from 'zod';
 import { jsonBody } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { MAX_PATH } from '../paths.js';
+import { PATH_FIELD_MAX } from '../paths.js';
 import type { ApiRegistry } from '../registry.js';
 import { accepted } from './jobs.js';
 
-const p = z.string().max(MAX_PATH + 1);
+const p = z.string().max(PATH_FIELD_MAX);
 const PccRunBody = z.strictObject({
   input: p.describe('RGB FITS with a WCS (absolute path inside the allowed roots)'),
   catalog_file: p.describe('star catalogue CSV (ra, dec, mag, bv or teff)'),
