@@ -306,4 +306,37 @@ test('hostile paths: files list, grant and scan never reach outside the allowed 
   assert.equal([link.type, link.size, link.mtime, link.outside_roots], ['link', null, null, true]);
 });
 
+test('static UI: index, pages with content types, confinement, no listings', async () => {
+  const ui = join(dir, 'ui');
+  await mkdir(join(ui, 'css'), { recursive: true });
+  await writeFile(join(ui, 'index.html'), '<!doctype html><title>skystack</title>');
+  await writeFile(join(ui, 'run-monitor.html'), '<!doctype html><title>monitor</title>');
+  await writeFile(join(ui, 'app.js'), 'export {};');
+  await writeFile(join(ui, 'css', 'main.css'), 'body{}');
+  await writeFile(join(dir, 'ui-secret.txt'), 'TOP-SECRET');
+  await symlink(join(dir, 'ui-secret.txt'), join(ui, 'leak.txt'));
+  const s = await testServer({ runsDir: join(dir, 'runs-ui'), uiDir: ui });
+  try {
+    const root = await http(s.url, 'GET', '/');
+    assert.is(root.status, 302);
+    assert.is(root.headers.location, '/ui/');
+    const idx = await http(s.url, 'GET', '/ui/');
+    assert.is(idx.status, 200);
+    assert.match(String(idx.headers['content-type']), /^text\/html/);
+    assert.match(idx.text, /skystack/);
+    assert.match(String((await http(s.url, 'GET', '/ui/run-monitor.html?preprocessing_job_id=job_x')).headers['content-type']), /^text\/html/);
+    assert.match(String((await http(s.url, 'GET', '/ui/app.js')).headers['content-type']), /^text\/javascript/);
+    assert.match(String((await http(s.url, 'GET', '/ui/css/main.css')).headers['content-type']), /^text\/css/);
+    envelope(await http(s.url, 'GET', '/ui/css'), 404, 'NOT_FOUND');
+    envelope(await http(s.url, 'GET', '/ui/missing.html'), 404, 'NOT_FOUND');
+    for (const p of ['/ui/../ui-secret.txt', '/ui/%2e%2e/ui-secret.txt', '/ui/leak.txt', '/ui/..%2fui-secret.txt']) {
+      const r = await http(s.url, 'GET', p);
+      assert.ok(r.status === 403 || r.status === 404, `${p} → ${r.status}`);
+      assert.not.match(r.text, /TOP-SECRET/);
+    }
+  } finally {
+    await s.close();
+  }
+});
+
 test.run();
