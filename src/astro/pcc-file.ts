@@ -32,8 +32,9 @@ async function readRgb(input: string): Promise<FitsImage> {
   return img;
 }
 
-async function write(output: string, img: FitsImage, data: Float32Array, history: string): Promise<void> {
+async function write(output: string, img: FitsImage, data: Float32Array, history: string, wcs?: TanWcs): Promise<void> {
   const header = img.header.clone();
+  if (wcs) wcs.writeTo(header);
   header.addHistory(history);
   try {
     await writeFits(output, { width: img.width, height: img.height, planes: 3, data }, { header });
@@ -135,7 +136,7 @@ export async function runPccOnFile(opts: RunPccFileOptions): Promise<PccFileResu
     const { result, data } = runPcc({ width: img.width, height: img.height, data: img.data, wcs, catalog: cat.stars, source: `catalog_file:${opts.catalogFile}`, options, ...(opts.signal ? { signal: opts.signal } : {}) });
     throwIfAborted(opts.signal);
     const f = result.factors;
-    await write(opts.output, img, data, `skystack PCC: factors R ${f[0].toFixed(5)} G ${f[1].toFixed(5)} B ${f[2].toFixed(5)}, ${result.stars_used} stars, white ${result.white_reference.name}${result.background_neutralization.applied ? ', sky neutralised' : ''}`);
+    await write(opts.output, img, data, `skystack PCC: factors R ${f[0].toFixed(5)} G ${f[1].toFixed(5)} B ${f[2].toFixed(5)}, ${result.stars_used} stars, white ${result.white_reference.name}${result.background_neutralization.applied ? ', sky neutralised' : ''}`, opts.wcs);
     await writeDiag(pccDiagnostics({ result, input: opts.input, output: opts.output }));
     return { output: opts.output, diagnosticsFile: opts.diagnosticsFile ?? null, result };
   } catch (e) {

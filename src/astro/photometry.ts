@@ -7,6 +7,8 @@
 // then carry no position error). Rejections are reported by reason so the diagnostics can say why
 // few stars were usable.
 
+import { MAD_TO_SIGMA, medianInPlace } from '../algorithms/robust-stats.js';
+
 export interface Planes {
   width: number;
   height: number;
@@ -50,25 +52,35 @@ export interface ChannelStats {
 }
 
 /** Sky level, noise and max of one plane from a strided sample, 3σ clipped (stars excluded). */
-export function channelStats(plane: Float32Array, maxSamples = 250_000): ChannelStats {
+export function channelStats(plane: Float32Array, maxSamples = 100_000): ChannelStats {
   const stride = Math.max(1, Math.floor(plane.length / maxSamples));
-  let v: number[] = [];
+  const sample = new Float64Array(Math.ceil(plane.length / stride));
+  let m = 0;
   let max = -Infinity;
   for (let i = 0; i < plane.length; i++) {
     const x = plane[i]!;
     if (x - x !== 0) continue;
     if (x > max) max = x;
-    if (i % stride === 0) v.push(x);
+    if (i % stride === 0) sample[m++] = x;
   }
-  if (v.length === 0) return { sky: NaN, noise: NaN, max: NaN };
-  let sky = median(v);
-  let noise = 1.4826 * median(v.map((x) => Math.abs(x - sky)));
+  if (m === 0) return { sky: NaN, noise: NaN, max: NaN };
+  let v = sample.subarray(0, m);
+  const scratch = new Float64Array(m);
+  const medMad = (a: Float64Array): [number, number] => {
+    const s = scratch.subarray(0, a.length);
+    s.set(a);
+    const med = medianInPlace(s);
+    for (let i = 0; i < s.length; i++) s[i] = Math.abs(a[i]! - med);
+    return [med, MAD_TO_SIGMA * medianInPlace(s)];
+  };
+  let [sky, noise] = medMad(v);
   for (let it = 0; it < 3 && noise > 0; it++) {
     const lo = sky - 3 * noise;
     const hi = sky + 3 * noise;
-    v = v.filter((x) => x >= lo && x <= hi);
-    sky = median(v);
-    noise = 1.4826 * median(v.map((x) => Math.abs(x - sky)));
+    let k = 0;
+    for (let i = 0; i < v.length; i++) if (v[i]! >= lo && v[i]! <= hi) v[k++] = v[i]!;
+    v = v.subarray(0, k);
+    [sky, noise] = medMad(v);
   }
   return { sky, noise, max };
 }
