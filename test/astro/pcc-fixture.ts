@@ -5,6 +5,7 @@
 import { FitsHeader } from '../../src/fits/index.js';
 import { blackbodyRgb, bvToTeff } from '../../src/astro/star-color.js';
 import { TanWcs } from '../../src/astro/wcs.js';
+import { channelRatios } from '../../fixtures/generator/colour.js';
 import { seededRandom } from '../helpers/tmp.js';
 
 export interface FixtureStar {
@@ -41,6 +42,24 @@ export interface FixtureOptions {
   wcsOffsetPx?: [number, number];
   /** Total flux of a mag 13 star in G (before the gain). */
   flux13?: number;
+  /**
+   * Star colours on the image: `blackbody` = the PCC colour model itself (linear sRGB);
+   * `osc_sensor` = the fixture generator's IMX571-like Bayer dye responses (fixtures/generator/
+   * colour.ts), i.e. camera bands that differ from sRGB as real ones do.
+   */
+  camera?: 'blackbody' | 'osc_sensor';
+}
+
+const TELESCOPE = { aperture_mm: 80, throughput: 0.8 };
+
+/** Channel fluxes relative to G of a star of colour `bv` in the fixture's camera (before gains). */
+export function cameraRatios(bv: number, camera: 'blackbody' | 'osc_sensor'): [number, number, number] {
+  if (camera === 'osc_sensor') {
+    const c = channelRatios(bv, 'osc', TELESCOPE);
+    return [c.r! / c.g!, 1, c.b! / c.g!];
+  }
+  const e = blackbodyRgb(bvToTeff(bv));
+  return [e[0] / e[1], 1, e[2] / e[1]];
 }
 
 function gaussian(rand: () => number): number {
@@ -73,10 +92,10 @@ export function pccFixture(o: FixtureOptions = {}): PccFixture {
     const bv = -0.2 + rand() * 1.9;
     const [ra, dec] = wcs.pixelToSky(x - off[0], y - off[1]);
     stars.push({ ra, dec, mag, bv, x, y });
-    const e = blackbodyRgb(bvToTeff(bv));
+    const e = cameraRatios(bv, o.camera ?? 'blackbody');
     const total = flux13 * 10 ** (-0.4 * (mag - 13));
     for (let c = 0; c < 3; c++) {
-      const f = (total * gains[c]! * e[c]!) / e[1]!;
+      const f = total * gains[c]! * e[c]!;
       const amp = f / (2 * Math.PI * sigma * sigma);
       for (let yy = Math.max(0, Math.floor(y) - r); yy <= Math.min(height - 1, Math.floor(y) + r + 1); yy++) {
         for (let xx = Math.max(0, Math.floor(x) - r); xx <= Math.min(width - 1, Math.floor(x) + r + 1); xx++) {
@@ -96,9 +115,10 @@ export function catalogCsv(stars: { ra: number; dec: number; mag: number; bv: nu
   return 'ra,dec,mag,bv\n' + stars.map((s) => `${s.ra.toFixed(7)},${s.dec.toFixed(7)},${s.mag.toFixed(3)},${s.bv.toFixed(3)}`).join('\n') + '\n';
 }
 
-/** Truth factor ratios k_R/k_G, k_B/k_G for a white reference colour W. */
-export function truthRatios(gains: [number, number, number], white: [number, number, number]): [number, number] {
-  return [(gains[1] * white[1]) / (gains[0] * white[0]), (gains[1] * white[1]) / (gains[2] * white[2])];
+/** Truth factor ratios k_R/k_G, k_B/k_G: those that make a white-reference star (B−V `whiteBv`) neutral. */
+export function truthRatios(gains: [number, number, number], whiteBv: number, camera: 'blackbody' | 'osc_sensor' = 'blackbody'): [number, number] {
+  const w = cameraRatios(whiteBv, camera);
+  return [gains[1] / (gains[0] * w[0]), gains[1] / (gains[2] * w[2])];
 }
 
 export const magError = (fit: number, truth: number) => Math.abs(2.5 * Math.log10(fit / truth));

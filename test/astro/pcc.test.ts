@@ -149,7 +149,7 @@ test('runPccOnFile: recovers R/G and B/G within 0.02 mag of the G2V white refere
     const diagnosticsFile = join(dir, 'pcc_diagnostics.json');
     const r = await runPccOnFile({ input, output: join(dir, 'out.fits'), catalogFile: catalog, diagnosticsFile });
     const res = r.result;
-    const [tr, tb] = truthRatios(fx.gains, res.white_reference.rgb);
+    const [tr, tb] = truthRatios(fx.gains, res.white_reference.bv!);
     const eR = magError(res.factors[0] / res.factors[1], tr);
     const eB = magError(res.factors[2] / res.factors[1], tb);
     console.log(`  PCC fixture: R/G error ${eR.toFixed(4)} mag, B/G error ${eB.toFixed(4)} mag, ${res.stars_used}/${res.stars_matched} stars, residual ${res.residual_rms.toFixed(4)}, fwhm ${res.fwhm_px.toFixed(2)}`);
@@ -182,10 +182,25 @@ test('runPccOnFile: WCS a few pixels off, teff catalogue, another white referenc
     const catalog = join(dir, 'teff.csv');
     await writeFile(catalog, 'ra,dec,mag,teff\n' + f.stars.map((s) => `${s.ra},${s.dec},${s.mag},${bvToTeff(s.bv)}`).join('\n'));
     const r = await runPccOnFile({ input, output: join(dir, 'out.fits'), catalogFile: catalog, config: { white_reference: 'A0V' } });
-    const [tr, tb] = truthRatios(f.gains, r.result.white_reference.rgb);
+    const [tr, tb] = truthRatios(f.gains, r.result.white_reference.bv!);
     assert.ok(Math.abs(r.result.wcs_offset_px[0] - 3.5) < 0.3 && Math.abs(r.result.wcs_offset_px[1] + 2.5) < 0.3, `${r.result.wcs_offset_px}`);
     assert.ok(magError(r.result.factors[0] / r.result.factors[1], tr) < 0.02);
     assert.ok(magError(r.result.factors[2] / r.result.factors[1], tb) < 0.02);
+  });
+});
+
+test('runPccOnFile: camera bands unlike sRGB (the generator\'s OSC dye curves) still within 0.02 mag at the white reference', async () => {
+  await withTempDir('pcc-cam', async (dir) => {
+    for (const [seed, gains] of [[21, [0.8, 1, 1.3]], [22, [1.25, 1, 0.7]]] as const) {
+      const f = pccFixture({ seed, camera: 'osc_sensor', gains: [...gains], stars: 150 });
+      const { input, catalog } = await writeFixture(dir, f);
+      const r = await runPccOnFile({ input, output: join(dir, 'out.fits'), catalogFile: catalog });
+      const [tr, tb] = truthRatios(f.gains, 0.65, 'osc_sensor');
+      const eR = magError(r.result.factors[0] / r.result.factors[1], tr);
+      const eB = magError(r.result.factors[2] / r.result.factors[1], tb);
+      console.log(`  OSC sensor fixture (seed ${seed}): R/G ${eR.toFixed(4)} mag, B/G ${eB.toFixed(4)} mag, slopes ${r.result.lines.rg.slope.toFixed(3)} / ${r.result.lines.bg.slope.toFixed(3)}, residual ${r.result.residual_rms.toFixed(4)}`);
+      assert.ok(eR < 0.02 && eB < 0.02, `${eR} ${eB}`);
+    }
   });
 });
 

@@ -74,7 +74,7 @@ test('success: stacked_rgb_pcc.fits with the WCS, diagnostics, factors within 0.
     const d = await diag(r);
     assert.is(d.success, true);
     assert.is(d.apply_mode, 'diagonal');
-    const [tr, tb] = truthRatios(fx.gains, d.white_reference.rgb);
+    const [tr, tb] = truthRatios(fx.gains, d.white_reference.bv);
     const eR = magError(d.factors.R / d.factors.G, tr);
     const eB = magError(d.factors.B / d.factors.G, tb);
     console.log(`  PCC phase: R/G ${eR.toFixed(4)} mag, B/G ${eB.toFixed(4)} mag from the truth, ${d.stars_used} stars`);
