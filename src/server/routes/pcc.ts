@@ -5,6 +5,7 @@
 import { mkdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
+import { RawStackConfigSchema } from '../../config/rawstack.js';
 import { jsonBody } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
@@ -18,7 +19,7 @@ const PccRunBody = z.strictObject({
   catalog_file: p.describe('star catalogue CSV (ra, dec, mag, bv or teff)'),
   output: p.optional().describe('output FITS (default: <input>_pcc.fits beside the input)'),
   diagnostics_file: p.optional().describe('diagnostics JSON (default: <output>.json)'),
-  config: z.record(z.string(), z.unknown()).optional().describe('pcc.* parameters'),
+  config: RawStackConfigSchema.shape.pcc.unwrap().omit({ enabled: true, catalog_file: true }).partial().optional().describe('pcc.* parameters (catalog_file is the field above)'),
 });
 const Matrix = z.union([z.array(z.array(z.number()).length(3)).length(3), z.array(z.number()).length(3)]);
 const PccApplyBody = z.strictObject({
