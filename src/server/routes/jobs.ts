@@ -1,6 +1,7 @@
 // Job endpoints: start a pipeline run ({pipeline, ...}), resume (409 for Raw Stack, which is
 // not resumable), list (newest first, paged), one job, cancel. Jobs are DESIGN §5 records.
 
+import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { jsonBody, queryOf } from '../body.js';
 import type { AppContext } from '../context.js';
@@ -81,6 +82,15 @@ export function jobRoutes(api: ApiRegistry, app: AppContext): void {
 
   api.add({ method: 'get', path: '/api/jobs/:id', tag: 'jobs', summary: 'one job record', responses: { 200: 'job record', 404: 'no such job' } }, async (ctx) => {
     ctx.body = getJob(app, ctx.params.id!);
+  });
+
+  const LogQuery = z.strictObject({ tail: z.coerce.number().int().min(1).max(100000).default(200) });
+  api.add({ method: 'get', path: '/api/jobs/:id/log', tag: 'jobs', summary: "the job child's stdout/stderr (Dawn's native noise filtered), last ?tail= lines", query: LogQuery, responses: { 200: '{lines, total}', 404: 'no such job' } }, async (ctx) => {
+    const q = queryOf(ctx, LogQuery);
+    const job = getJob(app, ctx.params.id!);
+    const text = await readFile(app.jobStore.logFile(job.job_id), 'utf8').catch(() => '');
+    const lines = text.split('\n').filter((l) => l.length > 0);
+    ctx.body = { job_id: job.job_id, lines: lines.slice(-q.tail), total: lines.length };
   });
 
   api.add({ method: 'delete', path: '/api/jobs/:id', tag: 'jobs', summary: 'cancel a job (the child ends within 2 s; its run closes with cancelled)', responses: { 202: 'job record (cancelling or cancelled)', 404: 'no such job', 409: 'JOB_FINISHED' } }, async (ctx) => {
