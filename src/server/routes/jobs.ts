@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { jsonBody, queryOf } from '../body.js';
 import type { AppContext } from '../context.js';
-import { ApiError } from '../errors.js';
+import { ApiError, validationError } from '../errors.js';
 import { JOB_ID_RE } from '../jobs/store.js';
 import type { JobRecord } from '../jobs/types.js';
 import { page, PageQuery, type ApiRegistry } from '../registry.js';
@@ -48,10 +48,7 @@ export function jobRoutes(api: ApiRegistry, app: AppContext): void {
         throw new ApiError('PIPELINE_UNAVAILABLE', `pipeline "${raw.pipeline}" is not available; available: ${PIPELINE_NAMES.join(', ')}`, { available: PIPELINES.map((p) => p.name) });
       }
       const r = RawStackRunBody.safeParse(raw);
-      if (!r.success) {
-        const { validationError } = await import('../errors.js');
-        throw validationError(r.error, 'request body');
-      }
+      if (!r.success) throw validationError(r.error, 'request body');
       const { pipeline: _p, ...body } = r.data;
       const job = await startRawStack(app, body, { pipeline: 'rawstack', via: '/api/jobs/run' });
       ctx.status = 202;
