@@ -79,7 +79,7 @@ async function scanQueue(ctx: PhaseContext<RawStackState>): Promise<PhaseOutcome
     label: e.label ?? null,
     active: e.active,
     status: e.active ? 'scanned' : 'inactive',
-    message: e.active ? null : 'inactive: skipped',
+    message: e.active ? null : 'skipped (kept in the queue)',
     frames_found: 0,
     frames_usable: 0,
   }));
@@ -162,7 +162,10 @@ async function scanQueue(ctx: PhaseContext<RawStackState>): Promise<PhaseOutcome
     for (const e of active) e.filter = 'OSC';
     for (const f of state.frames) f.filter = 'OSC';
   }
-  for (const e of active) e.frames_usable = usable.filter((f) => f.entry === e.index).length;
+  for (const e of active) {
+    e.frames_usable = usable.filter((f) => f.entry === e.index).length;
+    if (e.frames_found > 0 && e.frames_usable === 0) ctx.warn('queue_entry_unusable', `queue entry ${entryLabel(e)}: none of its ${e.frames_found} frames is usable (unreadable or another size than the run's ${reference.width}x${reference.height})`);
+  }
   for (const w of summary.warnings) if (w.code !== 'unreadable_frames' && w.code !== 'mixed_filters') ctx.warn(w.code, w.message);
   // Per filter: header FILTER disagreeing with the entry's filter is worth a warning (wrong folder?).
   for (const e of active) {
