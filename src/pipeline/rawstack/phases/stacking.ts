@@ -459,6 +459,11 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
 async function runQueueStacking(ctx: PhaseContext<RawStackState>): Promise<PhaseOutcome> {
   const { state } = ctx;
   const groups = filterGroups(state, state.frames.filter((f) => f.status === 'included'));
+  // A filter whose every frame was excluded gets no stack: say so (the queue table shows 0 stacked).
+  const stackedFilters = new Set(groups.map((g) => g.filter));
+  for (const filter of new Set((state.queue ?? []).filter((e) => e.active).map((e) => e.filter))) {
+    if (!stackedFilters.has(filter)) ctx.warn('filter_not_stacked', `filter ${filter}: no frame left to stack, no ${stackFileName(filter)}`);
+  }
   const sinks: GroupSink[] = [];
   for (const group of groups) {
     const sink: GroupSink = { group };
