@@ -239,6 +239,17 @@ test('jobs: pipeline selection, resume refused for Raw Stack, cancel errors', as
   assert.ok(list.json.items.some((j: { job_id: string }) => j.job_id === done!.job_id));
 });
 
+test('a run queue (one folder per filter) through POST /api/jobs/run', async () => {
+  const r = await http(base, 'POST', '/api/jobs/run', { body: { pipeline: 'rawstack', run_name: 'queue', queue: [{ filter: 'L', input_dir: lights, active: true }, { filter: 'Ha', input_dir: lights, active: false }] } });
+  assert.is(r.status, 202, r.text);
+  const job = await finished(r.json.job_id);
+  assert.is(job.json.state, 'ok', job.text);
+  const arts = (await http(base, 'GET', `/api/runs/${r.json.run_id}/artifacts`)).json.items.map((a: { path: string }) => a.path);
+  assert.ok(arts.includes('outputs/stacked_linear.fits'), arts.join(' '));
+  const run = await http(base, 'GET', `/api/runs/${r.json.run_id}`);
+  assert.is(run.json.run.input.queue.length, 2);
+});
+
 test('FIFO queue, cancel of a pending job, cancel of a running job: child gone within 2 s, run closed as cancelled', async () => {
   const a = await http(base, 'POST', '/api/jobs/run', { body: { pipeline: 'rawstack', lights_dir: lights, run_name: 'qa' } });
   assert.is(a.status, 202, a.text);
