@@ -231,6 +231,11 @@ test('jobs: pipeline selection, resume refused for Raw Stack, cancel errors', as
   envelope(await http(base, 'DELETE', `/api/jobs/${done!.job_id}`), 409, 'JOB_FINISHED');
   envelope(await http(base, 'DELETE', '/api/jobs/job_unknown0000'), 404, 'NOT_FOUND');
   envelope(await http(base, 'POST', '/api/tools/preprocessing/cancel', { body: { job_id: done!.job_id } }), 409, 'JOB_FINISHED');
+  for (const p of ['', '/logs', '/artifacts', '/artifacts/view?path=run.json', '/artifacts/raw/run.json', '/report', '/events']) envelope(await http(base, 'GET', `/api/runs/run_19990101_000000${p}`), 404, 'NOT_FOUND');
+  envelope(await http(base, 'GET', '/api/tools/preprocessing/status?job_id=job_unknown0000'), 404, 'NOT_FOUND');
+  envelope(await http(base, 'GET', '/api/jobs/job_unknown0000/log'), 404, 'NOT_FOUND');
+  envelope(await http(base, 'GET', `/api/runs/${done!.run_id}/logs?tail=0`), 400, 'VALIDATION_ERROR');
+  envelope(await http(base, 'GET', `/api/runs/${done!.run_id}/artifacts/view`), 400, 'VALIDATION_ERROR');
   const log = await http(base, 'GET', `/api/jobs/${done!.job_id}/log?tail=5`);
   assert.is(log.status, 200);
   assert.ok(Array.isArray(log.json.lines));
