@@ -212,6 +212,8 @@ test('hostile artifact and run-start paths stay inside the run folder and the ro
     { lights_dir: lights, config: { pcc: { catalog_file: '/etc/passwd' } } },
     { lights_dir: lights, queue: [{ filter: 'L', input_dir: '/etc', active: true }] },
     { lights_dir: `${lights}\u0000` },
+    { lights_dir: lights, config: { astrometry: { astap_bin: '/bin/sh' } } },
+    { lights_dir: lights, config: { astrometry: { astrometry_net_bin: '/usr/bin/../../bin/solve-field' } } },
   ];
   for (const body of starts) {
     const r = await http(base, 'POST', '/api/tools/preprocessing/run', { body });
