@@ -121,6 +121,8 @@ test('a Raw Stack job from the preprocessing tool: 202, job record, status, SSE 
 test('runs: list, details, logs, artifacts, view, raw, report', async () => {
   assert.ok(done);
   const id = done!.run_id;
+  envelope(await http(base, 'GET', '/api/runs?limit=0'), 400, 'VALIDATION_ERROR');
+  envelope(await http(base, 'GET', '/api/runs?offset=-1'), 400, 'VALIDATION_ERROR');
   const list = await http(base, 'GET', '/api/runs?limit=10');
   assert.is(list.status, 200);
   assert.ok(list.json.items.some((r: { run_id: string; kind: string }) => r.run_id === id && r.kind === 'rawstack'));
@@ -263,7 +265,7 @@ test('FIFO queue, cancel of a pending job, cancel of a running job: child gone w
   const b = await http(base, 'POST', '/api/jobs/run', { body: { pipeline: 'rawstack', lights_dir: lights, run_name: 'qb' } });
   assert.is(b.status, 202);
   assert.is((await http(base, 'GET', `/api/jobs/${b.json.job_id}`)).json.state, 'pending', 'max_concurrent_jobs = 1: the second waits');
-  const cb = await http(base, 'DELETE', `/api/jobs/${b.json.job_id}`);
+  const cb = await http(base, 'POST', '/api/tools/preprocessing/cancel', { body: { job_id: b.json.job_id } });
   assert.is(cb.status, 202);
   assert.is(cb.json.state, 'cancelled');
   const bEvents = (await http(base, 'GET', `/api/runs/${b.json.run_id}/logs`)).json.items;
