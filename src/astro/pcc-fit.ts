@@ -8,27 +8,27 @@
 // (a slope cannot be determined) the line goes through the origin (pure channel gain, the
 // physical model of a diagonal correction). Guards are checked by the caller (pcc.ts).
 
+import { medianInPlace } from '../algorithms/robust-stats.js';
 import type { ChannelLine } from './pcc-types.js';
 
+/** Median of a copy (selection, O(n)). */
 function median(v: ArrayLike<number>): number {
-  const s = Array.from(v).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+  return medianInPlace(Float64Array.from(v));
 }
 
 /** Siegel repeated-median line y = a + b·x; null with fewer than two distinct x. */
 export function siegelLine(x: number[], y: number[]): { a: number; b: number } | null {
   const n = x.length;
   const inner: number[] = [];
+  const s = new Float64Array(n);
   for (let i = 0; i < n; i++) {
-    const s: number[] = [];
+    let m = 0;
     for (let j = 0; j < n; j++) {
       if (j === i) continue;
       const dx = x[j]! - x[i]!;
-      if (dx !== 0) s.push((y[j]! - y[i]!) / dx);
+      if (dx !== 0) s[m++] = (y[j]! - y[i]!) / dx;
     }
-    if (s.length > 0) inner.push(median(s));
+    if (m > 0) inner.push(medianInPlace(s.subarray(0, m)));
   }
   if (inner.length < 2) return null;
   const b = median(inner);
