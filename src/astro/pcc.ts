@@ -32,7 +32,9 @@ export const PCC_DEFAULTS: PccOptions = {
 };
 
 /** Brightest stars used to measure the WCS offset and the FWHM. */
-const PROBE_STARS = 60;
+const PROBE_STARS = 150;
+/** Probe stars peaking above this fraction of the brightest (sky-subtracted) sample are left out of the FWHM (flat tops). */
+const PROBE_SATURATION = 0.5;
 /** Search radius (px) for the probe stars: tolerates a WCS a few pixels off. */
 const PROBE_SEARCH_PX = 12;
 /** A probe peak must stand this many (summed) noise σ above its local sky. */
@@ -112,6 +114,8 @@ export function runPcc(input: PccInput): PccOutput {
   diag.channel_noise = stats.map((s) => round(s.noise));
 
   // Probe: WCS offset and FWHM from the brightest stars.
+  const skySum = stats.reduce((a, s) => a + s.sky, 0);
+  const peakMax = stats.reduce((a, s) => a + s.max, 0) - skySum;
   const dxs: number[] = [];
   const dys: number[] = [];
   const fwhms: number[] = [];
@@ -120,7 +124,7 @@ export function runPcc(input: PccInput): PccOutput {
     if (!pk || pk.significance < PROBE_MIN_SIGNIFICANCE) continue;
     dxs.push(pk.x - st.x);
     dys.push(pk.y - st.y);
-    if (pk.fwhm > 0.8 && pk.fwhm < 30) fwhms.push(pk.fwhm);
+    if (pk.fwhm > 0.8 && pk.fwhm < 30 && pk.peak - skySum < PROBE_SATURATION * peakMax) fwhms.push(pk.fwhm);
   }
   const offset: [number, number] = dxs.length >= 3 ? [median(dxs), median(dys)] : [0, 0];
   const fwhm = fwhms.length >= 3 ? median(fwhms) : DEFAULT_FWHM;

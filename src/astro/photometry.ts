@@ -95,6 +95,8 @@ export interface Peak {
   significance: number;
   /** Second-moment FWHM (px) of the channel sum around the peak. */
   fwhm: number;
+  /** Brightest channel-sum sample (to tell saturated, flat-topped stars). */
+  peak: number;
 }
 
 /**
@@ -172,7 +174,7 @@ export function findPeak(p: Planes, x0: number, y0: number, search: number, wind
   const tr = (mxx + myy) / 2;
   const det = Math.sqrt(Math.max(0, ((mxx - myy) / 2) ** 2 + mxy * mxy));
   const fwhm = 2.3548 * Math.sqrt(Math.max(1e-6, Math.sqrt(Math.max(1e-12, (tr + det) * Math.max(tr - det, 1e-12)))));
-  return { x: cx, y: cy, significance: (best - sky) / lumNoise, fwhm };
+  return { x: cx, y: cy, significance: (best - sky) / lumNoise, fwhm, peak: best };
 }
 
 export type RejectReason = 'edge' | 'no_data' | 'saturated' | 'crowded_annulus' | 'low_snr' | 'few_sky_pixels';
