@@ -140,9 +140,10 @@ export async function runPccOnFile(opts: RunPccFileOptions): Promise<PccFileResu
     await writeDiag(pccDiagnostics({ result, input: opts.input, output: opts.output }));
     return { output: opts.output, diagnosticsFile: opts.diagnosticsFile ?? null, result };
   } catch (e) {
-    const err = isPccError(e) ? e : new PccError('PCC_UNREADABLE', (e as Error).message ?? String(e), undefined, { cause: e });
-    if (err.code !== 'PCC_WRITE_FAILED') await writeDiag(pccDiagnostics({ error: err, input: opts.input, output: null }));
-    throw err;
+    // Anything but a PccError is a bug, not bad input: it goes up unchanged.
+    if (!isPccError(e)) throw e;
+    if (e.code !== 'PCC_WRITE_FAILED') await writeDiag(pccDiagnostics({ error: e, input: opts.input, output: null }));
+    throw e;
   }
 }
 

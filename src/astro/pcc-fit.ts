@@ -1,34 +1,42 @@
-// The colour fit of PCC (Siril SPCC style, predecessor §5.3): per ratio (R/G, B/G) a robust
-// line image_ratio = a + b · catalogue_ratio, where the catalogue ratio is relative to the white
-// reference; the image ratio a white-reference star would have is a + b, so k_R = 1/(a+b),
-// k_B likewise, k_G = 1, then all divided by the largest (no channel is amplified).
+// The colour fit of PCC (after Siril SPCC, predecessor §5.3): per ratio (R/G, B/G) a robust line
+// between the star's image ratio and its catalogue ratio (relative to the white reference, so
+// the white reference sits at catalogue ratio 1); the image ratio a white-reference star would
+// have, W, gives k_R = 1/W_R, k_B = 1/W_B, k_G = 1, then all divided by the largest (no channel
+// is amplified).
+//
+// The line is fitted in log–log space, ln(image) = a + b·ln(catalogue), so W = exp(a). The
+// predecessor fitted linear ratios; but a camera's dye bands relate to the sRGB colours of the
+// catalogue model by close to a power law (for the generator's IMX571-like dyes ln–ln slopes
+// stay within 0.83–0.87 for R/G and 0.57–0.60 for B/G over B−V −0.2…1.8, while the linear B/G
+// relation is visibly convex), so the log–log line reads W with less model error, and its
+// residuals are relative (≈ magnitudes / 1.086) without choosing a scale.
 //
 // Robustness: Siegel repeated-median line (50 % breakdown), then stars further than 3 robust σ
 // from either line are dropped and the line is refitted. When the catalogue colours barely vary
-// (a slope cannot be determined) the line goes through the origin (pure channel gain, the
-// physical model of a diagonal correction). Guards are checked by the caller (pcc.ts).
+// (a slope cannot be determined) the slope is fixed at 1 (pure channel gain, the physical model
+// of a diagonal correction). Guards are checked by the caller (pcc.ts).
 
+import { medianInPlace } from '../algorithms/robust-stats.js';
 import type { ChannelLine } from './pcc-types.js';
 
+/** Median of a copy (selection, O(n)). */
 function median(v: ArrayLike<number>): number {
-  const s = Array.from(v).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+  return medianInPlace(Float64Array.from(v));
 }
 
 /** Siegel repeated-median line y = a + b·x; null with fewer than two distinct x. */
 export function siegelLine(x: number[], y: number[]): { a: number; b: number } | null {
   const n = x.length;
   const inner: number[] = [];
+  const s = new Float64Array(n);
   for (let i = 0; i < n; i++) {
-    const s: number[] = [];
+    let m = 0;
     for (let j = 0; j < n; j++) {
       if (j === i) continue;
       const dx = x[j]! - x[i]!;
-      if (dx !== 0) s.push((y[j]! - y[i]!) / dx);
+      if (dx !== 0) s[m++] = (y[j]! - y[i]!) / dx;
     }
-    if (s.length > 0) inner.push(median(s));
+    if (m > 0) inner.push(medianInPlace(s.subarray(0, m)));
   }
   if (inner.length < 2) return null;
   const b = median(inner);
@@ -36,30 +44,32 @@ export function siegelLine(x: number[], y: number[]): { a: number; b: number } |
   return { a, b };
 }
 
-/** Relative spread of x below which a slope is not determined (1.4826·MAD / median). */
+/** Robust spread of ln(catalogue ratio) below which a slope is not determined. */
 export const MIN_COLOUR_SPREAD = 0.03;
 
+/** Log–log line of image vs catalogue ratios (both > 0). */
 export function fitLine(x: number[], y: number[]): ChannelLine {
-  const mx = median(x);
-  const spread = (1.4826 * median(x.map((v) => Math.abs(v - mx)))) / Math.abs(mx);
-  let a = 0;
-  let b: number;
-  const line = spread >= MIN_COLOUR_SPREAD ? siegelLine(x, y) : null;
-  if (line && line.a + line.b > 0) {
+  const lx = x.map(Math.log);
+  const ly = y.map(Math.log);
+  const mx = median(lx);
+  const spread = 1.4826 * median(lx.map((v) => Math.abs(v - mx)));
+  let a: number;
+  let b = 1;
+  const line = spread >= MIN_COLOUR_SPREAD ? siegelLine(lx, ly) : null;
+  if (line) {
     a = line.a;
     b = line.b;
   } else {
-    b = median(x.map((xi, i) => y[i]! / xi));
+    a = median(lx.map((v, i) => ly[i]! - v));
   }
-  const rel = x.map((xi, i) => (y[i]! - (a + b * xi)) / (a + b * xi));
-  const mr = median(rel);
-  const residual = 1.4826 * median(rel.map((r) => Math.abs(r - mr)));
-  return { intercept: a, slope: b, at_white: a + b, residual_rms: residual };
+  const res = lx.map((v, i) => ly[i]! - (a + b * v));
+  const mr = median(res);
+  return { intercept: a, slope: b, at_white: Math.exp(a), residual_rms: 1.4826 * median(res.map((r) => Math.abs(r - mr))) };
 }
 
-/** Relative residuals of each point about a line. */
+/** ln residuals (≈ relative) of each point about a line. */
 export function relResiduals(l: ChannelLine, x: number[], y: number[]): number[] {
-  return x.map((xi, i) => (y[i]! - (l.intercept + l.slope * xi)) / (l.intercept + l.slope * xi));
+  return x.map((xi, i) => Math.log(y[i]!) - (l.intercept + l.slope * Math.log(xi)));
 }
 
 export interface ColourFit {

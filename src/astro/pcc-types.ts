@@ -38,12 +38,12 @@ export interface PccStar {
 }
 
 export interface ChannelLine {
-  /** image ratio = intercept + slope · catalogue ratio (Siegel repeated median). */
+  /** ln(image ratio) = intercept + slope · ln(catalogue ratio) (Siegel repeated median, pcc-fit.ts). */
   intercept: number;
   slope: number;
-  /** Image ratio at the white reference (intercept + slope). */
+  /** Image ratio at the white reference (exp(intercept)). */
   at_white: number;
-  /** Robust (MAD) relative scatter of the stars about the line. */
+  /** Robust (MAD) σ of the stars' ln residuals about the line (≈ relative scatter). */
   residual_rms: number;
 }
 

@@ -32,7 +32,9 @@ export const PCC_DEFAULTS: PccOptions = {
 };
 
 /** Brightest stars used to measure the WCS offset and the FWHM. */
-const PROBE_STARS = 60;
+const PROBE_STARS = 150;
+/** Probe stars peaking above this fraction of the brightest (sky-subtracted) sample are left out of the FWHM (flat tops). */
+const PROBE_SATURATION = 0.5;
 /** Search radius (px) for the probe stars: tolerates a WCS a few pixels off. */
 const PROBE_SEARCH_PX = 12;
 /** A probe peak must stand this many (summed) noise σ above its local sky. */
@@ -112,20 +114,28 @@ export function runPcc(input: PccInput): PccOutput {
   diag.channel_noise = stats.map((s) => round(s.noise));
 
   // Probe: WCS offset and FWHM from the brightest stars.
-  const dxs: number[] = [];
-  const dys: number[] = [];
-  const fwhms: number[] = [];
-  for (const st of inField.slice(0, PROBE_STARS)) {
-    const pk = findPeak(planes, st.x, st.y, PROBE_SEARCH_PX, 6, lumNoise);
-    if (!pk || pk.significance < PROBE_MIN_SIGNIFICANCE) continue;
-    dxs.push(pk.x - st.x);
-    dys.push(pk.y - st.y);
-    if (pk.fwhm > 0.8 && pk.fwhm < 30) fwhms.push(pk.fwhm);
-  }
-  const offset: [number, number] = dxs.length >= 3 ? [median(dxs), median(dys)] : [0, 0];
-  const fwhm = fwhms.length >= 3 ? median(fwhms) : DEFAULT_FWHM;
+  const skySum = stats.reduce((a, s) => a + s.sky, 0);
+  const peakMax = stats.reduce((a, s) => a + s.max, 0) - skySum;
+  // Moments inside a window of ±6 px first; a star wider than that window (oversampled images)
+  // is measured again with a window of twice the first estimate.
+  const probe = (window: number) => {
+    const dxs: number[] = [];
+    const dys: number[] = [];
+    const fwhms: number[] = [];
+    for (const st of inField.slice(0, PROBE_STARS)) {
+      const pk = findPeak(planes, st.x, st.y, PROBE_SEARCH_PX, window, lumNoise);
+      if (!pk || pk.significance < PROBE_MIN_SIGNIFICANCE) continue;
+      dxs.push(pk.x - st.x);
+      dys.push(pk.y - st.y);
+      if (pk.fwhm > 0.8 && pk.fwhm < 30 && pk.peak - skySum < PROBE_SATURATION * peakMax) fwhms.push(pk.fwhm);
+    }
+    return { found: dxs.length, offset: (dxs.length >= 3 ? [median(dxs), median(dys)] : [0, 0]) as [number, number], fwhm: fwhms.length >= 3 ? median(fwhms) : DEFAULT_FWHM };
+  };
+  let pr = probe(6);
+  if (1.5 * pr.fwhm > 6) pr = probe(Math.min(24, Math.ceil(2 * pr.fwhm)));
+  const { offset, fwhm } = pr;
   const radii = radiiFor(fwhm, opt.min_aperture_px);
-  Object.assign(diag, { probe_stars_found: dxs.length, wcs_offset_px: offset.map((v) => round(v, 4)), fwhm_px: round(fwhm, 4), radii_px: { aperture: round(radii.aperture, 4), inner: round(radii.inner, 4), outer: round(radii.outer, 4) } });
+  Object.assign(diag, { probe_stars_found: pr.found, wcs_offset_px: offset.map((v) => round(v, 4)), fwhm_px: round(fwhm, 4), radii_px: { aperture: round(radii.aperture, 4), inner: round(radii.inner, 4), outer: round(radii.outer, 4) } });
   throwIfAborted(input.signal);
 
   // Photometry.

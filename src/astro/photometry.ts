@@ -36,7 +36,7 @@ function median(v: number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-function quantileSorted(s: number[], q: number): number {
+function quantileSorted(s: ArrayLike<number>, q: number): number {
   const p = q * (s.length - 1);
   const i = Math.floor(p);
   return i + 1 < s.length ? s[i]! + (s[i + 1]! - s[i]!) * (p - i) : s[i]!;
@@ -95,6 +95,8 @@ export interface Peak {
   significance: number;
   /** Second-moment FWHM (px) of the channel sum around the peak. */
   fwhm: number;
+  /** Brightest channel-sum sample (to tell saturated, flat-topped stars). */
+  peak: number;
 }
 
 /**
@@ -172,7 +174,7 @@ export function findPeak(p: Planes, x0: number, y0: number, search: number, wind
   const tr = (mxx + myy) / 2;
   const det = Math.sqrt(Math.max(0, ((mxx - myy) / 2) ** 2 + mxy * mxy));
   const fwhm = 2.3548 * Math.sqrt(Math.max(1e-6, Math.sqrt(Math.max(1e-12, (tr + det) * Math.max(tr - det, 1e-12)))));
-  return { x: cx, y: cy, significance: (best - sky) / lumNoise, fwhm };
+  return { x: cx, y: cy, significance: (best - sky) / lumNoise, fwhm, peak: best };
 }
 
 export type RejectReason = 'edge' | 'no_data' | 'saturated' | 'crowded_annulus' | 'low_snr' | 'few_sky_pixels';
@@ -193,7 +195,9 @@ export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: Cha
   const ro2 = ro * ro;
   const sums = [0, 0, 0];
   let area = 0;
-  const ann: number[][] = [[], [], []];
+  const annMax = Math.ceil(Math.PI * (ro + 1.5) ** 2);
+  const ann = [new Float64Array(annMax), new Float64Array(annMax), new Float64Array(annMax)];
+  const annN = [0, 0, 0];
   const peak = [-Infinity, -Infinity, -Infinity];
   for (let y = Math.floor(cy - ro); y <= Math.ceil(cy + ro); y++) {
     for (let x = Math.floor(cx - ro); x <= Math.ceil(cx + ro); x++) {
@@ -210,18 +214,18 @@ export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: Cha
       } else if (d2 >= ri2 && d2 <= ro2) {
         for (let c = 0; c < 3; c++) {
           const v = p.c[c as 0 | 1 | 2][i]!;
-          if (v - v === 0) ann[c]!.push(v);
+          if (v - v === 0) ann[c]![annN[c]!++] = v;
         }
       }
     }
   }
   for (let c = 0; c < 3; c++) if (peak[c]! >= 0.95 * stats[c]!.max && stats[c]!.max > stats[c]!.sky) return 'saturated';
-  if (ann.some((a) => a.length < 10)) return 'few_sky_pixels';
+  if (annN.some((k) => k < 10)) return 'few_sky_pixels';
   const flux: [number, number, number] = [0, 0, 0];
   const sky: [number, number, number] = [0, 0, 0];
   const snr: [number, number, number] = [0, 0, 0];
   for (let c = 0; c < 3; c++) {
-    const s = ann[c]!.sort((a, b) => a - b);
+    const s = ann[c]!.subarray(0, annN[c]!).sort();
     const med = quantileSorted(s, 0.5);
     const iqr = quantileSorted(s, 0.75) - quantileSorted(s, 0.25);
     // A clean annulus has IQR ≈ 1.35σ; a neighbour or nebula edge in it makes the sky unreliable.

@@ -31,14 +31,20 @@ export function cieXyzBar(l: number): [number, number, number] {
 
 const C2_NM_K = 1.4387769e7; // second radiation constant hc/k in nm·K
 
+const LAMBDA_STEP = 2;
+const LAMBDAS = Array.from({ length: (830 - 360) / LAMBDA_STEP + 1 }, (_, i) => 360 + i * LAMBDA_STEP);
+/** The colour matching functions tabulated once at LAMBDAS (the per-star work is the Planck term). */
+const CMF = LAMBDAS.map(cieXyzBar);
+
 /** Linear sRGB of a blackbody at `teff` kelvin, sum-normalised (each channel ≥ 1e-6). */
 export function blackbodyRgb(teff: number): [number, number, number] {
   let X = 0;
   let Y = 0;
   let Z = 0;
-  for (let l = 360; l <= 830; l += 2) {
+  for (let i = 0; i < LAMBDAS.length; i++) {
+    const l = LAMBDAS[i]!;
     const planck = 1 / (l ** 5 * Math.expm1(C2_NM_K / (l * teff)));
-    const [xb, yb, zb] = cieXyzBar(l);
+    const [xb, yb, zb] = CMF[i]!;
     X += planck * xb;
     Y += planck * yb;
     Z += planck * zb;

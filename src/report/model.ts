@@ -63,7 +63,7 @@ export interface ReportPostprocessSection {
   message?: string;
   /** Scalars (and short numeric arrays, e.g. per channel) from the phase's summary/diagnostics. */
   values: Record<string, string | number | boolean | null | number[]>;
-  /** PCC only, when the PCC phase provides it: per star catalogue vs measured colour (the plot). */
+  /** PCC only: per star the catalogue vs the calibrated B−R colour index in magnitudes relative to the white reference (phases/pcc.ts); a good calibration lies on y = x. */
   star_colors?: { catalog: number; measured: number }[];
 }
 

@@ -143,7 +143,7 @@ function sectionHtml(sec: ReportPostprocessSection): string {
   const rows = Object.entries(sec.values)
     .map(([k, v]) => `<tr><th>${h(k)}</th><td>${h(valueText(v))}</td></tr>`)
     .join('');
-  const plot = sec.star_colors?.length ? scatterChart({ title: 'Star colours', xLabel: 'catalogue', yLabel: 'measured', points: sec.star_colors.map((p) => ({ x: p.catalog, y: p.measured })) }) : '';
+  const plot = sec.star_colors?.length ? scatterChart({ title: 'Star colours: B-R (mag, white reference = 0), line y = x', xLabel: 'catalogue', yLabel: 'calibrated', points: sec.star_colors.map((p) => ({ x: p.catalog, y: p.measured })) }) : '';
   return `<section class="pp" id="pp-${h(sec.phase)}"><h2>${h(TITLES[sec.phase])} <span class="chip ${h(sec.status)}">${h(sec.status)}</span></h2>` +
     `${sec.reason || sec.message ? `<p>${h([sec.reason, sec.message].filter(Boolean).join(': '))}</p>` : ''}${rows ? `<table>${rows}</table>` : ''}${plot}</section>`;
 }

@@ -204,6 +204,19 @@ test('runPccOnFile: camera bands unlike sRGB (the generator\'s OSC dye curves) s
   });
 });
 
+test('runPccOnFile: wide stars (FWHM 7 px) are measured with a wider window and apertures', async () => {
+  await withTempDir('pcc-wide', async (dir) => {
+    const f = pccFixture({ seed: 8, fwhm: 7, stars: 70, flux13: 30000 });
+    const { input, catalog } = await writeFixture(dir, f);
+    const r = await runPccOnFile({ input, output: join(dir, 'out.fits'), catalogFile: catalog });
+    assert.ok(Math.abs(r.result.fwhm_px - 7) < 0.7, `fwhm ${r.result.fwhm_px}`);
+    assert.ok(r.result.radii_px.aperture > 12);
+    const [tr, tb] = truthRatios(f.gains, 0.65);
+    assert.ok(magError(r.result.factors[0] / r.result.factors[1], tr) < 0.02);
+    assert.ok(magError(r.result.factors[2] / r.result.factors[1], tb) < 0.02);
+  });
+});
+
 test('runPccOnFile failures: no WCS, no catalogue stars, too few stars, bad residual, ill-conditioned', async () => {
   await withTempDir('pcc-fail', async (dir) => {
     const { input, catalog } = await writeFixture(dir, fx);
