@@ -1,7 +1,9 @@
 // Runs an external solver as a child process: an argument array (never a shell), a wall-clock
-// time limit, and cancellation through an AbortSignal. Both kill the child (SIGTERM, then
-// SIGKILL after a grace period) and the promise settles only once the child has exited, so no
-// solver outlives the phase that started it. Output is kept up to a cap (tail kept).
+// time limit, and cancellation through an AbortSignal. Both kill the child's whole process
+// group (SIGTERM, then SIGKILL after a grace period): solve-field starts astrometry-engine
+// through /bin/sh, and killing solve-field alone would leave the engine running (and holding
+// our pipes open). The promise settles once the child has exited, so no solver outlives the
+// phase that started it. Output is kept up to a cap (tail kept).
 
 import { spawn } from 'node:child_process';
 
@@ -40,12 +42,20 @@ export function runChild(bin: string, args: readonly string[], opts: ChildOption
       resolve({ code: null, signal: null, stdout, stderr, timedOut, aborted: true, durationMs: 0 });
       return;
     }
-    const child = spawn(bin, [...args], { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'], shell: false });
+    // detached: the child leads a new process group, so the group can be killed as a whole.
+    const child = spawn(bin, [...args], { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'], shell: false, detached: process.platform !== 'win32' });
     let killTimer: NodeJS.Timeout | undefined;
+    const signalGroup = (sig: NodeJS.Signals) => {
+      try {
+        if (child.pid !== undefined && process.platform !== 'win32') process.kill(-child.pid, sig);
+        else child.kill(sig);
+      } catch {
+        // the group is gone already
+      }
+    };
     const kill = () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      killTimer = setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS);
+      signalGroup('SIGTERM');
+      killTimer = setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS);
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -67,9 +77,19 @@ export function runChild(bin: string, args: readonly string[], opts: ChildOption
       cleanup();
       reject(e);
     });
-    child.on('close', (code, signal) => {
+    let settled = false;
+    const finish = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (settled) return;
+      settled = true;
       cleanup();
       resolve({ code, signal, stdout, stderr, timedOut, aborted, durationMs: Date.now() - started });
+    };
+    child.on('close', finish);
+    // A grandchild that survived (or ignores SIGTERM) keeps the pipes open and delays 'close':
+    // after the child's own exit, end its group and settle shortly anyway.
+    child.on('exit', (code, signal) => {
+      if (timedOut || aborted) signalGroup('SIGKILL');
+      setTimeout(() => finish(code, signal), 500).unref();
     });
   });
 }

@@ -44,9 +44,16 @@ export function headerHints(h: FitsHeader, width: number, height: number): Heade
   return out;
 }
 
+/**
+ * Radius of the hinted attempt when astrometry.search_radius is 180 (its default, "the whole
+ * sky"): the whole sky is searched anyway by the position-blind fallback, so the first attempt
+ * can look near the header pointing, which is much faster when the pointing is right.
+ */
+export const DEFAULT_HINT_RADIUS_DEG = 10;
+
 /** SolveHints for the solvers from header hints and the configured search radius. */
 export function solveHints(h: HeaderHints, searchRadiusDeg: number, scaleTolerance = SCALE_TOLERANCE): SolveHints {
-  const out: SolveHints = { scaleTolerance, radiusDeg: searchRadiusDeg };
+  const out: SolveHints = { scaleTolerance, radiusDeg: searchRadiusDeg >= 180 ? DEFAULT_HINT_RADIUS_DEG : searchRadiusDeg };
   if (h.ra !== undefined && h.dec !== undefined) {
     out.ra = h.ra;
     out.dec = h.dec;

@@ -8,8 +8,8 @@
 // - One wall-clock budget (`timeoutS`) covers all attempts; running out → `timeout`. An aborted
 //   signal kills the running child and ends with `cancelled`.
 // - Attempt order per solver: `hinted` (header centre within the search radius, scale within
-//   its tolerance) when any hint exists, then `blind` (no position, no scale for astrometry.net;
-//   no position for ASTAP, which needs the field size).
+//   its tolerance) when any hint exists, then `blind` (no position; the scale, when known,
+//   widened to ÷/× 2.5 for astrometry.net and kept for ASTAP, which needs the field size).
 // - Everything a solver writes lives in one temp folder, removed afterwards whatever happens.
 
 import { mkdtemp, readFile, rm, unlink } from 'node:fs/promises';
@@ -46,7 +46,7 @@ export async function lookupSolvers(cfg: SolverConfig): Promise<SolverLookup[]> 
 
 function modes(input: SolveInput): ('hinted' | 'blind')[] {
   const h = input.hints;
-  const hasHint = (h.ra !== undefined && h.dec !== undefined && h.radiusDeg < 180) || h.scaleArcsec !== undefined;
+  const hasHint = (h.ra !== undefined && h.dec !== undefined) || h.scaleArcsec !== undefined;
   return hasHint ? ['hinted', 'blind'] : ['blind'];
 }
 

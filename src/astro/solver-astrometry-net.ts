@@ -67,6 +67,9 @@ export interface AstrometryNetArgs {
   cpuLimitS: number;
 }
 
+/** Scale range of the position-blind attempt: header scale ÷ and × this factor. */
+export const BLIND_SCALE_FACTOR = 2.5;
+
 const num = (v: number, digits = 6) => String(Number(v.toFixed(digits)));
 
 /** The argument array of one solve-field run (pure; tested without the binary). */
@@ -94,12 +97,14 @@ export function astrometryNetArgs(a: AstrometryNetArgs): string[] {
     '--index-xyls', 'none',
   ];
   const h = a.hints;
-  if (a.mode === 'hinted') {
-    if (h.scaleArcsec !== undefined) {
-      args.push('--scale-units', 'arcsecperpix', '--scale-low', num(h.scaleArcsec * (1 - h.scaleTolerance)), '--scale-high', num(h.scaleArcsec * (1 + h.scaleTolerance)));
-    }
-    if (h.ra !== undefined && h.dec !== undefined) args.push('--ra', num(h.ra), '--dec', num(h.dec), '--radius', num(h.radiusDeg));
+  if (h.scaleArcsec !== undefined) {
+    // Blind (in position) keeps a wide scale range: a scale-free search over every index runs
+    // until the CPU limit on fields the installed indexes cannot solve, while a header scale
+    // that is off by a binning factor of 2 still falls inside the range.
+    const [lo, hi] = a.mode === 'hinted' ? [1 - h.scaleTolerance, 1 + h.scaleTolerance] : [1 / BLIND_SCALE_FACTOR, BLIND_SCALE_FACTOR];
+    args.push('--scale-units', 'arcsecperpix', '--scale-low', num(h.scaleArcsec * lo), '--scale-high', num(h.scaleArcsec * hi));
   }
+  if (a.mode === 'hinted' && h.ra !== undefined && h.dec !== undefined) args.push('--ra', num(h.ra), '--dec', num(h.dec), '--radius', num(h.radiusDeg));
   return args;
 }
 
