@@ -3,8 +3,8 @@
 // solve-field run, rewriting stacked_rgb.fits with the WCS, the .wcs and JSON artifacts) on a
 // synthetic 2048×1536 linear RGB stack whose stars are the Tycho-2 stars of the `orion` field
 // placed by a known TAN WCS (7″/px, 4.0° × 3.0°), with sky and Gaussian noise, for issue 7's
-// "speed of the phase on a 2048×1536 RGB stack". Two cases: with header hints (RA/DEC,
-// FOCALLEN/XPIXSZ) and blind (no hints). Needs solve-field and the tycho2-10-19 index package.
+// "speed of the phase on a 2048×1536 RGB stack". Three cases (--only NAME picks one): `hinted`
+// (RA/DEC and FOCALLEN/XPIXSZ in the header), `scale` (FOCALLEN/XPIXSZ only) and `blind`. Needs solve-field and the tycho2-10-19 index package.
 // Prints one line per case (and the detection / solver split); does not write bench/RESULTS.md.
 
 import { readFile } from 'node:fs/promises';
@@ -22,7 +22,7 @@ import { TYCHO2_FIELDS, tycho2Field } from '../fixtures/astrometry/tycho2.js';
 import { config } from '../test/pipeline/postprocess-helpers.js';
 import { seededRandom, withTempDir } from '../test/helpers/tmp.js';
 
-const { values } = parseArgs({ options: { width: { type: 'string', default: '2048' }, height: { type: 'string', default: '1536' }, repeat: { type: 'string', default: '3' } } });
+const { values } = parseArgs({ options: { width: { type: 'string', default: '2048' }, height: { type: 'string', default: '1536' }, repeat: { type: 'string', default: '3' }, only: { type: 'string' } } });
 const width = Number(values.width);
 const height = Number(values.height);
 const repeat = Math.max(1, Number(values.repeat));
@@ -58,16 +58,20 @@ for (const s of tycho2Field('orion')) {
   }
 }
 
-function inject(hinted: boolean): Phase<RawStackState> {
+type Case = 'hinted' | 'scale' | 'blind';
+
+function inject(kind: Case): Phase<RawStackState> {
   return {
     name: 'STACK_INJECT',
     optional: false,
     async run({ state }) {
       const h = new FitsHeader();
-      if (hinted) {
+      if (kind === 'hinted') {
         const [cra, cdec] = truth.centre(width, height);
         h.set('RA', cra + 0.05, { real: true });
         h.set('DEC', cdec - 0.05, { real: true });
+      }
+      if (kind !== 'blind') {
         h.set('FOCALLEN', FOCAL_MM, { real: true });
         h.set('XPIXSZ', 3.76, { real: true });
       }
@@ -82,11 +86,11 @@ function inject(hinted: boolean): Phase<RawStackState> {
 }
 
 await withTempDir('bench-astrometry', async (dir) => {
-  for (const hinted of [true, false]) {
+  for (const kind of (['hinted', 'scale', 'blind'] as const).filter((k) => !values.only || k === values.only)) {
     const rows: { phase: number; detect: number; solve: number; write: number; sep: number; scale: number }[] = [];
     for (let r = 0; r < repeat; r++) {
       const cfg = config({ postprocess: { astrometry: true, bge: false, pcc: false, hypermetric_stretch: false }, astrometry: { solver: 'astrometry_net' } });
-      const res = await runRawStack(cfg, { runsDir: join(dir, `${hinted}-${r}`), device: 'cpu', phases: [inject(hinted), astrometryPhase, reportPhase] });
+      const res = await runRawStack(cfg, { runsDir: join(dir, `${kind}-${r}`), device: 'cpu', phases: [inject(kind), astrometryPhase, reportPhase] });
       const end = res.phases.find((p) => p.phase === 'ASTROMETRY')!;
       if (end.status !== 'ok') throw new Error(JSON.stringify(end));
       const a = JSON.parse(await readFile(join(res.runDir, 'artifacts', 'preprocess', 'preprocessing_registration.json'), 'utf8')).astrometry;
@@ -95,6 +99,6 @@ await withTempDir('bench-astrometry', async (dir) => {
     }
     rows.sort((x, y) => x.phase - y.phase);
     const med = rows[Math.floor(rows.length / 2)]!;
-    console.log(`ASTROMETRY ${hinted ? 'hinted' : 'blind '} ${width}x${height} (${placed} Tycho-2 stars)  best ${rows[0]!.phase} ms  median ${med.phase} ms  [median: read+detect ${med.detect} ms, solve-field ${med.solve} ms, rest ${med.write} ms; centre off ${med.sep.toFixed(2)}″, scale off ${med.scale.toFixed(4)} %]`);
+    console.log(`ASTROMETRY ${kind.padEnd(6)} ${width}x${height} (${placed} Tycho-2 stars)  best ${rows[0]!.phase} ms  median ${med.phase} ms  [median: read+detect ${med.detect} ms, solve-field ${med.solve} ms, rest ${med.write} ms; centre off ${med.sep.toFixed(2)}″, scale off ${med.scale.toFixed(4)} %]`);
   }
 });
