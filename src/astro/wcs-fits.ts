@@ -1,9 +1,12 @@
 // Writing a solved WCS into FITS files (the stacked outputs) and as a header-only `.wcs` file.
 // The image is rewritten atomically (writeFits: temp file + rename) with its samples untouched:
-// the native array is written back, so BITPIX and every value stay the same.
+// the native array is written back, so BITPIX and every value stay the same. Files whose
+// samples need BSCALE/BZERO other than the unsigned-integer convention are refused (their
+// stored values would lose their scaling), as are blank-marked integer images.
 
 import { FitsHeader } from '../fits/header.js';
-import { readFitsNative, writeFits } from '../fits/index.js';
+import { FitsError, readFitsNative, writeFits } from '../fits/index.js';
+import { isUnsignedConvention } from '../fits/layout.js';
 import { writeFileAtomic } from '../pipeline/atomic.js';
 import type { TanWcs } from './wcs.js';
 
@@ -11,6 +14,8 @@ import type { TanWcs } from './wcs.js';
 export async function writeWcsIntoFits(file: string, wcs: TanWcs, history: readonly string[] = []): Promise<void> {
   const img = await readFitsNative(file);
   const { layout } = img;
+  const plain = layout.bscale === 1 && (layout.bzero === 0 || isUnsignedConvention(layout)) && layout.blank === undefined;
+  if (!plain) throw new FitsError('FITS_BAD_IMAGE', file, 'scaled (BSCALE/BZERO) or BLANK-marked images are not rewritten with a WCS');
   const header = img.header.clone();
   wcs.writeTo(header);
   header.set('PLTSOLVD', true, { comment: 'plate solved' });
