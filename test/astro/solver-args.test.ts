@@ -9,7 +9,9 @@ import { headerHints, solveHints, DEFAULT_HINT_RADIUS_DEG } from '../../src/astr
 import { astapArgs, astapIniMessage } from '../../src/astro/solver-astap.js';
 import { addPaths, astrometryNetArgs, BLIND_SCALE_FACTOR, indexFromLog } from '../../src/astro/solver-astrometry-net.js';
 import { parseWcsText, readWcsFile } from '../../src/astro/wcs-file.js';
-import { wcsFileBytes } from '../../src/astro/wcs-fits.js';
+import { wcsFileBytes, writeWcsIntoFits } from '../../src/astro/wcs-fits.js';
+import { readFitsNative, writeFits } from '../../src/fits/index.js';
+import { withTempDir } from '../helpers/tmp.js';
 import { TanWcs, angularSeparationDeg } from '../../src/astro/wcs.js';
 import { xylistBytes } from '../../src/astro/xylist.js';
 
@@ -141,6 +143,27 @@ test('our stacked_rgb.wcs (header-only FITS) reads back as the same WCS', () => 
   const back = TanWcs.fromHeader(h)!;
   for (let i = 0; i < 2; i++) for (let j = 0; j < 2; j++) assert.ok(Math.abs(back.cd[i]![j]! - w.cd[i]![j]!) < 1e-15);
   assert.equal(back.crval, w.crval);
+});
+
+test('writeWcsIntoFits keeps samples, BITPIX and cards, replaces an older WCS, adds PLTSOLVD and HISTORY', async () => {
+  await withTempDir('wcs-into-fits', async (dir) => {
+    const file = `${dir}/img.fits`;
+    const data = Uint16Array.from({ length: 3 * 8 * 6 }, (_, i) => (i * 977) % 65536);
+    const h = new FitsHeader();
+    h.set('OBJECT', 'M 42');
+    TanWcs.fromCentre({ ra: 1, dec: 2, width: 8, height: 6, scaleArcsec: 9 }).writeTo(h);
+    await writeFits(file, { width: 8, height: 6, planes: 3, data }, { header: h });
+    const w = TanWcs.fromCentre({ ra: 83.8, dec: -5.4, width: 8, height: 6, scaleArcsec: 20, rotationDeg: 12 });
+    await writeWcsIntoFits(file, w, ['ASTROMETRY: test']);
+    const back = await readFitsNative(file);
+    assert.equal(Array.from(back.data as Uint16Array), Array.from(data));
+    assert.is(back.layout.bitpix, 16);
+    assert.is(back.header.getString('OBJECT'), 'M 42');
+    assert.is(back.header.getBoolean('PLTSOLVD'), true);
+    assert.equal(back.header.commentary('HISTORY'), ['ASTROMETRY: test']);
+    assert.equal(TanWcs.fromHeader(back.header)?.crval, [83.8, -5.4]);
+    assert.is(back.header.cards.filter((c) => c.key === 'CRVAL1').length, 1);
+  });
 });
 
 test.run();
