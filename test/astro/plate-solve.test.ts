@@ -6,6 +6,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFile } from 'node:fs/promises';
+import { solveFitsFile } from '../../src/astro/solve-image.js';
+import { writeFits } from '../../src/fits/index.js';
+import { synthRgb } from '../pipeline/postprocess-helpers.js';
 import { lookupSolvers, plateSolve, SolveError, type SolveInput, type SolverConfig } from '../../src/astro/solve.js';
 import { TanWcs, angularSeparationDeg } from '../../src/astro/wcs.js';
 import { TYCHO2_FIELDS, tycho2Field, type Tycho2Field } from '../../fixtures/astrometry/tycho2.js';
@@ -60,6 +63,21 @@ test('ASTAP path: the recorded .wcs of a fake astap_cli becomes the result; argu
     const logged = (await readFile(astap.argsLog, 'utf8')).trim().split(' ').slice(1);
     assert.equal(logged.slice(0, 4), ['-f', wrote, '-d', astap.dataDir]);
     assert.ok(logged.includes('-spd') && logged.includes('-ra'));
+  });
+});
+
+test('solveFitsFile: an RGB FITS file is detected and solved as a library call (fake ASTAP)', async () => {
+  await withTempDir('solve-file', async (dir) => {
+    const astap = await fakeAstap(dir, RECORDED_WCS);
+    const img = synthRgb({ seed: 4, gradient: 0 });
+    const file = `${dir}/rgb.fits`;
+    await writeFits(file, { width: img.width, height: img.height, planes: 3, data: img.data });
+    const { result, prepared } = await solveFitsFile(file, { ...noSolver, solver: 'astap', astap_bin: astap.bin, astap_data_dir: astap.dataDir, search_radius: 180, timeout_s: 20 });
+    assert.is(result.solver, 'astap');
+    assert.equal(prepared.hintSource, { centre: null, scale: null });
+    assert.equal(result.attempts.map((a) => a.mode), ['blind']);
+    assert.ok(prepared.stars.length > 50 && prepared.stars.length <= img.stars.length, `${prepared.stars.length} stars`);
+    assert.ok(Math.abs(result.wcs.pixelScaleArcsec - 20) < 1e-6);
   });
 });
 

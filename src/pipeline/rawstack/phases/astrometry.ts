@@ -1,6 +1,6 @@
 // ASTROMETRY (seed "Postprocess switches" 1, predecessor.md §5.1): plate-solves the RGB stack
-// with an external solver (src/astro/solve.ts: astrometry.net's solve-field on our detected
-// stars, or ASTAP on a luminance image), then
+// with an external solver (src/astro/solve-image.ts → solve.ts: astrometry.net's solve-field on
+// our detected stars, or ASTAP on a luminance image), then
 // - writes the WCS (+ PLTSOLVD, HISTORY) into the headers of the stacked outputs present now
 //   (outputs/stacked_linear.fits, outputs/stacked_rgb.fits; same pixel grid), atomically, so
 //   BGE/PCC/HMS outputs, which start from stacked_rgb's header, carry it too;
@@ -17,11 +17,10 @@
 // on); a cancelled run kills the solver and ends `cancelled`.
 
 import { join } from 'node:path';
-import { headerHints, solveHints } from '../../../astro/hints.js';
+import { prepareImageSolve } from '../../../astro/solve-image.js';
 import { lookupSolvers, plateSolve, SolveError, type SolveAttempt, type SolveResult } from '../../../astro/solve.js';
 import { writeWcsFile, writeWcsIntoFits } from '../../../astro/wcs-fits.js';
-import { detectStars } from '../../../algorithms/stars.js';
-import { readFitsImage, writeFits } from '../../../fits/index.js';
+import { readFitsImage } from '../../../fits/index.js';
 import { writeJsonAtomic } from '../../atomic.js';
 import { CancelledError, failed, ok, skipped, type Phase } from '../../phase.js';
 import { registrationJson, REGISTRATION_JSON } from '../registration-artifact.js';
@@ -30,50 +29,6 @@ import { addArtifact } from './report.js';
 
 export const ASTROMETRY_JSON = 'artifacts/preprocess/preprocessing_registration.json';
 export const WCS_FILE = 'artifacts/preprocess/stacked_rgb.wcs';
-/** Stars detected on the luminance for the solver (brightest first). */
-const DETECT_MAX_STARS = 2000;
-/** Detections closer than max(DEDUP_MIN_PX, DEDUP_FWHM · FWHM) to a brighter one are dropped. */
-const DEDUP_MIN_PX = 6;
-const DEDUP_FWHM = 3;
-
-/** Mean of the three planes; NaN where any plane has no data (warp borders). */
-function luminance(data: Float32Array, n: number): Float32Array {
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = (data[i]! + data[n + i]! + data[2 * n + i]!) / 3;
-  return out;
-}
-
-/**
- * The detections the solver gets: brightest first, each at least `radius` px from every
- * brighter one kept. Saturated disks and bright halos give the detector many maxima (flagged
- * blended) around one star; keeping only the brightest of each cluster leaves one position per
- * star, which is what quad matching needs.
- */
-export function solverStars(stars: readonly { x: number; y: number; flux: number }[], radius: number): { x: number; y: number; flux: number }[] {
-  const sorted = stars.filter((s) => Number.isFinite(s.x) && Number.isFinite(s.y) && s.flux > 0).sort((a, b) => b.flux - a.flux);
-  const cell = Math.max(1, radius);
-  const grid = new Map<string, { x: number; y: number }[]>();
-  const kept: { x: number; y: number; flux: number }[] = [];
-  const r2 = radius * radius;
-  for (const s of sorted) {
-    const cx = Math.floor(s.x / cell);
-    const cy = Math.floor(s.y / cell);
-    let near = false;
-    for (let dy = -1; dy <= 1 && !near; dy++) {
-      for (let dx = -1; dx <= 1 && !near; dx++) {
-        for (const k of grid.get(`${cx + dx},${cy + dy}`) ?? []) if ((k.x - s.x) ** 2 + (k.y - s.y) ** 2 < r2) near = true;
-      }
-    }
-    if (near) continue;
-    kept.push({ x: s.x, y: s.y, flux: s.flux });
-    const key = `${cx},${cy}`;
-    const list = grid.get(key);
-    if (list) list.push(s);
-    else grid.set(key, [s]);
-  }
-  return kept;
-}
-
 const attemptSummary = (a: SolveAttempt) => ({ solver: a.solver, mode: a.mode, solved: a.solved, exit_code: a.exitCode, duration_ms: a.durationMs, args: a.args, log: a.log });
 
 function registrationSummary(state: RawStackState) {
@@ -131,16 +86,11 @@ export const astrometryPhase: Phase<RawStackState> = {
     const img = await readFitsImage(state.outputs.stacked_rgb!);
     if (img.planes < 3) return failed('input_error', `stacked_rgb has ${img.planes} plane(s), need 3`);
     const { width, height } = img;
-    const n = width * height;
     ctx.progress(0, 3, 'detect stars');
-    const lum = luminance(img.data, n);
-    const det = detectStars(lum, width, height, { maxStars: DETECT_MAX_STARS, fitCount: 0 });
-    const stars = det.ok ? solverStars(det.stars, Math.max(DEDUP_MIN_PX, DEDUP_FWHM * det.fwhmScale)) : [];
-    const detectMs = Date.now() - started;
+    const prep = prepareImageSolve(img, cfg.search_radius);
+    const { stars } = prep;
+    const detectMs = Date.now() - started; // reading the stack included
     ctx.checkCancelled();
-
-    const hh = headerHints(img.header, width, height);
-    const hints = solveHints(hh, cfg.search_radius);
     const base = {
       ...registrationSummary(state),
       astrometry: {} as Record<string, unknown>,
@@ -148,27 +98,14 @@ export const astrometryPhase: Phase<RawStackState> = {
     const common = {
       config_solver: cfg.solver,
       stars_detected: stars.length,
-      detection: det.ok ? { background: det.backgroundMedian, noise: det.backgroundRms, fwhm_px: det.fwhmScale } : { failure: det.code, detail: det.detail },
-      hints: { ...hints, source: hh.source },
+      detection: prep.detection,
+      hints: { ...prep.hints, source: prep.hintSource },
       timeout_s: cfg.timeout_s,
     };
     ctx.progress(1, 3, 'solve');
     let result: SolveResult;
     try {
-      result = await plateSolve(cfg, {
-        width,
-        height,
-        stars,
-        hints,
-        timeoutS: cfg.timeout_s,
-        signal: ctx.signal,
-        writeImage: async (dir) => {
-          const file = join(dir, 'luminance.fits');
-          const clean = Float32Array.from(lum, (v) => (Number.isFinite(v) ? v : 0));
-          await writeFits(file, { width, height, data: clean });
-          return file;
-        },
-      });
+      result = await plateSolve(cfg, prep.input(cfg.timeout_s, ctx.signal));
     } catch (e) {
       if (!(e instanceof SolveError)) throw e;
       if (e.code === 'cancelled') throw new CancelledError();
