@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { lookupSolvers } from '../../src/astro/solve.js';
 import { readWcsFile } from '../../src/astro/wcs-file.js';
@@ -151,6 +151,31 @@ test('real run: generated OSC lights of Tycho-2 stars, stacked and solved by sol
     assert.is(j.astrometry.attempts[0].mode, 'hinted');
     const manifest = await readJson(join(art, 'artifacts_manifest.json'));
     assert.ok(JSON.stringify(manifest).includes('preprocessing_registration.json'));
+  });
+});
+
+test('real run, ASTROMETRY → PCC: PCC measures the stars through the solved WCS (state.wcs)', async () => {
+  const [an] = await lookupSolvers({ solver: 'astrometry_net', astrometry_net_bin: '', astrometry_net_data_dir: '', astap_bin: '', astap_data_dir: '' });
+  if (!an!.ok) {
+    console.log(`  skipped: ${an!.reason}`);
+    return;
+  }
+  await withTempDir('astrometry-pcc', async (dir) => {
+    const { ra, dec } = TYCHO2_FIELDS.m31;
+    const truth = await generateDataset({ out: join(dir, 'data'), kind: 'osc', frames: 3, width: 640, height: 480, seed: 43, calibration: false, badFrames: 'none', skyStars: tycho2Field('m31'), ra, dec, rotationDeg: -40, focalLengthMm: 40, exptime: 2 });
+    // The PCC catalogue: the generated stars with their true colours (ra,dec,mag,bv).
+    const catalog = join(dir, 'catalog.csv');
+    await writeFile(catalog, ['ra,dec,mag,bv', ...truth.stars.map((s) => `${s.ra},${s.dec},${s.mag},${s.bv}`)].join('\n') + '\n');
+    const cfg = config({ lights_dir: join(dir, 'data', 'lights'), postprocess: { ...off, astrometry: true, pcc: true }, pcc: { catalog_file: catalog }, runtime_limits: { parallel_workers: 2, memory_budget: 256 } });
+    const result = await runRawStack(cfg, { runsDir: join(dir, 'runs'), device: 'cpu' });
+    const status = Object.fromEntries(result.phases.map((p) => [p.phase, `${p.status}${p.reason ? `/${p.reason}` : ''}`]));
+    assert.is(status.ASTROMETRY, 'ok', JSON.stringify(result.phases));
+    const diag = await readJson(join(result.runDir, 'artifacts', 'preprocess', 'pcc_diagnostics.json'));
+    const report = await readJson(join(result.runDir, 'artifacts', 'preprocess', 'preprocessing_report.json'));
+    const pcc = report.postprocess_results.find((x: { phase: string }) => x.phase === 'PCC');
+    console.log(`  PCC ${status.PCC}: wcs from ${pcc?.values?.wcs_source}, ${diag.stars_matched} matched, ${diag.stars_used} used`);
+    assert.is(pcc?.values?.wcs_source, 'astrometry');
+    assert.ok(diag.stars_matched > 0, 'catalogue stars found through the solved WCS');
   });
 });
 
