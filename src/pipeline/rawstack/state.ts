@@ -13,6 +13,7 @@ import type { EventLog } from '../events.js';
 import type { RunFolder } from '../run-folder.js';
 import type { ColorMode, FrameInfo } from '../scan.js';
 import type { BayerPattern } from '../../fits/keys.js';
+import type { TanWcs } from '../../astro/wcs.js';
 
 export type FrameStatus = 'included' | 'excluded';
 
@@ -137,6 +138,8 @@ export interface RawStackState {
     stacked_rgb_pcc?: string;
     stacked_rgb_hms?: string;
   };
+  /** Celestial WCS of the stacked outputs, set by ASTROMETRY when it solved (PCC reads it). */
+  wcs?: TanWcs;
   artifacts: ArtifactEntry[];
   warnings: { code: string; message: string }[];
   /** Run queue (queue.ts); null for a single-folder run (no queue entries). */
