@@ -45,6 +45,10 @@ test('system info, health and the OpenAPI document', async () => {
   assert.equal(info.json.capabilities.pipelines.map((p: { name: string }) => p.name), ['rawstack']);
   assert.is(info.json.capabilities.sse, true);
   assert.is(info.json.capabilities.resume, false);
+  // Solvers: each of the two is either available or listed as missing with the lookup's reason.
+  const solvers = info.json.capabilities.astrometry as { solvers: string[]; missing: { solver: string; reason: string }[] };
+  assert.equal([...solvers.solvers, ...solvers.missing.map((m) => m.solver)].sort(), ['astap', 'astrometry_net']);
+  for (const m of solvers.missing) assert.ok(m.reason.length > 0);
   assert.ok('kind' in info.json.capabilities.device);
   const health = await http(base, 'GET', '/api/system/health');
   assert.is(health.status, 200);

@@ -3,25 +3,21 @@
 // and /api/openapi.json generated from the route declarations.
 
 import { access, constants } from 'node:fs/promises';
-import { delimiter, join } from 'node:path';
 import { z } from 'zod';
+import { lookupSolvers, type SolverConfig } from '../../astro/solve.js';
+import { defaultRawStackConfig } from '../../config/rawstack.js';
 import { SKYSTACK_NAME, SKYSTACK_VERSION } from '../../version.js';
 import type { AppContext } from '../context.js';
 import type { ApiRegistry } from '../registry.js';
 import { PIPELINES } from './pipelines.js';
 
-async function onPath(names: string[]): Promise<string[]> {
-  const found: string[] = [];
-  for (const name of names) {
-    for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-      if (!dir) continue;
-      if (await access(join(dir, name), constants.X_OK).then(() => true, () => false)) {
-        found.push(name);
-        break;
-      }
-    }
-  }
-  return found;
+/** Installed plate solvers under the stored (or default) `astrometry.*` settings: binary and data. */
+async function solverCapabilities(cfg: SolverConfig): Promise<{ solvers: string[]; missing: { solver: string; reason: string }[] }> {
+  const lookups = await lookupSolvers({ ...cfg, solver: 'auto' });
+  return {
+    solvers: lookups.flatMap((l) => (l.ok ? [l.install.solver] : [])),
+    missing: lookups.flatMap((l) => (l.ok ? [] : [{ solver: l.solver, reason: l.reason }])),
+  };
 }
 
 export function systemRoutes(api: ApiRegistry, app: AppContext): void {
@@ -43,7 +39,7 @@ export function systemRoutes(api: ApiRegistry, app: AppContext): void {
         api_version: 1,
         capabilities: {
           device,
-          astrometry: { solvers: (await onPath(['solve-field', 'astap'])).map((n) => (n === 'solve-field' ? 'astrometry_net' : n)) },
+          astrometry: await solverCapabilities((stored ?? defaultRawStackConfig()).astrometry),
           pcc: { catalogs },
           resume: PIPELINES.some((p) => p.resumable),
           sse: true,
