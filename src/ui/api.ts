@@ -169,13 +169,17 @@ export const api = {
   eventsUrl: (runId: string): string => `/api/runs/${enc(runId)}/events`,
   listDir: async (path: string): Promise<DirListing> => {
     const data = await request<JsonObject>('GET', `/api/files/list?path=${enc(path)}`);
-    const at = typeof data.path === 'string' ? data.path : path;
-    const entries = listOf<JsonObject>(data).map((e) => {
-      const name = String(e.name ?? '');
-      const dir = e.type === 'dir' || e.type === 'directory' || e.is_dir === true || e.isDirectory === true;
-      return { name, path: typeof e.path === 'string' ? e.path : joinPath(at, name), type: dir ? 'dir' : 'file', ...(typeof e.size === 'number' ? { size: e.size } : {}) } as DirEntry;
-    });
-    const parent = typeof data.parent === 'string' ? data.parent : data.parent === null ? null : parentOf(at);
+    // Without a path the server lists the allowed roots (`path: null`); that listing is ''.
+    const at = typeof data.path === 'string' ? data.path : data.path === null ? '' : path;
+    const entries = listOf<JsonObject>(data)
+      .filter((e) => e.type !== 'link' && e.type !== 'other')
+      .map((e) => {
+        const name = String(e.name ?? '');
+        const dir = e.type === 'dir' || e.type === 'directory' || e.is_dir === true;
+        return { name, path: typeof e.path === 'string' ? e.path : joinPath(at, name), type: dir ? 'dir' : 'file', ...(typeof e.size === 'number' ? { size: e.size } : {}) } as DirEntry;
+      });
+    // At the top of an allowed root the way up is the list of roots.
+    const parent = typeof data.parent === 'string' ? data.parent : at === '' ? null : data.parent === null ? '' : parentOf(at);
     return { path: at, parent, entries };
   },
   grant: (path: string): Promise<unknown> => request('GET', `/api/files/grant?path=${enc(path)}`),

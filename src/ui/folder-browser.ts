@@ -54,7 +54,8 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
       }
       pathInput.value = current.path;
       upBtn.disabled = current.parent === null;
-      chooseBtn.disabled = opts.mode === 'file';
+      // The list of roots is not a folder one can choose.
+      chooseBtn.disabled = opts.mode === 'file' || current.path === '';
       clear(list);
       const dirs = current.entries.filter((e) => e.type === 'dir').sort((a, b) => a.name.localeCompare(b.name));
       const files = current.entries.filter((e) => e.type === 'file' && (!opts.fileFilter || opts.fileFilter.test(e.name))).sort((a, b) => a.name.localeCompare(b.name));
@@ -71,6 +72,10 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
         list.append(h('li', {}, btn));
       }
       const hidden = current.entries.length - dirs.length - files.length;
+      if (current.path === '') {
+        say(status, `${dirs.length} allowed folders. Type another path and Go, then Grant access, to add one.`);
+        return;
+      }
       say(status, `${dirs.length} folders, ${files.length} ${opts.mode === 'file' ? 'matching files' : 'files'}${hidden > 0 ? ` (${hidden} other files hidden)` : ''}`);
     };
 
@@ -80,9 +85,9 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
       resolve(value);
     };
     const onUp = () => {
-      if (current?.parent) void load(current.parent);
+      if (current && current.parent !== null) void load(current.parent);
     };
-    const onGo = () => void load(pathInput.value.trim() || '/');
+    const onGo = () => void load(pathInput.value.trim());
     const onKey = (e: KeyboardEvent) => {
       if (e.key === 'Enter') {
         e.preventDefault();
@@ -122,6 +127,6 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
     cancelBtn.addEventListener('click', onCancel);
     dialog.addEventListener('close', onClose);
     dialog.showModal();
-    void load(opts.start || '/');
+    void load(opts.start);
   });
 }

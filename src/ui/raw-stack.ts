@@ -339,8 +339,8 @@ function setOverride(row: FrameRow, include: boolean): Promise<void> {
 
 async function pick(target: string, mode: 'dir' | 'file', title: string, fileFilter?: RegExp): Promise<void> {
   const input = byId<HTMLInputElement>(target);
-  const startAt = input.value.trim() || byId<HTMLInputElement>('lights_dir').value.trim() || byId<HTMLInputElement>('runs_dir').value.trim() || '/';
-  const chosen = await browse({ start: mode === 'file' && input.value.trim() ? input.value.trim().replace(/\/[^/]*$/, '') || '/' : startAt, mode, title, ...(fileFilter ? { fileFilter } : {}) });
+  const startAt = input.value.trim() || byId<HTMLInputElement>('lights_dir').value.trim() || byId<HTMLInputElement>('runs_dir').value.trim();
+  const chosen = await browse({ start: mode === 'file' && input.value.trim() ? input.value.trim().replace(/\/[^/]*$/, '') : startAt, mode, title, ...(fileFilter ? { fileFilter } : {}) });
   if (chosen !== null) {
     input.value = chosen;
     input.dispatchEvent(new Event('change', { bubbles: true }));
