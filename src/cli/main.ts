@@ -18,6 +18,8 @@ commands:
   rawstack [--config FILE.json] [--lights DIR] [--pattern GLOB] [--runs-dir DIR] [--run-name NAME]
            [--set key.path=value ...] [--json]
                                  run the Raw Stack pipeline (exit 0 ok, 1 run error or cancelled, 2 usage)
+  serve [--host H] [--port P] [--runs-dir DIR] [--state-dir DIR] [--root DIR ...] [--token T] [--max-jobs N]
+                                 the REST API and web UI (default 127.0.0.1:8080; a token is required off loopback)
   version                        print the version
   help                           this text`;
 
@@ -40,6 +42,15 @@ export async function main(argv: string[]): Promise<number> {
       case 'rawstack': {
         const { runRawStackCli } = await import('./rawstack.js');
         return await runRawStackCli(rest);
+      }
+      case 'serve': {
+        const { runServe } = await import('./serve.js');
+        return await runServe(rest);
+      }
+      case 'job': {
+        // internal: one job in a child process of the server
+        const { runJobChild } = await import('../server/jobs/child-main.js');
+        return await runJobChild(rest);
       }
       case 'demo': {
         const { runDemo } = await import('./demo.js');
