@@ -148,7 +148,8 @@ export const api = {
   parameters: async (): Promise<JsonObject> => unwrapConfig(await request('GET', '/api/tools/preprocessing/parameters')),
   patchParameters: async (config: JsonObject): Promise<JsonObject> => unwrapConfig(await request('PATCH', '/api/tools/preprocessing/parameters', config)),
   defaults: async (): Promise<JsonObject> => unwrapConfig(await request('GET', '/api/tools/preprocessing/defaults')),
-  importYaml: (source: { yaml: string } | { path: string }): Promise<ImportResult> => request('POST', '/api/tools/preprocessing/import', source),
+  importYaml: (source: { yaml: string } | { path: string }): Promise<ImportResult> =>
+    'path' in source ? request('POST', '/api/tools/preprocessing/import-file', source) : request('POST', '/api/tools/preprocessing/import', source),
   start: (body: JsonObject): Promise<StartResult> => request('POST', '/api/tools/preprocessing/run', body),
   info: (): Promise<JsonObject> => request('GET', '/api/system/info'),
   /** Cancels through the tool endpoint; a server without it is asked through DELETE /api/jobs/:id. */
@@ -165,6 +166,8 @@ export const api = {
   artifacts: async (runId: string): Promise<ArtifactEntry[]> =>
     listOf<ArtifactEntry | string>(await request('GET', `/api/runs/${enc(runId)}/artifacts`)).map((a) => (typeof a === 'string' ? { path: a } : a)),
   view: (runId: string, path: string): Promise<ArtifactView> => request('GET', `/api/runs/${enc(runId)}/artifacts/view?path=${enc(path)}`),
+  /** Event lines of a run (empty while events.jsonl does not exist yet). */
+  logs: async (runId: string): Promise<JsonObject[]> => listOf<JsonObject>(await request('GET', `/api/runs/${enc(runId)}/logs`)),
   rawUrl: (runId: string, path: string): string => `/api/runs/${enc(runId)}/artifacts/raw/${path.split('/').map(enc).join('/')}`,
   eventsUrl: (runId: string): string => `/api/runs/${enc(runId)}/events`,
   listDir: async (path: string): Promise<DirListing> => {

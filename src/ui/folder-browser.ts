@@ -31,19 +31,27 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
   chooseBtn.textContent = opts.mode === 'dir' ? 'Choose this folder' : 'Choose selected file';
   let current: DirListing | null = null;
   let selectedFile: string | null = null;
+  // Only the latest listing may draw: a slow earlier one must not overwrite a newer path.
+  let generation = 0;
+  // Set when the user types a path while a listing loads: the listing must not overwrite it.
+  let typed = false;
 
   return new Promise((resolve) => {
     const load = async (path: string): Promise<void> => {
+      const mine = ++generation;
+      typed = false;
       grantBtn.hidden = true;
       selectedFile = null;
       chooseBtn.disabled = opts.mode === 'file';
       say(status, `Listing ${path}…`);
+      let listing: DirListing;
       try {
-        current = await api.listDir(path);
+        listing = await api.listDir(path);
       } catch (e) {
+        if (mine !== generation) return;
         current = null;
         clear(list);
-        pathInput.value = path;
+        if (!typed) pathInput.value = path;
         upBtn.disabled = true;
         chooseBtn.disabled = true;
         if (e instanceof ApiError && (e.code === 'PATH_NOT_ALLOWED' || e.status === 403)) {
@@ -52,7 +60,9 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
         } else say(status, e instanceof ApiError ? `${e.code}: ${e.message}` : String(e), 'error');
         return;
       }
-      pathInput.value = current.path;
+      if (mine !== generation) return;
+      current = listing;
+      if (!typed) pathInput.value = current.path;
       upBtn.disabled = current.parent === null;
       // The list of roots is not a folder one can choose.
       chooseBtn.disabled = opts.mode === 'file' || current.path === '';
@@ -88,6 +98,9 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
       if (current && current.parent !== null) void load(current.parent);
     };
     const onGo = () => void load(pathInput.value.trim());
+    const onInput = () => {
+      typed = true;
+    };
     const onKey = (e: KeyboardEvent) => {
       if (e.key === 'Enter') {
         e.preventDefault();
@@ -114,6 +127,7 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
       upBtn.removeEventListener('click', onUp);
       goBtn.removeEventListener('click', onGo);
       pathInput.removeEventListener('keydown', onKey);
+      pathInput.removeEventListener('input', onInput);
       grantBtn.removeEventListener('click', onGrant);
       chooseBtn.removeEventListener('click', onChoose);
       cancelBtn.removeEventListener('click', onCancel);
@@ -122,6 +136,7 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
     upBtn.addEventListener('click', onUp);
     goBtn.addEventListener('click', onGo);
     pathInput.addEventListener('keydown', onKey);
+    pathInput.addEventListener('input', onInput);
     grantBtn.addEventListener('click', onGrant);
     chooseBtn.addEventListener('click', onChoose);
     cancelBtn.addEventListener('click', onCancel);

@@ -1,14 +1,15 @@
 // Live events of a Raw Stack job for the monitors. Order of sources:
 //   1. the job record (GET /api/jobs/:id) until it names its run_id;
-//   2. Server-Sent Events from GET /api/runs/:run_id/events (replays events.jsonl, then follows);
-//   3. if the stream fails or is unavailable, polling: events.jsonl through the artifact view
-//      endpoint plus the job record, once a second.
+//   2. Server-Sent Events from GET /api/runs/:run_id/events (replays events.jsonl, then follows),
+//      with the job record watched beside it (a job can end without a run_end line, e.g. when
+//      it is cancelled before its child wrote anything);
+//   3. if the stream fails or is unavailable, polling: the run's event lines
+//      (GET /api/runs/:id/logs) plus the job record, once a second.
 // Lines reach the caller once each, in seq order. The follower ends at `run_end`, or when the
-// job is terminal and a last read of events.jsonl has been delivered (a job that failed before
-// its run started has no run_end).
+// job is terminal and a last read of the event lines has been delivered.
 
 import { api, ApiError, TERMINAL_JOB_STATES, type JobRecord } from './api.js';
-import { parseJsonl, type EventLine } from './run-state.js';
+import type { EventLine } from './run-state.js';
 
 export interface FollowCallbacks {
   onLine(line: EventLine): void;
@@ -18,7 +19,6 @@ export interface FollowCallbacks {
   onError?(message: string): void;
 }
 
-const EVENTS_PATH = 'artifacts/preprocess/events.jsonl';
 const SSE_TYPES = ['run_start', 'phase_start', 'phase_progress', 'phase_end', 'frame', 'warning', 'run_end'];
 
 export interface Follower {
@@ -30,8 +30,24 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
   let stopped = false;
   let lastSeq = 0;
   let source: EventSource | null = null;
-  let timer: number | null = null;
+  const timers = new Set<number>();
   let job: JobRecord | null = null;
+
+  const later = (f: () => void, ms: number): void => {
+    const t = window.setTimeout(() => {
+      timers.delete(t);
+      f();
+    }, ms);
+    timers.add(t);
+  };
+
+  const halt = (): void => {
+    stopped = true;
+    source?.close();
+    source = null;
+    for (const t of timers) clearTimeout(t);
+    timers.clear();
+  };
 
   const deliver = (line: EventLine): void => {
     if (stopped || typeof line.seq !== 'number' || line.seq <= lastSeq) return;
@@ -42,14 +58,12 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
 
   const finish = (): void => {
     if (stopped) return;
-    stopped = true;
-    source?.close();
-    if (timer !== null) clearTimeout(timer);
+    halt();
     cb.onMode?.('done');
-    // The job record turns terminal just after run_end: fetch it once more for the caller.
+    // The job record turns terminal just after run_end: fetch it until it does, for the caller.
     void (async () => {
-      for (let i = 0; i < 10 && job && !TERMINAL_JOB_STATES.has(job.state); i++) {
-        await sleep(300);
+      for (let i = 0; i < 10 && (!job || !TERMINAL_JOB_STATES.has(job.state)); i++) {
+        if (i > 0) await sleep(300);
         job = await api.job(jobId).catch(() => job);
         if (job) cb.onJob?.(job);
       }
@@ -60,36 +74,46 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
   const refreshJob = async (): Promise<JobRecord | null> => {
     try {
       job = await api.job(jobId);
-      cb.onJob?.(job);
+      if (!stopped) cb.onJob?.(job);
     } catch (e) {
       cb.onError?.(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
     }
     return job;
   };
 
-  const readEventsFile = async (runId: string): Promise<void> => {
+  const readLines = async (runId: string): Promise<void> => {
     try {
-      const v = await api.view(runId, EVENTS_PATH);
-      const text = typeof v.text === 'string' ? v.text : Array.isArray(v.json) ? (v.json as unknown[]).map((x) => JSON.stringify(x)).join('\n') : '';
-      for (const line of parseJsonl(text)) deliver(line);
+      for (const line of await api.logs(runId)) deliver(line as EventLine);
     } catch (e) {
-      // 404 while the run folder is being created is normal; anything else is worth showing.
-      if (!(e instanceof ApiError && e.status === 404)) cb.onError?.(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+      cb.onError?.(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
     }
+  };
+
+  /** Terminal job: deliver what the run wrote, then end (run_end among the lines ends it first). */
+  const closeOut = async (runId: string | null): Promise<void> => {
+    if (runId) await readLines(runId);
+    finish();
   };
 
   const poll = async (runId: string | null): Promise<void> => {
     if (stopped) return;
     const j = await refreshJob();
     const rid = runId ?? j?.run_id ?? null;
-    if (rid) await readEventsFile(rid);
-    if (stopped) return;
-    if (j && TERMINAL_JOB_STATES.has(j.state)) {
-      if (rid) await readEventsFile(rid);
-      finish();
-      return;
-    }
-    timer = window.setTimeout(() => void poll(rid), pollMs);
+    if (j && TERMINAL_JOB_STATES.has(j.state)) return closeOut(rid);
+    if (rid) await readLines(rid);
+    if (!stopped) later(() => void poll(rid), pollMs);
+  };
+
+  /** Beside the stream: a job that ends without run_end still ends the follower. */
+  const watchJob = (runId: string): void => {
+    later(async () => {
+      if (stopped) return;
+      const j = await refreshJob();
+      if (stopped) return;
+      // Give the stream a moment to deliver a run_end that is on its way.
+      if (j && TERMINAL_JOB_STATES.has(j.state)) later(() => void (stopped ? null : (source?.close(), closeOut(runId))), pollMs);
+      else watchJob(runId);
+    }, pollMs * 2);
   };
 
   const startSse = (runId: string): void => {
@@ -111,13 +135,16 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
     es.addEventListener('message', onMessage);
     for (const t of SSE_TYPES) es.addEventListener(t, onMessage as EventListener);
     es.addEventListener('error', () => {
-      if (stopped) return;
+      if (stopped || source !== es) return;
       // The stream broke or was refused: poll from here on (seq dedup keeps lines single).
       es.close();
       source = null;
       cb.onMode?.('polling');
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
       void poll(runId);
     });
+    watchJob(runId);
   };
 
   const waitForRun = async (): Promise<void> => {
@@ -128,22 +155,13 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
         startSse(j.run_id);
         return;
       }
-      if (j && TERMINAL_JOB_STATES.has(j.state)) {
-        finish();
-        return;
-      }
+      if (j && TERMINAL_JOB_STATES.has(j.state)) return closeOut(null);
       await sleep(pollMs / 2);
     }
   };
 
   void waitForRun();
-  return {
-    stop(): void {
-      stopped = true;
-      source?.close();
-      if (timer !== null) clearTimeout(timer);
-    },
-  };
+  return { stop: halt };
 }
 
 function sleep(ms: number): Promise<void> {

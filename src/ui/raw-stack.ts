@@ -274,9 +274,10 @@ function follow(id: string, knownRunId: string | null): void {
       const error = job?.error ? ` — ${job.error.code}: ${job.error.message}` : '';
       say(runStatus, `Run ${final}${error}`, final === 'ok' ? 'ok' : 'error');
       void refreshArtifacts().then((entries) => {
-        if (entries.some((e) => e.path.endsWith('preprocessing_report.html'))) reportBtn.disabled = false;
+        if (entries.some((e) => e.path === REPORT_PATH)) reportBtn.disabled = false;
+        // A run that stopped before FRAME_FILTERING has no frame table.
+        if (entries.some((e) => e.path === FRAME_CSV)) void loadFrames();
       });
-      void loadFrames();
     },
     onError: (message) => say(runStatus, message, 'error'),
   });
