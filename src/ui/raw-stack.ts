@@ -187,6 +187,7 @@ async function start(): Promise<void> {
   try {
     const started = await api.start(body);
     follow(started.job_id, started.run_id ?? null);
+    byId('inline-monitor').scrollIntoView({ block: 'start' });
   } catch (e) {
     startBtn.disabled = false;
     if (e instanceof ApiError && e.issues.length > 0) {

@@ -122,6 +122,8 @@ export async function apiJson<T>(env: UiEnv, method: string, path: string, body?
 
 export async function shot(page: Page, name: string, fullPage = true): Promise<string> {
   const file = join(ARTIFACT_DIR, `${name}.png`);
+  // In a full-page picture the sticky Start bar would sit in the middle of the form.
+  if (fullPage) await page.addStyleTag({ content: '.actions { position: static !important; }' });
   await page.screenshot({ path: file, fullPage });
   return file;
 }
