@@ -119,11 +119,11 @@ export function validateTiledYaml(text: string): TiledValidation {
   const errors: Finding[] = [];
   const warnings: Finding[] = [];
   for (const e of doc.errors) {
-    const pos = e.linePos?.[0];
+    const pos = e.linePos?.[0] ?? counter.linePos(e.pos[0]);
     errors.push({ path: '', code: 'yaml_syntax', message: e.message.split('\n')[0]!, line: pos?.line ?? null, column: pos?.col ?? null });
   }
   for (const w of doc.warnings) {
-    const pos = w.linePos?.[0];
+    const pos = w.linePos?.[0] ?? counter.linePos(w.pos[0]);
     warnings.push({ path: '', code: 'yaml_warning', message: w.message.split('\n')[0]!, line: pos?.line ?? null, column: pos?.col ?? null });
   }
   if (errors.length > 0) return { ok: false, errors, warnings, config: null, document: null };

@@ -151,3 +151,6 @@ export async function resolveInside(base: string, input: unknown, options: Resol
   await checkKind(real, options.kind ?? 'any', field, text);
   return real;
 }
+
+/** Longest path text a request schema accepts: longer ones reach the guard (403), not zod (400). */
+export const PATH_FIELD_MAX = 65536;

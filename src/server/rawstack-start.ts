@@ -12,13 +12,13 @@ import type { AppContext } from './context.js';
 import { ApiError } from './errors.js';
 import { newJobId } from './jobs/manager.js';
 import type { JobRecord } from './jobs/types.js';
-import { MAX_PATH } from './paths.js';
+import { PATH_FIELD_MAX } from './paths.js';
 
 export const RawStackStartBody = z.strictObject({
   config: z.record(z.string(), z.unknown()).optional().describe('Raw Stack parameters (JSON editor); override the stored ones'),
-  lights_dir: z.string().max(MAX_PATH + 1).optional(),
+  lights_dir: z.string().max(PATH_FIELD_MAX).optional(),
   pattern: z.string().min(1).max(256).optional(),
-  runs_dir: z.string().max(MAX_PATH + 1).optional(),
+  runs_dir: z.string().max(PATH_FIELD_MAX).optional(),
   run_name: z.string().max(128).optional(),
   queue: z.array(QueueEntrySchema).max(64).optional(),
 });

@@ -175,11 +175,14 @@ export class JobManager {
       },
     });
     this.children.set(id, child);
+    rec.pid = child.pid;
+    persist();
     this.settled.set(
       id,
       child.exited.then(async ({ code, signal }) => {
         this.children.delete(id);
         await persisting;
+        rec.pid = null;
         const result = this.results.get(id);
         this.results.delete(id);
         rec.exit_code = code;

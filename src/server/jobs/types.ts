@@ -25,6 +25,8 @@ export interface JobRecord {
   progress: { phase: string | null; fraction: number };
   error: { code: JobErrorCode; message: string } | null;
   exit_code: number | null;
+  /** Process id of the job's child while it runs (null before and after). */
+  pid?: number | null;
   request: Record<string, unknown>;
   /** Result details reported by the child (outputs, diagnostics paths). */
   result?: Record<string, unknown> | null;

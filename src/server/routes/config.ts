@@ -15,14 +15,14 @@ import { decideColorMode, scanFolder, type FrameInfo } from '../../pipeline/scan
 import { queryOf, readBody, jsonBody } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { MAX_PATH } from '../paths.js';
+import { PATH_FIELD_MAX } from '../paths.js';
 import type { ApiRegistry } from '../registry.js';
 import { findRun, parseCsv } from './runs.js';
 
 const SchemaQuery = z.strictObject({ kind: z.enum(['tiled', 'rawstack']).default('tiled') });
 const ValidateJson = z.strictObject({ yaml: z.string() });
 const SuggestBody = z.strictObject({
-  input_dir: z.string().max(MAX_PATH + 1).optional().describe('folder with lights to measure'),
+  input_dir: z.string().max(PATH_FIELD_MAX).optional().describe('folder with lights to measure'),
   pattern: z.string().min(1).max(256).default('*.fit;*.fits;*.fts'),
   run_id: z.string().max(200).optional().describe('use the frame table of this run instead of measuring'),
 });

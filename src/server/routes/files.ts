@@ -9,7 +9,7 @@ import { decideColorMode, scanFolder, summarizeScan, type FrameInfo } from '../.
 import { queryOf, jsonBody } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { isInside, MAX_PATH } from '../paths.js';
+import { isInside, MAX_PATH, PATH_FIELD_MAX } from '../paths.js';
 import type { ApiRegistry } from '../registry.js';
 
 const FITS_EXT = new Set(['.fit', '.fits', '.fts', '.fz']);
@@ -23,10 +23,10 @@ export function isFitsName(name: string): boolean {
 /** Folders nobody may grant: system trees, and anything holding the server's own state. */
 const SYSTEM_DIRS = ['/proc', '/sys', '/dev', '/etc', '/boot', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/usr', '/run', '/root', '/var/run', '/var/lib'];
 
-const ListQuery = z.strictObject({ path: z.string().max(MAX_PATH + 1).optional(), hidden: z.enum(['true', 'false']).default('false') });
-const GrantQuery = z.strictObject({ path: z.string().max(MAX_PATH + 1) });
+const ListQuery = z.strictObject({ path: z.string().max(PATH_FIELD_MAX).optional(), hidden: z.enum(['true', 'false']).default('false') });
+const GrantQuery = z.strictObject({ path: z.string().max(PATH_FIELD_MAX) });
 const ScanBody = z.strictObject({
-  path: z.string().max(MAX_PATH + 1).describe('folder with frames (absolute, inside the allowed roots)'),
+  path: z.string().max(PATH_FIELD_MAX).describe('folder with frames (absolute, inside the allowed roots)'),
   pattern: z.string().min(1).max(256).default('*.fit;*.fits;*.fts').describe('";"-separated globs'),
   max_frames: z.number().int().min(0).max(100000).default(0),
   checksums: z.boolean().default(false),

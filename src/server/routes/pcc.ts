@@ -5,20 +5,21 @@
 import { mkdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
+import { RawStackConfigSchema } from '../../config/rawstack.js';
 import { jsonBody } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { MAX_PATH } from '../paths.js';
+import { PATH_FIELD_MAX } from '../paths.js';
 import type { ApiRegistry } from '../registry.js';
 import { accepted } from './jobs.js';
 
-const p = z.string().max(MAX_PATH + 1);
+const p = z.string().max(PATH_FIELD_MAX);
 const PccRunBody = z.strictObject({
   input: p.describe('RGB FITS with a WCS (absolute path inside the allowed roots)'),
   catalog_file: p.describe('star catalogue CSV (ra, dec, mag, bv or teff)'),
   output: p.optional().describe('output FITS (default: <input>_pcc.fits beside the input)'),
   diagnostics_file: p.optional().describe('diagnostics JSON (default: <output>.json)'),
-  config: z.record(z.string(), z.unknown()).optional().describe('pcc.* parameters'),
+  config: RawStackConfigSchema.shape.pcc.unwrap().omit({ enabled: true, catalog_file: true }).partial().optional().describe('pcc.* parameters (catalog_file is the field above)'),
 });
 const Matrix = z.union([z.array(z.array(z.number()).length(3)).length(3), z.array(z.number()).length(3)]);
 const PccApplyBody = z.strictObject({

@@ -12,7 +12,7 @@ import type { EventLine } from '../../pipeline/events.js';
 import { queryOf } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { isInside, MAX_PATH, resolveInside } from '../paths.js';
+import { isInside, PATH_FIELD_MAX, resolveInside } from '../paths.js';
 import { page, PageQuery, type ApiRegistry } from '../registry.js';
 import { eventsFile, listRuns, parseEventText, phaseStatuses, readEvents, readRunRecord, RUN_ID_RE, type RunSummary } from '../run-index.js';
 
@@ -83,7 +83,7 @@ async function walk(root: string, dir: string, out: { path: string; size: number
 }
 
 const LogsQuery = z.strictObject({ tail: z.coerce.number().int().min(1).max(100000).optional(), limit: z.coerce.number().int().min(1).max(100000).optional(), offset: z.coerce.number().int().min(0).default(0) });
-const ViewQuery = z.strictObject({ path: z.string().max(MAX_PATH + 1) });
+const ViewQuery = z.strictObject({ path: z.string().max(PATH_FIELD_MAX) });
 const EventsQuery = z.strictObject({ last_event_id: z.coerce.number().int().min(0).optional() });
 
 export function runRoutes(api: ApiRegistry, app: AppContext): void {

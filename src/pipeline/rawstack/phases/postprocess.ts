@@ -24,4 +24,4 @@ function placeholder(name: string, switchKey: keyof RawStackState['config']['pos
 const noRgb = (s: RawStackState) => (s.outputs.stacked_rgb ? null : skipped('no_rgb_stack', 'no RGB stack (mono data or stacking did not produce one)'));
 
 export const astrometryPhase = placeholder('ASTROMETRY', 'astrometry', noRgb);
-export const pccPhase = placeholder('PCC', 'pcc', (s, outcomes) => noRgb(s) ?? (outcomes.get('ASTROMETRY')?.status !== 'ok' ? skipped('no_wcs', 'PCC needs a solved WCS from ASTROMETRY') : null));
+export { pccPhase } from './pcc.js';
