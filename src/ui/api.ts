@@ -162,6 +162,8 @@ export const api = {
     }
   },
   job: (jobId: string): Promise<JobRecord> => request('GET', `/api/jobs/${enc(jobId)}`),
+  /** The newest Raw Stack job, or null when there is none. */
+  latestRawStackJob: async (): Promise<JobRecord | null> => listOf<JobRecord>(await request('GET', '/api/jobs?kind=rawstack&limit=1'))[0] ?? null,
   runs: async (): Promise<JsonObject[]> => listOf<JsonObject>(await request('GET', '/api/runs?limit=50')),
   artifacts: async (runId: string): Promise<ArtifactEntry[]> =>
     listOf<ArtifactEntry | string>(await request('GET', `/api/runs/${enc(runId)}/artifacts`)).map((a) => (typeof a === 'string' ? { path: a } : a)),

@@ -7,7 +7,9 @@ import { api, type ArtifactEntry } from './api.js';
 import { clear, formatBytes, formatTime, h } from './dom.js';
 import { describeEvent, type PhaseView, type RunState } from './run-state.js';
 
-function statusText(p: PhaseView): string {
+/** A phase still pending when its run has ended never ran (e.g. a run cancelled early). */
+function statusText(p: PhaseView, finished = false): string {
+  if (finished && p.status === 'pending') return 'not run';
   if (p.status === 'running') return p.total ? `running ${p.current ?? 0}/${p.total}` : `running ${Math.round(p.progress * 100)}%`;
   return p.status;
 }
@@ -16,7 +18,7 @@ export function renderChips(list: HTMLElement, state: RunState): void {
   clear(list);
   for (const p of state.phases.values()) {
     const title = [p.name, p.status, p.reason, p.message].filter(Boolean).join(' — ');
-    list.append(h('li', { class: `chip chip-${p.status}`, 'data-phase': p.name, 'data-status': p.status, title }, h('span', { class: 'chip-name' }, p.name), h('span', { class: 'chip-status' }, statusText(p))));
+    list.append(h('li', { class: `chip chip-${p.status}`, 'data-phase': p.name, 'data-status': p.status, title }, h('span', { class: 'chip-name' }, p.name), h('span', { class: 'chip-status' }, statusText(p, state.finished))));
   }
 }
 
@@ -29,7 +31,7 @@ export function renderPhaseTable(tbody: HTMLElement, state: RunState): void {
         'tr',
         { 'data-phase': p.name, 'data-status': p.status, class: `row-${p.status}` },
         h('th', { scope: 'row' }, p.name),
-        h('td', {}, h('span', { class: `badge badge-${p.status}` }, p.status)),
+        h('td', {}, h('span', { class: `badge badge-${p.status}` }, statusText(p, state.finished).replace(/^running.*/, 'running'))),
         h('td', {}, h('progress', { max: 100, value: pct, 'aria-label': `${p.name} progress` }), ` ${p.status === 'running' && p.total ? `${p.current ?? 0}/${p.total}` : `${pct}%`}${p.substep ? ` ${p.substep}` : ''}`),
         h('td', {}, [p.reason, p.message].filter(Boolean).join(': ')),
         h('td', { class: 'num' }, p.duration_ms !== undefined ? `${(p.duration_ms / 1000).toFixed(2)} s` : ''),

@@ -399,12 +399,11 @@ async function showServerInfo(): Promise<void> {
 wire();
 renderRun();
 void showServerInfo();
-void loadFrom('parameters').then(() => {
+// Show the run this browser started last, else the server's newest Raw Stack job (another
+// browser's, or one started before a reload), so the monitor and frame table survive reloads.
+void loadFrom('parameters').then(async () => {
   const last = localStorage.getItem(LAST_JOB_KEY);
-  if (last) {
-    api
-      .job(last)
-      .then((job) => follow(job.job_id, job.run_id ?? null))
-      .catch(() => localStorage.removeItem(LAST_JOB_KEY));
-  }
+  const job = (last ? await api.job(last).catch(() => null) : null) ?? (await api.latestRawStackJob().catch(() => null));
+  if (job) follow(job.job_id, job.run_id ?? null);
+  else localStorage.removeItem(LAST_JOB_KEY);
 });

@@ -3,6 +3,8 @@
 // output previews, artifact list and viewer (JSON tree, CSV table, JSONL lines, Markdown, HTML
 // served raw); Resume, New revision and Save as template are visibly disabled, since Raw Stack
 // runs are not resumable. Without the parameter it lists the runs with links into this mode.
+// `&live=poll` skips Server-Sent Events and polls (the fallback path, also for proxies that
+// buffer event streams).
 
 import { api, ApiError, TERMINAL_JOB_STATES, type ArtifactEntry } from './api.js';
 import { showArtifact } from './artifact-viewer.js';
@@ -14,6 +16,7 @@ import { RunState } from './run-state.js';
 const REPORT_PATH = 'artifacts/preprocess/preprocessing_report.html';
 const params = new URLSearchParams(location.search);
 const jobId = params.get('preprocessing_job_id');
+const forcePolling = params.get('live') === 'poll';
 const status = byId('job-status');
 const state = new RunState();
 let runId: string | null = null;
@@ -112,7 +115,7 @@ function preprocessingMode(id: string): void {
       void refreshArtifacts();
     },
     onError: (message) => say(status, message, 'error'),
-  });
+  }, { forcePolling });
 }
 
 async function runsList(): Promise<void> {

@@ -120,10 +120,12 @@ export async function apiJson<T>(env: UiEnv, method: string, path: string, body?
   return data;
 }
 
-export async function shot(page: Page, name: string, fullPage = true): Promise<string> {
+/** Saves `<name>.png`; with `docs`, also `docs-<name>.jpg` (smaller, the copy committed to docs/). */
+export async function shot(page: Page, name: string, fullPage = true, docs = false): Promise<string> {
   const file = join(ARTIFACT_DIR, `${name}.png`);
   // In a full-page picture the sticky Start bar would sit in the middle of the form.
   if (fullPage) await page.addStyleTag({ content: '.actions { position: static !important; }' });
   await page.screenshot({ path: file, fullPage });
+  if (docs) await page.screenshot({ path: join(ARTIFACT_DIR, `docs-${name}.jpg`), fullPage, type: 'jpeg', quality: 72 });
   return file;
 }
