@@ -187,5 +187,12 @@ export const api = {
     const parent = typeof data.parent === 'string' ? data.parent : at === '' ? null : data.parent === null ? '' : parentOf(at);
     return { path: at, parent, entries };
   },
+  /** Header scan of a folder (POST /api/files/scan): frame count and the detected colour mode. */
+  scan: async (path: string, pattern: string): Promise<{ frames: number; colorMode: string | null; filters: string[] }> => {
+    const data = await request<JsonObject>('POST', '/api/files/scan', { path, pattern, max_frames: 0 });
+    const summary = (data.summary ?? {}) as JsonObject;
+    const filters = Array.isArray(summary.filters) ? summary.filters.map((f) => (typeof f === 'string' ? f : String((f as JsonObject)?.filter ?? (f as JsonObject)?.name ?? ''))).filter(Boolean) : [];
+    return { frames: typeof summary.frames === 'number' ? summary.frames : 0, colorMode: typeof summary.color_mode === 'string' ? summary.color_mode : null, filters };
+  },
   grant: (path: string): Promise<unknown> => request('GET', `/api/files/grant?path=${enc(path)}`),
 };

@@ -337,6 +337,33 @@ function setOverride(row: FrameRow, include: boolean): Promise<void> {
   }, `${row.file} will be ${include ? 'included' : 'excluded'} in the next run.`);
 }
 
+/** Queue entry from the input folder; under colour mode auto the folder's headers decide OSC. */
+async function addToQueue(): Promise<void> {
+  const status = byId('queue-status');
+  const dir = byId<HTMLInputElement>('lights_dir').value.trim();
+  const pattern = byId<HTMLInputElement>('pattern').value;
+  let mode = byId<HTMLSelectElement>('input_mode').value;
+  const refused = queue.refuse(dir);
+  if (refused) {
+    say(status, refused, 'error');
+    return;
+  }
+  say(status, `Scanning ${dir}…`);
+  let note = '';
+  let filter: string | null = null;
+  try {
+    const scan = await api.scan(dir, pattern);
+    if (mode === 'auto' && scan.colorMode) mode = scan.colorMode;
+    filter = scan.filters.length === 1 ? (scan.filters[0] ?? null) : null;
+    note = ` ${scan.frames} frame${scan.frames === 1 ? '' : 's'} match ${pattern}${scan.colorMode ? ` (${scan.colorMode})` : ''}.`;
+    if (scan.frames === 0) note = ` Warning: no file matches ${pattern} there.`;
+  } catch (e) {
+    note = ` (not scanned: ${errText(e)})`;
+  }
+  const err = queue.addFrom(dir, mode, pattern, filter);
+  say(status, err ?? `Entry added.${note}`, err ? 'error' : 'ok');
+}
+
 // ---- wiring ---------------------------------------------------------------------------------
 
 async function pick(target: string, mode: 'dir' | 'file', title: string, fileFilter?: RegExp): Promise<void> {
@@ -379,10 +406,7 @@ function wire(): void {
     const filter = b.dataset.filter === 'yaml' ? /\.ya?ml$/i : /\.(fits?|fts)$/i;
     b.addEventListener('click', () => void pick(b.dataset.target!, 'file', b.getAttribute('aria-label') ?? 'Choose a file', filter));
   }
-  byId('queue-add').addEventListener('click', () => {
-    const err = queue.addFrom(byId<HTMLInputElement>('lights_dir').value, byId<HTMLSelectElement>('input_mode').value, byId<HTMLInputElement>('pattern').value);
-    say(byId('queue-status'), err ?? 'Entry added.', err ? 'error' : 'ok');
-  });
+  byId('queue-add').addEventListener('click', () => void addToQueue());
   byId('btn-clear-overrides').addEventListener('click', () => void writeOverrides((o) => Object.keys(o).forEach((k) => delete o[k]), 'Manual overrides cleared.'));
 }
 

@@ -1,6 +1,6 @@
 // The run queue of the Raw Stack page (seed "Run queue entry"): entries are added from the
-// current input folder field (filter `OSC` for colour data, else the next of L, R, G, B, Ha not
-// yet used), edited in place (filter, pattern, label, active) and removed. An empty queue means a
+// current input folder field (filter `OSC` for colour data, else the folder's FILTER header or
+// the next of L, R, G, B, Ha not yet used), edited in place (filter, pattern, label, active) and removed. An empty queue means a
 // single-folder run with the input folder.
 
 import { clear, h } from './dom.js';
@@ -39,13 +39,24 @@ export class RunQueue {
     this.render();
   }
 
-  /** Adds an entry from the input folder; returns an error text instead when there is none. */
-  addFrom(inputDir: string, colourMode: string, pattern: string): string | null {
+  /** Why the input folder cannot become an entry, or null when it can. */
+  refuse(inputDir: string): string | null {
     const dir = inputDir.trim();
     if (!dir) return 'Choose an input folder first: a queue entry is taken from it.';
     if (this.entries.some((e) => e.input_dir === dir)) return `${dir} is already in the queue.`;
+    return null;
+  }
+
+  /**
+   * Adds an entry from the input folder. `colourMode` is the form's choice or, under `auto`, what
+   * the folder's headers say; `headerFilter` the FILTER card when the frames carry one.
+   */
+  addFrom(inputDir: string, colourMode: string, pattern: string, headerFilter: string | null = null): string | null {
+    const refused = this.refuse(inputDir);
+    if (refused) return refused;
+    const dir = inputDir.trim();
     const used = new Set(this.entries.map((e) => e.filter));
-    const filter = colourMode.toUpperCase() === 'OSC' ? 'OSC' : (MONO_FILTERS.find((x) => !used.has(x)) ?? 'L');
+    const filter = colourMode.toUpperCase() === 'OSC' ? 'OSC' : headerFilter && !used.has(headerFilter) ? headerFilter : (MONO_FILTERS.find((x) => !used.has(x)) ?? 'L');
     this.entries.push({ filter, input_dir: dir, pattern: pattern.trim() === '*.fits' ? '' : pattern.trim(), label: '', active: true });
     this.render();
     return null;

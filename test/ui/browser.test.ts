@@ -226,13 +226,20 @@ run('folder browser picks the input folder; queue entries are added from it and 
   await page.locator('#browser[open]').waitFor({ state: 'detached' }).catch(() => {});
   assert.is(await page.inputValue('#runs_dir'), '');
 
-  await page.selectOption('#input_mode', 'OSC');
+  // Colour mode auto: the folder's headers (BAYERPAT) make the entry's filter OSC.
+  assert.is(await page.inputValue('#input_mode'), 'auto');
   await page.click('#queue-add');
+  await page.locator('#queue-body tr').waitFor();
+  assert.match((await page.textContent('#queue-status')) ?? '', /8 frames match \*\.fits \(OSC\)/);
   assert.is(await page.locator('#queue-body tr').count(), 1);
   assert.is(await page.inputValue('#queue-body tr .q-filter'), 'OSC');
   assert.match((await page.textContent('#queue-body tr .path-cell')) ?? '', env!.lightsDir);
   await page.click('#queue-add'); // the same folder twice is refused
+  await page.waitForFunction(() => /already in the queue/.test(document.getElementById('queue-status')?.textContent ?? ''));
   assert.is(await page.locator('#queue-body tr').count(), 1);
+  // Entries are edited in place: label, pattern and active.
+  await page.fill('#queue-body tr .q-label', 'night 1');
+  await page.uncheck('#queue-body tr .q-active');
   await page.click('#queue-body tr button');
   assert.is(await page.locator('#queue-body tr').count(), 0);
   assert.ok(await page.isVisible('#queue-empty'));
