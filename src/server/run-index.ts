@@ -124,6 +124,9 @@ export async function closeRun(runDir: string, status: RunStatus, reason: 'cance
   const runId = lines[0]?.run_id ?? rec?.run_id ?? '';
   let seq = lines.reduce((m, l) => Math.max(m, l.seq ?? 0), 0);
   const now = Date.now();
+  // A process killed mid-write can leave a torn last line: start ours on a fresh line.
+  const text = await readFile(eventsFile(runDir), 'utf8').catch(() => '');
+  if (text.length > 0 && !text.endsWith('\n')) appendFileSync(eventsFile(runDir), '\n');
   const emit = (body: Record<string, unknown>) => {
     appendFileSync(eventsFile(runDir), JSON.stringify({ seq: ++seq, ts: new Date().toISOString(), run_id: runId, ...body }) + '\n');
   };

@@ -214,6 +214,9 @@ test('config schema (tiled and Raw Stack) and suggestions with reasons', async (
   assert.is(s.json.measured.frames, 6);
   assert.ok(s.json.measured.fwhm > 1 && s.json.measured.fwhm < 10, `fwhm ${s.json.measured.fwhm}`);
   envelope(await http(base, 'POST', '/api/config/suggest', { body: { input_dir: '/etc' } }), 403, 'PATH_NOT_ALLOWED');
+  const fromScan = await http(base, 'POST', '/api/config/suggest', { body: { scan: { frames: 40, width: 600, height: 400, fwhm: 3 } } });
+  const bs = Object.fromEntries(fromScan.json.suggestions.map((x: { path: string; value: unknown }) => [x.path, x.value]));
+  assert.equal([bs['rejection.method'], bs['rejection.low'], bs['tile.min_size']], ['sigma', 2.5, 66], 'tile: 32 × 3 px capped at 400 / 6');
 });
 
 test('files: roots, listing with FITS marked, grant (persisted as a root), scan with groups and warnings', async () => {

@@ -231,6 +231,10 @@ test('jobs: pipeline selection, resume refused for Raw Stack, cancel errors', as
   envelope(await http(base, 'DELETE', `/api/jobs/${done!.job_id}`), 409, 'JOB_FINISHED');
   envelope(await http(base, 'DELETE', '/api/jobs/job_unknown0000'), 404, 'NOT_FOUND');
   envelope(await http(base, 'POST', '/api/tools/preprocessing/cancel', { body: { job_id: done!.job_id } }), 409, 'JOB_FINISHED');
+  const log = await http(base, 'GET', `/api/jobs/${done!.job_id}/log?tail=5`);
+  assert.is(log.status, 200);
+  assert.ok(Array.isArray(log.json.lines));
+  assert.not.match(log.text, /maxDynamic/);
   const list = await http(base, 'GET', '/api/jobs?state=ok&kind=rawstack');
   assert.ok(list.json.items.some((j: { job_id: string }) => j.job_id === done!.job_id));
 });

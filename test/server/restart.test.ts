@@ -29,6 +29,8 @@ test('kill the server mid-job, restart: INTERRUPTED, run closed, parameters, gra
         const r = await http(url, 'GET', `/api/jobs/${start.json.job_id}`);
         return r.json.state === 'running' && r.json.pid && r.json.progress.phase ? r.json : null;
       }, 20000, 20);
+      const queued = await http(url, 'POST', '/api/tools/preprocessing/run', { body: { run_name: 'queued' } });
+      assert.is((await http(url, 'GET', `/api/jobs/${queued.json.job_id}`)).json.state, 'pending');
       proc.kill('SIGKILL');
       killed = true;
       await waitFor(async () => !alive(running.pid), 5000, 20);
@@ -53,6 +55,10 @@ test('kill the server mid-job, restart: INTERRUPTED, run closed, parameters, gra
         assert.is(params.json.config.rejection.high, 2.75);
         assert.is((await http(s2.url, 'GET', `/api/files/list?path=${encodeURIComponent(granted)}`)).status, 200, 'grant survived');
         assert.is((await http(s2.url, 'DELETE', `/api/jobs/${start.json.job_id}`)).json.error.code, 'JOB_FINISHED');
+        // the job that was still queued is queued again (and started: the queue was free)
+        const again = await http(s2.url, 'GET', `/api/jobs/${queued.json.job_id}`);
+        assert.ok(['pending', 'running'].includes(again.json.state), again.json.state);
+        assert.is((await http(s2.url, 'DELETE', `/api/jobs/${queued.json.job_id}`)).status, 202);
       } finally {
         await s2.close();
       }

@@ -15,7 +15,7 @@ export interface JobManagerOptions {
   store: JobStore;
   cliPath: string;
   maxConcurrent: number;
-  /** Seconds between SIGTERM and SIGKILL on cancel (the 2 s bar leaves room for exit). */
+  /** Milliseconds between SIGTERM and SIGKILL on cancel (default 1200: the child is gone within 2 s). */
   killGraceMs?: number;
   log?: (message: string) => void;
   env?: NodeJS.ProcessEnv;

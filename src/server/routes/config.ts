@@ -25,6 +25,10 @@ const SuggestBody = z.strictObject({
   input_dir: z.string().max(PATH_FIELD_MAX).optional().describe('folder with lights to measure'),
   pattern: z.string().min(1).max(256).default('*.fit;*.fits;*.fts'),
   run_id: z.string().max(200).optional().describe('use the frame table of this run instead of measuring'),
+  scan: z
+    .strictObject({ frames: z.number().int().min(0), width: z.number().int().min(1).optional(), height: z.number().int().min(1).optional(), fwhm: z.number().positive().optional() })
+    .optional()
+    .describe('figures of a scan the client already has (POST /api/files/scan summary; fwhm in px when known)'),
 });
 
 /** Largest frame (pixels) measured in the server process for a FWHM suggestion. */
@@ -102,7 +106,12 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
       let frames: number | null = null;
       let fwhm: number | null = null;
       let shortSide: number | null = null;
-      if (body.run_id) {
+      if (body.scan) {
+        frames = body.scan.frames;
+        fwhm = body.scan.fwhm ?? null;
+        shortSide = body.scan.width && body.scan.height ? Math.min(body.scan.width, body.scan.height) : null;
+        measured.source = 'scan figures from the request';
+      } else if (body.run_id) {
         const dir = await findRun(app, body.run_id);
         const rows = await readFile(join(dir, 'artifacts', 'preprocess', 'frame_quality.csv'), 'utf8').then(parseCsv, () => null);
         if (!rows) throw new ApiError('NOT_FOUND', `run ${body.run_id} has no frame_quality.csv`);

@@ -1,10 +1,11 @@
 // Job endpoints: start a pipeline run ({pipeline, ...}), resume (409 for Raw Stack, which is
 // not resumable), list (newest first, paged), one job, cancel. Jobs are DESIGN §5 records.
 
+import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { jsonBody, queryOf } from '../body.js';
 import type { AppContext } from '../context.js';
-import { ApiError } from '../errors.js';
+import { ApiError, validationError } from '../errors.js';
 import { JOB_ID_RE } from '../jobs/store.js';
 import type { JobRecord } from '../jobs/types.js';
 import { page, PageQuery, type ApiRegistry } from '../registry.js';
@@ -47,10 +48,7 @@ export function jobRoutes(api: ApiRegistry, app: AppContext): void {
         throw new ApiError('PIPELINE_UNAVAILABLE', `pipeline "${raw.pipeline}" is not available; available: ${PIPELINE_NAMES.join(', ')}`, { available: PIPELINES.map((p) => p.name) });
       }
       const r = RawStackRunBody.safeParse(raw);
-      if (!r.success) {
-        const { validationError } = await import('../errors.js');
-        throw validationError(r.error, 'request body');
-      }
+      if (!r.success) throw validationError(r.error, 'request body');
       const { pipeline: _p, ...body } = r.data;
       const job = await startRawStack(app, body, { pipeline: 'rawstack', via: '/api/jobs/run' });
       ctx.status = 202;
@@ -81,6 +79,15 @@ export function jobRoutes(api: ApiRegistry, app: AppContext): void {
 
   api.add({ method: 'get', path: '/api/jobs/:id', tag: 'jobs', summary: 'one job record', responses: { 200: 'job record', 404: 'no such job' } }, async (ctx) => {
     ctx.body = getJob(app, ctx.params.id!);
+  });
+
+  const LogQuery = z.strictObject({ tail: z.coerce.number().int().min(1).max(100000).default(200) });
+  api.add({ method: 'get', path: '/api/jobs/:id/log', tag: 'jobs', summary: "the job child's stdout/stderr (Dawn's native noise filtered), last ?tail= lines", query: LogQuery, responses: { 200: '{lines, total}', 404: 'no such job' } }, async (ctx) => {
+    const q = queryOf(ctx, LogQuery);
+    const job = getJob(app, ctx.params.id!);
+    const text = await readFile(app.jobStore.logFile(job.job_id), 'utf8').catch(() => '');
+    const lines = text.split('\n').filter((l) => l.length > 0);
+    ctx.body = { job_id: job.job_id, lines: lines.slice(-q.tail), total: lines.length };
   });
 
   api.add({ method: 'delete', path: '/api/jobs/:id', tag: 'jobs', summary: 'cancel a job (the child ends within 2 s; its run closes with cancelled)', responses: { 202: 'job record (cancelling or cancelled)', 404: 'no such job', 409: 'JOB_FINISHED' } }, async (ctx) => {
