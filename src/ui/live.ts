@@ -28,6 +28,8 @@ export interface Follower {
 export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: number; forcePolling?: boolean } = {}): Follower {
   const pollMs = opts.pollMs ?? 1000;
   let stopped = false;
+  // Set by the caller's stop(): from then on no callback fires (a newer job owns the view).
+  let detached = false;
   let lastSeq = 0;
   let source: EventSource | null = null;
   const timers = new Set<number>();
@@ -65,9 +67,10 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
       for (let i = 0; i < 10 && (!job || !TERMINAL_JOB_STATES.has(job.state)); i++) {
         if (i > 0) await sleep(300);
         job = await api.job(jobId).catch(() => job);
+        if (detached) return;
         if (job) cb.onJob?.(job);
       }
-      cb.onDone?.(job);
+      if (!detached) cb.onDone?.(job);
     })();
   };
 
@@ -76,7 +79,7 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
       job = await api.job(jobId);
       if (!stopped) cb.onJob?.(job);
     } catch (e) {
-      cb.onError?.(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+      if (!detached) cb.onError?.(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
     }
     return job;
   };
@@ -85,7 +88,7 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
     try {
       for (const line of await api.logs(runId)) deliver(line as EventLine);
     } catch (e) {
-      cb.onError?.(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+      if (!detached) cb.onError?.(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
     }
   };
 
@@ -161,7 +164,12 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
   };
 
   void waitForRun();
-  return { stop: halt };
+  return {
+    stop(): void {
+      detached = true;
+      halt();
+    },
+  };
 }
 
 function sleep(ms: number): Promise<void> {

@@ -48,6 +48,7 @@ export function renderLog(list: HTMLElement, state: RunState, max = 200): void {
     const level = e.type === 'warning' ? 'warn' : e.type === 'phase_end' && e.status === 'error' ? 'error' : 'info';
     list.append(h('li', { class: `log-${level}`, 'data-type': e.type }, h('time', {}, formatTime(e.ts)), ' ', describeEvent(e)));
   }
+  if (shown.length === 0) list.append(h('li', { class: 'muted' }, state.finished ? 'no events' : 'no events yet'));
   list.scrollTop = list.scrollHeight;
 }
 

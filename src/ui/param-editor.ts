@@ -128,6 +128,16 @@ export class ParamEditor {
     }
     this.issueList.hidden = this.issues.length === 0;
     this.renderGutter();
+    // Bring the first marked key into view (without taking the focus from the button pressed).
+    const first = this.issues.find((i) => i.line !== null)?.line;
+    if (first !== undefined && first !== null) this.scrollToLine(first);
+  }
+
+  private scrollToLine(line: number): void {
+    const rows = this.area.value.split('\n').length;
+    const lineHeight = this.area.scrollHeight / Math.max(1, rows);
+    this.area.scrollTop = Math.max(0, (line - 3) * lineHeight);
+    this.gutter.scrollTop = this.area.scrollTop;
   }
 
   private jumpTo(line: number | null): void {
@@ -136,8 +146,7 @@ export class ParamEditor {
     const start = rows.slice(0, line - 1).reduce((n, r) => n + r.length + 1, 0);
     this.area.focus();
     this.area.setSelectionRange(start, start + (rows[line - 1]?.length ?? 0));
-    const lineHeight = this.area.scrollHeight / Math.max(1, rows.length);
-    this.area.scrollTop = Math.max(0, (line - 3) * lineHeight);
+    this.scrollToLine(line);
   }
 
   private renderGutter(): void {

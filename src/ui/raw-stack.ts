@@ -228,10 +228,12 @@ function renderRun(): void {
 }
 
 async function refreshArtifacts(): Promise<ArtifactEntry[]> {
-  if (!runId) return [];
+  const rid = runId;
+  if (!rid) return [];
   try {
-    const entries = await api.artifacts(runId);
-    renderArtifactLinks(byId('artifact-links'), runId, entries);
+    const entries = await api.artifacts(rid);
+    if (rid !== runId) return [];
+    renderArtifactLinks(byId('artifact-links'), rid, entries);
     return entries;
   } catch {
     return [];
@@ -250,9 +252,10 @@ function follow(id: string, knownRunId: string | null): void {
   reportBtn.disabled = true;
   setRunButtons({ job_id: id, kind: 'rawstack', state: 'pending' });
   renderRun();
+  const mine = state;
   follower = followJob(id, {
     onLine: (line) => {
-      if (!state.apply(line)) return;
+      if (state !== mine || !state.apply(line)) return;
       if (!runId && typeof line.run_id === 'string') runId = line.run_id;
       if (runId) byId('monitor-run').textContent = `${runId} (job ${id})`;
       renderRun();
@@ -262,6 +265,7 @@ function follow(id: string, knownRunId: string | null): void {
       }
     },
     onJob: (job) => {
+      if (state !== mine) return;
       if (job.run_id && !runId) runId = job.run_id;
       setRunButtons(job);
       if (!TERMINAL_JOB_STATES.has(job.state)) say(runStatus, `Job ${job.state}${job.progress?.phase ? `: ${job.progress.phase}` : ''}`);
@@ -270,6 +274,7 @@ function follow(id: string, knownRunId: string | null): void {
       byId('live-mode').textContent = mode === 'done' ? '' : `(${mode === 'sse' ? 'live' : mode})`;
     },
     onDone: (job) => {
+      if (state !== mine) return; // a newer run took over the monitor
       setRunButtons(job);
       const final = state.runStatus ?? job?.state ?? 'unknown';
       const error = job?.error ? ` — ${job.error.code}: ${job.error.message}` : '';
@@ -280,7 +285,9 @@ function follow(id: string, knownRunId: string | null): void {
         if (entries.some((e) => e.path === FRAME_CSV)) void loadFrames();
       });
     },
-    onError: (message) => say(runStatus, message, 'error'),
+    onError: (message) => {
+      if (state === mine) say(runStatus, message, 'error');
+    },
   });
 }
 
@@ -292,9 +299,11 @@ async function storedOverrides(): Promise<Overrides> {
 }
 
 async function loadFrames(): Promise<void> {
-  if (!runId) return;
+  const rid = runId;
+  if (!rid) return;
   try {
-    const view = await api.view(runId, FRAME_CSV);
+    const view = await api.view(rid, FRAME_CSV);
+    if (rid !== runId) return;
     frameList = frameRows(typeof view.text === 'string' ? view.text : '');
   } catch {
     return; // no frame table for a run that stopped before FRAME_FILTERING

@@ -76,7 +76,15 @@ export async function startUiEnv(): Promise<UiEnv> {
   const failedResponses: string[] = [];
   context.on('request', (r) => requests.push(r.url()));
   context.on('response', (r) => {
-    if (r.status() >= 400) failedResponses.push(`${r.status()} ${r.request().method()} ${new URL(r.url()).pathname}`);
+    if (r.status() < 400) return;
+    const from = (() => {
+      try {
+        return new URL(r.frame().url()).pathname + new URL(r.frame().url()).search;
+      } catch {
+        return '?';
+      }
+    })();
+    failedResponses.push(`${r.status()} ${r.request().method()} ${new URL(r.url()).pathname}${new URL(r.url()).search} (from ${from})`);
   });
   context.on('page', (p) => watch(p, pageErrors));
   return {
