@@ -95,6 +95,8 @@ export interface ArtifactEntry {
   path: string;
   size?: number;
   type?: string;
+  /** Modification time (ISO), when the server gives it: a changed file is reloaded. */
+  mtime?: string;
 }
 
 export interface ArtifactView {

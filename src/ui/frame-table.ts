@@ -36,7 +36,8 @@ const METRICS: [string, string][] = [
   ['weight', 'Weight'],
 ];
 
-export function renderFrameTable(tbody: HTMLElement, rows: FrameRow[], overrides: Overrides, onChange: (row: FrameRow, include: boolean) => void): void {
+/** Without `onChange` the table is read-only (the run monitor): no checkbox column. */
+export function renderFrameTable(tbody: HTMLElement, rows: FrameRow[], overrides: Overrides, onChange?: (row: FrameRow, include: boolean) => void): void {
   clear(tbody);
   for (const row of rows) {
     const manual = overrideFor(overrides, row);
@@ -45,17 +46,19 @@ export function renderFrameTable(tbody: HTMLElement, rows: FrameRow[], overrides
       h(
         'tr',
         { 'data-file': row.file, 'data-status': row.status, class: row.status === 'excluded' ? 'row-excluded' : 'row-included' },
-        h(
-          'td',
-          {},
-          h('input', {
-            type: 'checkbox',
-            checked,
-            'aria-label': `Include ${row.file} in the next run`,
-            class: 'frame-include',
-            onchange: (ev: Event) => onChange(row, (ev.target as HTMLInputElement).checked),
-          }),
-        ),
+        onChange
+          ? h(
+              'td',
+              {},
+              h('input', {
+                type: 'checkbox',
+                checked,
+                'aria-label': `Include ${row.file} in the next run`,
+                class: 'frame-include',
+                onchange: (ev: Event) => onChange(row, (ev.target as HTMLInputElement).checked),
+              }),
+            )
+          : null,
         h('td', { class: 'num' }, row.index),
         h('td', {}, row.file),
         h('td', {}, h('span', { class: `badge badge-${row.status === 'excluded' ? 'error' : 'ok'}` }, row.status)),

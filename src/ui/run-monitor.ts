@@ -9,11 +9,13 @@
 import { api, ApiError, TERMINAL_JOB_STATES, type ArtifactEntry } from './api.js';
 import { showArtifact } from './artifact-viewer.js';
 import { byId, clear, formatBytes, h, say } from './dom.js';
+import { frameRows, renderFrameTable } from './frame-table.js';
 import { followJob } from './live.js';
 import { renderLog, renderPhaseTable, renderPreviews } from './monitor-views.js';
 import { RunState } from './run-state.js';
 
 const REPORT_PATH = 'artifacts/preprocess/preprocessing_report.html';
+const FRAME_CSV = 'artifacts/preprocess/frame_quality.csv';
 const params = new URLSearchParams(location.search);
 const jobId = params.get('preprocessing_job_id');
 const forcePolling = params.get('live') === 'poll';
@@ -77,7 +79,23 @@ async function refreshArtifacts(): Promise<void> {
   renderArtifactList();
   renderPreviews(byId('previews'), runId, artifacts);
   if (artifacts.some((a) => a.path === REPORT_PATH)) byId<HTMLButtonElement>('btn-report').disabled = false;
+  const csv = artifacts.find((a) => a.path === FRAME_CSV);
+  if (csv && csv.mtime !== framesShown) void showFrames(csv.mtime);
   if (selected && byId('viewer').dataset.path !== selected && artifacts.some((a) => a.path === selected)) void select(selected);
+}
+
+/** The run's frame table, read-only, with excluded frames marked (seed "Quality filter"). */
+let framesShown: string | undefined;
+async function showFrames(version: string | undefined): Promise<void> {
+  if (!runId) return;
+  framesShown = version;
+  try {
+    const v = await api.view(runId, FRAME_CSV);
+    renderFrameTable(byId('frame-body'), frameRows(typeof v.text === 'string' ? v.text : ''), {});
+    byId('frames').hidden = false;
+  } catch (e) {
+    say(status, `Frames: ${errText(e)}`, 'error');
+  }
 }
 
 function preprocessingMode(id: string): void {

@@ -320,6 +320,11 @@ run('Run Monitor: preprocessing mode, phase list, disabled run functions, events
   }
   assert.ok(await monitor.isVisible('#mode-note'));
   assert.match((await monitor.textContent('#event-log')) ?? '', /REPORT ok/);
+  // The frame table marks excluded frames with their reasons.
+  await monitor.locator('#frames:not([hidden]) #frame-body tr').first().waitFor();
+  const frames = await monitor.$$eval('#frame-body tr', (rows) => rows.map((r: El) => [r.dataset.status, r.querySelectorAll('td')[3].textContent]));
+  assert.is(frames.length, 8);
+  for (const [st, reason] of frames) assert.ok(st === 'included' ? reason === '' : st === 'excluded' && reason !== '', `${st} ${reason}`);
 
   await monitor.click('#artifact-list button[data-path="artifacts/preprocess/events.jsonl"]');
   await monitor.locator('#viewer .jsonl li[data-type="run_end"]').waitFor();
