@@ -121,6 +121,8 @@ test('a Raw Stack job from the preprocessing tool: 202, job record, status, SSE 
 test('runs: list, details, logs, artifacts, view, raw, report', async () => {
   assert.ok(done);
   const id = done!.run_id;
+  envelope(await http(base, 'GET', '/api/runs?limit=0'), 400, 'VALIDATION_ERROR');
+  envelope(await http(base, 'GET', '/api/runs?offset=-1'), 400, 'VALIDATION_ERROR');
   const list = await http(base, 'GET', '/api/runs?limit=10');
   assert.is(list.status, 200);
   assert.ok(list.json.items.some((r: { run_id: string; kind: string }) => r.run_id === id && r.kind === 'rawstack'));
@@ -212,6 +214,8 @@ test('hostile artifact and run-start paths stay inside the run folder and the ro
     { lights_dir: lights, config: { pcc: { catalog_file: '/etc/passwd' } } },
     { lights_dir: lights, queue: [{ filter: 'L', input_dir: '/etc', active: true }] },
     { lights_dir: `${lights}\u0000` },
+    { lights_dir: lights, config: { astrometry: { astap_bin: '/bin/sh' } } },
+    { lights_dir: lights, config: { astrometry: { astrometry_net_bin: '/usr/bin/../../bin/solve-field' } } },
   ];
   for (const body of starts) {
     const r = await http(base, 'POST', '/api/tools/preprocessing/run', { body });
@@ -231,6 +235,11 @@ test('jobs: pipeline selection, resume refused for Raw Stack, cancel errors', as
   envelope(await http(base, 'DELETE', `/api/jobs/${done!.job_id}`), 409, 'JOB_FINISHED');
   envelope(await http(base, 'DELETE', '/api/jobs/job_unknown0000'), 404, 'NOT_FOUND');
   envelope(await http(base, 'POST', '/api/tools/preprocessing/cancel', { body: { job_id: done!.job_id } }), 409, 'JOB_FINISHED');
+  for (const p of ['', '/logs', '/artifacts', '/artifacts/view?path=run.json', '/artifacts/raw/run.json', '/report', '/events']) envelope(await http(base, 'GET', `/api/runs/run_19990101_000000${p}`), 404, 'NOT_FOUND');
+  envelope(await http(base, 'GET', '/api/tools/preprocessing/status?job_id=job_unknown0000'), 404, 'NOT_FOUND');
+  envelope(await http(base, 'GET', '/api/jobs/job_unknown0000/log'), 404, 'NOT_FOUND');
+  envelope(await http(base, 'GET', `/api/runs/${done!.run_id}/logs?tail=0`), 400, 'VALIDATION_ERROR');
+  envelope(await http(base, 'GET', `/api/runs/${done!.run_id}/artifacts/view`), 400, 'VALIDATION_ERROR');
   const log = await http(base, 'GET', `/api/jobs/${done!.job_id}/log?tail=5`);
   assert.is(log.status, 200);
   assert.ok(Array.isArray(log.json.lines));
@@ -239,13 +248,24 @@ test('jobs: pipeline selection, resume refused for Raw Stack, cancel errors', as
   assert.ok(list.json.items.some((j: { job_id: string }) => j.job_id === done!.job_id));
 });
 
+test('a run queue (one folder per filter) through POST /api/jobs/run', async () => {
+  const r = await http(base, 'POST', '/api/jobs/run', { body: { pipeline: 'rawstack', run_name: 'queue', queue: [{ filter: 'L', input_dir: lights, active: true }, { filter: 'Ha', input_dir: lights, active: false }] } });
+  assert.is(r.status, 202, r.text);
+  const job = await finished(r.json.job_id);
+  assert.is(job.json.state, 'ok', job.text);
+  const arts = (await http(base, 'GET', `/api/runs/${r.json.run_id}/artifacts`)).json.items.map((a: { path: string }) => a.path);
+  assert.ok(arts.includes('outputs/stacked_linear.fits'), arts.join(' '));
+  const run = await http(base, 'GET', `/api/runs/${r.json.run_id}`);
+  assert.is(run.json.run.input.queue.length, 2);
+});
+
 test('FIFO queue, cancel of a pending job, cancel of a running job: child gone within 2 s, run closed as cancelled', async () => {
   const a = await http(base, 'POST', '/api/jobs/run', { body: { pipeline: 'rawstack', lights_dir: lights, run_name: 'qa' } });
   assert.is(a.status, 202, a.text);
   const b = await http(base, 'POST', '/api/jobs/run', { body: { pipeline: 'rawstack', lights_dir: lights, run_name: 'qb' } });
   assert.is(b.status, 202);
   assert.is((await http(base, 'GET', `/api/jobs/${b.json.job_id}`)).json.state, 'pending', 'max_concurrent_jobs = 1: the second waits');
-  const cb = await http(base, 'DELETE', `/api/jobs/${b.json.job_id}`);
+  const cb = await http(base, 'POST', '/api/tools/preprocessing/cancel', { body: { job_id: b.json.job_id } });
   assert.is(cb.status, 202);
   assert.is(cb.json.state, 'cancelled');
   const bEvents = (await http(base, 'GET', `/api/runs/${b.json.run_id}/logs`)).json.items;

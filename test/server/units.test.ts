@@ -2,7 +2,9 @@
 // closing an unclosed run, rejection suggestions by frame count, tiled YAML positions.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { validateTiledYaml } from '../../src/config/tiled.js';
 import { DawnNoiseFilter } from '../../src/server/jobs/dawn-noise.js';
@@ -107,6 +109,15 @@ test('tiled YAML: nested unknown keys warn at their key, ranges and enums are er
   assert.is(validateTiledYaml('- 1\n- 2\n').ok, false);
   const bomb = 'a: &a [x, x, x, x, x, x, x, x, x]\n' + Array.from({ length: 12 }, (_, i) => `b${i}: &b${i} [${Array(9).fill(i === 0 ? '*a' : `*b${i - 1}`).join(', ')}]`).join('\n') + '\n';
   assert.is(validateTiledYaml(bomb).ok, false, 'alias expansion is bounded');
+});
+
+test('skystack serve refuses bad options with exit code 2', () => {
+  const cli = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
+  const r = spawnSync(process.execPath, [cli, 'serve', '--port', 'eighty'], { encoding: 'utf8' });
+  assert.is(r.status, 2);
+  assert.match(r.stderr, /--port must be/);
+  const m = spawnSync(process.execPath, [cli, 'serve', '--max-jobs', '0'], { encoding: 'utf8' });
+  assert.is(m.status, 2);
 });
 
 test.run();

@@ -85,6 +85,7 @@ export async function runRawStack(config: RawStackConfig, options: RawStackRunOp
     outputs: {},
     artifacts: [],
     warnings: [],
+    queue: null,
     summaries: {},
   };
   try {

@@ -160,11 +160,13 @@ export class JobManager {
     const persist = () => {
       persisting = persisting.then(() => this.o.store.save(rec)).catch((e) => this.o.log?.(`saving job ${id}: ${(e as Error).message}`));
     };
+    // The API token is the server's secret; job children never need it.
+    const { SKYSTACK_TOKEN: _token, ...env } = this.o.env ?? process.env;
     const child = spawnJobChild({
       cliPath: this.o.cliPath,
       specFile: this.o.store.specFile(id),
       logFile: this.o.store.logFile(id),
-      ...(this.o.env ? { env: this.o.env } : {}),
+      env,
       onMessage: (m) => {
         if (m.type === 'progress') {
           rec.progress = { phase: m.phase, fraction: Math.max(0, Math.min(1, m.fraction)) };
