@@ -245,10 +245,14 @@ run('folder browser picks the input folder; queue entries are added from it and 
   assert.ok(await page.isVisible('#queue-empty'));
 });
 
-run('start a run from the form: every phase reaches its final state; Report and Run Monitor enabled', async () => {
+run('start a run from the form (through a queue entry): every phase reaches its final state; Report and Run Monitor enabled', async () => {
   await page.goto('/ui/');
   await page.waitForFunction(() => (document.getElementById('params-json') as El).value.includes('"bge"'));
   await page.fill('#lights_dir', env!.lightsDir);
+  // The run goes through the queue: one entry taken from the input folder, labelled.
+  await page.click('#queue-add');
+  await page.locator('#queue-body tr').waitFor();
+  await page.fill('#queue-body tr .q-label', 'night 1');
   await page.fill('#run_name', 'ui test');
   await page.fill('#qf_min_stars', '3');
   await page.fill('#qf_min_correlation', '0.3');
@@ -293,6 +297,7 @@ run('start a run from the form: every phase reaches its final state; Report and 
   assert.is(get(eff.json, 'runtime_limits.memory_budget'), 256);
   assert.is(get(eff.json, 'quality_filter.min_stars'), 3);
   assert.is(get(eff.json, 'postprocess.astrometry'), false);
+  assert.equal(get(eff.json, 'queue'), [{ filter: 'OSC', input_dir: env!.lightsDir, label: 'night 1', active: true }]);
   assert.match(job.run_id, /^ui_test_\d{8}_\d{6}/);
   await page.locator('#frames:not([hidden])').waitFor();
   await shot(page, 'raw-stack', true, true);
