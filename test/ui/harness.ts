@@ -18,7 +18,8 @@ export const ARTIFACT_DIR = join(here, '..', '..', 'test-artifacts', 'ui');
 /** dist/test/ui → dist/ui (the built front end). */
 export const UI_DIR = join(here, '..', '..', 'ui');
 
-const CANDIDATES = [process.env.SKYSTACK_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => typeof p === 'string' && p !== '');
+// SKYSTACK_CHROMIUM, when set, is the only browser considered (a missing one skips the tests).
+const CANDIDATES = process.env.SKYSTACK_CHROMIUM ? [process.env.SKYSTACK_CHROMIUM] : ['/usr/bin/chromium', '/usr/bin/chromium-browser'];
 export const chromiumPath = CANDIDATES.find((p) => existsSync(p)) ?? null;
 const uiBuilt = existsSync(join(UI_DIR, 'index.html'));
 
