@@ -62,6 +62,7 @@ test('system info, health and the OpenAPI document', async () => {
   ]) assert.ok(paths.includes(p), `openapi lists ${p}`);
   assert.ok(oa.json.paths['/api/jobs/{id}'].delete, 'DELETE /api/jobs/{id}');
   assert.ok(oa.json.paths['/api/tools/preprocessing/parameters'].patch);
+  assert.equal(oa.json.paths['/api/jobs/{id}'].get.responses['200'].content['application/json'].schema.properties.state.enum, ['pending', 'running', 'cancelling', 'ok', 'error', 'cancelled']);
   // request schemas come from zod
   assert.ok(oa.json.paths['/api/files/scan'].post.requestBody.content['application/json'].schema.properties.path);
 });

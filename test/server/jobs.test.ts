@@ -10,6 +10,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningServer } from '../../src/server/app.js';
+import { AcceptedSchema, JobListSchema, JobRecordSchema, PreprocessingStatusSchema } from '../../src/server/schemas.js';
 import { alive, http, testServer, tinyLights, waitFor, type Res } from './helpers.js';
 
 let dir = '';
@@ -92,6 +93,9 @@ test('a Raw Stack job from the preprocessing tool: 202, job record, status, SSE 
   assert.is(job.json.error, null);
   assert.is(job.json.exit_code, 0);
   assert.is(job.json.progress.fraction, 1);
+  JobRecordSchema.parse(job.json);
+  AcceptedSchema.parse(start.json);
+  JobListSchema.parse((await http(base, 'GET', '/api/jobs')).json);
   for (const k of ['job_id', 'kind', 'state', 'created_at', 'started_at', 'ended_at', 'run_id', 'run_dir', 'progress', 'error', 'exit_code', 'request']) assert.ok(k in job.json, k);
   const s = await stream;
   assert.is(s.status, 200);
@@ -107,6 +111,7 @@ test('a Raw Stack job from the preprocessing tool: 202, job record, status, SSE 
   );
   const status = await http(base, 'GET', `/api/tools/preprocessing/status?job_id=${start.json.job_id}`);
   assert.is(status.status, 200);
+  PreprocessingStatusSchema.parse(status.json);
   assert.is(status.json.state, 'ok');
   assert.is(status.json.run_status, 'ok');
   const phases = Object.fromEntries(status.json.phases.map((p: { phase: string; status: string }) => [p.phase, p.status]));

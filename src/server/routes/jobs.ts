@@ -10,6 +10,7 @@ import { JOB_ID_RE } from '../jobs/store.js';
 import type { JobRecord } from '../jobs/types.js';
 import { page, PageQuery, type ApiRegistry } from '../registry.js';
 import { readRunRecord } from '../run-index.js';
+import { AcceptedSchema, JobListSchema, JobRecordSchema } from '../schemas.js';
 import { RawStackStartBody, startRawStack } from '../rawstack-start.js';
 import { findRun } from './runs.js';
 import { PIPELINE_NAMES, PIPELINES } from './pipelines.js';
@@ -41,6 +42,7 @@ export function jobRoutes(api: ApiRegistry, app: AppContext): void {
       summary: 'start a pipeline run: {pipeline: "rawstack", config?, lights_dir?, pattern?, runs_dir?, run_name?, queue?}',
       body: RawStackRunBody,
       responses: { 202: '{job_id, run_id, run_dir}', 400: 'invalid body or configuration', 403: 'a path outside the allowed roots', 422: 'pipeline unavailable, or a missing input folder' },
+      response: AcceptedSchema,
     },
     async (ctx) => {
       const raw = await jsonBody(ctx, RunBody);
@@ -71,13 +73,13 @@ export function jobRoutes(api: ApiRegistry, app: AppContext): void {
     },
   );
 
-  api.add({ method: 'get', path: '/api/jobs', tag: 'jobs', summary: 'list jobs, newest first', query: JobsQuery, responses: { 200: '{items, total}' } }, async (ctx) => {
+  api.add({ method: 'get', path: '/api/jobs', tag: 'jobs', summary: 'list jobs, newest first', query: JobsQuery, responses: { 200: '{items, total}' }, response: JobListSchema }, async (ctx) => {
     const q = queryOf(ctx, JobsQuery);
     const jobs = app.jobs.list().filter((j) => (!q.state || j.state === q.state) && (!q.kind || j.kind === q.kind));
     ctx.body = page(jobs, q);
   });
 
-  api.add({ method: 'get', path: '/api/jobs/:id', tag: 'jobs', summary: 'one job record', responses: { 200: 'job record', 404: 'no such job' } }, async (ctx) => {
+  api.add({ method: 'get', path: '/api/jobs/:id', tag: 'jobs', summary: 'one job record', responses: { 200: 'job record', 404: 'no such job' }, response: JobRecordSchema }, async (ctx) => {
     ctx.body = getJob(app, ctx.params.id!);
   });
 
@@ -90,7 +92,7 @@ export function jobRoutes(api: ApiRegistry, app: AppContext): void {
     ctx.body = { job_id: job.job_id, lines: lines.slice(-q.tail), total: lines.length };
   });
 
-  api.add({ method: 'delete', path: '/api/jobs/:id', tag: 'jobs', summary: 'cancel a job (the child ends within 2 s; its run closes with cancelled)', responses: { 202: 'job record (cancelling or cancelled)', 404: 'no such job', 409: 'JOB_FINISHED' } }, async (ctx) => {
+  api.add({ method: 'delete', path: '/api/jobs/:id', tag: 'jobs', summary: 'cancel a job (the child ends within 2 s; its run closes with cancelled)', responses: { 202: 'job record (cancelling or cancelled)', 404: 'no such job', 409: 'JOB_FINISHED' }, response: JobRecordSchema }, async (ctx) => {
     const job = getJob(app, ctx.params.id!);
     const rec = await app.jobs.cancel(job.job_id);
     ctx.status = 202;

@@ -13,6 +13,7 @@ import { ApiError } from '../errors.js';
 import type { ApiRegistry } from '../registry.js';
 import { RawStackStartBody, startRawStack } from '../rawstack-start.js';
 import { accepted, getJob } from './jobs.js';
+import { AcceptedSchema, JobRecordSchema, ParametersSchema, PreprocessingStatusSchema } from '../schemas.js';
 
 const StatusQuery = z.strictObject({ job_id: z.string().max(80).optional(), events: z.coerce.number().int().min(0).max(1000).default(50) });
 const CancelBody = z.strictObject({ job_id: z.string().min(1).max(80) });
@@ -20,7 +21,7 @@ const ImportBody = z.strictObject({ yaml: z.string().max(1024 * 1024).describe('
 
 export function preprocessingRoutes(api: ApiRegistry, app: AppContext): void {
   api.add(
-    { method: 'get', path: '/api/tools/preprocessing/parameters', tag: 'preprocessing', summary: 'the stored preprocessing configuration, or the defaults while nothing is stored', responses: { 200: '{config, source, updated_at}' } },
+    { method: 'get', path: '/api/tools/preprocessing/parameters', tag: 'preprocessing', summary: 'the stored preprocessing configuration, or the defaults while nothing is stored', responses: { 200: '{config, source, updated_at}' }, response: ParametersSchema },
     async (ctx) => {
       const stored = app.params.get();
       ctx.body = stored ? { config: stored.config, source: 'stored', updated_at: stored.updated_at } : { config: defaultRawStackConfig(), source: 'defaults', updated_at: null };
@@ -35,6 +36,7 @@ export function preprocessingRoutes(api: ApiRegistry, app: AppContext): void {
       summary: 'validate the JSON configuration and store it for further Raw Stack starts',
       body: z.record(z.string(), z.unknown()),
       responses: { 200: '{config, source: "stored", updated_at}', 400: 'VALIDATION_ERROR naming each bad key' },
+      response: ParametersSchema,
     },
     async (ctx) => {
       const body = await jsonBody(ctx, z.unknown());
@@ -62,6 +64,7 @@ export function preprocessingRoutes(api: ApiRegistry, app: AppContext): void {
       summary: 'start a Raw Stack job; body values override the stored parameters',
       body: RawStackStartBody,
       responses: { 202: '{job_id, run_id, run_dir}', 400: 'invalid configuration', 403: 'a path outside the allowed roots', 422: 'missing input folder' },
+      response: AcceptedSchema,
     },
     async (ctx) => {
       const body = await jsonBody(ctx, RawStackStartBody);
@@ -72,7 +75,7 @@ export function preprocessingRoutes(api: ApiRegistry, app: AppContext): void {
   );
 
   api.add(
-    { method: 'get', path: '/api/tools/preprocessing/status', tag: 'preprocessing', summary: 'job state, phases with status and progress, latest events (?job_id=, default: the newest Raw Stack job)', query: StatusQuery, responses: { 200: 'status', 404: 'no such job' } },
+    { method: 'get', path: '/api/tools/preprocessing/status', tag: 'preprocessing', summary: 'job state, phases with status and progress, latest events (?job_id=, default: the newest Raw Stack job)', query: StatusQuery, responses: { 200: 'status', 404: 'no such job' }, response: PreprocessingStatusSchema },
     async (ctx) => {
       const q = queryOf(ctx, StatusQuery);
       const job = q.job_id ? getJob(app, q.job_id) : app.jobs.list().find((j) => j.kind === 'rawstack');
@@ -95,7 +98,7 @@ export function preprocessingRoutes(api: ApiRegistry, app: AppContext): void {
   );
 
   api.add(
-    { method: 'post', path: '/api/tools/preprocessing/cancel', tag: 'preprocessing', summary: 'cancel a Raw Stack job', body: CancelBody, responses: { 202: 'job record', 404: 'no such job', 409: 'JOB_FINISHED' } },
+    { method: 'post', path: '/api/tools/preprocessing/cancel', tag: 'preprocessing', summary: 'cancel a Raw Stack job', body: CancelBody, responses: { 202: 'job record', 404: 'no such job', 409: 'JOB_FINISHED' }, response: JobRecordSchema },
     async (ctx) => {
       const body = await jsonBody(ctx, CancelBody);
       const job = getJob(app, body.job_id);
