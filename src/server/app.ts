@@ -22,6 +22,7 @@ import { fileRoutes } from './routes/files.js';
 import { jobRoutes } from './routes/jobs.js';
 import { pccRoutes } from './routes/pcc.js';
 import { preprocessingRoutes } from './routes/preprocessing.js';
+import { preprocessingImportFileRoutes } from './routes/preprocessing-import-file.js';
 import { runRoutes } from './routes/runs.js';
 import { systemRoutes } from './routes/system.js';
 import { allowedHostnames, hardeningHeaders, hostCheck, isLoopback, originCheck, tokenAuth, type Endpoint } from './security.js';
@@ -84,6 +85,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   jobRoutes(api, context);
   runRoutes(api, context);
   preprocessingRoutes(api, context);
+  preprocessingImportFileRoutes(api, context);
   configRoutes(api, context);
   pccRoutes(api, context);
 

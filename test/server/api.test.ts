@@ -28,7 +28,8 @@ test.before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'skystack-api-'));
   data = join(dir, 'data');
   lights = await tinyLights(data);
-  srv = await testServer({ runsDir: join(dir, 'runs'), roots: [data] });
+  // No UI folder: the "missing UI" case must not depend on whether dist/ui has been built.
+  srv = await testServer({ runsDir: join(dir, 'runs'), roots: [data], uiDir: join(dir, 'no-ui') });
   base = srv.url;
 });
 
