@@ -1,10 +1,15 @@
 // `skystack demo`: generates a realistic synthetic session (lights with bad frames, bias,
 // darks, flats, truth.json) with the fixture generator, inspects a light, and runs the Raw
 // Stack pipeline on it with full calibration (`--no-run` stops after generating).
+// `--kind lrgb`: four mono filter sets of one sky (fixtures/generator/lrgb.ts) in <out>/L, R, G,
+// B, all flats gathered in <out>/flats (FILTER tells them apart), and a run-queue run with one
+// entry per filter (bias and darks of the L set).
 
 import { parseArgs } from 'node:util';
 import { join, resolve } from 'node:path';
-import { generateDataset, OptionsError } from '../../fixtures/generator/index.js';
+import { copyFile, mkdir, readdir } from 'node:fs/promises';
+import { generateDataset, MONO_FILTERS, OptionsError } from '../../fixtures/generator/index.js';
+import { generateLrgb, type LrgbSet } from '../../fixtures/generator/lrgb.js';
 import { inspectFile } from './inspect.js';
 import { progress } from './progress.js';
 import { parseRawStackConfig } from '../config/rawstack.js';
@@ -32,6 +37,7 @@ export async function runDemo(argv: string[]): Promise<number> {
     return n;
   };
   const out = resolve(values.out!);
+  if (values.kind === 'lrgb') return runLrgbDemo(out, { frames: int('frames', values.frames!), width: int('width', values.width!), height: int('height', values.height!), seed: int('seed', values.seed!) }, resolve(values['runs-dir']!), values['no-run']!);
   const bar = progress(process.stderr, 'generating ');
   const started = performance.now();
   let truth;
@@ -74,6 +80,48 @@ export async function runDemo(argv: string[]): Promise<number> {
   const runBar = progress(process.stderr, '');
   const result = await runRawStack(parsed.config, {
     runsDir: resolve(values['runs-dir']!),
+    onEvent: (line) => {
+      if (line.type === 'phase_progress') runBar.update(line.current, line.total, `${line.phase}${line.substep ? ` ${line.substep}` : ''}`);
+      if (line.type === 'phase_end') runBar.finish(`  ${line.phase}: ${line.status}${line.reason ? ` (${line.reason})` : ''} in ${(line.duration_ms / 1000).toFixed(1)} s`);
+    },
+  });
+  console.log(`run ${result.runId}: ${result.status} on device ${result.device.kind}${result.device.adapter ? ` (${result.device.adapter})` : ''}`);
+  console.log(`run folder: ${result.runDir}`);
+  for (const [name, file] of Object.entries(result.outputs)) console.log(`  ${name}: ${file}`);
+  console.log(`  report: ${join(result.runDir, 'artifacts', 'preprocess', 'preprocessing_report.html')}`);
+  return result.status === 'ok' ? 0 : 1;
+}
+
+/** `demo --kind lrgb`: generate an LRGB session and stack it through the run queue. */
+async function runLrgbDemo(out: string, o: { frames: number; width: number; height: number; seed: number }, runsDir: string, noRun: boolean): Promise<number> {
+  const bar = progress(process.stderr, 'generating ');
+  const started = performance.now();
+  let set: LrgbSet;
+  try {
+    let filter = 0;
+    set = await generateLrgb(out, { ...o, onProgress: (e) => (e.done === 1 && filter++, bar.update(e.done, e.total, `filter ${filter}/4 ${e.file}`)) });
+  } catch (e) {
+    if (e instanceof OptionsError) throw new UsageError(e.message);
+    throw e;
+  }
+  const flats = join(out, 'flats');
+  await mkdir(flats, { recursive: true });
+  for (const f of MONO_FILTERS) for (const name of await readdir(join(set.dirs[f], 'flats'))) await copyFile(join(set.dirs[f], 'flats', name), join(flats, `${f}_${name}`));
+  bar.finish(`generated 4 filters x ${o.frames} lights and their calibration frames in ${((performance.now() - started) / 1000).toFixed(1)} s into ${out}`);
+  for (const f of MONO_FILTERS) console.log(`filter ${f}: ${join(set.dirs[f], 'lights')} (${set.truths[f].frames.length} lights)`);
+  if (noRun) return 0;
+  const parsed = parseRawStackConfig({
+    queue: MONO_FILTERS.map((f) => ({ filter: f, input_dir: join(set.dirs[f], 'lights'), label: `demo ${f}` })),
+    bias_dir: join(set.dirs.L, 'bias'),
+    darks_dir: join(set.dirs.L, 'darks'),
+    flats_dir: flats,
+    run_name: 'demo-lrgb',
+  });
+  if (!parsed.ok) throw new Error(`demo configuration invalid: ${parsed.issues.map((i) => i.message).join('; ')}`);
+  console.log('\nrunning Raw Stack on the run queue L, R, G, B ...');
+  const runBar = progress(process.stderr, '');
+  const result = await runRawStack(parsed.config, {
+    runsDir,
     onEvent: (line) => {
       if (line.type === 'phase_progress') runBar.update(line.current, line.total, `${line.phase}${line.substep ? ` ${line.substep}` : ''}`);
       if (line.type === 'phase_end') runBar.finish(`  ${line.phase}: ${line.status}${line.reason ? ` (${line.reason})` : ''} in ${(line.duration_ms / 1000).toFixed(1)} s`);

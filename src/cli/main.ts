@@ -12,12 +12,15 @@ const USAGE = `usage: skystack <command> [options]
 
 commands:
   inspect <file.fits> [--json]   dimensions, BITPIX, header cards and per-plane statistics
-  demo [--out DIR] [--kind osc|mono] [--pattern RGGB] [--frames N] [--width W] [--height H] [--seed S]
+  demo [--out DIR] [--kind osc|mono|lrgb] [--pattern RGGB] [--frames N] [--width W] [--height H] [--seed S]
        [--runs-dir DIR] [--no-run]
                                  generate a realistic session (default runs/demo-data) and run Raw Stack on it
-  rawstack [--config FILE.json] [--lights DIR] [--pattern GLOB] [--runs-dir DIR] [--run-name NAME]
-           [--set key.path=value ...] [--json]
-                                 run the Raw Stack pipeline (exit 0 ok, 1 run error or cancelled, 2 usage)
+  rawstack [--config FILE.json|FILE.yaml] [--lights DIR] [--pattern GLOB] [--runs-dir DIR] [--run-name NAME]
+           [--queue FILTER=DIR ...] [--set key.path=value ...] [--json]
+                                 run the Raw Stack pipeline (exit 0 ok, 1 run error or cancelled, 2 usage);
+                                 --queue entries (or the config's queue) stack one folder per filter
+  serve [--host H] [--port P] [--runs-dir DIR] [--state-dir DIR] [--root DIR ...] [--token T] [--max-jobs N]
+                                 the REST API and web UI (default 127.0.0.1:8080; a token is required off loopback)
   version                        print the version
   help                           this text`;
 
@@ -40,6 +43,15 @@ export async function main(argv: string[]): Promise<number> {
       case 'rawstack': {
         const { runRawStackCli } = await import('./rawstack.js');
         return await runRawStackCli(rest);
+      }
+      case 'serve': {
+        const { runServe } = await import('./serve.js');
+        return await runServe(rest);
+      }
+      case 'job': {
+        // internal: one job in a child process of the server
+        const { runJobChild } = await import('../server/jobs/child-main.js');
+        return await runJobChild(rest);
       }
       case 'demo': {
         const { runDemo } = await import('./demo.js');

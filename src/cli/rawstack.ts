@@ -1,11 +1,13 @@
 // `skystack rawstack`: one Raw Stack run from the terminal. The configuration is the stored
-// JSON file (if any) overlaid with --lights/--pattern/--runs-dir/--run-name and --set pairs,
-// validated once. Progress: a bar on a TTY, one line per phase otherwise. Ctrl-C cancels the
+// JSON file, or YAML when its name ends in .yaml/.yml (if any), overlaid with
+// --lights/--pattern/--runs-dir/--run-name, --queue FILTER=DIR entries (replacing the file's
+// queue) and --set pairs, validated once. Progress: a bar on a TTY, one line per phase otherwise. Ctrl-C cancels the
 // run cleanly (events closed, REPORT written); a second Ctrl-C exits at once.
 // Exit codes: 0 ok, 1 run error or cancelled, 2 usage or configuration error.
 
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { parse as parseYaml } from 'yaml';
 import { mergeLayers, setPath } from '../config/merge.js';
 import { parseRawStackConfig } from '../config/rawstack.js';
 import type { EventLine } from '../pipeline/events.js';
@@ -28,6 +30,13 @@ export function parseSetPair(pair: string): [string, unknown] {
   }
 }
 
+/** `--queue FILTER=DIR`: one active run-queue entry (the run's pattern applies). */
+export function parseQueueFlag(text: string): { filter: string; input_dir: string } {
+  const eq = text.indexOf('=');
+  if (eq <= 0 || eq === text.length - 1) throw new UsageError(`--queue expects FILTER=DIR, got "${text}"`);
+  return { filter: text.slice(0, eq).trim(), input_dir: text.slice(eq + 1) };
+}
+
 export async function runRawStackCli(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -38,6 +47,7 @@ export async function runRawStackCli(argv: string[]): Promise<number> {
       'runs-dir': { type: 'string' },
       'run-name': { type: 'string' },
       set: { type: 'string', multiple: true, default: [] },
+      queue: { type: 'string', multiple: true, default: [] },
       json: { type: 'boolean', default: false },
     },
   });
@@ -49,16 +59,20 @@ export async function runRawStackCli(argv: string[]): Promise<number> {
     } catch (e) {
       throw new UsageError(`cannot read --config ${values.config}: ${(e as Error).message}`);
     }
+    const yaml = /\.ya?ml$/i.test(values.config);
     try {
-      fileLayer = JSON.parse(text) as Record<string, unknown>;
+      // YAML without custom tags (DESIGN §7); a document that is not a mapping is refused below.
+      fileLayer = (yaml ? parseYaml(text, { customTags: [] }) : JSON.parse(text)) as Record<string, unknown>;
     } catch (e) {
-      throw new UsageError(`--config ${values.config} is not valid JSON: ${(e as Error).message}`);
+      throw new UsageError(`--config ${values.config} is not valid ${yaml ? 'YAML' : 'JSON'}: ${(e as Error).message}`);
     }
+    if (fileLayer === null || typeof fileLayer !== 'object' || Array.isArray(fileLayer)) throw new UsageError(`--config ${values.config} must hold a mapping of parameters`);
   }
   const flags: Record<string, unknown> = {};
   if (values.lights !== undefined) flags.lights_dir = values.lights;
   if (values.pattern !== undefined) flags.pattern = values.pattern;
   if (values['run-name'] !== undefined) flags.run_name = values['run-name'];
+  if (values.queue && values.queue.length > 0) flags.queue = values.queue.map(parseQueueFlag);
   for (const pair of values.set ?? []) {
     const [key, value] = parseSetPair(pair);
     setPath(flags, key, value);

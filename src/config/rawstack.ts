@@ -136,6 +136,7 @@ const PccSchema = z.strictObject({
   max_residual_rms: z.number().positive().default(0.35),
   white_reference: z.string().default('G2V').describe('spectral type or B-V that comes out neutral (DESIGN §8)'),
   min_aperture_px: z.number().positive().default(4),
+  background_neutralization: z.boolean().default(true).describe('sky made neutral grey while star colours get the fitted factors'),
 });
 
 export const SENSOR_PROFILES = ['rec709'] as const;

@@ -11,6 +11,7 @@ export type ReasonCode =
   | 'quality_mode_off' // FRAME_FILTERING with quality_filter.mode = off
   | 'no_rgb_stack' // postprocess phases on mono data
   | 'no_wcs' // PCC without a solved WCS
+  | 'no_catalog_stars' // PCC without a catalogue or without catalogue stars on the image
   | 'solver_missing' // ASTROMETRY without a solver binary or data
   | 'pcc_failed' // HMS with require_successful_pcc after a failed PCC
   | 'not_available' // phase not implemented in this build yet
@@ -25,6 +26,7 @@ export type ReasonCode =
   | 'device_error' // GPU device lost or unusable
   | 'budget_error' // memory budget too small for the smallest band
   | 'solver_failed'
+  | 'fit_failed' // a model fit rejected by its guards (PCC: too few stars, residual, condition number)
   | 'exception'; // an unexpected failure (a bug); message carries the detail
 
 export type PhaseOutcome =

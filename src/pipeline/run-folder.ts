@@ -10,7 +10,8 @@ export interface RunRecord {
   run_id: string;
   kind: 'rawstack' | 'tiled';
   created_at: string;
-  status: 'running' | 'ok' | 'error' | 'cancelled';
+  /** `pending` while the API's job waits in the queue. */
+  status: 'pending' | 'running' | 'ok' | 'error' | 'cancelled';
   input: Record<string, unknown>;
   job_id: string | null;
 }

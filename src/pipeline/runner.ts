@@ -5,9 +5,11 @@
 // - Cancellation ends the current phase as error/cancelled, starts nothing else but REPORT
 //   (which gets a fresh, unaborted signal), and closes with run_end {status: "cancelled"}.
 // - finalize() always runs; its own failure turns an ok phase into an error.
+// - phase_end carries duration_ms and peak_rss_mib (rss-sampler.ts) of the phase.
 
 import type { EventLog, PhaseStatus, RunStatus } from './events.js';
 import { CancelledError, type Phase, type PhaseContext, type PhaseOutcome } from './phase.js';
+import { startRssSampler } from './rss-sampler.js';
 
 export interface RunOptions<S> {
   state: S;
@@ -75,6 +77,7 @@ export async function runPhases<S>(phases: Phase<S>[], options: RunOptions<S>): 
 
     events.emit({ type: 'phase_start', phase: phase.name });
     const t0 = performance.now();
+    const rss = startRssSampler();
     let outcome: PhaseOutcome;
     try {
       const early = phase.prepare ? await phase.prepare(ctx) : undefined;
@@ -103,6 +106,7 @@ export async function runPhases<S>(phases: Phase<S>[], options: RunOptions<S>): 
       ...(outcome.status !== 'ok' ? { reason: outcome.reason } : {}),
       ...(outcome.status !== 'ok' && outcome.message !== undefined ? { message: outcome.message } : {}),
       duration_ms: Math.round(performance.now() - t0),
+      peak_rss_mib: rss.stop(),
       ...(outcome.details ?? {}),
     });
     if (outcome.status === 'error') {

@@ -7,6 +7,29 @@ export interface ReportPhase {
   reason?: string;
   message?: string;
   duration_ms?: number;
+  /** Peak resident memory of the process during the phase (MiB), from phase_end. */
+  peak_rss_mib?: number;
+}
+
+/** One run-queue entry as the report shows it (seed "Run queue entry"). */
+export interface ReportQueueEntry {
+  index: number;
+  filter: string;
+  label: string | null;
+  input_dir: string;
+  pattern: string;
+  active: boolean;
+  /** inactive (skipped, kept), scanned, error (its folder could not be scanned). */
+  status: string;
+  message: string | null;
+  frames_found: number;
+  frames_usable: number;
+  /** Frames of this entry in its filter's stack. */
+  frames_used: number;
+  /** The filter's stack (outputs/stacked_<filter>.fits) when it was written. */
+  output: string | null;
+  /** STACKING wall time of the entry's filter (shared by entries of one filter). */
+  stack_ms: number | null;
 }
 
 export interface ReportFrame {
@@ -40,7 +63,7 @@ export interface ReportPostprocessSection {
   message?: string;
   /** Scalars (and short numeric arrays, e.g. per channel) from the phase's summary/diagnostics. */
   values: Record<string, string | number | boolean | null | number[]>;
-  /** PCC only, when the PCC phase provides it: per star catalogue vs measured colour (the plot). */
+  /** PCC only: per star the catalogue vs the calibrated B−R colour index in magnitudes relative to the white reference (phases/pcc.ts); a good calibration lies on y = x. */
   star_colors?: { catalog: number; measured: number }[];
 }
 
@@ -67,6 +90,8 @@ export interface ReportModel {
   generator: { name: string; version: string };
   device: { kind: string; adapter: string | null; fallback_reason?: string };
   phases: ReportPhase[];
+  /** Run queue entries (null for a single-folder run). */
+  queue?: ReportQueueEntry[] | null;
   input: { lights_dir: string; pattern: string; frames_total: number; color_mode: string | null; bayer_pattern: string | null; width: number | null; height: number | null };
   reference: { strategy: string; index: number | null; file: string | null } | null;
   quality: { mode: string; frames_total: number; included: number; excluded: number; manual_overrides: number; reasons: Record<string, number> };

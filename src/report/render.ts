@@ -25,6 +25,11 @@ function valueText(v: ReportPostprocessSection['values'][string]): string {
   return Array.isArray(v) ? v.map(one).join(', ') : one(v);
 }
 
+const maxOf = (v: (number | undefined)[]) => {
+  const f = v.filter((x): x is number => typeof x === 'number');
+  return f.length ? Math.max(...f) : undefined;
+};
+
 const outcomeText = (s: ReportPostprocessSection) => [s.status, [s.reason, s.message].filter(Boolean).join(': ')].filter(Boolean).join(' · ');
 
 export function renderMarkdown(m: ReportModel): string {
@@ -36,14 +41,23 @@ export function renderMarkdown(m: ReportModel): string {
   lines.push('');
   lines.push('## Phases');
   lines.push('');
-  lines.push('| phase | status | reason | duration |');
-  lines.push('|---|---|---|---|');
-  for (const p of m.phases) lines.push(`| ${p.phase} | ${p.status} | ${[p.reason, p.message].filter(Boolean).join(': ') || ''} | ${secs(p.duration_ms)} |`);
+  const totalMs = phaseTotal(m);
+  lines.push('| phase | status | reason | duration | share | peak RSS |');
+  lines.push('|---|---|---|---|---|---|');
+  for (const p of m.phases) lines.push(`| ${p.phase} | ${p.status} | ${[p.reason, p.message].filter(Boolean).join(': ') || ''} | ${secs(p.duration_ms)} | ${share(p.duration_ms, totalMs)} | ${mib(p.peak_rss_mib)} |`);
   lines.push('');
+  if (m.queue?.length) {
+    lines.push('## Run queue');
+    lines.push('');
+    lines.push('| # | filter | label | input folder | pattern | active | status | found | usable | stacked | stack time | output |');
+    lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
+    for (const e of m.queue) lines.push(`| ${e.index} | ${e.filter} | ${e.label ?? ''} | \`${e.input_dir}\` | \`${e.pattern}\` | ${e.active ? 'yes' : 'no'} | ${e.status}${e.message ? `: ${e.message}` : ''} | ${e.frames_found} | ${e.frames_usable} | ${e.frames_used} | ${e.stack_ms === null ? '–' : secs(e.stack_ms)} | ${e.output ? `\`${e.output}\`` : '–'} |`);
+    lines.push('');
+  }
   lines.push('## Input');
   lines.push('');
   const i = m.input;
-  lines.push(`${i.frames_total} frames from \`${i.lights_dir}\` (pattern \`${i.pattern}\`), ${i.color_mode ?? 'unknown'}${i.bayer_pattern ? ` ${i.bayer_pattern}` : ''}, ${i.width ?? '?'}×${i.height ?? '?'} px.`);
+  lines.push(`${i.frames_total} frames from ${m.queue?.length ? `the run queue (${m.queue.filter((e) => e.active).length} active of ${m.queue.length} entries)` : `\`${i.lights_dir}\` (pattern \`${i.pattern}\`)`}, ${i.color_mode ?? 'unknown'}${i.bayer_pattern ? ` ${i.bayer_pattern}` : ''}, ${i.width ?? '?'}×${i.height ?? '?'} px.`);
   if (m.reference) lines.push(`Reference frame: #${m.reference.index} ${m.reference.file ?? ''} (${m.reference.strategy}).`);
   lines.push('');
   lines.push('## Quality');
@@ -97,6 +111,29 @@ export function renderMarkdown(m: ReportModel): string {
   return lines.join('\n');
 }
 
+/** Sum of the phase durations (the run's wall time up to REPORT). */
+function phaseTotal(m: ReportModel): number {
+  return m.phases.reduce((a, p) => a + (p.duration_ms ?? 0), 0);
+}
+const share = (ms: number | undefined, total: number) => (ms === undefined || !(total > 0) ? '–' : `${((100 * ms) / total).toFixed(1)} %`);
+const mib = (v: number | undefined) => (v === undefined ? '–' : `${v.toFixed(0)} MiB`);
+
+function queueHtml(m: ReportModel): string {
+  if (!m.queue?.length) return '';
+  const rows = m.queue
+    .map(
+      (e) =>
+        `<tr class="${e.active ? '' : 'inactive'}"><td class="n">${e.index}</td><td><b>${h(e.filter)}</b></td><td>${h(e.label ?? '')}</td><td><code>${h(e.input_dir)}</code></td><td><code>${h(e.pattern)}</code></td>` +
+        `<td>${e.active ? 'yes' : 'no'}</td><td>${h(e.status)}${e.message ? `<br><small>${h(e.message)}</small>` : ''}</td><td class="n">${e.frames_found}</td><td class="n">${e.frames_usable}</td><td class="n">${e.frames_used}</td>` +
+        `<td class="n">${e.stack_ms === null ? '–' : secs(e.stack_ms)}</td><td>${e.output ? `<a href="../../${h(e.output)}">${h(e.output)}</a>` : '–'}</td></tr>`,
+    )
+    .join('\n');
+  return `<h2>Run queue</h2>
+<table class="queue"><tr><th>#</th><th>filter</th><th>label</th><th>input folder</th><th>pattern</th><th>active</th><th>status</th><th>found</th><th>usable</th><th>stacked</th><th>stack time</th><th>output</th></tr>
+${rows}
+</table>`;
+}
+
 function mean(v: (number | null)[]): number | null {
   const f = v.filter((x): x is number => x !== null && Number.isFinite(x));
   return f.length ? f.reduce((a, b) => a + b, 0) / f.length : null;
@@ -106,7 +143,7 @@ function sectionHtml(sec: ReportPostprocessSection): string {
   const rows = Object.entries(sec.values)
     .map(([k, v]) => `<tr><th>${h(k)}</th><td>${h(valueText(v))}</td></tr>`)
     .join('');
-  const plot = sec.star_colors?.length ? scatterChart({ title: 'Star colours', xLabel: 'catalogue', yLabel: 'measured', points: sec.star_colors.map((p) => ({ x: p.catalog, y: p.measured })) }) : '';
+  const plot = sec.star_colors?.length ? scatterChart({ title: 'Star colours: B-R (mag, white reference = 0), line y = x', xLabel: 'catalogue', yLabel: 'calibrated', points: sec.star_colors.map((p) => ({ x: p.catalog, y: p.measured })) }) : '';
   return `<section class="pp" id="pp-${h(sec.phase)}"><h2>${h(TITLES[sec.phase])} <span class="chip ${h(sec.status)}">${h(sec.status)}</span></h2>` +
     `${sec.reason || sec.message ? `<p>${h([sec.reason, sec.message].filter(Boolean).join(': '))}</p>` : ''}${rows ? `<table>${rows}</table>` : ''}${plot}</section>`;
 }
@@ -119,7 +156,7 @@ th,td{border-bottom:1px solid #e3e6ea;padding:4px 8px;text-align:left;vertical-a
 td.n{text-align:right}.chip{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600}
 .ok{background:#dff3e4;color:#17603a}.skipped{background:#eceff3;color:#4a5361}.error{background:#fbe2e2;color:#9b1c1c}.not_started{background:#f4f4f4;color:#888}
 .cancelled{background:#fff1d6;color:#8a5a00}.running{background:#e1ecfb;color:#1c4f9b}
-tr.excluded td{color:#9b1c1c}.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}
+tr.excluded td{color:#9b1c1c}tr.inactive td{color:#8a93a0}.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}
 svg{background:#fff;border:1px solid #e3e6ea;border-radius:6px;max-width:100%;height:auto}
 .chart-title{font-size:12px;font-weight:600;fill:#1d2330}.tick{font-size:10px;fill:#6b7482}.grid{stroke:#eef0f3}
 .series{fill:none;stroke:#2f6fdb;stroke-width:1.5}.dot{fill:#2f6fdb}.dot.excluded{fill:#fff;stroke:#d03b3b;stroke-width:2}.chart-empty{font-size:12px;fill:#999}
@@ -154,6 +191,7 @@ export function renderHtml(m: ReportModel, options: { previewData?: Record<strin
         .join('')}</table>`
     : '';
   const durations = m.phases.filter((p) => p.duration_ms !== undefined);
+  const totalMs = phaseTotal(m);
   const phaseChart = durations.length
     ? barChart({ title: 'Phase durations', items: durations.map((p) => ({ label: p.phase, value: p.duration_ms!, cls: p.status })), format: (v) => secs(v) })
     : '';
@@ -191,12 +229,14 @@ ${rows}
 <h1>Raw Stack report ${chip(m.status)}</h1>
 <p class="meta">${h(m.run_id)} · generated ${h(m.generated_at)} by ${h(m.generator.name)} ${h(m.generator.version)} · device ${h(m.device.kind)}${m.device.adapter ? ` (${h(m.device.adapter)})` : ''}${m.device.fallback_reason ? ` · ${h(m.device.fallback_reason)}` : ''}</p>
 <h2>Phases</h2>
-<table><tr><th>phase</th><th>status</th><th>reason</th><th>duration</th></tr>
-${m.phases.map((p) => `<tr><td>${h(p.phase)}</td><td>${chip(p.status)}</td><td>${h([p.reason, p.message].filter(Boolean).join(': '))}</td><td class="n">${secs(p.duration_ms)}</td></tr>`).join('\n')}
+<table class="phases"><tr><th>phase</th><th>status</th><th>reason</th><th>duration</th><th>share</th><th>peak RSS</th></tr>
+${m.phases.map((p) => `<tr><td>${h(p.phase)}</td><td>${chip(p.status)}</td><td>${h([p.reason, p.message].filter(Boolean).join(': '))}</td><td class="n">${secs(p.duration_ms)}</td><td class="n">${share(p.duration_ms, totalMs)}</td><td class="n">${mib(p.peak_rss_mib)}</td></tr>`).join('\n')}
+<tr><th>total</th><th></th><th></th><th class="n">${secs(totalMs)}</th><th></th><th class="n">${mib(maxOf(m.phases.map((p) => p.peak_rss_mib)))}</th></tr>
 </table>
 ${phaseChart}
+${queueHtml(m)}
 <h2>Input</h2>
-<p>${i.frames_total} frames from <code>${h(i.lights_dir)}</code> (pattern <code>${h(i.pattern)}</code>), ${h(i.color_mode ?? 'unknown')}${i.bayer_pattern ? ` ${h(i.bayer_pattern)}` : ''}, ${i.width ?? '?'}×${i.height ?? '?'} px.${m.reference ? ` Reference frame #${m.reference.index} ${h(m.reference.file ?? '')} (${h(m.reference.strategy)}).` : ''}</p>
+<p>${i.frames_total} frames from ${m.queue?.length ? `the run queue (${m.queue.filter((e) => e.active).length} active of ${m.queue.length} entries)` : `<code>${h(i.lights_dir)}</code> (pattern <code>${h(i.pattern)}</code>)`}, ${h(i.color_mode ?? 'unknown')}${i.bayer_pattern ? ` ${h(i.bayer_pattern)}` : ''}, ${i.width ?? '?'}×${i.height ?? '?'} px.${m.reference ? ` Reference frame #${m.reference.index} ${h(m.reference.file ?? '')} (${h(m.reference.strategy)}).` : ''}</p>
 <h2>Quality</h2>
 <p>Mode <code>${h(q.mode)}</code>: <b>${q.included}</b> of ${q.frames_total} frames included, <b>${q.excluded}</b> excluded${q.manual_overrides ? `, ${q.manual_overrides} manual overrides` : ''}.${Object.keys(q.reasons).length ? ` Reasons: ${Object.entries(q.reasons).map(([r, n]) => `${h(r)} ${n}`).join(', ')}.` : ''}</p>
 ${frameDetail}

@@ -23,6 +23,18 @@ test('demo generates a dataset with calibration frames and reports its bad frame
   });
 });
 
+test('demo --kind lrgb generates four filter sets and one flats folder for the run queue', async () => {
+  await withTempDir('demo-lrgb', async (dir) => {
+    const out = join(dir, 'data');
+    const r = spawnSync(process.execPath, [cli, 'demo', '--kind', 'lrgb', '--out', out, '--frames', '2', '--width', '96', '--height', '64', '--seed', '3', '--no-run'], { encoding: 'utf8' });
+    assert.is(r.status, 0, r.stderr);
+    assert.equal((await readdir(out)).sort(), ['B', 'G', 'L', 'R', 'flats']);
+    assert.is((await readdir(join(out, 'R', 'lights'))).length, 2);
+    assert.is((await readdir(join(out, 'flats'))).filter((n) => n.startsWith('B_flat_')).length, 8);
+    assert.match(r.stdout, /filter G: .*G\/lights \(2 lights\)/);
+  });
+});
+
 test('demo refuses bad arguments with exit code 2', () => {
   const r = spawnSync(process.execPath, [cli, 'demo', '--frames', 'many'], { encoding: 'utf8' });
   assert.is(r.status, 2);

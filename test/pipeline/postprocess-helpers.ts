@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseRawStackConfig, type RawStackConfig } from '../../src/config/rawstack.js';
-import { writeFits } from '../../src/fits/index.js';
+import { writeFits, type FitsHeader } from '../../src/fits/index.js';
 import type { EventLine } from '../../src/pipeline/events.js';
 import { ok, type Phase, type PhaseOutcome } from '../../src/pipeline/phase.js';
 import { reportPhase } from '../../src/pipeline/rawstack/phases/report.js';
@@ -159,10 +159,12 @@ export interface InjectOptions {
   fwhm?: number;
   /** Outcome a fake PCC phase ends with (absent: no PCC phase); ok also sets stacked_rgb_pcc (the stack itself). */
   pcc?: PhaseOutcome;
+  /** Header cards of the injected stack (e.g. a WCS for PCC). */
+  header?: FitsHeader;
 }
 
 /** Runs [STACK_INJECT, (fake PCC), ...phases, REPORT] with `img` as outputs/stacked_rgb.fits. */
-export async function runOn(img: SynthImage | null, cfg: RawStackConfig, runsDir: string, phases: Phase<RawStackState>[], opts: InjectOptions = {}, device: 'cpu' | 'auto' = 'cpu'): Promise<PostRun> {
+export async function runOn(img: Pick<SynthImage, 'width' | 'height' | 'data'> | null, cfg: RawStackConfig, runsDir: string, phases: Phase<RawStackState>[], opts: InjectOptions = {}, device: 'cpu' | 'auto' = 'cpu'): Promise<PostRun> {
   let captured: RawStackState | null = null;
   const inject: Phase<RawStackState> = {
     name: 'STACK_INJECT',
@@ -177,7 +179,7 @@ export async function runOn(img: SynthImage | null, cfg: RawStackConfig, runsDir
       }
       if (img && opts.rgb !== false) {
         const file = join(state.folder.outputsDir, 'stacked_rgb.fits');
-        await writeFits(file, { width: img.width, height: img.height, planes: 3, data: img.data });
+        await writeFits(file, { width: img.width, height: img.height, planes: 3, data: img.data }, opts.header ? { header: opts.header } : {});
         state.outputs.stacked_rgb = file;
         state.width = img.width;
         state.height = img.height;

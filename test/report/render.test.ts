@@ -142,4 +142,31 @@ test('previews: embedded as data: URIs only when the PNG bytes are given, linked
   assert.match(renderMarkdown(m), /!\[stacked_rgb\]\(preview_stacked_rgb\.png\)/);
 });
 
+
+test('phase timings (duration, share of the run, peak RSS, total) and the run queue table', () => {
+  const m = model();
+  m.phases[0]!.peak_rss_mib = 96.4;
+  m.phases[2]!.peak_rss_mib = 512.2;
+  m.queue = [
+    { index: 0, filter: 'L', label: 'night <1>', input_dir: '/data/L', pattern: '*.fits', active: true, status: 'scanned', message: null, frames_found: 30, frames_usable: 29, frames_used: 27, output: 'outputs/stacked_L.fits', stack_ms: 8400 },
+    { index: 1, filter: 'Ha', label: null, input_dir: '/data/Ha', pattern: '*.fit', active: false, status: 'inactive', message: 'skipped (kept in the queue)', frames_found: 0, frames_usable: 0, frames_used: 0, output: null, stack_ms: null },
+  ];
+  const html = renderHtml(m);
+  // 120 + 1 + 2500 ms in all: shares 4.6 %, 0.0 %, 95.4 %.
+  assert.match(html, /<tr><td>INPUT_SCAN<\/td>.*?<td class="n">120 ms<\/td><td class="n">4\.6 %<\/td><td class="n">96 MiB<\/td><\/tr>/);
+  assert.match(html, /<tr><td>CALIBRATION<\/td>.*?<td class="n">0\.0 %<\/td><td class="n">–<\/td><\/tr>/);
+  assert.match(html, /<tr><td>PCC<\/td>.*?<td class="n">2\.5 s<\/td><td class="n">95\.4 %<\/td><td class="n">512 MiB<\/td><\/tr>/);
+  assert.match(html, /<tr><th>total<\/th><th><\/th><th><\/th><th class="n">2\.6 s<\/th><th><\/th><th class="n">512 MiB<\/th><\/tr>/);
+  assert.ok(html.includes('<h2>Run queue</h2>'));
+  assert.match(html, /<td><b>L<\/b><\/td><td>night &lt;1&gt;<\/td><td><code>\/data\/L<\/code><\/td><td><code>\*\.fits<\/code><\/td><td>yes<\/td><td>scanned<\/td><td class="n">30<\/td><td class="n">29<\/td><td class="n">27<\/td><td class="n">8\.4 s<\/td><td><a href="\.\.\/\.\.\/outputs\/stacked_L\.fits">/);
+  assert.match(html, /<tr class="inactive"><td class="n">1<\/td><td><b>Ha<\/b><\/td>.*?<td>no<\/td><td>inactive<br><small>skipped \(kept in the queue\)<\/small><\/td>.*?<td>–<\/td><\/tr>/);
+  assert.match(html, /frames from the run queue \(1 active of 2 entries\)/);
+  const md = renderMarkdown(m);
+  assert.match(md, /\| INPUT_SCAN \| ok \|  \| 120 ms \| 4\.6 % \| 96 MiB \|/);
+  assert.match(md, /\| 0 \| L \| night <1> \| `\/data\/L` \| `\*\.fits` \| yes \| scanned \| 30 \| 29 \| 27 \| 8\.4 s \| `outputs\/stacked_L\.fits` \|/);
+  assert.match(md, /\| 1 \| Ha \|  \| `\/data\/Ha` \| `\*\.fit` \| no \| inactive: skipped \(kept in the queue\) \| 0 \| 0 \| 0 \| – \| – \|/);
+  // Single-folder runs: no queue section.
+  assert.not.ok(renderHtml(model()).includes('Run queue'));
+});
+
 test.run();

@@ -19,6 +19,8 @@ export interface AppliedMasters {
   flat: Float32Array | null;
   /** Bias-corrected (when a bias exists) dark master per dark group id. */
   darks: Map<number, Float32Array>;
+  /** Run queue with per-filter flats: normalised flat per flat key (calibrate's flatKey). */
+  flats?: Map<string, Float32Array>;
 }
 
 export class FrameCalibrator {
@@ -41,16 +43,22 @@ export class FrameCalibrator {
     return b;
   }
 
-  /** Calibrates `light` (any memory) and returns a new array with the result. */
-  async calibrate(light: Float32Array, darkGroup: number | null, darkScale: number): Promise<Float32Array> {
+  /**
+   * Calibrates `light` (any memory) and returns a new array with the result. `flatKey`: per-filter
+   * flats (masters.flats; null = no flat for this light); absent: the one flat (masters.flat).
+   */
+  async calibrate(light: Float32Array, darkGroup: number | null, darkScale: number, flatKey?: string | null): Promise<Float32Array> {
     const dark = darkGroup !== null ? this.masters.darks.get(darkGroup) : undefined;
     if (darkGroup !== null && !dark) throw new Error(`no dark master for group ${darkGroup}`);
+    const flat = flatKey === undefined ? this.masters.flat : flatKey === null ? null : (this.masters.flats?.get(flatKey) ?? null);
+    if (typeof flatKey === 'string' && !flat) throw new Error(`no flat master for ${flatKey}`);
+    const flatId = flatKey === undefined ? 'flat' : `flat:${flatKey}`;
     const params = { darkScale, flatFloor: DEFAULT_FLAT_FLOOR };
     if (this.gpu) {
       const ctx = this.gpu;
       const bufs: CalibrationMasterBuffers = {};
       if (this.masters.bias) bufs.bias = this.resident('bias', this.masters.bias);
-      if (this.masters.flat) bufs.flat = this.resident('flat', this.masters.flat);
+      if (flat) bufs.flat = this.resident(flatId, flat);
       if (dark) bufs.dark = this.resident(`dark${darkGroup}`, dark);
       const lightBuf = ctx.upload(light);
       const out = ctx.storage(light.length * 4, 'calibrated');
@@ -64,7 +72,7 @@ export class FrameCalibrator {
     }
     const masters: CalibrationMasters = {};
     if (this.masters.bias) masters.bias = this.masters.bias;
-    if (this.masters.flat) masters.flat = this.masters.flat;
+    if (flat) masters.flat = flat;
     if (dark) masters.dark = dark;
     const shared = toShared(light);
     // In place when `light` was already shared would overwrite the caller's data; the copy made

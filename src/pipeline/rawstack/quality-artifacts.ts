@@ -12,13 +12,14 @@
 //   fwhm/fwhm_x/fwhm_y (px, major/minor axis) and eccentricity 3 decimals, background and noise
 //   (ADU) 2, snr 2, saturation (fraction of pixels) 6, registration_cc, quality_score and weight 4;
 //   an empty cell is an unknown value (frame not measured, not registered, not stacked). Lines
-//   end with \n.
+//   end with \n. Run queue runs append one column, `filter` (the frame's filter group), after
+//   `weight`; single-folder runs keep exactly the header above.
 // artifacts/preprocess/rejected_frames.txt
 //   one line per excluded frame, input order, no header: `index<TAB>file<TAB>reason<TAB>detail`
 //   where reason is the primary code and detail its human explanation, followed by
 //   `; also <code>: <detail>` for every further rule the frame failed. Tabs and line breaks
 //   inside fields become spaces, so every line splits into exactly 4 fields. Empty when no frame
-//   was excluded.
+//   was excluded. Run queue runs write the file as `<filter>/<file>` (names repeat across filters).
 
 import { join } from 'node:path';
 import type { FrameMetrics } from '../../algorithms/frame-metrics.js';
@@ -40,7 +41,7 @@ export function csvField(text: string): string {
   return /[",\r\n]|^\s|\s$/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-function csvRow(f: FrameRecord): string {
+function csvRow(f: FrameRecord, queue: boolean): string {
   const m = f.metrics;
   const cells = [
     String(f.index),
@@ -59,31 +60,32 @@ function csvRow(f: FrameRecord): string {
     num(m?.registration_cc, 4),
     num(m?.quality_score, 4),
     num(f.weight, 4),
+    ...(queue ? [csvField(f.filter ?? '')] : []),
   ];
   return cells.join(',');
 }
 
-export function frameQualityCsv(frames: readonly FrameRecord[]): string {
-  return [FRAME_QUALITY_HEADER, ...frames.map(csvRow)].join('\n') + '\n';
+export function frameQualityCsv(frames: readonly FrameRecord[], queue = false): string {
+  return [queue ? `${FRAME_QUALITY_HEADER},filter` : FRAME_QUALITY_HEADER, ...frames.map((f) => csvRow(f, queue))].join('\n') + '\n';
 }
 
 const oneLine = (s: string) => s.replace(/[\t\r\n]+/g, ' ');
 
-export function rejectedFramesText(frames: readonly FrameRecord[]): string {
+export function rejectedFramesText(frames: readonly FrameRecord[], queue = false): string {
   const lines: string[] = [];
   for (const f of frames) {
     if (f.status !== 'excluded') continue;
     const [first, ...rest] = f.exclusions;
     const detail = [first?.detail ?? 'excluded', ...rest.map((e) => `also ${e.code}: ${e.detail}`)].join('; ');
-    lines.push([String(f.index), oneLine(f.name), first?.code ?? 'excluded', oneLine(detail)].join('\t'));
+    lines.push([String(f.index), oneLine(queue && f.filter ? `${f.filter}/${f.name}` : f.name), first?.code ?? 'excluded', oneLine(detail)].join('\t'));
   }
   return lines.length > 0 ? lines.join('\n') + '\n' : '';
 }
 
 /** Writes both files atomically and registers them for the manifest under `phase`. */
 export async function writeQualityArtifacts(state: RawStackState, phase: string): Promise<void> {
-  await writeFileAtomic(join(state.folder.runDir, FRAME_QUALITY_CSV), frameQualityCsv(state.frames));
-  await writeFileAtomic(join(state.folder.runDir, REJECTED_FRAMES_TXT), rejectedFramesText(state.frames));
+  await writeFileAtomic(join(state.folder.runDir, FRAME_QUALITY_CSV), frameQualityCsv(state.frames, state.queue !== null));
+  await writeFileAtomic(join(state.folder.runDir, REJECTED_FRAMES_TXT), rejectedFramesText(state.frames, state.queue !== null));
   addArtifact(state, 'frame_quality', phase, FRAME_QUALITY_CSV);
   addArtifact(state, 'rejected_frames', phase, REJECTED_FRAMES_TXT);
 }

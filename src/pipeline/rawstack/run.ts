@@ -11,7 +11,7 @@ import { SKYSTACK_VERSION } from '../../version.js';
 import { writeJsonAtomic } from '../atomic.js';
 import { EventLog, type EventLine, type RunStatus } from '../events.js';
 import type { Phase } from '../phase.js';
-import { createRunFolder, writeRunRecord, type RunRecord } from '../run-folder.js';
+import { createRunFolder, writeRunRecord, type RunFolder, type RunRecord } from '../run-folder.js';
 import { runPhases } from '../runner.js';
 import { calibrationPhase } from './phases/calibration.js';
 import { cfaChannelPrepPhase } from './phases/cfa-channel-prep.js';
@@ -34,6 +34,8 @@ export interface RawStackRunOptions {
   device?: DevicePreference;
   /** Creation time for the folder name (tests). */
   now?: Date;
+  /** A run folder created beforehand (the API creates it to answer with run_id at once). */
+  folder?: RunFolder;
   /** Phases to run instead of the standard list (tests). */
   phases?: Phase<RawStackState>[];
 }
@@ -54,7 +56,7 @@ export function standardPhases(): Phase<RawStackState>[] {
 export async function runRawStack(config: RawStackConfig, options: RawStackRunOptions = {}): Promise<RawStackRunResult> {
   const runsDir = options.runsDir || config.runs_dir || 'runs';
   const { ctx: gpu, info: device } = await GpuContext.create(options.device ?? devicePreferenceFromEnv(), config.runtime_limits.memory_budget * 1024 * 1024);
-  const folder = await createRunFolder(runsDir, config.run_name, options.now);
+  const folder = options.folder ?? (await createRunFolder(runsDir, config.run_name, options.now));
   const events = new EventLog(join(folder.artifactsDir, 'events.jsonl'), folder.runId, options.onEvent);
   const record: RunRecord = {
     run_id: folder.runId,
@@ -83,6 +85,7 @@ export async function runRawStack(config: RawStackConfig, options: RawStackRunOp
     outputs: {},
     artifacts: [],
     warnings: [],
+    queue: null,
     summaries: {},
   };
   try {

@@ -72,7 +72,9 @@ function phaseHistory(state: RawStackState, setup: StackSetup, phase: string, ou
   let detail = '';
   switch (phase) {
     case 'INPUT_SCAN':
-      detail = `${frames.length} lights "${state.config.pattern}", ${setup.width}x${setup.height} ${state.colorMode ?? ''}${state.bayer ? ` ${state.bayer}` : ''}`;
+      detail = state.queue
+        ? `${frames.length} lights of ${state.queue.filter((e) => e.active).length} run queue entries (this stack: filter ${setup.reference.filter ?? '?'}), ${setup.width}x${setup.height} ${state.colorMode ?? ''}${state.bayer ? ` ${state.bayer}` : ''}`
+        : `${frames.length} lights "${state.config.pattern}", ${setup.width}x${setup.height} ${state.colorMode ?? ''}${state.bayer ? ` ${state.bayer}` : ''}`;
       break;
     case 'CALIBRATION': {
       const m = state.masters;

@@ -22,6 +22,7 @@ import { forEachLimit } from '../concurrency.js';
 import type { PhaseContext } from '../phase.js';
 import { estimateNoise } from './stacking-cosmetic.js';
 import { measureChannels, normalizationFor, statsOf, type ChannelStats, type NormalizationMode } from './stacking-normalization.js';
+import { groupReference, type FilterGroup } from './queue.js';
 import type { ReaderCache } from './stacking-readers.js';
 import { exclude, pixelSource, type FrameRecord, type RawStackState } from './state.js';
 
@@ -96,7 +97,7 @@ export const DEBAYER_HALO = 1;
  * Builds the per-frame records. `needNoise`: measure each frame's pixel noise (per-frame
  * cosmetic correction, the pre-mask).
  */
-export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: ReaderCache, kernel: WarpKernel, needNoise: boolean, superpixel: boolean): Promise<StackSetup> {
+export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: ReaderCache, kernel: WarpKernel, needNoise: boolean, superpixel: boolean, group: FilterGroup | null = null): Promise<StackSetup> {
   const { state } = ctx;
   const c = state.config;
   const W = state.width;
@@ -108,9 +109,11 @@ export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: R
   const OH = Math.floor(H / binning);
   if (OW < 1 || OH < 1) throw new SetupError('input_error', `frames of ${W}x${H} are too small for superpixel debayering`);
   const channels: 1 | 3 = osc ? 3 : 1;
-  let included = state.frames.filter((f) => f.status === 'included');
-  if (included.length === 0) throw new SetupError('no_frames', 'no included frames to stack');
-  let reference = state.referenceIndex !== null ? state.frames[state.referenceIndex] : undefined;
+  let included = (group ? group.frames : state.frames).filter((f) => f.status === 'included');
+  if (included.length === 0) throw new SetupError('no_frames', `no included frames to stack${group?.filter ? ` for filter ${group.filter}` : ''}`);
+  // Run queue: the photometric (and header) reference of a filter is its group reference; the
+  // geometry is always the common reference's, through the registration matrices.
+  let reference = group ? groupReference(state, included) : state.referenceIndex !== null ? state.frames[state.referenceIndex] : undefined;
   if (!reference || reference.status !== 'included') {
     const was = reference ? `reference frame ${reference.index} is excluded` : 'no reference frame was selected';
     reference = included[0]!;
@@ -124,9 +127,12 @@ export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: R
   const toFrame = new Map<FrameRecord, number[]>();
   for (const f of included) {
     let m: Affine | null;
-    if (f === reference || unregistered) m = identity();
-    else if (f.registration?.ok === false || !f.registration?.matrix) m = null;
-    else m = invertAffine(f.registration.matrix);
+    // The reference's own matrix is the identity; a fallback reference (the selected one was
+    // excluded) or a queue group's reference keeps its matrix onto the common reference.
+    if (unregistered) m = identity();
+    else if (f.registration?.ok !== false && f.registration?.matrix) m = invertAffine(f.registration.matrix);
+    else if (f === reference) m = identity();
+    else m = null;
     if (m === null) {
       exclude(f, 'registration_failed', f.registration?.matrix ? 'registration matrix is singular' : 'no registration matrix');
       ctx.frame(f.index, f.name, 'excluded', 'registration_failed');

@@ -13,8 +13,25 @@ import type { EventLog } from '../events.js';
 import type { RunFolder } from '../run-folder.js';
 import type { ColorMode, FrameInfo } from '../scan.js';
 import type { BayerPattern } from '../../fits/keys.js';
+import type { TanWcs } from '../../astro/wcs.js';
 
 export type FrameStatus = 'included' | 'excluded';
+
+/** One run-queue entry as the run saw it (queue.ts): configuration, status and frame counts. */
+export interface QueueEntryState {
+  index: number;
+  /** Filter as configured and as used (OSC data: `OSC`; names normalised by filterKey). */
+  filter_configured: string;
+  filter: string;
+  input_dir: string;
+  pattern: string;
+  label: string | null;
+  active: boolean;
+  status: 'inactive' | 'scanned' | 'error';
+  message: string | null;
+  frames_found: number;
+  frames_usable: number;
+}
 
 /** Closed set of reasons a frame leaves the run (frame filter codes plus pipeline-level ones). */
 export type FrameExclusionCode =
@@ -77,6 +94,9 @@ export interface FrameRecord {
   weight: number | null;
   /** Manual override applied to this frame, if any. */
   manual: boolean | null;
+  /** Run queue: the frame's filter (queue.ts filterKey; `OSC` for colour data) and entry index; null in a single-folder run. */
+  filter: string | null;
+  entry: number | null;
 }
 
 export interface ArtifactEntry {
@@ -118,8 +138,12 @@ export interface RawStackState {
     stacked_rgb_pcc?: string;
     stacked_rgb_hms?: string;
   };
+  /** Celestial WCS of the stacked outputs, set by ASTROMETRY when it solved (PCC reads it). */
+  wcs?: TanWcs;
   artifacts: ArtifactEntry[];
   warnings: { code: string; message: string }[];
+  /** Run queue (queue.ts); null for a single-folder run (no queue entries). */
+  queue: QueueEntryState[] | null;
   /** Free-form summaries of each phase for the report (phase name → JSON-serialisable object). */
   summaries: Record<string, Record<string, unknown>>;
 }
@@ -140,6 +164,8 @@ export function newFrameRecord(index: number, file: string, name: string, info: 
     normalization: null,
     weight: null,
     manual: null,
+    filter: null,
+    entry: null,
   };
 }
 

@@ -5,9 +5,10 @@
 //     the inverse-variance form of the final quality_score), mean 1 over the included frames;
 //     all 1 when no included frame has a positive score;
 //   stacking.weighting = uniform: 1.
-// Excluded frames get null (they are not stacked).
+// Excluded frames get null (they are not stacked). Run queue: per filter group.
 
 import { qualityWeights } from '../../algorithms/frame-metrics.js';
+import { filterGroups } from './queue.js';
 import type { RawStackState } from './state.js';
 
 export interface WeightSummary {
@@ -19,17 +20,20 @@ export interface WeightSummary {
 
 export function computeWeights(state: RawStackState): WeightSummary {
   const weighting = state.config.stacking.weighting;
-  const included = state.frames.map((f) => f.status === 'included');
-  const w =
-    weighting === 'uniform'
-      ? included.map((inc) => (inc ? 1 : 0))
-      : qualityWeights(
-          state.frames.map((f) => f.metrics?.quality_score ?? NaN),
-          included,
-        );
-  state.frames.forEach((f, i) => {
-    f.weight = included[i] ? w[i]! : null;
-  });
+  // Run queue: per filter group (each filter is stacked on its own, mean 1 within it).
+  for (const g of filterGroups(state)) {
+    const included = g.frames.map((f) => f.status === 'included');
+    const w =
+      weighting === 'uniform'
+        ? included.map((inc) => (inc ? 1 : 0))
+        : qualityWeights(
+            g.frames.map((f) => f.metrics?.quality_score ?? NaN),
+            included,
+          );
+    g.frames.forEach((f, i) => {
+      f.weight = included[i] ? w[i]! : null;
+    });
+  }
   const used = state.frames.flatMap((f) => (f.weight !== null ? [f.weight] : []));
   return { weighting, n_weighted: used.length, min: used.length ? Math.min(...used) : null, max: used.length ? Math.max(...used) : null };
 }

@@ -20,6 +20,10 @@
 // Errors (`calibration_error`): a configured folder that is missing or holds no matching
 // readable frame, an unreadable master file, any calibration frame or master whose size differs
 // from the lights; `budget_error` when one band of a master's frames does not fit the budget.
+// Run queue: when the flats folder's frames carry FILTER, one flat master per filter
+// (master_flat_<filter>.fits; flats without FILTER make master_flat.fits for filters without
+// their own), each light divided by its filter's; a filter without any flat is warned about
+// (flat_missing_for_filter) and its lights are not flat-corrected.
 // Writes: state.masters, frame.calibratedFile, frame.darkUsed, state.summaries.CALIBRATION and
 // artifacts for the masters written (outputs/masters/master_{bias,dark_<exp>s,flat,darkflat}.fits).
 
@@ -51,6 +55,7 @@ import { detectBlank } from '../channel-stats.js';
 import { forEachLimit } from '../../concurrency.js';
 import { groupDarks, selectDark, type DarkFrameHeader, type DarkGroup, type DarkSelection } from '../dark-select.js';
 import { exclude, includedFrames, type FrameRecord, type RawStackState } from '../state.js';
+import { filterKey } from '../queue.js';
 import { addArtifact } from './report.js';
 
 const MiB = 1024 * 1024;
@@ -124,6 +129,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   const listed: Partial<Record<CalibrationStage, string[]>> = {};
   const firstHeaders: Partial<Record<CalibrationStage, FitsHeader | null>> = {};
   let darkMembers: DarkMember[] = [];
+  let flatInfos: { file: string; filter: string | null }[] = [];
   for (const stage of ['bias', 'dark', 'darkflat', 'flat'] as const) {
     const s = sources[stage];
     if (!active(s) || (stage === 'darkflat' && !useDarkflat)) continue;
@@ -132,6 +138,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
       listed[stage] = frames.map((f) => f.file);
       firstHeaders[stage] = await firstHeader(frames[0]!.file);
       if (stage === 'dark') darkMembers = frames.map((f) => ({ exptime: f.exptime, temperature: f.temperature, file: f.file }));
+      if (stage === 'flat') flatInfos = frames.map((f) => ({ file: f.file, filter: f.filter }));
     }
     ctx.checkCancelled();
   }
@@ -170,6 +177,28 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     }
   }
   const usedGroups = groups.filter((g) => [...selections.values()].some((s) => s.groupId === g.id));
+
+  // Run queue with a flats folder whose frames carry FILTER: one flat master per filter, each
+  // light divided by its own filter's (flats without FILTER serve filters that have none).
+  let flatGroups: Map<string, string[]> | null = null;
+  const lightFlatKey = new Map<number, string | null>();
+  if (state.queue && sources.flat.kind === 'folder' && flatInfos.some((f) => f.filter)) {
+    flatGroups = new Map();
+    for (const f of flatInfos) {
+      const k = f.filter ? filterKey(f.filter) : '';
+      flatGroups.set(k, [...(flatGroups.get(k) ?? []), f.file]);
+    }
+    const missing = new Map<string, number>();
+    for (const f of lights) {
+      const k = f.filter !== null && flatGroups.has(f.filter) ? f.filter : flatGroups.has('') ? '' : null;
+      lightFlatKey.set(f.index, k);
+      if (k === null) missing.set(f.filter ?? '?', (missing.get(f.filter ?? '?') ?? 0) + 1);
+    }
+    for (const [filter, n] of missing) ctx.warn('flat_missing_for_filter', `no flat with FILTER = ${filter} in ${sources.flat.path}: ${n} light(s) of filter ${filter} are not flat-corrected`);
+    const used = new Set(lightFlatKey.values());
+    for (const k of [...flatGroups.keys()]) if (!used.has(k)) flatGroups.delete(k);
+    listed.flat = [...flatGroups.values()].flat();
+  }
 
   // Progress: one unit per calibration file combined and per light.
   const masterFiles = (listed.bias?.length ?? 0) + (listed.darkflat?.length ?? 0) + (listed.flat?.length ?? 0) + (sources.dark.kind === 'folder' ? usedGroups.reduce((a, g) => a + g.members.length, 0) : 0);
@@ -306,8 +335,46 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   // 4. Flat: offset-corrected, combined at a common level, divided by its median per CFA site.
   let flat: Float32Array | null = null;
   let flatName: string | null = null;
+  const flats = new Map<string, Float32Array>();
+  const flatNames = new Map<string, string>();
   details.flat = describeSource(sources.flat);
-  if (active(sources.flat)) {
+  if (active(sources.flat) && flatGroups) {
+    // Per filter (run queue): the folder flat of step 4 below, once per filter group.
+    const offset = darkflat ?? bias;
+    const offsetName = darkflat ? darkflatName : bias ? biasName : null;
+    if (offsetName === null) ctx.warn('flat_offset_not_removed', 'no bias or dark-flat master: the flat keeps its offset, so vignetting and dust are under-corrected');
+    const perFilter: Record<string, unknown> = {};
+    for (const [k, files] of flatGroups) {
+      ctx.checkCancelled();
+      const name = k ? `master_flat_${k.replace(/[^A-Za-z0-9_+-]/g, '_')}.fits` : 'master_flat.fits';
+      const combined = await combine('flat', files, { subtract: offset, normalizeLevels: true });
+      const siteMedians = normalizeFlat(combined.data, width, height, cfa, sources.flat.key ?? 'flat');
+      const header = masterHeader(await firstHeader(files[0]!), {
+        imageType: 'Master Flat',
+        frames: combined.frames,
+        exptime: null,
+        temperature: null,
+        kappa: cal.master_rejection_sigma,
+        source: sources.flat.path!,
+        cards: [
+          ['BIASCORR', offset !== null],
+          ['FLATNORM', true],
+        ],
+        history: [
+          ...(offsetName ? [`skystack CALIBRATION: ${offsetName} subtracted from each flat`] : []),
+          `skystack CALIBRATION: divided by its median ${cfa ? 'per CFA site' : ''} (${siteMedians.map((m) => m.toFixed(2)).join(', ')})`,
+        ],
+      });
+      const file = await written('flat', name, combined.data, header);
+      flats.set(k, combined.data);
+      flatNames.set(k, name);
+      perFilter[k || 'none'] = { ...combineDetails(combined), master: rel(name), lights: [...lightFlatKey.values()].filter((x) => x === k).length, site_medians: siteMedians.map((m) => Number(m.toFixed(4))) };
+      if (!state.masters.flat || k === 'L') state.masters.flat = file;
+    }
+    if (darkflat) heldBytes -= frameBytes;
+    darkflat = null;
+    details.flat = { ...details.flat, per_filter: perFilter, offset: offsetName, normalized_by: cfa ? 'cfa_site' : 'whole', unflattened_lights: [...lightFlatKey.values()].filter((x) => x === null).length };
+  } else if (active(sources.flat)) {
     const offset = darkflat ?? bias;
     const offsetName = darkflat ? darkflatName : bias ? biasName : null;
     let offsetApplied: string | null = sources.flat.kind === 'folder' ? offsetName : darkflatName;
@@ -358,7 +425,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     }
     details.flat = { ...details.flat, offset: offsetApplied, normalized_by: cfa ? 'cfa_site' : 'whole', site_medians: siteMedians.map((m) => Number(m.toFixed(4))) };
   }
-  const flatTop = flat ? flatHigh(flat) : 1;
+  const flatTop = flatGroups ? Math.max(1, ...[...flats.values()].map(flatHigh)) : flat ? flatHigh(flat) : 1;
   const mastersMs = performance.now() - t0;
 
   // 5. Lights, at most parallel_workers in flight and as many as the budget holds beside the masters.
@@ -367,7 +434,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   if (heldBytes + perFrame > budget) {
     ctx.warn('memory_budget', `the masters (${(heldBytes / MiB).toFixed(0)} MiB) and one light in flight need ${((heldBytes + perFrame) / MiB).toFixed(0)} MiB, above runtime_limits.memory_budget = ${c.runtime_limits.memory_budget} MiB`);
   }
-  const calibrator = new FrameCalibrator({ bias, flat, darks }, gpuFor(state.gpu, 'calibrate'), workers);
+  const calibrator = new FrameCalibrator({ bias, flat, darks, ...(flatGroups ? { flats } : {}) }, gpuFor(state.gpu, 'calibrate'), workers);
   let calibrated = 0;
   let failedFrames = 0;
   let blank = 0;
@@ -389,13 +456,14 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
         }
         ctx.checkCancelled();
         const scale = sel?.scale ?? 1;
-        const out = await calibrator.calibrate(image.data, sel ? sel.groupId : null, scale);
+        const flatKey = flatGroups ? (lightFlatKey.get(frame.index) ?? null) : undefined;
+        const out = await calibrator.calibrate(image.data, sel ? sel.groupId : null, scale, flatKey);
         const name = `cal_${String(frame.index + 1).padStart(5, '0')}.fit`;
         const header = calibratedHeader(image.header, {
           bias: biasName,
           dark: group?.name ?? null,
           darkScale: scale,
-          flat: flatName,
+          flat: flatKey === undefined ? flatName : flatKey === null ? null : (flatNames.get(flatKey) ?? null),
           biasLevel,
           darkLevel: sel ? (darkLevels.get(sel.groupId) ?? 0) * scale : 0,
           flatHigh: flatTop,

@@ -14,11 +14,14 @@
 //   keeps no exclusion (its overridden rules are in its `frame` event). Filter warnings (≥ 50 %
 //   rejected, overrides matching no frame, too few frames for the relative rules) are `warning`
 //   events. No frame left → error `no_frames` (after writing the artifacts, so the user sees why).
+// Run queue: the filter runs once per filter group (relative rules within one filter); an
+// override can name `<filter>/<file>`; weights are normalised per group.
 // Writes: frame.status/exclusions/manual/weight, frame_quality.csv, rejected_frames.txt,
 // state.summaries.FRAME_FILTERING.
 
-import { filterFrames, type FilterFrame } from '../../../algorithms/frame-filter.js';
+import { filterFrames, type FilterFrame, type FilterResult } from '../../../algorithms/frame-filter.js';
 import { failed, ok, skipped, type Phase } from '../../phase.js';
+import { filterGroups } from '../queue.js';
 import { FRAME_QUALITY_CSV, REJECTED_FRAMES_TXT, writeQualityArtifacts } from '../quality-artifacts.js';
 import { exclude, type FrameExclusionCode, type RawStackState } from '../state.js';
 import { computeWeights } from '../weights.js';
@@ -49,14 +52,7 @@ export const frameFilteringPhase: Phase<RawStackState> = {
   async run(ctx) {
     const { state } = ctx;
     const q = state.config.quality_filter;
-    const input: FilterFrame[] = state.frames.map((f) => ({
-      index: f.index,
-      file: f.name,
-      // Frames excluded before (unreadable, no stars, not registered) are frames without data.
-      metrics: f.status === 'included' && f.metrics ? f.metrics : null,
-      registered: f.registration?.ok ?? false,
-    }));
-    const result = filterFrames(input, {
+    const filterConfig = {
       mode: q.mode,
       min_stars: q.min_stars,
       min_correlation: q.min_correlation,
@@ -64,33 +60,55 @@ export const frameFilteringPhase: Phase<RawStackState> = {
       max_eccentricity: q.max_eccentricity,
       min_relative_transparency: q.min_relative_transparency,
       manual_overrides: q.manual_overrides,
-    });
+    };
     let rejectedHere = 0;
     const counts: Record<string, number> = {};
-    result.frames.forEach((d, p) => {
-      const f = state.frames[p]!;
-      const wasIncluded = f.status === 'included';
-      if (d.manual !== null && wasIncluded) f.manual = d.manual === 'include';
-      if (wasIncluded && d.status === 'excluded') {
-        d.reasons.forEach((reason, k) => {
-          const code: FrameExclusionCode = reason; // the filter's codes are a subset (type-checked)
-          exclude(f, code, d.details[k] ?? code);
-        });
-        rejectedHere++;
-        counts[d.reasons[0]!] = (counts[d.reasons[0]!] ?? 0) + 1;
+    const groups = filterGroups(state);
+    const perFilter: Record<string, FilterResult['limits']> = {};
+    const unmatched = new Map<string, number>();
+    let result: FilterResult | null = null;
+    // Run queue: the relative rules (FWHM, transparency) compare frames of one filter only.
+    for (const group of groups) {
+      const input: FilterFrame[] = group.frames.map((f) => ({
+        index: f.index,
+        // `<filter>/<file>` in a queue run, so an override can name one filter's file.
+        file: group.filter !== null ? `${group.filter}/${f.name}` : f.name,
+        // Frames excluded before (unreadable, no stars, not registered) are frames without data.
+        metrics: f.status === 'included' && f.metrics ? f.metrics : null,
+        registered: f.registration?.ok ?? false,
+      }));
+      result = filterFrames(input, filterConfig);
+      if (group.filter !== null) perFilter[group.filter] = result.limits;
+      result.frames.forEach((d, p) => {
+        const f = group.frames[p]!;
+        const wasIncluded = f.status === 'included';
+        if (d.manual !== null && wasIncluded) f.manual = d.manual === 'include';
+        if (wasIncluded && d.status === 'excluded') {
+          d.reasons.forEach((reason, k) => {
+            const code: FrameExclusionCode = reason; // the filter's codes are a subset (type-checked)
+            exclude(f, code, d.details[k] ?? code);
+          });
+          rejectedHere++;
+          counts[d.reasons[0]!] = (counts[d.reasons[0]!] ?? 0) + 1;
+        }
+        if (wasIncluded) {
+          const extra = d.manual === 'include' && d.reasons.length > 0 ? { overridden: d.reasons.map((c, k) => `${c}: ${d.details[k]}`) } : {};
+          ctx.frame(f.index, f.name, f.status === 'included' ? 'ok' : 'excluded', f.status === 'excluded' ? f.exclusions[0]?.code : d.manual === 'include' ? 'manual_include' : undefined, Object.keys(extra).length ? extra : undefined);
+        } else if (d.manual === 'include') {
+          ctx.warn('manual_include_without_data', `manual override cannot include ${f.name}: ${f.exclusions[0]?.code ?? 'excluded'} (${f.exclusions[0]?.detail ?? ''})`);
+        }
+      });
+      for (const w of result.warnings) {
+        // An override naming another filter's frame matches none here: warn only if no group matched it.
+        if (warningCode(w) === 'manual_override_unmatched') unmatched.set(w, (unmatched.get(w) ?? 0) + 1);
+        else ctx.warn(warningCode(w), group.filter !== null ? `${group.filter}: ${w}` : w);
       }
-      if (wasIncluded) {
-        const extra = d.manual === 'include' && d.reasons.length > 0 ? { overridden: d.reasons.map((c, k) => `${c}: ${d.details[k]}`) } : {};
-        ctx.frame(f.index, f.name, f.status === 'included' ? 'ok' : 'excluded', f.status === 'excluded' ? f.exclusions[0]?.code : d.manual === 'include' ? 'manual_include' : undefined, Object.keys(extra).length ? extra : undefined);
-      } else if (d.manual === 'include') {
-        ctx.warn('manual_include_without_data', `manual override cannot include ${f.name}: ${f.exclusions[0]?.code ?? 'excluded'} (${f.exclusions[0]?.detail ?? ''})`);
-      }
-    });
-    for (const w of result.warnings) ctx.warn(warningCode(w), w);
+    }
+    for (const [w, n] of unmatched) if (n === groups.length) ctx.warn('manual_override_unmatched', w);
+    const l = result?.limits;
     const weights = computeWeights(state);
     await writeQualityArtifacts(state, 'FRAME_FILTERING');
     const accepted = state.frames.filter((f) => f.status === 'included').length;
-    const l = result.limits;
     const details = {
       rejection_mode: q.mode,
       n_total: state.frames.length,
@@ -102,20 +120,21 @@ export const frameFilteringPhase: Phase<RawStackState> = {
       csv_path: FRAME_QUALITY_CSV,
       rejected_path: REJECTED_FRAMES_TXT,
       limits: {
-        k: l.k,
+        k: l?.k ?? null,
         min_stars: q.min_stars,
         min_correlation: q.min_correlation,
         max_eccentricity: q.max_eccentricity,
         max_fwhm_sigma: q.max_fwhm_sigma,
         min_relative_transparency: q.min_relative_transparency,
-        fwhm_median: r4(l.fwhm_median),
-        fwhm_sigma: r4(l.fwhm_sigma),
-        fwhm_limit: r4(l.fwhm_limit),
-        star_count_median: r4(l.star_count_median),
-        star_count_limit: r4(l.star_count_limit),
-        flux_median: r4(l.flux_median),
-        flux_limit: r4(l.flux_limit),
+        fwhm_median: r4(l?.fwhm_median ?? NaN),
+        fwhm_sigma: r4(l?.fwhm_sigma ?? NaN),
+        fwhm_limit: r4(l?.fwhm_limit ?? NaN),
+        star_count_median: r4(l?.star_count_median ?? NaN),
+        star_count_limit: r4(l?.star_count_limit ?? NaN),
+        flux_median: r4(l?.flux_median ?? NaN),
+        flux_limit: r4(l?.flux_limit ?? NaN),
       },
+      ...(state.queue ? { per_filter: Object.fromEntries(Object.entries(perFilter).map(([f, x]) => [f, { fwhm_limit: r4(x.fwhm_limit), star_count_limit: r4(x.star_count_limit), flux_limit: r4(x.flux_limit), n_accepted: state.frames.filter((fr) => fr.filter === f && fr.status === 'included').length }])) } : {}),
       weights,
     };
     state.summaries.FRAME_FILTERING = details;

@@ -7,6 +7,8 @@
 //    The reference scores 1 by definition; a correlation that cannot be computed scores 0 (the
 //    filter's min_correlation then removes the frame in auto/strict/relaxed); a frame that can no
 //    longer be read is excluded `unreadable`.
+//    Run queue: per filter group against the group's reference (queue.ts groupReference), the
+//    frame's matrix composed onto that frame; scores per group as well.
 // 2. quality_score re-scored (scoreFrames) over the frames still included, so the score (and the
 //    quality weights derived from it) is relative to the registered sequence and final. Frames
 //    excluded earlier keep the score they got in REFERENCE_SELECTION.
@@ -15,6 +17,7 @@
 // star_count, FWHM, eccentricity, background, noise, SNR and saturation were measured in
 // REFERENCE_SELECTION (same detection; no second pass over the pixels for them).
 
+import { composeAffine, invertAffine } from '../../../algorithms/affine.js';
 import { scoreFrames } from '../../../algorithms/frame-metrics.js';
 import { toShared } from '../../../cpu/worker-pool.js';
 import { isFitsError } from '../../../fits/index.js';
@@ -22,6 +25,7 @@ import { failed, ok, type Phase } from '../../phase.js';
 import { ccProxyOf, readPlane, type CcTaskResult } from '../frame-tasks.js';
 import { FrameWorkers, mapFrames } from '../frame-workers.js';
 import { medianOf, metricsView } from '../quality-artifacts.js';
+import { filterGroups, groupReference } from '../queue.js';
 import { writeRegistrationJson } from '../registration-artifact.js';
 import { exclude, includedFrames, pixelSource, type RawStackState } from '../state.js';
 
@@ -40,58 +44,69 @@ export const qualityAnalysisPhase: Phase<RawStackState> = {
       return failed('registration_error', 'no registered reference frame (REGISTRATION did not complete)');
     }
     const frames = includedFrames(state).filter((f) => f.registration?.ok && f.metrics);
-    const t0 = performance.now();
-    let refPlane;
-    try {
-      refPlane = await readPlane(pixelSource(reference));
-    } catch (e) {
-      if (isFitsError(e)) return failed('input_error', `the reference frame can no longer be read: ${e.message}`);
-      throw e;
-    }
-    const refProxy = ccProxyOf(refPlane, CC_BIN);
-    refPlane = undefined;
-    // Shared memory: workers read the same proxy instead of each receiving a copy.
-    const sharedRef = { ...refProxy, data: toShared(refProxy.data) };
-    const refMs = performance.now() - t0;
-    reference.metrics!.registration_cc = 1;
-
-    const others = frames.filter((f) => f !== reference);
-    const workers = new FrameWorkers(Math.min(state.config.runtime_limits.parallel_workers, Math.max(1, others.length)));
     const ccFailures: string[] = [];
     const readMs: number[] = [];
     const ccMs: number[] = [];
+    let refMs = 0;
     let done = 0;
+    const groups = filterGroups(state, frames);
+    const total = frames.length - groups.length;
+    const workers = new FrameWorkers(Math.min(state.config.runtime_limits.parallel_workers, Math.max(1, total)));
     try {
-      await mapFrames(
-        others,
-        workers.size,
-        ctx.signal,
-        (f) => workers.run({ kind: 'cc', file: pixelSource(f), matrix: f.registration!.matrix!, bin: CC_BIN, reference: sharedRef }) as Promise<CcTaskResult>,
-        (f, r) => {
-          readMs.push(r.ms.read);
-          ccMs.push(r.ms.cc);
-          if (r.ok) {
-            f.metrics!.registration_cc = r.cc;
-          } else if (r.code === 'unreadable') {
-            exclude(f, 'unreadable', r.detail);
-          } else {
-            f.metrics!.registration_cc = 0;
-            ccFailures.push(`${f.name}: ${r.detail}`);
-            ctx.warn('registration_cc_failed', `registration_cc of ${f.name} could not be computed (${r.detail}); set to 0`);
-          }
-          ctx.progress(++done, others.length, 'registration_cc');
-        },
-      );
+      // Per filter group, against the group's own reference (the common one for its own group):
+      // a correlation across filters would measure the filters' difference, not the frame.
+      for (const group of groups) {
+        const gref = groupReference(state, group.frames) ?? reference;
+        const tr = performance.now();
+        let refPlane;
+        try {
+          refPlane = await readPlane(pixelSource(gref));
+        } catch (e) {
+          if (isFitsError(e)) return failed('input_error', `the reference frame ${gref.name} can no longer be read: ${e.message}`);
+          throw e;
+        }
+        const refProxy = ccProxyOf(refPlane, CC_BIN);
+        refPlane = undefined;
+        // Shared memory: workers read the same proxy instead of each receiving a copy.
+        const sharedRef = { ...refProxy, data: toShared(refProxy.data) };
+        refMs += performance.now() - tr;
+        gref.metrics!.registration_cc = 1;
+        // frame → group reference = (group reference → common reference)⁻¹ ∘ (frame → common reference).
+        const toGroupRef = gref === reference ? null : invertAffine(gref.registration!.matrix!);
+        const others = group.frames.filter((f) => f !== gref);
+        await mapFrames(
+          others,
+          workers.size,
+          ctx.signal,
+          (f) => workers.run({ kind: 'cc', file: pixelSource(f), matrix: toGroupRef ? composeAffine(toGroupRef, f.registration!.matrix!) : f.registration!.matrix!, bin: CC_BIN, reference: sharedRef }) as Promise<CcTaskResult>,
+          (f, r) => {
+            readMs.push(r.ms.read);
+            ccMs.push(r.ms.cc);
+            if (r.ok) {
+              f.metrics!.registration_cc = r.cc;
+            } else if (r.code === 'unreadable') {
+              exclude(f, 'unreadable', r.detail);
+            } else {
+              f.metrics!.registration_cc = 0;
+              ccFailures.push(`${f.name}: ${r.detail}`);
+              ctx.warn('registration_cc_failed', `registration_cc of ${f.name} could not be computed (${r.detail}); set to 0`);
+            }
+            ctx.progress(++done, total, 'registration_cc');
+          },
+        );
+      }
     } finally {
       await workers.close();
     }
 
     // Final scores relative to the frames that go on.
     const kept = frames.filter((f) => f.status === 'included');
-    const scored = scoreFrames(kept.map((f) => f.metrics!));
-    kept.forEach((f, i) => {
-      f.metrics = scored[i]!;
-    });
+    for (const g of filterGroups(state, kept)) {
+      const scored = scoreFrames(g.frames.map((f) => f.metrics!));
+      g.frames.forEach((f, i) => {
+        f.metrics = scored[i]!;
+      });
+    }
     for (const f of frames) {
       if (f.status === 'included') ctx.frame(f.index, f.name, 'ok', undefined, metricsView(f.metrics));
       else ctx.frame(f.index, f.name, 'excluded', f.exclusions[f.exclusions.length - 1]?.code);

@@ -16,6 +16,9 @@
 //    refused by the detector than the sequence median + STREAK_MARGIN): the reference is what
 //    every frame's registration_cc is measured against, and a trail in it lowers every frame's
 //    correlation (by ~0.1 on the fixtures). Both fall back to all frames if no frame is left.
+// Run queue (queue.ts): scores are computed per filter group (an Ha frame is not worse than an
+// L frame for having fewer stars), and the candidates are the frames of the reference filter (L,
+// else the first active entry's): one common reference for every filter.
 // Writes: frame.stars, frame.metrics (registration_cc null), frame exclusions,
 // state.referenceIndex/referenceStrategy, state.summaries.REFERENCE_SELECTION.
 
@@ -26,6 +29,7 @@ import { selectReference, type ReferenceCandidate } from '../../../algorithms/re
 import { failed, ok, type Phase } from '../../phase.js';
 import type { MeasureResult } from '../frame-tasks.js';
 import { FrameWorkers, mapFrames } from '../frame-workers.js';
+import { filterGroups, referenceFilter } from '../queue.js';
 import { medianOf, metricsView } from '../quality-artifacts.js';
 import { exclude, includedFrames, pixelSource, type FrameRecord, type RawStackState } from '../state.js';
 
@@ -100,16 +104,20 @@ export const referenceSelectionPhase: Phase<RawStackState> = {
     if (measured.length === 0) {
       return failed('registration_error', `no frame has detectable stars (${noStars} without stars, ${unreadable} unreadable of ${frames.length})`, { n_frames: frames.length, n_no_stars: noStars, n_unreadable: unreadable });
     }
-    const scored = scoreFrames(measured.map((f) => f.metrics!));
-    measured.forEach((f, i) => {
-      f.metrics = scored[i]!;
-    });
+    for (const g of filterGroups(state, measured)) {
+      const scored = scoreFrames(g.frames.map((f) => f.metrics!));
+      g.frames.forEach((f, i) => {
+        f.metrics = scored[i]!;
+      });
+    }
+    const refFilter = referenceFilter(state, measured);
 
     // Candidates: not manually excluded, and no trail through the frame when others are clean.
     const manual = manuallyExcluded(state, measured);
     const streakMedian = medianOf(measured.map((f) => streaks.get(f.index) ?? 0));
     const trailed = new Set(measured.filter((f) => (streaks.get(f.index) ?? 0) > streakMedian + STREAK_MARGIN).map((f) => f.index));
-    const pools = [measured.filter((f) => !manual.has(f.index) && !trailed.has(f.index)), measured.filter((f) => !manual.has(f.index)), measured];
+    const ofRefFilter = state.queue ? measured.filter((f) => f.filter === refFilter) : measured;
+    const pools = [ofRefFilter.filter((f) => !manual.has(f.index) && !trailed.has(f.index)), ofRefFilter.filter((f) => !manual.has(f.index)), ofRefFilter, measured];
     const pool = pools.find((p) => p.length > 0)!;
     const inPool = new Set(pool.map((f) => f.index));
     const candidates: ReferenceCandidate[] = measured.map((f) => ({
@@ -136,6 +144,7 @@ export const referenceSelectionPhase: Phase<RawStackState> = {
       reference_file: reference.name,
       quality_score: choice.quality_score,
       detail: choice.detail,
+      ...(state.queue ? { reference_filter: refFilter, filter: reference.filter } : {}),
       n_frames: frames.length,
       n_measured: measured.length,
       n_no_stars: noStars,

@@ -4,15 +4,18 @@
 // Also: one section per postprocess phase (report-extras.ts), preview_<output>.png of each image
 // output (embedded in the HTML as data: URIs, registered as artifacts), and a scan of outputs/
 // and artifacts/preprocess/ so the manifest lists every file the run wrote.
+// Run queue runs also get artifacts/preprocess/run_queue.json (every entry, inactive ones too,
+// with frames found / usable / stacked and its filter's stack) and a queue table in the reports.
 
 import { join } from 'node:path';
 import { writeFileAtomic, writeJsonAtomic } from '../../atomic.js';
 import type { EventLine } from '../../events.js';
 import { ok, type Phase } from '../../phase.js';
-import type { ReportModel, ReportPhase, ReportPostprocessSection, ReportPreview } from '../../../report/model.js';
+import type { ReportModel, ReportPhase, ReportPostprocessSection, ReportPreview, ReportQueueEntry } from '../../../report/model.js';
 import { renderHtml, renderMarkdown } from '../../../report/render.js';
 import type { RawStackState } from '../state.js';
 import { OPTIONAL_PHASES, RAWSTACK_PHASES } from '../phase-list.js';
+import { stackFileName } from '../queue.js';
 import { postprocessSections, scanArtifacts, writePreviews } from '../report-extras.js';
 import { SKYSTACK_NAME, SKYSTACK_VERSION } from '../../../version.js';
 
@@ -27,9 +30,36 @@ function phaseRows(lines: readonly EventLine[]): ReportPhase[] {
     const end = ends.get(phase);
     if (!end) return { phase, status: started.has(phase) ? 'error' : 'not_started' };
     const row: ReportPhase = { phase, status: end.status, duration_ms: end.duration_ms };
+    if (typeof end.peak_rss_mib === 'number') row.peak_rss_mib = end.peak_rss_mib;
     if (end.reason) row.reason = end.reason;
     if (typeof end.message === 'string') row.message = end.message;
     return row;
+  });
+}
+
+/** The run queue as the report shows it: per entry its frames found, usable and stacked, and its filter's stack. */
+export function queueRows(state: RawStackState): ReportQueueEntry[] | null {
+  if (!state.queue) return null;
+  const stacked = state.summaries.STACKING !== undefined;
+  const perFilter = (state.summaries.STACKING?.per_filter ?? {}) as Record<string, { duration_ms?: number }>;
+  return state.queue.map((e) => {
+    const output = `outputs/${stackFileName(e.filter)}`;
+    const ms = e.active ? perFilter[e.filter]?.duration_ms : undefined;
+    return {
+      index: e.index,
+      filter: e.filter,
+      label: e.label,
+      input_dir: e.input_dir,
+      pattern: e.pattern,
+      active: e.active,
+      status: e.status,
+      message: e.message,
+      frames_found: e.frames_found,
+      frames_usable: e.frames_usable,
+      frames_used: stacked ? state.frames.filter((f) => f.entry === e.index && f.status === 'included').length : 0,
+      output: e.active && state.artifacts.some((a) => a.path === output) ? output : null,
+      stack_ms: typeof ms === 'number' ? ms : null,
+    };
   });
 }
 
@@ -70,6 +100,7 @@ export function buildReportModel(
     generator: { name: SKYSTACK_NAME, version: SKYSTACK_VERSION },
     device,
     phases: phaseRows(lines),
+    queue: queueRows(state),
     input: {
       lights_dir: state.config.lights_dir,
       pattern: state.config.pattern,
@@ -121,6 +152,12 @@ export const reportPhase: Phase<RawStackState> = {
     if (formats.has('markdown')) addArtifact(state, 'report_markdown', 'REPORT', rel('preprocessing_report.md'));
     if (formats.has('html')) addArtifact(state, 'report_html', 'REPORT', rel('preprocessing_report.html'));
     addArtifact(state, 'manifest', 'REPORT', rel('artifacts_manifest.json'));
+    // Run queue: every entry, inactive ones included, with what became of it.
+    const queue = queueRows(state);
+    if (queue) {
+      await writeJsonAtomic(join(dir, 'run_queue.json'), { run_id: state.runId, entries: queue });
+      addArtifact(state, 'run_queue', 'REPORT', rel('run_queue.json'));
+    }
     const { previews, data } = await writePreviews(state, (msg) => ctx.warn('report_preview', msg));
     for (const p of previews) addArtifact(state, 'preview', 'REPORT', p.path);
     const postprocess_results = await postprocessSections(state, phaseRows(state.events.lines));

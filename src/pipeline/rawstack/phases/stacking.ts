@@ -27,13 +27,15 @@ import type { WarpKernel } from '../../../cpu/warp.js';
 import type { StackMethod } from '../../../cpu/stack.js';
 import { writeJsonAtomic } from '../../atomic.js';
 import { gpuFor } from '../../device-policy.js';
-import { CancelledError, failed, ok, type Phase, type PhaseContext } from '../../phase.js';
+import { CancelledError, failed, ok, type Phase, type PhaseContext, type PhaseOutcome } from '../../phase.js';
 import { BandEngine, type EngineOptions } from '../stacking-engine.js';
 import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN_FRAMES } from '../stacking-premask.js';
 import { channelNames } from '../stacking-normalization.js';
 import { finalCosmetic, stackHeader, type StackParameters } from '../stacking-output.js';
 import { ReaderCache } from '../stacking-readers.js';
 import { channelNoise, planStackBands, prepareFrames, readHalo, SetupError, type StackPlan } from '../stacking-setup.js';
+import { composeQueueOutputs } from '../queue-outputs.js';
+import { filterGroups, stackFileName, type FilterGroup } from '../queue.js';
 import type { RawStackState } from '../state.js';
 import { addArtifact } from './report.js';
 
@@ -89,7 +91,7 @@ export const stackingPhase: Phase<RawStackState> = {
 
   async run(ctx) {
     try {
-      return await runStacking(ctx);
+      return ctx.state.queue ? await runQueueStacking(ctx) : await runStacking(ctx, null);
     } catch (e) {
       if (e instanceof CancelledError) throw e;
       if (e instanceof SetupError) return failed(e.reason, e.message);
@@ -114,7 +116,16 @@ export const stackingPhase: Phase<RawStackState> = {
   },
 };
 
-async function runStacking(ctx: PhaseContext<RawStackState>) {
+/** What one filter group's stack left (run queue): its file, diagnostics and summary. */
+interface GroupSink {
+  group: FilterGroup;
+  outRel?: string;
+  outPath?: string;
+  diagnostics?: Record<string, unknown>;
+  summary?: Record<string, unknown>;
+}
+
+async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | null): Promise<PhaseOutcome> {
   const { state } = ctx;
   const c = state.config;
   const started = performance.now();
@@ -134,7 +145,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
   const wantPremask = method === 'sigma' || method === 'winsor';
   const cosmeticOn = c.stacking.per_frame_cosmetic_correction;
   const tSetup = performance.now();
-  const setup = await prepareFrames(ctx, readers, kernel, wantPremask || cosmeticOn, superpixel);
+  const setup = await prepareFrames(ctx, readers, kernel, wantPremask || cosmeticOn, superpixel, sink?.group ?? null);
   const setupMs = performance.now() - tSetup;
   ctx.checkCancelled();
   const N = setup.frames.length;
@@ -259,15 +270,22 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
     cosmetic: `per-frame ${cosmeticOn ? `k=${c.stacking.per_frame_cosmetic_correction_sigma}` : 'off'}, final ${c.stacking.cosmetic_correction ? `k=${c.stacking.cosmetic_correction_sigma}` : 'off'}`,
   };
   const header = stackHeader(state, setup, ctx.outcomes, params);
-  const outName = osc ? 'stacked_rgb.fits' : 'stacked_linear.fits';
+  // Run queue: outputs/stacked_<filter>.fits per group (stacked_linear/rgb follow from them).
+  const outName = sink ? stackFileName(sink.group.filter!) : osc ? 'stacked_rgb.fits' : 'stacked_linear.fits';
   const outRel = `outputs/${outName}`;
   const outPath = join(state.folder.outputsDir, outName);
   const tWrite = performance.now();
   await writeFits(outPath, { width: W, height: H, planes: C, data: image }, { header });
   const writeMs = performance.now() - tWrite;
-  if (osc) state.outputs.stacked_rgb = outPath;
-  else state.outputs.stacked_linear = outPath;
-  addArtifact(state, osc ? 'stacked_rgb' : 'stacked_linear', 'STACKING', outRel);
+  if (sink) {
+    sink.outRel = outRel;
+    sink.outPath = outPath;
+    addArtifact(state, 'stacked_filter', 'STACKING', outRel);
+  } else {
+    if (osc) state.outputs.stacked_rgb = outPath;
+    else state.outputs.stacked_linear = outPath;
+    addArtifact(state, osc ? 'stacked_rgb' : 'stacked_linear', 'STACKING', outRel);
+  }
 
   // Diagnostics.
   const totals = engine.totals;
@@ -315,6 +333,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
   };
   const diagnostics = {
     phase: 'STACKING',
+    ...(sink ? { filter: sink.group.filter } : {}),
     color_mode: state.colorMode,
     channels: names,
     output_size: { width: W, height: H, binning: setup.binning },
@@ -376,12 +395,15 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
       bands_rows: plan.bands.map((b) => [b.y0, b.rows]),
     },
     files_opened: readers.opens,
-    outputs: osc ? { stacked_rgb: outRel } : { stacked_linear: outRel },
+    outputs: sink ? { [outName.replace(/\.fits$/, '')]: outRel } : osc ? { stacked_rgb: outRel } : { stacked_linear: outRel },
     timings_ms: timings,
   };
   const diagRel = 'artifacts/preprocess/stacking_diagnostics.json';
-  await writeJsonAtomic(join(state.folder.runDir, diagRel), diagnostics);
-  addArtifact(state, 'stacking_diagnostics', 'STACKING', diagRel);
+  if (sink) sink.diagnostics = diagnostics;
+  else {
+    await writeJsonAtomic(join(state.folder.runDir, diagRel), diagnostics);
+    addArtifact(state, 'stacking_diagnostics', 'STACKING', diagRel);
+  }
 
   for (const f of frames) {
     ctx.frame(f.index, f.file, 'stacked', undefined, {
@@ -392,7 +414,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
       rejected_high: f.rejected.reduce((a, r) => a + r.high, 0),
     });
   }
-  state.summaries.STACKING = {
+  const summary = {
+    ...(sink ? { filter: sink.group.filter, output: outRel } : {}),
     frames_used: N,
     frames_total: state.frames.length,
     method,
@@ -409,6 +432,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
     device_paths: paths,
     duration_ms: timings.total,
   };
+  if (sink) sink.summary = summary;
+  else state.summaries.STACKING = summary;
   return ok({
     frames_used: N,
     method,
@@ -422,3 +447,77 @@ async function runStacking(ctx: PhaseContext<RawStackState>) {
   });
 }
 
+
+/**
+ * Run queue: one stack per filter group (runStacking with the group), each onto the common
+ * reference's geometry and its group reference's photometric scale, written as
+ * outputs/stacked_<filter>.fits; then stacked_linear.fits (L, or the single mono filter) and
+ * stacked_rgb.fits (R, G, B composed; OSC: the OSC stack) by queue-outputs.ts. One
+ * stacking_diagnostics.json holds every filter's diagnostics under `per_filter`.
+ * A filter whose stack fails ends the phase with that error (the stacks written so far stay).
+ */
+async function runQueueStacking(ctx: PhaseContext<RawStackState>): Promise<PhaseOutcome> {
+  const { state } = ctx;
+  const groups = filterGroups(state, state.frames.filter((f) => f.status === 'included'));
+  // A filter whose every frame was excluded gets no stack: say so (the queue table shows 0 stacked).
+  const stackedFilters = new Set(groups.map((g) => g.filter));
+  for (const filter of new Set((state.queue ?? []).filter((e) => e.active).map((e) => e.filter))) {
+    if (!stackedFilters.has(filter)) ctx.warn('filter_not_stacked', `filter ${filter}: no frame left to stack, no ${stackFileName(filter)}`);
+  }
+  const sinks: GroupSink[] = [];
+  for (const group of groups) {
+    const sink: GroupSink = { group };
+    const outcome = await runStacking(ctx, sink);
+    // Release this group's engine and open files before the next group starts.
+    const l = live.get(state);
+    live.delete(state);
+    await l?.engine?.dispose();
+    await l?.readers.closeAll();
+    if (outcome.status !== 'ok') return { ...outcome, message: `filter ${group.filter}: ${outcome.message ?? outcome.reason}` } as PhaseOutcome;
+    sinks.push(sink);
+  }
+  const stacks = sinks.map((s) => ({ filter: s.group.filter!, path: s.outPath!, rel: s.outRel!, frames: (s.summary?.frames_used as number) ?? 0 }));
+  const composed = await composeQueueOutputs(state, stacks, state.colorMode === 'OSC');
+  for (const note of composed.notes) ctx.warn(note.code, note.message);
+  const diagRel = 'artifacts/preprocess/stacking_diagnostics.json';
+  const perFilter = Object.fromEntries(sinks.map((s) => [s.group.filter!, s.diagnostics!]));
+  const framesUsed = stacks.reduce((a, s) => a + s.frames, 0);
+  await writeJsonAtomic(join(state.folder.runDir, diagRel), {
+    phase: 'STACKING',
+    queue: true,
+    color_mode: state.colorMode,
+    reference: state.referenceIndex !== null ? { index: state.referenceIndex, file: state.frames[state.referenceIndex]?.name ?? null, filter: state.frames[state.referenceIndex]?.filter ?? null } : null,
+    filters: stacks.map((s) => s.filter),
+    frames_total: state.frames.length,
+    frames_used: framesUsed,
+    stacks: Object.fromEntries(stacks.map((s) => [s.filter, { output: s.rel, frames_used: s.frames }])),
+    outputs: composed.outputs,
+    rgb_composition: composed.rgb,
+    per_filter: perFilter,
+  });
+  addArtifact(state, 'stacking_diagnostics', 'STACKING', diagRel);
+  const summary0 = sinks[0]?.summary ?? {};
+  state.summaries.STACKING = {
+    filters: stacks.map((s) => s.filter).join(', '),
+    frames_used: framesUsed,
+    frames_total: state.frames.length,
+    method: summary0.method,
+    low: summary0.low,
+    high: summary0.high,
+    normalization: summary0.normalization,
+    weighting: summary0.weighting,
+    output_linear: composed.outputs.stacked_linear ?? null,
+    output_rgb: composed.outputs.stacked_rgb ?? null,
+    diagnostics: diagRel,
+    per_filter: Object.fromEntries(sinks.map((s) => [s.group.filter!, s.summary!])),
+    duration_ms: sinks.reduce((a, s) => a + ((s.summary?.duration_ms as number) ?? 0), 0),
+  };
+  return ok({
+    filters: stacks.map((s) => s.filter),
+    frames_used: framesUsed,
+    stacks: Object.fromEntries(stacks.map((s) => [s.filter, { output: s.rel, frames_used: s.frames }])),
+    output_linear: composed.outputs.stacked_linear ?? null,
+    output_rgb: composed.outputs.stacked_rgb ?? null,
+    diagnostics: diagRel,
+  });
+}

@@ -1,0 +1,84 @@
+// Options and results of photometric colour calibration, shared by the library (pcc.ts,
+// pcc-file.ts), the Raw Stack PCC phase and the REST API. Option names are the `pcc.*` config
+// keys (src/config/rawstack.ts), so a config block passes straight through.
+
+import type { RawStackConfig } from '../config/rawstack.js';
+
+/** The `pcc.*` keys that steer the calibration (catalog_file and the import-only `enabled` excluded). */
+export type PccOptions = Omit<RawStackConfig['pcc'], 'enabled' | 'catalog_file'>;
+
+export interface WhiteReference {
+  /** As configured: a spectral type ("G2V"), a B−V ("0.65") or a temperature ("5800K"). */
+  name: string;
+  bv: number | null;
+  teff: number;
+  /** Expected linear RGB of that star (sum-normalised). */
+  rgb: [number, number, number];
+}
+
+/** One catalogue star measured on the image (the star colour plot's data). */
+export interface PccStar {
+  ra: number;
+  dec: number;
+  mag: number;
+  bv: number | null;
+  teff: number;
+  x: number;
+  y: number;
+  /** Background-subtracted aperture fluxes R, G, B. */
+  flux: [number, number, number];
+  /** Image R/G and B/G. */
+  image_rg: number;
+  image_bg: number;
+  /** Catalogue R/G and B/G relative to the white reference (1 = white reference colour). */
+  catalog_rg: number;
+  catalog_bg: number;
+  /** false when rejected by the fit's outlier clip. */
+  used: boolean;
+}
+
+export interface ChannelLine {
+  /** ln(image ratio) = intercept + slope · ln(catalogue ratio) (Siegel repeated median, pcc-fit.ts). */
+  intercept: number;
+  slope: number;
+  /** Image ratio at the white reference (exp(intercept)). */
+  at_white: number;
+  /** Robust (MAD) σ of the stars' ln residuals about the line (≈ relative scatter). */
+  residual_rms: number;
+}
+
+export interface BackgroundNeutralization {
+  applied: boolean;
+  /** Per-channel sky level of the input (sigma-clipped median). */
+  input_background: [number, number, number];
+  /** Common sky level of the output (the scaled sky of G). */
+  output_background: number;
+}
+
+export interface PccResult {
+  success: true;
+  used_source: string;
+  stars_in_field: number;
+  stars_matched: number;
+  stars_used: number;
+  /** Diagonal factors R, G, B (max 1: no channel is amplified). */
+  factors: [number, number, number];
+  matrix: number[][];
+  apply_mode: 'diagonal';
+  residual_rms: number;
+  determinant: number;
+  condition_number: number;
+  lines: { rg: ChannelLine; bg: ChannelLine };
+  white_reference: WhiteReference;
+  fwhm_px: number;
+  radii_px: { aperture: number; inner: number; outer: number };
+  wcs_offset_px: [number, number];
+  background_neutralization: BackgroundNeutralization;
+  stars: PccStar[];
+}
+
+export interface PccFileResult {
+  output: string;
+  diagnosticsFile: string | null;
+  result: PccResult;
+}

@@ -1,0 +1,139 @@
+// `skystack serve`: builds the Koa app from small middleware factories (error envelope,
+// hardening headers, Host/Origin checks, bearer token, static UI, routes) and the state it
+// needs (path guard with the allowed roots, stores, job manager, device probe), then listens.
+// Binding anywhere but loopback requires a token (DESIGN §7): one is generated when absent.
+
+import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { AppContext, ServerOptions } from './context.js';
+import { probeDevice } from './device-probe.js';
+import { ApiError, errorMiddleware } from './errors.js';
+import { JobManager } from './jobs/manager.js';
+import { JobStore } from './jobs/store.js';
+import { PathGuard } from './paths.js';
+import { ApiRegistry } from './registry.js';
+import { configRoutes } from './routes/config.js';
+import { fileRoutes } from './routes/files.js';
+import { jobRoutes } from './routes/jobs.js';
+import { pccRoutes } from './routes/pcc.js';
+import { preprocessingRoutes } from './routes/preprocessing.js';
+import { preprocessingImportFileRoutes } from './routes/preprocessing-import-file.js';
+import { runRoutes } from './routes/runs.js';
+import { systemRoutes } from './routes/system.js';
+import { allowedHostnames, hardeningHeaders, hostCheck, isLoopback, originCheck, tokenAuth, type Endpoint } from './security.js';
+import { ensureStateDir, GrantStore, ParameterStore } from './state.js';
+import { staticUi } from './static-ui.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** dist/src/server → dist/src/cli.js and dist/ui. */
+export const CLI_PATH = join(here, '..', 'cli.js');
+export const DEFAULT_UI_DIR = join(here, '..', '..', 'ui');
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  token: string | null;
+  context: AppContext;
+  server: Server;
+  /** Stops listening and ends running job children (they close their runs as cancelled). */
+  close(): Promise<void>;
+}
+
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const log = options.log ?? ((m: string) => process.stderr.write(`${new Date().toISOString()} ${m}\n`));
+  const runsDirRaw = resolve(options.runsDir);
+  await mkdir(runsDirRaw, { recursive: true });
+  const stateDir = resolve(options.stateDir ?? join(runsDirRaw, '.skystack'));
+  const files = await ensureStateDir(stateDir);
+
+  const loopback = isLoopback(options.host);
+  const token = options.token ?? (loopback ? null : randomBytes(24).toString('base64url'));
+  const guard = new PathGuard();
+  await guard.deny(stateDir);
+  const runsDir = await guard.addRoot(runsDirRaw);
+  for (const r of options.roots) {
+    try {
+      await guard.addRoot(r);
+    } catch (e) {
+      log(`data root ${r} ignored: ${(e as Error).message}`);
+    }
+  }
+  const params = new ParameterStore(files.parameters);
+  for (const w of await params.load()) log(w);
+  const grants = new GrantStore(files.grants);
+  for (const g of await grants.load()) await guard.addRoot(g.path).catch(() => log(`grant ${g.path} no longer exists`));
+
+  const jobStore = new JobStore(files.jobs);
+  const jobs = new JobManager({ store: jobStore, cliPath: CLI_PATH, maxConcurrent: options.maxConcurrentJobs, log, ...(options.childEnv ? { env: options.childEnv } : {}), ...(options.killGraceMs !== undefined ? { killGraceMs: options.killGraceMs } : {}) });
+  const restored = await jobs.init();
+  if (restored.interrupted.length) log(`${restored.interrupted.length} job(s) were running when the server stopped: marked INTERRUPTED`);
+  const device = probeDevice(CLI_PATH, options.childEnv ?? process.env);
+
+  const endpoint: Endpoint = { host: options.host, port: options.port };
+  const context: AppContext = { options, endpoint, runsDir, stateDir, guard, params, grants, jobs, jobStore, device: device.status, token, startedAt: new Date(), uiDir: options.uiDir ?? DEFAULT_UI_DIR, log };
+
+  const koa = new Koa({ proxy: false });
+  const router = new Router();
+  const api = new ApiRegistry(router);
+  systemRoutes(api, context);
+  fileRoutes(api, context);
+  jobRoutes(api, context);
+  runRoutes(api, context);
+  preprocessingRoutes(api, context);
+  preprocessingImportFileRoutes(api, context);
+  configRoutes(api, context);
+  pccRoutes(api, context);
+
+  const names = allowedHostnames(options.host, options.allowedHosts ?? []);
+  koa.use(errorMiddleware(log));
+  koa.use(hardeningHeaders());
+  koa.use(hostCheck(endpoint, names));
+  koa.use(originCheck(endpoint, names, (p) => p === '/api/files/grant'));
+  koa.use(tokenAuth(token, (p) => p === '/api/system/health' || p === '/' || p === '/ui' || p.startsWith('/ui/')));
+  koa.use(staticUi(context.uiDir));
+  koa.use(router.routes());
+  koa.use(async (ctx, next) => {
+    await next();
+    // A known path with another method: 405 in the envelope (router.allowedMethods would answer bare).
+    if (ctx.status === 404 && ctx.body === undefined && ctx.path.startsWith('/api/')) {
+      const methods = router.stack.filter((l) => l.match(ctx.path)).flatMap((l) => l.methods);
+      if (methods.length > 0) {
+        ctx.set('Allow', [...new Set(methods)].join(', '));
+        throw new ApiError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}`, { allowed: [...new Set(methods)] });
+      }
+    }
+  });
+  koa.on('error', (e: Error) => {
+    if ((e as NodeJS.ErrnoException).code !== 'ECONNRESET' && (e as NodeJS.ErrnoException).code !== 'EPIPE') log(`koa: ${e.message}`);
+  });
+
+  const server = koa.listen(options.port, options.host);
+  await new Promise<void>((res, rej) => {
+    server.once('listening', res);
+    server.once('error', rej);
+  });
+  const addr = server.address();
+  endpoint.port = typeof addr === 'object' && addr ? addr.port : options.port;
+  server.requestTimeout = 0; // SSE streams live as long as their run
+  server.headersTimeout = 30_000;
+  const hostForUrl = options.host.includes(':') ? `[${options.host}]` : options.host === '0.0.0.0' ? '127.0.0.1' : options.host;
+  return {
+    url: `http://${hostForUrl}:${endpoint.port}`,
+    port: endpoint.port,
+    token,
+    context,
+    server,
+    async close() {
+      await jobs.shutdown();
+      await new Promise<void>((res) => {
+        server.close(() => res());
+        server.closeAllConnections();
+      });
+    },
+  };
+}

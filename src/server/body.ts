@@ -1,0 +1,59 @@
+// Request bodies with a hard size limit (DESIGN §7: JSON and YAML up to 1 MiB). The limit is
+// checked against Content-Length before reading and against the bytes actually received
+// while reading, so a lying or chunked client cannot make the server buffer more.
+
+import type { Context } from 'koa';
+import type { z } from 'zod';
+import { ApiError, validationError } from './errors.js';
+
+export const BODY_LIMIT = 1024 * 1024;
+
+export async function readBody(ctx: Context, limit = BODY_LIMIT): Promise<Buffer> {
+  const declared = Number(ctx.get('content-length') || NaN);
+  if (Number.isFinite(declared) && declared > limit) {
+    ctx.req.resume(); // drain, so the connection can still carry the answer
+    throw new ApiError('PAYLOAD_TOO_LARGE', `request body larger than ${limit} bytes`, { limit });
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      ctx.req.resume();
+      throw new ApiError('PAYLOAD_TOO_LARGE', `request body larger than ${limit} bytes`, { limit });
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** A JSON body (empty body = `{}`), validated with `schema`. */
+export async function jsonBody<S extends z.ZodType>(ctx: Context, schema: S): Promise<z.output<S>> {
+  const type = ctx.get('content-type');
+  const raw = await readBody(ctx);
+  let value: unknown = {};
+  if (raw.length > 0) {
+    if (type && !/^application\/(.+\+)?json\b/i.test(type)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `expected application/json, got ${type.split(';')[0]}`);
+    try {
+      value = JSON.parse(raw.toString('utf8'));
+    } catch (e) {
+      throw new ApiError('MALFORMED_JSON', `request body is not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  const r = schema.safeParse(value);
+  if (!r.success) throw validationError(r.error, 'request body');
+  return r.data;
+}
+
+/** Query parameters validated with `schema` (single values only; repeated keys are refused). */
+export function queryOf<S extends z.ZodType>(ctx: Context, schema: S): z.output<S> {
+  const q: Record<string, string> = {};
+  for (const [k, v] of Object.entries(ctx.query)) {
+    if (k === 'access_token') continue;
+    if (Array.isArray(v)) throw new ApiError('BAD_REQUEST', `query parameter "${k}" given more than once`);
+    if (v !== undefined) q[k] = v;
+  }
+  const r = schema.safeParse(q);
+  if (!r.success) throw validationError(r.error, 'query');
+  return r.data;
+}

@@ -1,0 +1,47 @@
+// Everything a route needs, built once by createServer: options, the path guard, stores, the
+// job manager and the device probe. Routes receive this object; they hold no globals.
+
+import type { DeviceStatus } from './device-probe.js';
+import type { JobManager } from './jobs/manager.js';
+import type { JobStore } from './jobs/store.js';
+import type { PathGuard } from './paths.js';
+import type { Endpoint } from './security.js';
+import type { GrantStore, ParameterStore } from './state.js';
+
+export interface ServerOptions {
+  host: string;
+  port: number;
+  runsDir: string;
+  stateDir?: string;
+  /** Extra allowed data roots (besides runs dir and grants). */
+  roots: string[];
+  /** Bearer token; required (generated when absent) unless bound to loopback. */
+  token?: string | null;
+  maxConcurrentJobs: number;
+  /** Folder with the built static UI (default dist/ui next to the server code). */
+  uiDir?: string;
+  /** Extra host names the Host check accepts. */
+  allowedHosts?: string[];
+  /** Environment for job children (tests force SKYSTACK_DEVICE). */
+  childEnv?: NodeJS.ProcessEnv;
+  /** Grace between SIGTERM and SIGKILL on cancel. */
+  killGraceMs?: number;
+  log?: (message: string) => void;
+}
+
+export interface AppContext {
+  options: ServerOptions;
+  endpoint: Endpoint;
+  runsDir: string;
+  stateDir: string;
+  guard: PathGuard;
+  params: ParameterStore;
+  grants: GrantStore;
+  jobs: JobManager;
+  jobStore: JobStore;
+  device: () => DeviceStatus;
+  token: string | null;
+  startedAt: Date;
+  uiDir: string;
+  log: (message: string) => void;
+}

@@ -1,0 +1,105 @@
+// The job child process (`skystack job <spec-file>`): runs one job and reports progress and
+// the result to the server over IPC. It owns the GPU device for the job (DESIGN §2), so a
+// native crash ends this process, never the server. SIGTERM cancels cleanly (the run closes
+// its events with `cancelled`); losing the server (IPC disconnect) ends the process at once,
+// so an orphan never keeps writing into a run the restarted server has closed.
+
+import { readFile } from 'node:fs/promises';
+import { parseRawStackConfig } from '../../config/rawstack.js';
+import type { EventLine } from '../../pipeline/events.js';
+import { RAWSTACK_PHASES } from '../../pipeline/rawstack/phase-list.js';
+import type { ChildMessage, JobSpec } from './types.js';
+
+function send(m: ChildMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (process.connected && process.send) process.send(m, undefined, {}, () => resolve());
+    else resolve();
+  });
+}
+
+/** Ends the IPC channel on purpose (the 'disconnect' exit is for a lost server only). */
+function onServerLost(): void {
+  process.exit(3);
+}
+
+export async function runJobChild(argv: string[]): Promise<number> {
+  const specFile = argv[0];
+  if (!specFile) {
+    process.stderr.write('usage: skystack job <spec-file> (started by the server)\n');
+    return 2;
+  }
+  if (specFile === '--probe-device') return probe();
+  const spec = JSON.parse(await readFile(specFile, 'utf8')) as JobSpec;
+  const controller = new AbortController();
+  process.on('SIGTERM', () => controller.abort());
+  process.on('SIGINT', () => controller.abort());
+  process.on('disconnect', onServerLost);
+  void send({ type: 'started', pid: process.pid });
+  try {
+    return await dispatch(spec, controller.signal);
+  } finally {
+    process.off('disconnect', onServerLost);
+    if (process.connected) process.disconnect();
+  }
+}
+
+async function dispatch(spec: JobSpec, signal: AbortSignal): Promise<number> {
+  try {
+    switch (spec.kind) {
+      case 'rawstack':
+        return await rawstack(spec, signal);
+      case 'pcc_run':
+      case 'pcc_apply': {
+        const { runPccJob } = await import('./pcc-job.js');
+        const r = await runPccJob(spec, signal);
+        await send({ type: 'result', ...r });
+        return r.status === 'ok' ? 0 : 1;
+      }
+    }
+  } catch (e) {
+    const message = (e as Error)?.message ?? String(e);
+    process.stderr.write(`job failed: ${message}\n`);
+    await send({ type: 'result', status: signal.aborted ? 'cancelled' : 'error', message });
+    return 1;
+  }
+}
+
+async function rawstack(spec: Extract<JobSpec, { kind: 'rawstack' }>, signal: AbortSignal): Promise<number> {
+  const parsed = parseRawStackConfig(spec.config);
+  if (!parsed.ok) throw new Error(`invalid configuration: ${parsed.issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
+  const { runRawStack } = await import('../../pipeline/rawstack/run.js');
+  const { join } = await import('node:path');
+  const total = RAWSTACK_PHASES.length;
+  let done = 0;
+  let current: string | null = null;
+  const onEvent = (line: EventLine) => {
+    if (line.type === 'phase_start') {
+      current = line.phase;
+      void send({ type: 'progress', phase: current, fraction: done / total, persist: true });
+    } else if (line.type === 'phase_progress') {
+      void send({ type: 'progress', phase: line.phase, fraction: (done + line.progress) / total, persist: false });
+    } else if (line.type === 'phase_end') {
+      done++;
+      void send({ type: 'progress', phase: line.phase, fraction: done / total, persist: true });
+    }
+  };
+  const folder = { runId: spec.run_id, runDir: spec.run_dir, outputsDir: join(spec.run_dir, 'outputs'), artifactsDir: join(spec.run_dir, 'artifacts', 'preprocess') };
+  const result = await runRawStack(parsed.config, { folder, jobId: spec.job_id, signal, onEvent });
+  const failed = result.phases.filter((p) => p.status === 'error').map((p) => `${p.phase}${p.reason ? ` (${p.reason})` : ''}`);
+  await send({
+    type: 'result',
+    status: result.status,
+    ...(result.status === 'error' ? { message: `run failed: ${failed.join(', ') || 'REPORT'}` } : {}),
+    details: { outputs: result.outputs, device: result.device.kind, phases: result.phases },
+  });
+  return result.status === 'ok' ? 0 : 1;
+}
+
+/** `skystack job --probe-device`: acquires the device once, prints its info as JSON, releases it. */
+async function probe(): Promise<number> {
+  const { acquireDevice, devicePreferenceFromEnv } = await import('../../gpu/device.js');
+  const { acquired, info } = await acquireDevice(devicePreferenceFromEnv());
+  acquired?.device.destroy();
+  process.stdout.write(`${JSON.stringify(info)}\n`);
+  return 0;
+}

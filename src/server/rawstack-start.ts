@@ -1,0 +1,85 @@
+// Starting a Raw Stack job from the API (DESIGN §6): body values override the stored
+// parameters, which override the defaults; the result is validated once with the Raw Stack
+// schema; every path in it is confined to the allowed roots (and replaced by its realpath);
+// the run folder is created here so the answer can name run_id and run_dir at once.
+
+import { mkdir } from 'node:fs/promises';
+import { z } from 'zod';
+import { mergeLayers } from '../config/merge.js';
+import { parseRawStackConfig, QueueEntrySchema, type RawStackConfig } from '../config/rawstack.js';
+import { createRunFolder, writeRunRecord } from '../pipeline/run-folder.js';
+import type { AppContext } from './context.js';
+import { ApiError } from './errors.js';
+import { newJobId } from './jobs/manager.js';
+import type { JobRecord } from './jobs/types.js';
+import { PATH_FIELD_MAX } from './paths.js';
+
+export const RawStackStartBody = z.strictObject({
+  config: z.record(z.string(), z.unknown()).optional().describe('Raw Stack parameters (JSON editor); override the stored ones'),
+  lights_dir: z.string().max(PATH_FIELD_MAX).optional(),
+  pattern: z.string().min(1).max(256).optional(),
+  runs_dir: z.string().max(PATH_FIELD_MAX).optional(),
+  run_name: z.string().max(128).optional(),
+  queue: z.array(QueueEntrySchema).max(64).optional(),
+});
+export type RawStackStart = z.output<typeof RawStackStartBody>;
+
+async function confine(app: AppContext, config: RawStackConfig): Promise<void> {
+  const dir = async (value: string, field: string) => (value ? app.guard.resolve(value, { field, kind: 'dir' }) : value);
+  const file = async (value: string, field: string) => (value ? app.guard.resolve(value, { field, kind: 'file' }) : value);
+  const active = config.queue.filter((q) => q.active);
+  if (!config.lights_dir && active.length === 0) {
+    throw new ApiError('VALIDATION_ERROR', 'lights_dir is required (or a queue with an active entry)', { issues: [{ path: 'lights_dir', code: 'required', message: 'required for a single-folder run' }] });
+  }
+  config.lights_dir = await dir(config.lights_dir, 'lights_dir');
+  config.bias_dir = await dir(config.bias_dir, 'bias_dir');
+  config.darks_dir = await dir(config.darks_dir, 'darks_dir');
+  config.flats_dir = await dir(config.flats_dir, 'flats_dir');
+  config.darkflats_dir = await dir(config.darkflats_dir, 'darkflats_dir');
+  for (const k of ['bias_master', 'dark_master', 'flat_master', 'darkflat_master'] as const) config.calibration[k] = await file(config.calibration[k], `calibration.${k}`);
+  config.pcc.catalog_file = await file(config.pcc.catalog_file, 'pcc.catalog_file');
+  // Solver executables live outside the data roots (/usr/bin...): allow only the solvers' own
+  // program names, so a configuration cannot make a job run an arbitrary program.
+  const solver = (value: string, field: string, names: string[]) => {
+    if (!value) return value;
+    const name = value.split('/').pop() ?? '';
+    if (value.includes('\0') || value.split('/').includes('..') || !names.includes(name) || (value.includes('/') && !value.startsWith('/'))) {
+      throw new ApiError('PATH_NOT_ALLOWED', `${field}: only ${names.join(' or ')} (a name on PATH or an absolute path to it) is allowed`, { field });
+    }
+    return value;
+  };
+  config.astrometry.astrometry_net_bin = solver(config.astrometry.astrometry_net_bin, 'astrometry.astrometry_net_bin', ['solve-field']);
+  config.astrometry.astap_bin = solver(config.astrometry.astap_bin, 'astrometry.astap_bin', ['astap', 'astap_cli']);
+  config.astrometry.astrometry_net_data_dir = await dir(config.astrometry.astrometry_net_data_dir, 'astrometry.astrometry_net_data_dir');
+  config.astrometry.astap_data_dir = await dir(config.astrometry.astap_data_dir, 'astrometry.astap_data_dir');
+  for (const [i, q] of config.queue.entries()) q.input_dir = await dir(q.input_dir, `queue.${i}.input_dir`);
+}
+
+export async function startRawStack(app: AppContext, body: RawStackStart, requestLabel: Record<string, unknown>): Promise<JobRecord> {
+  const form: Record<string, unknown> = {};
+  if (body.lights_dir !== undefined) form.lights_dir = body.lights_dir;
+  if (body.pattern !== undefined) form.pattern = body.pattern;
+  if (body.run_name !== undefined) form.run_name = body.run_name;
+  if (body.queue !== undefined) form.queue = body.queue;
+  const merged = mergeLayers(app.params.get()?.config as Record<string, unknown> | undefined, body.config, form);
+  const parsed = parseRawStackConfig(merged);
+  if (!parsed.ok) {
+    throw new ApiError('VALIDATION_ERROR', `invalid configuration: ${parsed.issues.slice(0, 5).map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, { issues: parsed.issues });
+  }
+  const config = parsed.config;
+  await confine(app, config);
+  const runsText = body.runs_dir ?? (config.runs_dir || app.runsDir);
+  const runsDir = await app.guard.resolve(runsText, { field: 'runs_dir', mustExist: false });
+  await mkdir(runsDir, { recursive: true });
+  config.runs_dir = runsDir;
+  const folder = await createRunFolder(runsDir, config.run_name);
+  const jobId = newJobId();
+  await writeRunRecord(folder, { run_id: folder.runId, kind: 'rawstack', created_at: new Date().toISOString(), status: 'pending', input: { lights_dir: config.lights_dir, pattern: config.pattern, queue: config.queue }, job_id: jobId });
+  return app.jobs.submit(
+    'rawstack',
+    { ...requestLabel, lights_dir: config.lights_dir, pattern: config.pattern, run_name: config.run_name, runs_dir: runsDir },
+    { kind: 'rawstack', job_id: jobId, config: config as unknown as Record<string, unknown>, run_id: folder.runId, run_dir: folder.runDir },
+    { run_id: folder.runId, run_dir: folder.runDir },
+    jobId,
+  );
+}

@@ -1,0 +1,169 @@
+// Configuration endpoints: validate a tiled-workflow YAML (errors with line/column, unknown
+// blocks and keys as warnings), serve the JSON Schemas generated from the zod schemas, and
+// suggest parameter values from the machine and the data (each with its reason).
+
+import { availableParallelism, freemem, totalmem } from 'node:os';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { detectStars } from '../../algorithms/stars.js';
+import { frameMetrics } from '../../algorithms/frame-metrics.js';
+import { defaultRawStackConfig, rawStackJsonSchema } from '../../config/rawstack.js';
+import { tiledJsonSchema, validateTiledYaml, YAML_LIMIT } from '../../config/tiled.js';
+import { readFitsImage } from '../../fits/index.js';
+import { decideColorMode, scanFolder, type FrameInfo } from '../../pipeline/scan.js';
+import { queryOf, readBody, jsonBody } from '../body.js';
+import type { AppContext } from '../context.js';
+import { ApiError } from '../errors.js';
+import { PATH_FIELD_MAX } from '../paths.js';
+import type { ApiRegistry } from '../registry.js';
+import { findRun, parseCsv } from './runs.js';
+
+const SchemaQuery = z.strictObject({ kind: z.enum(['tiled', 'rawstack']).default('tiled') });
+const ValidateJson = z.strictObject({ yaml: z.string() });
+const SuggestBody = z.strictObject({
+  input_dir: z.string().max(PATH_FIELD_MAX).optional().describe('folder with lights to measure'),
+  pattern: z.string().min(1).max(256).default('*.fit;*.fits;*.fts'),
+  run_id: z.string().max(200).optional().describe('use the frame table of this run instead of measuring'),
+  scan: z
+    .strictObject({ frames: z.number().int().min(0), width: z.number().int().min(1).optional(), height: z.number().int().min(1).optional(), fwhm: z.number().positive().optional() })
+    .optional()
+    .describe('figures of a scan the client already has (POST /api/files/scan summary; fwhm in px when known)'),
+});
+
+/** Largest frame (pixels) measured in the server process for a FWHM suggestion. */
+const MEASURE_LIMIT_PIXELS = 12_000_000;
+
+interface Suggestion {
+  path: string;
+  value: unknown;
+  current: unknown;
+  reason: string;
+}
+
+function median(v: number[]): number | null {
+  const s = v.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  return s.length ? s[Math.floor((s.length - 1) / 2)]! : null;
+}
+
+export function rejectionFor(frames: number): { method: string; low: number; high: number; reason: string } {
+  if (frames < 8) return { method: 'median', low: 3, high: 3, reason: `${frames} frames: too few for sigma statistics; a median is robust` };
+  if (frames < 15) return { method: 'sigma', low: 3, high: 3, reason: `${frames} frames: sigma clipping with wide bounds (3.0/3.0) keeps enough samples` };
+  if (frames < 30) return { method: 'winsor', low: 3, high: 3, reason: `${frames} frames: winsorized sigma clipping is robust at this depth` };
+  return { method: 'sigma', low: 2.5, high: 3, reason: `${frames} frames: enough samples for tighter bounds (2.5/3.0)` };
+}
+
+export function configRoutes(api: ApiRegistry, app: AppContext): void {
+  api.add(
+    {
+      method: 'post',
+      path: '/api/config/validate',
+      tag: 'config',
+      summary: 'validate a tiled-workflow YAML (text/yaml body, or JSON {yaml})',
+      body: ValidateJson,
+      bodyType: 'application/yaml',
+      responses: { 200: '{ok, errors:[{path, message, line, column}], warnings}', 413: 'larger than 1 MiB', 415: 'unsupported body type' },
+    },
+    async (ctx) => {
+      const type = (ctx.get('content-type') || 'text/yaml').split(';')[0]!.trim().toLowerCase();
+      let text: string;
+      if (type === 'application/json') text = (await jsonBody(ctx, ValidateJson)).yaml;
+      else if (['text/yaml', 'application/yaml', 'application/x-yaml', 'text/x-yaml', 'text/plain'].includes(type)) text = (await readBody(ctx, YAML_LIMIT)).toString('utf8');
+      else throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `send the YAML as text/yaml or as JSON {yaml}, not ${type}`);
+      if (Buffer.byteLength(text) > YAML_LIMIT) throw new ApiError('PAYLOAD_TOO_LARGE', `YAML larger than ${YAML_LIMIT} bytes`);
+      const r = validateTiledYaml(text);
+      ctx.body = { ok: r.ok, errors: r.errors, warnings: r.warnings };
+    },
+  );
+
+  api.add({ method: 'get', path: '/api/config/schema', tag: 'config', summary: 'JSON Schema of the tiled-workflow YAML (?kind=tiled) or of the Raw Stack parameters (?kind=rawstack)', query: SchemaQuery, responses: { 200: 'JSON Schema' } }, async (ctx) => {
+    const q = queryOf(ctx, SchemaQuery);
+    ctx.body = q.kind === 'rawstack' ? rawStackJsonSchema() : tiledJsonSchema();
+  });
+
+  api.add(
+    {
+      method: 'post',
+      path: '/api/config/suggest',
+      tag: 'config',
+      summary: 'suggested Raw Stack values with a reason each (memory from free RAM, workers from cores, tile size from FWHM, rejection from frame count)',
+      body: SuggestBody,
+      responses: { 200: '{suggestions:[{path, value, current, reason}], measured}', 403: 'outside the allowed roots', 404: 'no such run' },
+    },
+    async (ctx) => {
+      const body = await jsonBody(ctx, SuggestBody);
+      const current = app.params.get()?.config ?? defaultRawStackConfig();
+      const suggestions: Suggestion[] = [];
+      const measured: Record<string, unknown> = {};
+
+      const freeMiB = Math.floor(freemem() / 1048576);
+      const budget = Math.max(256, Math.min(65536, Math.floor((freeMiB * 0.5) / 64) * 64));
+      suggestions.push({ path: 'runtime_limits.memory_budget', value: budget, current: current.runtime_limits.memory_budget, reason: `half of the ${freeMiB} MiB free RAM (of ${Math.round(totalmem() / 1048576)} MiB), in 64 MiB steps` });
+      const cores = availableParallelism();
+      const workers = Math.max(1, Math.min(16, cores - 1));
+      suggestions.push({ path: 'runtime_limits.parallel_workers', value: workers, current: current.runtime_limits.parallel_workers, reason: `${cores} CPU cores, one left for the server and the GPU driver` });
+
+      let frames: number | null = null;
+      let fwhm: number | null = null;
+      let shortSide: number | null = null;
+      if (body.scan) {
+        frames = body.scan.frames;
+        fwhm = body.scan.fwhm ?? null;
+        shortSide = body.scan.width && body.scan.height ? Math.min(body.scan.width, body.scan.height) : null;
+        measured.source = 'scan figures from the request';
+      } else if (body.run_id) {
+        const dir = await findRun(app, body.run_id);
+        const rows = await readFile(join(dir, 'artifacts', 'preprocess', 'frame_quality.csv'), 'utf8').then(parseCsv, () => null);
+        if (!rows) throw new ApiError('NOT_FOUND', `run ${body.run_id} has no frame_quality.csv`);
+        const used = rows.filter((r) => r.status !== 'excluded');
+        frames = used.length;
+        fwhm = median(used.map((r) => Number(r.fwhm)));
+        measured.source = `run ${body.run_id} frame_quality.csv`;
+      } else if (body.input_dir) {
+        const dir = await app.guard.resolve(body.input_dir, { field: 'input_dir', kind: 'dir' });
+        const scanned = await scanFolder(dir, { pattern: body.pattern, concurrency: 4 });
+        const good = scanned.filter((f): f is FrameInfo => f.ok);
+        frames = good.length;
+        measured.source = `scan of ${dir}`;
+        const mid = good[Math.floor(good.length / 2)];
+        if (mid) {
+          shortSide = Math.min(mid.width, mid.height);
+          if (mid.width * mid.height <= MEASURE_LIMIT_PIXELS && mid.planes === 1) {
+            const img = await readFitsImage(mid.file);
+            const color = decideColorMode(mid, 'auto', 'auto');
+            const det = detectStars(img.data, img.width, img.height, { cfa: color.mode === 'OSC' });
+            if (det.ok) {
+              fwhm = frameMetrics(det).fwhm;
+              measured.fwhm_frame = mid.name;
+            }
+          } else {
+            measured.fwhm_skipped = 'frame too large to measure in the server; pass run_id of a finished run';
+          }
+        }
+      }
+      if (frames !== null) {
+        measured.frames = frames;
+        const r = rejectionFor(frames);
+        suggestions.push({ path: 'rejection.method', value: r.method, current: current.rejection.method, reason: r.reason });
+        suggestions.push({ path: 'rejection.low', value: r.low, current: current.rejection.low, reason: r.reason });
+        suggestions.push({ path: 'rejection.high', value: r.high, current: current.rejection.high, reason: r.reason });
+        if (frames < current.frames_min) suggestions.push({ path: 'frames_min', value: frames, current: current.frames_min, reason: `only ${frames} frames found; the run would warn` });
+      }
+      if (fwhm !== null && Number.isFinite(fwhm)) {
+        measured.fwhm = Math.round(fwhm * 100) / 100;
+        const t = current.tile;
+        const raw = t.size_factor * fwhm;
+        const cap = shortSide ? Math.floor(shortSide / t.max_divisor) : Infinity;
+        const size = Math.max(16, Math.min(cap, Math.round(raw)));
+        measured.tile_size = size;
+        suggestions.push({
+          path: 'tile.min_size',
+          value: size,
+          current: t.min_size,
+          reason: `measured FWHM ${fwhm.toFixed(2)} px: BGE tiles of ${t.size_factor} x FWHM = ${Math.round(raw)} px${Number.isFinite(cap) && raw > cap ? `, capped at 1/${t.max_divisor} of the short side` : ''}`,
+        });
+      }
+      ctx.body = { suggestions, measured };
+    },
+  );
+}

@@ -1,0 +1,335 @@
+// Run endpoints: list (newest first, paged), details (run.json + phase statuses + job link),
+// logs (event lines, ?tail=), artifacts (list, view, raw), the quality report, and the SSE
+// stream of events. Runs are the folders under runs_dir plus the run folders of known jobs
+// (a run started with another runs_dir inside the roots). Raw Stack runs show like any run.
+
+import { createReadStream } from 'node:fs';
+import { open, readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { extname, join, relative, sep } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { z } from 'zod';
+import type { EventLine } from '../../pipeline/events.js';
+import { queryOf } from '../body.js';
+import type { AppContext } from '../context.js';
+import { ApiError } from '../errors.js';
+import { isInside, PATH_FIELD_MAX, resolveInside } from '../paths.js';
+import { page, PageQuery, type ApiRegistry } from '../registry.js';
+import { eventsFile, listRuns, parseEventText, phaseStatuses, readEvents, readRunRecord, RUN_ID_RE, type RunSummary } from '../run-index.js';
+
+export const VIEW_LIMIT = 8 * 1024 * 1024;
+
+const TYPES: Record<string, { type: string; mime: string }> = {
+  '.json': { type: 'json', mime: 'application/json; charset=utf-8' },
+  '.jsonl': { type: 'jsonl', mime: 'application/x-ndjson; charset=utf-8' },
+  '.csv': { type: 'csv', mime: 'text/csv; charset=utf-8' },
+  '.md': { type: 'markdown', mime: 'text/markdown; charset=utf-8' },
+  '.html': { type: 'html', mime: 'text/html; charset=utf-8' },
+  '.htm': { type: 'html', mime: 'text/html; charset=utf-8' },
+  '.txt': { type: 'text', mime: 'text/plain; charset=utf-8' },
+  '.log': { type: 'text', mime: 'text/plain; charset=utf-8' },
+  '.wcs': { type: 'text', mime: 'text/plain; charset=utf-8' },
+  '.fits': { type: 'fits', mime: 'application/fits' },
+  '.fit': { type: 'fits', mime: 'application/fits' },
+  '.fts': { type: 'fits', mime: 'application/fits' },
+  '.png': { type: 'png', mime: 'image/png' },
+  '.svg': { type: 'svg', mime: 'image/svg+xml' },
+};
+const TEXT_TYPES = new Set(['json', 'jsonl', 'csv', 'markdown', 'html', 'text']);
+
+export function artifactType(name: string): { type: string; mime: string } {
+  return TYPES[extname(name).toLowerCase()] ?? { type: 'binary', mime: 'application/octet-stream' };
+}
+
+/** All runs the API knows: runs_dir folders plus job run folders elsewhere, newest first. */
+export async function allRuns(app: AppContext): Promise<RunSummary[]> {
+  const runs = await listRuns(app.runsDir);
+  const seen = new Set(runs.map((r) => r.run_dir));
+  for (const job of app.jobs.list()) {
+    if (!job.run_dir || !job.run_id || seen.has(job.run_dir)) continue;
+    const rec = await readRunRecord(job.run_dir);
+    if (!rec) continue;
+    seen.add(job.run_dir);
+    runs.push({ run_id: job.run_id, kind: rec.kind, status: rec.status, created_at: rec.created_at, job_id: job.job_id, run_dir: job.run_dir });
+  }
+  return runs.sort((a, b) => b.created_at.localeCompare(a.created_at) || b.run_id.localeCompare(a.run_id));
+}
+
+/** The run folder (realpath) for an id, confined to the runs dir or a job's run folder. */
+export async function findRun(app: AppContext, id: string): Promise<string> {
+  if (!RUN_ID_RE.test(id) || id.includes('..')) throw new ApiError('NOT_FOUND', `no run ${JSON.stringify(id.slice(0, 140))}`);
+  const candidates = [join(app.runsDir, id), ...app.jobs.list().filter((j) => j.run_id === id && j.run_dir).map((j) => j.run_dir!)];
+  for (const c of candidates) {
+    const real = await realpath(c).catch(() => null);
+    if (!real || app.guard.rootOf(real) === null) continue;
+    if (c.startsWith(app.runsDir) && !isInside(app.runsDir, real)) continue;
+    const s = await stat(real).catch(() => null);
+    if (s?.isDirectory()) return real;
+  }
+  throw new ApiError('NOT_FOUND', `no run ${id}`);
+}
+
+async function walk(root: string, dir: string, out: { path: string; size: number; mtime: string }[], limit: number): Promise<void> {
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+    if (out.length >= limit || e.name.startsWith('.')) continue;
+    const full = join(dir, e.name);
+    if (e.isDirectory()) await walk(root, full, out, limit);
+    else if (e.isFile()) {
+      const s = await stat(full).catch(() => null);
+      if (s) out.push({ path: relative(root, full).split(sep).join('/'), size: s.size, mtime: s.mtime.toISOString() });
+    }
+    // symlinks are not listed: an artifact is a file the run wrote
+  }
+}
+
+const LogsQuery = z.strictObject({ tail: z.coerce.number().int().min(1).max(100000).optional(), limit: z.coerce.number().int().min(1).max(100000).optional(), offset: z.coerce.number().int().min(0).default(0) });
+const ViewQuery = z.strictObject({ path: z.string().max(PATH_FIELD_MAX) });
+const EventsQuery = z.strictObject({ last_event_id: z.coerce.number().int().min(0).optional() });
+
+export function runRoutes(api: ApiRegistry, app: AppContext): void {
+  api.add({ method: 'get', path: '/api/runs', tag: 'runs', summary: 'list runs, newest first', query: PageQuery, responses: { 200: '{items, total}' } }, async (ctx) => {
+    const q = queryOf(ctx, PageQuery);
+    const runs = await allRuns(app);
+    ctx.body = page(
+      runs.map(({ run_dir: _d, ...r }) => r),
+      q,
+    );
+  });
+
+  api.add({ method: 'get', path: '/api/runs/:id', tag: 'runs', summary: 'run details: run.json, phase statuses, job link', responses: { 200: 'run', 404: 'no such run' } }, async (ctx) => {
+    const dir = await findRun(app, ctx.params.id!);
+    const rec = await readRunRecord(dir);
+    const lines = await readEvents(dir);
+    const status = phaseStatuses(lines);
+    const jobId = rec?.job_id ?? null;
+    const job = jobId ? app.jobs.get(jobId) : undefined;
+    ctx.body = {
+      run_id: ctx.params.id,
+      run: rec,
+      kind: rec?.kind ?? 'rawstack',
+      status: rec?.status ?? status.run_status,
+      run_status: status.run_status,
+      progress: status.progress,
+      phases: status.phases,
+      events: lines.length,
+      job: job ? { job_id: job.job_id, state: job.state, kind: job.kind, error: job.error } : jobId ? { job_id: jobId, state: 'unknown' } : null,
+      links: { logs: `/api/runs/${ctx.params.id}/logs`, artifacts: `/api/runs/${ctx.params.id}/artifacts`, report: `/api/runs/${ctx.params.id}/report`, events: `/api/runs/${ctx.params.id}/events` },
+      resumable: false,
+    };
+  });
+
+  api.add({ method: 'get', path: '/api/runs/:id/logs', tag: 'runs', summary: 'run log: event lines (?tail=N for the last N)', query: LogsQuery, responses: { 200: '{items, total}', 404: 'no such run' } }, async (ctx) => {
+    const q = queryOf(ctx, LogsQuery);
+    const lines = await readEvents(await findRun(app, ctx.params.id!));
+    const items = q.tail !== undefined ? lines.slice(-q.tail) : lines.slice(q.offset, q.limit !== undefined ? q.offset + q.limit : undefined);
+    ctx.body = { items, total: lines.length };
+  });
+
+  api.add({ method: 'get', path: '/api/runs/:id/artifacts', tag: 'runs', summary: 'files of the run (artifacts/ and outputs/)', responses: { 200: '{items, total}', 404: 'no such run' } }, async (ctx) => {
+    const dir = await findRun(app, ctx.params.id!);
+    const files: { path: string; size: number; mtime: string }[] = [];
+    for (const sub of ['artifacts', 'outputs']) await walk(dir, join(dir, sub), files, 10000);
+    for (const top of ['run.json']) {
+      const s = await stat(join(dir, top)).catch(() => null);
+      if (s?.isFile()) files.unshift({ path: top, size: s.size, mtime: s.mtime.toISOString() });
+    }
+    const base = `/api/runs/${encodeURIComponent(ctx.params.id!)}/artifacts`;
+    ctx.body = {
+      items: files.map((f) => {
+        const t = artifactType(f.path);
+        return { ...f, type: t.type, content_type: t.mime, view: TEXT_TYPES.has(t.type) ? `${base}/view?path=${encodeURIComponent(f.path)}` : null, raw: `${base}/raw/${f.path.split('/').map(encodeURIComponent).join('/')}` };
+      }),
+      total: files.length,
+    };
+  });
+
+  api.add(
+    { method: 'get', path: '/api/runs/:id/artifacts/view', tag: 'runs', summary: 'content of a text artifact: {path, type, text | json}', query: ViewQuery, responses: { 200: 'content', 403: 'outside the run folder', 404: 'not found', 422: 'not a text artifact' } },
+    async (ctx) => {
+      const q = queryOf(ctx, ViewQuery);
+      const dir = await findRun(app, ctx.params.id!);
+      const file = await resolveInside(dir, q.path, { kind: 'file' });
+      const t = artifactType(file);
+      if (!TEXT_TYPES.has(t.type)) throw new ApiError('UNSUPPORTED_TYPE', `${q.path} is ${t.type}; use the raw endpoint`, { type: t.type });
+      const s = await stat(file);
+      if (s.size > VIEW_LIMIT) throw new ApiError('UNSUPPORTED_TYPE', `${q.path} is larger than ${VIEW_LIMIT} bytes; use the raw endpoint`, { size: s.size });
+      const text = await readFile(file, 'utf8');
+      const rel = relative(dir, file).split(sep).join('/');
+      if (t.type === 'json') {
+        try {
+          ctx.body = { path: rel, type: t.type, content_type: t.mime, json: JSON.parse(text) };
+          return;
+        } catch {
+          // a JSON file being written: show it as text
+        }
+      }
+      if (t.type === 'jsonl') {
+        ctx.body = { path: rel, type: t.type, content_type: t.mime, text, json: parseEventText(text) };
+        return;
+      }
+      ctx.body = { path: rel, type: t.type, content_type: t.mime, text };
+    },
+  );
+
+  api.add(
+    { method: 'get', path: '/api/runs/:id/artifacts/raw/{*path}', tag: 'runs', summary: 'serve an artifact with its Content-Type (HTML reports render in a browser)', responses: { 200: 'bytes', 403: 'outside the run folder', 404: 'not found' } },
+    async (ctx) => {
+      const raw = ctx.params.path as unknown;
+      const rel = Array.isArray(raw) ? raw.join('/') : String(raw ?? '');
+      const dir = await findRun(app, ctx.params.id!);
+      const file = await resolveInside(dir, rel, { kind: 'file' });
+      const t = artifactType(file);
+      const s = await stat(file);
+      ctx.type = t.mime;
+      ctx.length = s.size;
+      if (t.type === 'html' || t.type === 'svg') {
+        // Our reports use inline styles and data: images only; nothing may run or load.
+        ctx.set('Content-Security-Policy', "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; frame-ancestors 'self'");
+      }
+      if (t.type === 'fits' || t.type === 'binary') ctx.set('Content-Disposition', `attachment; filename="${file.split(sep).pop()!.replace(/[^A-Za-z0-9._-]/g, '_')}"`);
+      ctx.body = createReadStream(file);
+    },
+  );
+
+  api.add({ method: 'get', path: '/api/runs/:id/report', tag: 'runs', summary: 'quality report: frame table and summary', responses: { 200: 'report', 404: 'no such run' } }, async (ctx) => {
+    const dir = await findRun(app, ctx.params.id!);
+    const art = join(dir, 'artifacts', 'preprocess');
+    const frames = await readFile(join(art, 'frame_quality.csv'), 'utf8').then(parseCsv, () => null);
+    const report = await readFile(join(art, 'preprocessing_report.json'), 'utf8').then(
+      (t) => JSON.parse(t) as unknown,
+      () => null,
+    );
+    const lines = await readEvents(dir);
+    const status = phaseStatuses(lines);
+    const rows = frames ?? [];
+    const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+    const accepted = rows.filter((r) => r.status !== 'excluded');
+    const median = (key: string) => {
+      const v = accepted
+        .map((r) => num(r[key]))
+        .filter((x): x is number => x !== null)
+        .sort((a, b) => a - b);
+      return v.length ? v[Math.floor((v.length - 1) / 2)]! : null;
+    };
+    if (!frames && !report && lines.length === 0) throw new ApiError('NOT_FOUND', `run ${ctx.params.id} has no report yet`);
+    ctx.body = {
+      run_id: ctx.params.id,
+      run_status: status.run_status,
+      summary: {
+        frames_total: rows.length,
+        frames_accepted: accepted.length,
+        frames_excluded: rows.length - accepted.length,
+        median_fwhm: median('fwhm'),
+        median_star_count: median('star_count'),
+        median_eccentricity: median('eccentricity'),
+        phases: status.phases.map((p) => ({ phase: p.phase, status: p.status, ...(p.reason ? { reason: p.reason } : {}) })),
+      },
+      frames: rows,
+      report,
+      links: { html: `/api/runs/${encodeURIComponent(ctx.params.id!)}/artifacts/raw/artifacts/preprocess/preprocessing_report.html` },
+    };
+  });
+
+  api.add(
+    { method: 'get', path: '/api/runs/:id/events', tag: 'runs', summary: 'Server-Sent Events: replay events.jsonl from Last-Event-ID (= seq) and follow new lines', query: EventsQuery, responses: { 200: 'text/event-stream', 404: 'no such run' } },
+    async (ctx) => {
+      const q = queryOf(ctx, EventsQuery);
+      const dir = await findRun(app, ctx.params.id!);
+      const header = Number(ctx.get('last-event-id'));
+      const after = Number.isFinite(header) && ctx.get('last-event-id') !== '' ? header : (q.last_event_id ?? 0);
+      const stream = new PassThrough();
+      ctx.req.socket.setTimeout(0);
+      ctx.req.socket.setNoDelay(true);
+      ctx.status = 200;
+      ctx.type = 'text/event-stream';
+      ctx.set('Cache-Control', 'no-cache');
+      ctx.set('X-Accel-Buffering', 'no');
+      ctx.body = stream;
+      followEvents(eventsFile(dir), after, stream, () => ctx.req.destroyed);
+    },
+  );
+}
+
+/** Tails `file` from byte 0, sending lines with seq > after; ends after run_end. */
+function followEvents(file: string, after: number, out: PassThrough, gone: () => boolean): void {
+  let offset = 0;
+  let partial = '';
+  let closed = false;
+  let lastWrite = Date.now();
+  out.write(`retry: 2000\n\n`);
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    clearInterval(timer);
+    out.end();
+  };
+  out.on('close', close);
+  const tick = async () => {
+    if (closed) return;
+    if (gone()) return close();
+    let fh;
+    try {
+      fh = await open(file, 'r');
+    } catch {
+      return; // run not started yet
+    }
+    try {
+      const s = await fh.stat();
+      if (s.size > offset) {
+        const buf = Buffer.alloc(Math.min(s.size - offset, 4 * 1024 * 1024));
+        const { bytesRead } = await fh.read(buf, 0, buf.length, offset);
+        offset += bytesRead;
+        const text = partial + buf.subarray(0, bytesRead).toString('utf8');
+        const parts = text.split('\n');
+        partial = parts.pop() ?? '';
+        for (const line of parts) {
+          if (!line.trim()) continue;
+          let ev: EventLine;
+          try {
+            ev = JSON.parse(line) as EventLine;
+          } catch {
+            continue;
+          }
+          if ((ev.seq ?? 0) <= after) continue;
+          out.write(`id: ${ev.seq}\ndata: ${line}\n\n`);
+          lastWrite = Date.now();
+          if (ev.type === 'run_end') {
+            out.write(`event: end\ndata: {}\n\n`);
+            return close();
+          }
+        }
+      }
+    } finally {
+      await fh.close();
+    }
+    if (Date.now() - lastWrite > 15000) {
+      out.write(`: keep-alive\n\n`);
+      lastWrite = Date.now();
+    }
+  };
+  let busy = false;
+  const step = () => {
+    if (busy) return;
+    busy = true;
+    tick()
+      .catch(() => close())
+      .finally(() => (busy = false));
+  };
+  const timer = setInterval(step, 200);
+  step();
+}
+
+/** frame_quality.csv rows with numbers parsed (the file is ours: no quoted commas). */
+export function parseCsv(text: string): Record<string, string | number | null>[] {
+  const lines = text.trim().split('\n');
+  const head = (lines.shift() ?? '').split(',');
+  return lines.map((l) => {
+    const cells = l.split(',');
+    const row: Record<string, string | number | null> = {};
+    head.forEach((h, i) => {
+      const v = cells[i] ?? '';
+      row[h] = v === '' ? null : /^-?\d+(\.\d+)?(e-?\d+)?$/i.test(v) ? Number(v) : v;
+    });
+    return row;
+  });
+}

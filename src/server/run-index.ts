@@ -1,0 +1,152 @@
+// Reading run folders for the API: which folders under runs_dir are runs, their run.json,
+// their events.jsonl, the phase statuses derived from the events, and closing a run whose
+// process ended without closing it (cancel by kill, server restart): the open phase gets a
+// phase_end {status: error, reason} and the run a run_end, so every run's events are closed.
+
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeJsonAtomic } from '../pipeline/atomic.js';
+import type { EventLine, RunStatus } from '../pipeline/events.js';
+import { RAWSTACK_PHASES } from '../pipeline/rawstack/phase-list.js';
+import type { RunRecord } from '../pipeline/run-folder.js';
+
+export const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export function eventsFile(runDir: string): string {
+  return join(runDir, 'artifacts', 'preprocess', 'events.jsonl');
+}
+
+export async function readRunRecord(runDir: string): Promise<RunRecord | null> {
+  try {
+    return JSON.parse(await readFile(join(runDir, 'run.json'), 'utf8')) as RunRecord;
+  } catch {
+    return null;
+  }
+}
+
+/** Parsed event lines; a torn last line (being written) is left out. */
+export async function readEvents(runDir: string): Promise<EventLine[]> {
+  let text: string;
+  try {
+    text = await readFile(eventsFile(runDir), 'utf8');
+  } catch {
+    return [];
+  }
+  return parseEventText(text);
+}
+
+export function parseEventText(text: string): EventLine[] {
+  const out: EventLine[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      out.push(JSON.parse(line) as EventLine);
+    } catch {
+      // partial line at the end of a file being appended to
+    }
+  }
+  return out;
+}
+
+export interface RunSummary {
+  run_id: string;
+  kind: string;
+  status: string;
+  created_at: string;
+  job_id: string | null;
+  run_dir: string;
+}
+
+/** Runs directly under runs_dir (folders with run.json or an events file), newest first. */
+export async function listRuns(runsDir: string): Promise<RunSummary[]> {
+  const entries = await readdir(runsDir, { withFileTypes: true }).catch(() => []);
+  const out: RunSummary[] = [];
+  for (const e of entries) {
+    if (!e.isDirectory() || e.name.startsWith('.') || !RUN_ID_RE.test(e.name)) continue;
+    const dir = join(runsDir, e.name);
+    const rec = await readRunRecord(dir);
+    let created = rec?.created_at;
+    if (!rec) {
+      const s = await stat(eventsFile(dir)).catch(() => null);
+      if (!s) continue;
+      created = s.mtime.toISOString();
+    }
+    out.push({ run_id: e.name, kind: rec?.kind ?? 'rawstack', status: rec?.status ?? 'unknown', created_at: created ?? '', job_id: rec?.job_id ?? null, run_dir: dir });
+  }
+  return out.sort((a, b) => b.created_at.localeCompare(a.created_at) || b.run_id.localeCompare(a.run_id));
+}
+
+export type PhaseView = { phase: string; status: 'pending' | 'running' | 'ok' | 'skipped' | 'error'; progress: number; reason?: string; message?: string; duration_ms?: number };
+
+/** Phase list with statuses from the events (seed phases first, unknown phases appended). */
+export function phaseStatuses(lines: EventLine[], order: readonly string[] = RAWSTACK_PHASES): { phases: PhaseView[]; run_status: RunStatus | 'running' | 'pending'; progress: number } {
+  const map = new Map<string, PhaseView>(order.map((p) => [p, { phase: p, status: 'pending', progress: 0 }]));
+  let runStatus: RunStatus | 'running' | 'pending' = 'pending';
+  for (const l of lines) {
+    if (l.type === 'run_start') runStatus = 'running';
+    else if (l.type === 'run_end') runStatus = l.status;
+    else if (l.type === 'phase_start' || l.type === 'phase_progress' || l.type === 'phase_end') {
+      let v = map.get(l.phase);
+      if (!v) map.set(l.phase, (v = { phase: l.phase, status: 'pending', progress: 0 }));
+      if (l.type === 'phase_start') v.status = 'running';
+      else if (l.type === 'phase_progress') v.progress = Math.max(v.progress, Math.min(1, Math.max(0, l.progress)));
+      else {
+        v.status = l.status;
+        v.progress = 1;
+        v.duration_ms = l.duration_ms;
+        if (l.reason) v.reason = l.reason;
+        if (typeof l.message === 'string') v.message = l.message;
+      }
+    }
+  }
+  const phases = [...map.values()];
+  const done = phases.filter((p) => p.status === 'ok' || p.status === 'skipped' || p.status === 'error').length;
+  const current = phases.find((p) => p.status === 'running')?.progress ?? 0;
+  const progress = runStatus === 'ok' || runStatus === 'error' || runStatus === 'cancelled' ? 1 : Math.round(((done + current) / phases.length) * 1e4) / 1e4;
+  return { phases, run_status: runStatus, progress };
+}
+
+/**
+ * Closes a run whose process is gone: ends open phases with `error`/`reason`, appends run_end
+ * with `status`, and sets run.json's status. Idempotent (nothing happens after a run_end).
+ */
+export async function closeRun(runDir: string, status: RunStatus, reason: 'cancelled' | 'interrupted' | 'crashed', kind = 'rawstack'): Promise<boolean> {
+  const lines = await readEvents(runDir);
+  const rec = await readRunRecord(runDir);
+  if (lines.some((l) => l.type === 'run_end')) {
+    if (rec && (rec.status === 'running' || (rec.status as string) === 'pending')) {
+      rec.status = lines.filter((l): l is Extract<EventLine, { type: 'run_end' }> => l.type === 'run_end').pop()!.status;
+      await writeJsonAtomic(join(runDir, 'run.json'), rec);
+    }
+    return false;
+  }
+  const runId = lines[0]?.run_id ?? rec?.run_id ?? '';
+  let seq = lines.reduce((m, l) => Math.max(m, l.seq ?? 0), 0);
+  const now = Date.now();
+  // A process killed mid-write can leave a torn last line: start ours on a fresh line.
+  const text = await readFile(eventsFile(runDir), 'utf8').catch(() => '');
+  if (text.length > 0 && !text.endsWith('\n')) appendFileSync(eventsFile(runDir), '\n');
+  const emit = (body: Record<string, unknown>) => {
+    appendFileSync(eventsFile(runDir), JSON.stringify({ seq: ++seq, ts: new Date().toISOString(), run_id: runId, ...body }) + '\n');
+  };
+  const startTs = lines[0] ? Date.parse(lines[0].ts) : now;
+  if (!lines.some((l) => l.type === 'run_start')) emit({ type: 'run_start', kind, run_dir: runDir });
+  const open = new Map<string, number>();
+  for (const l of lines) {
+    if (l.type === 'phase_start') open.set(l.phase, Date.parse(l.ts));
+    else if (l.type === 'phase_end') open.delete(l.phase);
+  }
+  const failed = lines.filter((l): l is Extract<EventLine, { type: 'phase_end' }> => l.type === 'phase_end' && l.status === 'error').map((l) => l.phase);
+  const message = reason === 'cancelled' ? 'run cancelled' : reason === 'interrupted' ? 'the server stopped while the run was active' : 'the job process ended unexpectedly';
+  for (const [phase, t0] of open) {
+    emit({ type: 'phase_end', phase, status: 'error', reason, message, duration_ms: Math.max(0, now - t0) });
+    failed.push(phase);
+  }
+  emit({ type: 'run_end', status, duration_ms: Math.max(0, now - startTs), failed_phases: failed, closed_by: 'server', reason });
+  if (rec) {
+    rec.status = status;
+    await writeJsonAtomic(join(runDir, 'run.json'), rec);
+  }
+  return true;
+}

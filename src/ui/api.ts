@@ -1,0 +1,200 @@
+// Browser client of the skystack REST API (DESIGN §6). Every call goes to the page's own origin
+// (no external requests). Failures come back as ApiError carrying the server's error envelope
+// `{error: {code, message, details}}`, so views can show a specific message, and validation
+// issues are normalised to dotted key paths whatever shape the server sends (ConfigIssue
+// `{path: "a.b"}` or zod `{path: ["a", "b"]}`).
+
+export interface ApiIssue {
+  /** Dotted key path, e.g. `rejection.low` ('' for the root). */
+  path: string;
+  code: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: unknown,
+  ) {
+    super(message);
+  }
+
+  /** Validation issues of a VALIDATION_ERROR (empty for other errors). */
+  get issues(): ApiIssue[] {
+    const d = this.details as { issues?: unknown } | null | undefined;
+    const list = Array.isArray(d?.issues) ? d.issues : Array.isArray(this.details) ? this.details : [];
+    return list.map((raw: unknown) => {
+      const i = (raw ?? {}) as { path?: unknown; code?: unknown; message?: unknown };
+      const path = Array.isArray(i.path) ? i.path.map(String).join('.') : typeof i.path === 'string' ? i.path : '';
+      return { path, code: typeof i.code === 'string' ? i.code : 'invalid', message: typeof i.message === 'string' ? i.message : String(raw) };
+    });
+  }
+}
+
+export type JsonObject = Record<string, unknown>;
+
+async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
+  const init: RequestInit = { method, headers: { Accept: 'application/json' }, credentials: 'same-origin' };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    (init.headers as Record<string, string>)['Content-Type'] = 'application/json';
+  }
+  let res: Response;
+  try {
+    res = await fetch(url, init);
+  } catch (e) {
+    throw new ApiError(0, 'NETWORK', `the server did not answer (${(e as Error).message})`, null);
+  }
+  const text = await res.text();
+  let data: unknown = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = text;
+    }
+  }
+  if (!res.ok) {
+    const env = (data as { error?: { code?: string; message?: string; details?: unknown } } | null)?.error;
+    throw new ApiError(res.status, env?.code ?? `HTTP_${res.status}`, env?.message ?? (typeof data === 'string' && data ? data.slice(0, 200) : res.statusText), env?.details ?? null);
+  }
+  return data as T;
+}
+
+const enc = encodeURIComponent;
+
+/** Some endpoints answer `{config: {...}}`, others the object itself. */
+function unwrapConfig(data: unknown): JsonObject {
+  const d = data as { config?: unknown; parameters?: unknown } | null;
+  if (d && typeof d === 'object' && d.config && typeof d.config === 'object') return d.config as JsonObject;
+  if (d && typeof d === 'object' && d.parameters && typeof d.parameters === 'object') return d.parameters as JsonObject;
+  return (d ?? {}) as JsonObject;
+}
+
+export interface StartResult {
+  job_id: string;
+  run_id?: string | null;
+  run_dir?: string | null;
+}
+
+export interface JobRecord {
+  job_id: string;
+  kind: string;
+  state: 'pending' | 'running' | 'cancelling' | 'ok' | 'error' | 'cancelled';
+  run_id?: string | null;
+  run_dir?: string | null;
+  progress?: { phase?: string | null; fraction?: number | null } | null;
+  error?: { code: string; message: string } | null;
+}
+
+export const TERMINAL_JOB_STATES: ReadonlySet<string> = new Set(['ok', 'error', 'cancelled']);
+
+export interface ArtifactEntry {
+  path: string;
+  size?: number;
+  type?: string;
+  /** Modification time (ISO), when the server gives it: a changed file is reloaded. */
+  mtime?: string;
+}
+
+export interface ArtifactView {
+  path: string;
+  type: string;
+  text?: string;
+  json?: unknown;
+}
+
+export interface DirEntry {
+  name: string;
+  path: string;
+  type: 'dir' | 'file';
+  size?: number;
+}
+
+export interface DirListing {
+  path: string;
+  parent: string | null;
+  entries: DirEntry[];
+}
+
+export interface ImportResult {
+  config: JsonObject;
+  mapped: { from: string; to: string }[];
+  ignored: { path: string; reason: string }[];
+}
+
+function listOf<T>(data: unknown): T[] {
+  if (Array.isArray(data)) return data as T[];
+  const d = data as { items?: unknown; entries?: unknown; artifacts?: unknown; files?: unknown } | null;
+  for (const key of ['items', 'entries', 'artifacts', 'files'] as const) {
+    const v = d?.[key];
+    if (Array.isArray(v)) return v as T[];
+  }
+  return [];
+}
+
+function joinPath(dir: string, name: string): string {
+  return dir.endsWith('/') ? dir + name : `${dir}/${name}`;
+}
+
+function parentOf(path: string): string | null {
+  if (path === '/' || path === '') return null;
+  const trimmed = path.replace(/\/+$/, '');
+  const cut = trimmed.lastIndexOf('/');
+  return cut <= 0 ? '/' : trimmed.slice(0, cut);
+}
+
+export const api = {
+  parameters: async (): Promise<JsonObject> => unwrapConfig(await request('GET', '/api/tools/preprocessing/parameters')),
+  patchParameters: async (config: JsonObject): Promise<JsonObject> => unwrapConfig(await request('PATCH', '/api/tools/preprocessing/parameters', config)),
+  defaults: async (): Promise<JsonObject> => unwrapConfig(await request('GET', '/api/tools/preprocessing/defaults')),
+  importYaml: (source: { yaml: string } | { path: string }): Promise<ImportResult> =>
+    'path' in source ? request('POST', '/api/tools/preprocessing/import-file', source) : request('POST', '/api/tools/preprocessing/import', source),
+  start: (body: JsonObject): Promise<StartResult> => request('POST', '/api/tools/preprocessing/run', body),
+  info: (): Promise<JsonObject> => request('GET', '/api/system/info'),
+  /** Cancels through the tool endpoint; a server without it is asked through DELETE /api/jobs/:id. */
+  cancel: async (jobId: string): Promise<unknown> => {
+    try {
+      return await request('POST', '/api/tools/preprocessing/cancel', { job_id: jobId });
+    } catch (e) {
+      if (e instanceof ApiError && (e.status === 404 || e.status === 405) && e.code !== 'JOB_NOT_FOUND') return request('DELETE', `/api/jobs/${enc(jobId)}`);
+      throw e;
+    }
+  },
+  job: (jobId: string): Promise<JobRecord> => request('GET', `/api/jobs/${enc(jobId)}`),
+  /** The newest Raw Stack job, or null when there is none. */
+  latestRawStackJob: async (): Promise<JobRecord | null> => listOf<JobRecord>(await request('GET', '/api/jobs?kind=rawstack&limit=1'))[0] ?? null,
+  runs: async (): Promise<JsonObject[]> => listOf<JsonObject>(await request('GET', '/api/runs?limit=50')),
+  artifacts: async (runId: string): Promise<ArtifactEntry[]> =>
+    listOf<ArtifactEntry | string>(await request('GET', `/api/runs/${enc(runId)}/artifacts`)).map((a) => (typeof a === 'string' ? { path: a } : a)),
+  view: (runId: string, path: string): Promise<ArtifactView> => request('GET', `/api/runs/${enc(runId)}/artifacts/view?path=${enc(path)}`),
+  /** Event lines of a run (empty while events.jsonl does not exist yet). */
+  logs: async (runId: string): Promise<JsonObject[]> => listOf<JsonObject>(await request('GET', `/api/runs/${enc(runId)}/logs`)),
+  rawUrl: (runId: string, path: string): string => `/api/runs/${enc(runId)}/artifacts/raw/${path.split('/').map(enc).join('/')}`,
+  eventsUrl: (runId: string): string => `/api/runs/${enc(runId)}/events`,
+  listDir: async (path: string): Promise<DirListing> => {
+    const data = await request<JsonObject>('GET', `/api/files/list?path=${enc(path)}`);
+    // Without a path the server lists the allowed roots (`path: null`); that listing is ''.
+    const at = typeof data.path === 'string' ? data.path : data.path === null ? '' : path;
+    const entries = listOf<JsonObject>(data)
+      .filter((e) => e.type !== 'link' && e.type !== 'other')
+      .map((e) => {
+        const name = String(e.name ?? '');
+        const dir = e.type === 'dir' || e.type === 'directory' || e.is_dir === true;
+        return { name, path: typeof e.path === 'string' ? e.path : joinPath(at, name), type: dir ? 'dir' : 'file', ...(typeof e.size === 'number' ? { size: e.size } : {}) } as DirEntry;
+      });
+    // At the top of an allowed root the way up is the list of roots.
+    const parent = typeof data.parent === 'string' ? data.parent : at === '' ? null : data.parent === null ? '' : parentOf(at);
+    return { path: at, parent, entries };
+  },
+  /** Header scan of a folder (POST /api/files/scan): frame count and the detected colour mode. */
+  scan: async (path: string, pattern: string): Promise<{ frames: number; colorMode: string | null; filters: string[] }> => {
+    const data = await request<JsonObject>('POST', '/api/files/scan', { path, pattern, max_frames: 0 });
+    const summary = (data.summary ?? {}) as JsonObject;
+    const filters = Array.isArray(summary.filters) ? summary.filters.map((f) => (typeof f === 'string' ? f : String((f as JsonObject)?.filter ?? (f as JsonObject)?.name ?? ''))).filter(Boolean) : [];
+    return { frames: typeof summary.frames === 'number' ? summary.frames : 0, colorMode: typeof summary.color_mode === 'string' ? summary.color_mode : null, filters };
+  },
+  grant: (path: string): Promise<unknown> => request('GET', `/api/files/grant?path=${enc(path)}`),
+};

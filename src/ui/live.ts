@@ -1,0 +1,177 @@
+// Live events of a Raw Stack job for the monitors. Order of sources:
+//   1. the job record (GET /api/jobs/:id) until it names its run_id;
+//   2. Server-Sent Events from GET /api/runs/:run_id/events (replays events.jsonl, then follows),
+//      with the job record watched beside it (a job can end without a run_end line, e.g. when
+//      it is cancelled before its child wrote anything);
+//   3. if the stream fails or is unavailable, polling: the run's event lines
+//      (GET /api/runs/:id/logs) plus the job record, once a second.
+// Lines reach the caller once each, in seq order. The follower ends at `run_end`, or when the
+// job is terminal and a last read of the event lines has been delivered.
+
+import { api, ApiError, TERMINAL_JOB_STATES, type JobRecord } from './api.js';
+import type { EventLine } from './run-state.js';
+
+export interface FollowCallbacks {
+  onLine(line: EventLine): void;
+  onJob?(job: JobRecord): void;
+  onMode?(mode: 'waiting' | 'sse' | 'polling' | 'done'): void;
+  onDone?(job: JobRecord | null): void;
+  onError?(message: string): void;
+}
+
+const SSE_TYPES = ['run_start', 'phase_start', 'phase_progress', 'phase_end', 'frame', 'warning', 'run_end'];
+
+export interface Follower {
+  stop(): void;
+}
+
+export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: number; forcePolling?: boolean } = {}): Follower {
+  const pollMs = opts.pollMs ?? 1000;
+  let stopped = false;
+  // Set by the caller's stop(): from then on no callback fires (a newer job owns the view).
+  let detached = false;
+  let lastSeq = 0;
+  let source: EventSource | null = null;
+  const timers = new Set<number>();
+  let job: JobRecord | null = null;
+
+  const later = (f: () => void, ms: number): void => {
+    const t = window.setTimeout(() => {
+      timers.delete(t);
+      f();
+    }, ms);
+    timers.add(t);
+  };
+
+  const halt = (): void => {
+    stopped = true;
+    source?.close();
+    source = null;
+    for (const t of timers) clearTimeout(t);
+    timers.clear();
+  };
+
+  const deliver = (line: EventLine): void => {
+    if (stopped || typeof line.seq !== 'number' || line.seq <= lastSeq) return;
+    lastSeq = line.seq;
+    cb.onLine(line);
+    if (line.type === 'run_end') finish();
+  };
+
+  const finish = (): void => {
+    if (stopped) return;
+    halt();
+    cb.onMode?.('done');
+    // The job record turns terminal just after run_end: fetch it until it does, for the caller.
+    void (async () => {
+      for (let i = 0; i < 10 && (!job || !TERMINAL_JOB_STATES.has(job.state)); i++) {
+        if (i > 0) await sleep(300);
+        job = await api.job(jobId).catch(() => job);
+        if (detached) return;
+        if (job) cb.onJob?.(job);
+      }
+      if (!detached) cb.onDone?.(job);
+    })();
+  };
+
+  const refreshJob = async (): Promise<JobRecord | null> => {
+    try {
+      job = await api.job(jobId);
+      if (!stopped) cb.onJob?.(job);
+    } catch (e) {
+      if (!detached) cb.onError?.(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+    }
+    return job;
+  };
+
+  const readLines = async (runId: string): Promise<void> => {
+    try {
+      for (const line of await api.logs(runId)) deliver(line as EventLine);
+    } catch (e) {
+      if (!detached) cb.onError?.(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+    }
+  };
+
+  /** Terminal job: deliver what the run wrote, then end (run_end among the lines ends it first). */
+  const closeOut = async (runId: string | null): Promise<void> => {
+    if (runId) await readLines(runId);
+    finish();
+  };
+
+  const poll = async (runId: string | null): Promise<void> => {
+    if (stopped) return;
+    const j = await refreshJob();
+    const rid = runId ?? j?.run_id ?? null;
+    if (j && TERMINAL_JOB_STATES.has(j.state)) return closeOut(rid);
+    if (rid) await readLines(rid);
+    if (!stopped) later(() => void poll(rid), pollMs);
+  };
+
+  /** Beside the stream: a job that ends without run_end still ends the follower. */
+  const watchJob = (runId: string): void => {
+    later(async () => {
+      if (stopped) return;
+      const j = await refreshJob();
+      if (stopped) return;
+      // Give the stream a moment to deliver a run_end that is on its way.
+      if (j && TERMINAL_JOB_STATES.has(j.state)) later(() => void (stopped ? null : (source?.close(), closeOut(runId))), pollMs);
+      else watchJob(runId);
+    }, pollMs * 2);
+  };
+
+  const startSse = (runId: string): void => {
+    if (typeof EventSource === 'undefined' || opts.forcePolling) {
+      cb.onMode?.('polling');
+      void poll(runId);
+      return;
+    }
+    cb.onMode?.('sse');
+    const es = new EventSource(api.eventsUrl(runId));
+    source = es;
+    const onMessage = (ev: MessageEvent): void => {
+      try {
+        deliver(JSON.parse(String(ev.data)) as EventLine);
+      } catch {
+        // comments and keep-alives carry no JSON
+      }
+    };
+    es.addEventListener('message', onMessage);
+    for (const t of SSE_TYPES) es.addEventListener(t, onMessage as EventListener);
+    es.addEventListener('error', () => {
+      if (stopped || source !== es) return;
+      // The stream broke or was refused: poll from here on (seq dedup keeps lines single).
+      es.close();
+      source = null;
+      cb.onMode?.('polling');
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      void poll(runId);
+    });
+    watchJob(runId);
+  };
+
+  const waitForRun = async (): Promise<void> => {
+    cb.onMode?.('waiting');
+    while (!stopped) {
+      const j = await refreshJob();
+      if (j?.run_id) {
+        startSse(j.run_id);
+        return;
+      }
+      if (j && TERMINAL_JOB_STATES.has(j.state)) return closeOut(null);
+      await sleep(pollMs / 2);
+    }
+  };
+
+  void waitForRun();
+  return {
+    stop(): void {
+      detached = true;
+      halt();
+    },
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

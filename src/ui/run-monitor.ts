@@ -1,0 +1,157 @@
+// The full run monitor (/ui/run-monitor.html). With `?preprocessing_job_id=<id>` it is in
+// preprocessing mode (seed "Front-end views" 2): phase list with status and progress, live log,
+// output previews, artifact list and viewer (JSON tree, CSV table, JSONL lines, Markdown, HTML
+// served raw); Resume, New revision and Save as template are visibly disabled, since Raw Stack
+// runs are not resumable. Without the parameter it lists the runs with links into this mode.
+// `&live=poll` skips Server-Sent Events and polls (the fallback path, also for proxies that
+// buffer event streams).
+
+import { api, ApiError, TERMINAL_JOB_STATES, type ArtifactEntry } from './api.js';
+import { showArtifact } from './artifact-viewer.js';
+import { byId, clear, formatBytes, h, say } from './dom.js';
+import { frameRows, renderFrameTable } from './frame-table.js';
+import { followJob } from './live.js';
+import { renderLog, renderPhaseTable, renderPreviews } from './monitor-views.js';
+import { RunState } from './run-state.js';
+
+const REPORT_PATH = 'artifacts/preprocess/preprocessing_report.html';
+const FRAME_CSV = 'artifacts/preprocess/frame_quality.csv';
+const params = new URLSearchParams(location.search);
+const jobId = params.get('preprocessing_job_id');
+const forcePolling = params.get('live') === 'poll';
+const status = byId('job-status');
+const state = new RunState();
+let runId: string | null = null;
+let artifacts: ArtifactEntry[] = [];
+let selected: string | null = params.get('artifact');
+
+const errText = (e: unknown): string => (e instanceof ApiError ? `${e.message} (${e.code})` : String(e));
+
+function disableRunFunctions(): void {
+  const why = 'Not available for Raw Stack runs: they are not resumable (no resume, revision or template).';
+  for (const id of ['btn-resume', 'btn-revision', 'btn-template']) {
+    const b = byId<HTMLButtonElement>(id);
+    b.disabled = true;
+    b.title = why;
+    b.setAttribute('aria-describedby', 'mode-note');
+  }
+  byId('mode-note').textContent = `Preprocessing mode. ${why}`;
+}
+
+function render(): void {
+  renderPhaseTable(byId('phase-body'), state);
+  renderLog(byId('event-log'), state, 500);
+}
+
+function renderArtifactList(): void {
+  const list = byId('artifact-list');
+  clear(list);
+  if (!runId) return;
+  for (const a of artifacts) {
+    const btn = h('button', { type: 'button', class: 'entry', 'data-path': a.path, 'aria-pressed': String(a.path === selected) }, a.path.replace(/^artifacts\/preprocess\//, ''), h('span', { class: 'muted' }, ` ${formatBytes(a.size)}`));
+    btn.addEventListener('click', () => void select(a.path));
+    list.append(h('li', {}, btn));
+  }
+  if (artifacts.length === 0) list.append(h('li', { class: 'muted' }, 'no artifacts yet'));
+}
+
+async function select(path: string): Promise<void> {
+  if (!runId) return;
+  selected = path;
+  const url = new URL(location.href);
+  url.searchParams.set('artifact', path);
+  history.replaceState(null, '', url);
+  renderArtifactList();
+  const entry = artifacts.find((a) => a.path === path) ?? { path };
+  const viewer = byId('viewer');
+  await showArtifact(viewer, runId, entry);
+  viewer.focus();
+}
+
+async function refreshArtifacts(): Promise<void> {
+  if (!runId) return;
+  try {
+    artifacts = await api.artifacts(runId);
+  } catch (e) {
+    say(status, `Artifacts: ${errText(e)}`, 'error');
+    return;
+  }
+  renderArtifactList();
+  renderPreviews(byId('previews'), runId, artifacts);
+  if (artifacts.some((a) => a.path === REPORT_PATH)) byId<HTMLButtonElement>('btn-report').disabled = false;
+  const csv = artifacts.find((a) => a.path === FRAME_CSV);
+  if (csv && csv.mtime !== framesShown) void showFrames(csv.mtime);
+  if (selected && byId('viewer').dataset.path !== selected && artifacts.some((a) => a.path === selected)) void select(selected);
+}
+
+/** The run's frame table, read-only, with excluded frames marked (seed "Quality filter"). */
+let framesShown: string | undefined;
+async function showFrames(version: string | undefined): Promise<void> {
+  if (!runId) return;
+  framesShown = version;
+  try {
+    const v = await api.view(runId, FRAME_CSV);
+    renderFrameTable(byId('frame-body'), frameRows(typeof v.text === 'string' ? v.text : ''), {});
+    byId('frames').hidden = false;
+  } catch (e) {
+    say(status, `Frames: ${errText(e)}`, 'error');
+  }
+}
+
+function preprocessingMode(id: string): void {
+  byId('pp-mode').hidden = false;
+  byId('run-title').textContent = `job ${id}`;
+  disableRunFunctions();
+  byId('btn-report').addEventListener('click', () => {
+    if (runId) window.open(api.rawUrl(runId, REPORT_PATH), '_blank', 'noopener');
+  });
+  render();
+  followJob(id, {
+    onLine: (line) => {
+      if (!state.apply(line)) return;
+      if (!runId && typeof line.run_id === 'string') {
+        runId = line.run_id;
+        byId('run-title').textContent = `${runId} (job ${id})`;
+      }
+      render();
+      if (line.type === 'phase_end' || line.type === 'run_start') void refreshArtifacts();
+    },
+    onJob: (job) => {
+      if (job.run_id && !runId) {
+        runId = job.run_id;
+        byId('run-title').textContent = `${runId} (job ${id})`;
+        void refreshArtifacts();
+      }
+      if (!TERMINAL_JOB_STATES.has(job.state)) say(status, `Job ${job.state}`);
+    },
+    onMode: (mode) => {
+      byId('live-mode').textContent = mode === 'done' ? '' : `(${mode === 'sse' ? 'live' : mode})`;
+    },
+    onDone: (job) => {
+      const final = state.runStatus ?? job?.state ?? 'unknown';
+      say(status, `Run ${final}${job?.error ? ` — ${job.error.code}: ${job.error.message}` : ''}`, final === 'ok' ? 'ok' : 'error');
+      void refreshArtifacts();
+    },
+    onError: (message) => say(status, message, 'error'),
+  }, { forcePolling });
+}
+
+async function runsList(): Promise<void> {
+  byId('runs-list-box').hidden = false;
+  byId('mode-note').textContent = 'Open a Raw Stack run to monitor it.';
+  const list = byId('runs-list');
+  try {
+    const runs = await api.runs();
+    for (const r of runs) {
+      const job = typeof r.job_id === 'string' ? r.job_id : null;
+      const name = String(r.run_id ?? r.id ?? '');
+      list.append(h('li', {}, job ? h('a', { href: `run-monitor.html?preprocessing_job_id=${encodeURIComponent(job)}` }, name) : name, ` ${String(r.kind ?? '')} ${String(r.status ?? '')}`));
+    }
+    if (runs.length === 0) list.append(h('li', { class: 'muted' }, 'no runs yet'));
+  } catch (e) {
+    say(status, `Runs: ${errText(e)}`, 'error');
+  }
+}
+
+if (jobId) preprocessingMode(jobId);
+else void runsList();

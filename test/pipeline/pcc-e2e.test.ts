@@ -1,0 +1,75 @@
+// PCC end to end on a generated OSC session (fixtures/generator): the real pipeline from
+// INPUT_SCAN to REPORT, with ASTROMETRY replaced by the generator's true WCS (moved onto the
+// reference frame the pipeline chose), and the generator's star list as the catalogue. The
+// camera's dye curves are not sRGB, the stack went through calibration-free debayer,
+// registration and rejection, so this checks the whole chain: a G2V star must come out neutral
+// (truth: truth.colour_model.white_reference.ratios, in camera electrons). Tolerance 0.03 mag,
+// not the issue's 0.02 (that bar is met on the known-gain fixtures, test/astro/pcc.test.ts):
+// the truth here is the camera's electrons, and channel gains the stack itself introduces
+// (per-channel normalisation, debayer) count as error. Measured at seed 31: R/G 0.018, B/G
+// 0.006 mag; larger apertures shrink the R/G part (0.012 at 10 px, 0.004 at 14 px, fewer stars),
+// a per-channel curve-of-growth correction on 10 stars did not (tried, not kept); the source is
+// not separated further.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { generateDataset, type Truth } from '../../fixtures/generator/index.js';
+import { TanWcs } from '../../src/astro/wcs.js';
+import { parseRawStackConfig } from '../../src/config/rawstack.js';
+import { ok, type Phase } from '../../src/pipeline/phase.js';
+import { runRawStack, standardPhases } from '../../src/pipeline/rawstack/run.js';
+import type { RawStackState } from '../../src/pipeline/rawstack/state.js';
+import { withTempDir } from '../helpers/tmp.js';
+import { magError } from '../astro/pcc-fixture.js';
+
+/** The truth WCS (frame 0) carried onto frame `r`: p = A·q + t ⇒ CD' = CD·A⁻¹, CRPIX' = t + 1 + A·(CRPIX − 1). */
+function wcsOfFrame(truth: Truth, r: number): TanWcs {
+  const [[a, b, tx], [c, d, ty]] = truth.frames[r]!.transform;
+  const det = a * d - b * c;
+  const inv = [[d / det, -b / det], [-c / det, a / det]] as const;
+  const cd = truth.wcs.cd;
+  const [px, py] = [truth.wcs.crpix[0] - 1, truth.wcs.crpix[1] - 1];
+  return new TanWcs({
+    crval: truth.wcs.crval,
+    crpix: [tx + 1 + a * px + b * py, ty + 1 + c * px + d * py],
+    cd: [
+      [cd[0][0] * inv[0][0] + cd[0][1] * inv[1][0], cd[0][0] * inv[0][1] + cd[0][1] * inv[1][1]],
+      [cd[1][0] * inv[0][0] + cd[1][1] * inv[1][0], cd[1][0] * inv[0][1] + cd[1][1] * inv[1][1]],
+    ],
+  });
+}
+
+test('generated OSC session: PCC makes the G2V white reference neutral within 0.03 mag', async () => {
+  await withTempDir('pcc-e2e', async (dir) => {
+    const data = join(dir, 'data');
+    const truth = await generateDataset({ out: data, kind: 'osc', pattern: 'RGGB', frames: 8, width: 800, height: 600, seed: 31, calibration: false });
+    const catalog = join(dir, 'catalogue.csv');
+    await writeFile(catalog, 'ra,dec,mag,bv\n' + truth.stars.map((s) => `${s.ra},${s.dec},${s.mag},${s.bv}`).join('\n') + '\n');
+    const astrometry: Phase<RawStackState> = {
+      name: 'ASTROMETRY',
+      optional: true,
+      async run(ctx) {
+        (ctx.state as RawStackState & { wcs?: unknown }).wcs = wcsOfFrame(truth, ctx.state.referenceIndex ?? 0);
+        return ok();
+      },
+    };
+    const parsed = parseRawStackConfig({ lights_dir: join(data, 'lights'), pcc: { catalog_file: catalog, mag_limit: 16 }, runtime_limits: { parallel_workers: 2, memory_budget: 256 } });
+    assert.ok(parsed.ok);
+    if (!parsed.ok) return;
+    const phases = standardPhases().map((p) => (p.name === 'ASTROMETRY' ? astrometry : p));
+    const result = await runRawStack(parsed.config, { runsDir: join(dir, 'runs'), device: 'cpu', phases });
+    assert.is(result.status, 'ok');
+    const pcc = result.phases.find((p) => p.phase === 'PCC');
+    const d = JSON.parse(await readFile(join(result.runDir, 'artifacts', 'preprocess', 'pcc_diagnostics.json'), 'utf8'));
+    assert.is(pcc?.status, 'ok', JSON.stringify({ pcc, error: d.error }));
+    const w = truth.colour_model.white_reference.ratios;
+    const eR = magError(d.factors.R / d.factors.G, w.g! / w.r!);
+    const eB = magError(d.factors.B / d.factors.G, w.g! / w.b!);
+    console.log(`  generated OSC: R/G ${eR.toFixed(4)} mag, B/G ${eB.toFixed(4)} mag from the camera truth; ${d.stars_used}/${d.stars_matched} stars, residual ${d.residual_rms.toFixed(4)}, fwhm ${d.fwhm_px.toFixed(2)}, offset ${d.wcs_offset_px}`);
+    assert.ok(eR < 0.03 && eB < 0.03, `${eR} ${eB}`);
+    assert.is(result.phases.find((p) => p.phase === 'HYPERMETRIC_STRETCH')?.status, 'ok');
+  });
+});
+
+test.run();

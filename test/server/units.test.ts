@@ -1,0 +1,123 @@
+// Server building blocks without a server: Dawn noise filter, Host parsing, path confinement,
+// closing an unclosed run, rejection suggestions by frame count, tiled YAML positions.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { validateTiledYaml } from '../../src/config/tiled.js';
+import { DawnNoiseFilter } from '../../src/server/jobs/dawn-noise.js';
+import { isInside, PathGuard, resolveInside } from '../../src/server/paths.js';
+import { rejectionFor } from '../../src/server/routes/config.js';
+import { closeRun } from '../../src/server/run-index.js';
+import { allowedHostnames, isLoopback, splitHost, tokensEqual } from '../../src/server/security.js';
+import { withTempDir } from '../helpers/tmp.js';
+
+test('Dawn noise filter drops the adapter warnings and their native traces only', () => {
+  const f = new DawnNoiseFilter();
+  const lines = ['Warning: maxDynamicUniformBuffersPerPipelineLayout artificially reduced from 12 to 8', '    at operator()(...) dawn', '', 'INPUT_SCAN: ok', "Warning: Couldn't load Vulkan", 'real warning: disk full'];
+  assert.equal(lines.filter((l) => f.keep(l)), ['INPUT_SCAN: ok', 'real warning: disk full']);
+  assert.is(f.hidden, 2);
+});
+
+test('Host header parsing, loopback names, token comparison', () => {
+  assert.equal(splitHost('localhost:8080'), { name: 'localhost', port: 8080 });
+  assert.equal(splitHost('[::1]:81'), { name: '::1', port: 81 });
+  assert.equal(splitHost('Example.org'), { name: 'example.org', port: null });
+  assert.is(splitHost('a b:1'), null);
+  assert.is(splitHost('evil.com@127.0.0.1:80'), null);
+  assert.ok(isLoopback('127.0.0.1') && isLoopback('[::1]') && isLoopback('localhost'));
+  assert.not.ok(isLoopback('0.0.0.0'));
+  const names = allowedHostnames('127.0.0.1');
+  assert.ok(names.has('localhost') && names.has('127.0.0.1') && names.has('::1'));
+  assert.not.ok(names.has('0.0.0.0'));
+  assert.ok(tokensEqual('abc', 'abc'));
+  assert.not.ok(tokensEqual('abc', 'abd'));
+  assert.not.ok(tokensEqual('abc', 'abcd'));
+});
+
+test('path guard: roots, prefixes that are not parents, symlinks, denied state dir', async () => {
+  await withTempDir('guard', async (dir) => {
+    await mkdir(join(dir, 'root', 'sub'), { recursive: true });
+    await mkdir(join(dir, 'root-sibling'));
+    await mkdir(join(dir, 'root', '.state'));
+    await symlink(join(dir, 'root-sibling'), join(dir, 'root', 'out'));
+    const g = new PathGuard();
+    await g.addRoot(join(dir, 'root'));
+    await g.deny(join(dir, 'root', '.state'));
+    assert.is(await g.resolve(join(dir, 'root', 'sub'), { kind: 'dir' }), join(dir, 'root', 'sub'));
+    const code = async (p: unknown, o = {}) => g.resolve(p, o).then(() => 'ok', (e) => e.code);
+    assert.is(await code(join(dir, 'root-sibling')), 'PATH_NOT_ALLOWED', 'a sibling sharing the prefix is outside');
+    assert.is(await code(join(dir, 'root', 'out')), 'PATH_NOT_ALLOWED');
+    assert.is(await code(join(dir, 'root', '.state')), 'PATH_NOT_ALLOWED');
+    assert.is(await code(`${join(dir, 'root', 'sub')}/../sub`), 'PATH_NOT_ALLOWED');
+    assert.is(await code(join(dir, 'root', 'new'), { mustExist: false }), 'ok');
+    assert.is(await code(join(dir, 'root', 'new')), 'PATH_NOT_FOUND');
+    assert.is(await code(''), 'VALIDATION_ERROR');
+    assert.is(await code(42), 'VALIDATION_ERROR');
+    assert.ok(isInside('/a/b', '/a/b/c') && isInside('/a/b', '/a/b') && !isInside('/a/b', '/a/bc') && !isInside('/a/b', '/a'));
+    await writeFile(join(dir, 'root', 'sub', 'f.txt'), 'x');
+    assert.is(await resolveInside(join(dir, 'root'), 'sub/f.txt', { kind: 'file' }), join(dir, 'root', 'sub', 'f.txt'));
+    assert.is(await resolveInside(join(dir, 'root'), 'sub', { kind: 'file' }).catch((e) => e.code), 'NOT_A_FILE');
+    assert.is(await resolveInside(join(dir, 'root'), 'C:\\\\x').catch((e) => e.code), 'PATH_NOT_ALLOWED');
+  });
+});
+
+test('closeRun ends open phases and the run once, continuing seq', async () => {
+  await withTempDir('close', async (dir) => {
+    const art = join(dir, 'artifacts', 'preprocess');
+    await mkdir(art, { recursive: true });
+    await writeFile(join(dir, 'run.json'), JSON.stringify({ run_id: 'r', kind: 'rawstack', created_at: 'x', status: 'running', input: {}, job_id: 'j' }));
+    const t = new Date().toISOString();
+    await writeFile(join(art, 'events.jsonl'), [{ seq: 1, ts: t, run_id: 'r', type: 'run_start' }, { seq: 2, ts: t, run_id: 'r', type: 'phase_start', phase: 'INPUT_SCAN' }].map((l) => JSON.stringify(l)).join('\n') + '\n{"seq":3,"ts":"torn');
+    assert.is(await closeRun(dir, 'cancelled', 'cancelled'), true);
+    assert.is(await closeRun(dir, 'error', 'interrupted'), false, 'idempotent');
+    const lines = (await readFile(join(art, 'events.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .filter((l) => !l.includes('torn'))
+      .map((l) => JSON.parse(l));
+    assert.equal(lines.map((l) => [l.seq, l.type, l.status]), [
+      [1, 'run_start', undefined],
+      [2, 'phase_start', undefined],
+      [3, 'phase_end', 'error'],
+      [4, 'run_end', 'cancelled'],
+    ]);
+    assert.is(lines[2].reason, 'cancelled');
+    assert.equal(lines[3].failed_phases, ['INPUT_SCAN']);
+    assert.is(JSON.parse(await readFile(join(dir, 'run.json'), 'utf8')).status, 'cancelled');
+  });
+});
+
+test('rejection suggestions follow the frame count', () => {
+  assert.is(rejectionFor(5).method, 'median');
+  assert.is(rejectionFor(10).method, 'sigma');
+  assert.is(rejectionFor(20).method, 'winsor');
+  assert.equal([rejectionFor(60).method, rejectionFor(60).low], ['sigma', 2.5]);
+});
+
+test('tiled YAML: nested unknown keys warn at their key, ranges and enums are errors, aliases bounded', () => {
+  const r = validateTiledYaml('stacking:\n  sigma_clip:\n    sigma_low: -1\n    extra: 2\nbge:\n  method: magic\n');
+  assert.is(r.ok, false);
+  assert.equal(r.warnings.map((w) => [w.path, w.line, w.column]), [['stacking.sigma_clip.extra', 4, 5]]);
+  assert.equal(r.errors.map((e) => [e.path, e.line]), [
+    ['stacking.sigma_clip.sigma_low', 3],
+    ['bge.method', 6],
+  ]);
+  assert.is(validateTiledYaml('').ok, true);
+  assert.is(validateTiledYaml('- 1\n- 2\n').ok, false);
+  const bomb = 'a: &a [x, x, x, x, x, x, x, x, x]\n' + Array.from({ length: 12 }, (_, i) => `b${i}: &b${i} [${Array(9).fill(i === 0 ? '*a' : `*b${i - 1}`).join(', ')}]`).join('\n') + '\n';
+  assert.is(validateTiledYaml(bomb).ok, false, 'alias expansion is bounded');
+});
+
+test('skystack serve refuses bad options with exit code 2', () => {
+  const cli = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
+  const r = spawnSync(process.execPath, [cli, 'serve', '--port', 'eighty'], { encoding: 'utf8' });
+  assert.is(r.status, 2);
+  assert.match(r.stderr, /--port must be/);
+  const m = spawnSync(process.execPath, [cli, 'serve', '--max-jobs', '0'], { encoding: 'utf8' });
+  assert.is(m.status, 2);
+});
+
+test.run();

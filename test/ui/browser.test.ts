@@ -1,0 +1,457 @@
+// Browser tests of the web UI (issue 10 bars), in one session against the real server: the Raw
+// Stack page's first load, a validation error shown at its key, a tiled-workflow YAML import
+// (pasted, local file and server path), the folder browser and the run queue, a run started
+// from the form whose every phase reaches its final state, the report, the full run monitor with
+// events.jsonl in the artifact viewer, a frame-table toggle stored as manual_overrides, Cancel's
+// confirmation, labelled controls and the narrow layout, and no request leaving the server.
+// Screenshots of each page go to dist/test-artifacts/ui/.
+
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { apiJson, ARTIFACT_DIR, shot, skipReason, startUiEnv, type UiEnv } from './harness.js';
+
+// The page callbacks below run in the browser. The Node project has no DOM types (adding the DOM
+// lib would retype Node code), so the globals they touch are declared loosely for this file.
+/* eslint-disable @typescript-eslint/no-explicit-any */
+declare const document: any;
+declare const window: any;
+declare const localStorage: any;
+type El = any;
+
+const PHASES = ['INPUT_SCAN', 'CALIBRATION', 'CFA_CHANNEL_PREP', 'REFERENCE_SELECTION', 'REGISTRATION', 'QUALITY_ANALYSIS', 'FRAME_FILTERING', 'STACKING', 'ASTROMETRY', 'BGE', 'PCC', 'HYPERMETRIC_STRETCH', 'REPORT'];
+const FINAL = new Set(['ok', 'skipped', 'error']);
+
+const ui = suite('web UI');
+let env: UiEnv | null = null;
+let page: Page;
+let jobId = '';
+
+ui.before(async () => {
+  if (skipReason) return;
+  env = await startUiEnv();
+  page = await env.context.newPage();
+});
+
+ui.after(async () => {
+  await env?.close();
+});
+
+/** A test of the session; on failure the page is saved as failure-<n>.png beside the screenshots. */
+let testNo = 0;
+const run = (name: string, fn: () => Promise<void>) => {
+  const n = ++testNo;
+  const wrapped = async () => {
+    try {
+      await fn();
+    } catch (e) {
+      await page?.screenshot({ path: join(ARTIFACT_DIR, `failure-${n}.png`), fullPage: true }).catch(() => {});
+      throw e;
+    }
+  };
+  return skipReason ? ui.skip(name, wrapped) : ui(name, wrapped);
+};
+
+type Cfg = { config: Record<string, unknown> };
+const stored = async () => (await apiJson<Cfg>(env!, 'GET', '/api/tools/preprocessing/parameters')).config;
+const get = (o: unknown, path: string): unknown => path.split('.').reduce<unknown>((n, k) => (n && typeof n === 'object' ? (n as Record<string, unknown>)[k] : undefined), o);
+
+run('first load: fields from the stored parameters; editor buttons enabled, Report and Run Monitor disabled', async () => {
+  await page.goto('/ui/');
+  await page.waitForFunction(() => (document.getElementById('params-json') as El).value.includes('"quality_filter"'));
+  for (const id of ['btn-defaults', 'btn-validate', 'btn-reset', 'btn-start']) assert.ok(await page.isEnabled(`#${id}`), id);
+  for (const id of ['btn-report', 'btn-monitor', 'btn-cancel']) assert.ok(await page.isDisabled(`#${id}`), id);
+  // The form shows the seed's defaults.
+  assert.is(await page.inputValue('#pattern'), '*.fits');
+  assert.is(await page.inputValue('#qf_min_stars'), '30');
+  assert.is(await page.inputValue('#qf_min_correlation'), '0.75');
+  assert.is(await page.inputValue('#rej_low'), '3');
+  assert.is(await page.inputValue('#stack_normalization'), 'addscale');
+  assert.is(await page.inputValue('#stack_weighting'), 'quality');
+  for (const id of ['pp_astrometry', 'pp_bge', 'pp_pcc', 'pp_hms']) assert.ok(await page.isChecked(`#${id}`), id);
+  // Phase chips start pending, one per seed phase.
+  assert.equal(await page.$$eval('#phase-chips li', (els) => els.map((e) => (e as El).dataset.phase)), PHASES);
+});
+
+run('every control is labelled', async () => {
+  for (const url of ['/ui/', '/ui/run-monitor.html']) {
+    await page.goto(url);
+    const unlabelled = await page.$$eval('input, select, textarea, button', (els) =>
+      els
+        .filter((e) => {
+          const el = e as El;
+          if (el.type === 'hidden') return false;
+          const named = (el.labels?.length ?? 0) > 0 || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') || (el.tagName === 'BUTTON' && el.textContent?.trim());
+          return !named;
+        })
+        .map((e) => e.outerHTML.slice(0, 80)),
+    );
+    assert.equal(unlabelled, [], url);
+  }
+});
+
+run('Validate shows each error at its key; Reset loads the backend defaults', async () => {
+  await page.goto('/ui/');
+  await page.waitForFunction(() => (document.getElementById('params-json') as El).value.includes('"target_bg"'));
+  const text = await page.inputValue('#params-json');
+  await page.fill('#params-json', text.replace('"target_bg": 0.15', '"target_bg": 5'));
+  await page.fill('#qf_min_correlation', '2');
+  await page.click('#btn-validate');
+  const issue = page.locator('#editor-issues li[data-key="hypermetric_stretch.target_bg"]');
+  await issue.waitFor();
+  // The issue names the line the key is written on, and the gutter marks that line.
+  const editorText = await page.inputValue('#params-json');
+  const line = editorText.split('\n').findIndex((l) => l.includes('"target_bg"')) + 1;
+  assert.ok(line > 0);
+  assert.is(await issue.getAttribute('data-line'), String(line));
+  assert.match((await issue.textContent()) ?? '', `line ${line}`);
+  assert.ok(await page.locator(`#editor-gutter .gutter-error[data-line="${line}"]`).isVisible());
+  // A visible field's error is shown at the field too.
+  await page.locator('#err-qf_min_correlation').waitFor();
+  assert.is(await page.getAttribute('#qf_min_correlation', 'aria-invalid'), 'true');
+  assert.ok(await page.locator('#editor-issues li[data-key="quality_filter.min_correlation"]').isVisible());
+  assert.match((await page.textContent('#editor-status')) ?? '', /2 validation errors/);
+  await shot(page, 'raw-stack-validation');
+  // Nothing was stored.
+  assert.is(get(await stored(), 'hypermetric_stretch.target_bg'), 0.15);
+  await page.click('#btn-reset');
+  await page.waitForFunction(() => document.querySelectorAll('#editor-issues li').length === 0);
+  assert.is(await page.inputValue('#qf_min_correlation'), '0.75');
+  assert.match(await page.inputValue('#params-json'), /"target_bg": 0.15/);
+  assert.is(await page.locator('.field-error').count(), 0);
+});
+
+const YAML = `# tiled workflow (predecessor) configuration
+runtime_limits:
+  parallel_workers: 3
+normalization:
+  mode: median
+stacking:
+  weighting: uniform
+  sigma_clip:
+    sigma_low: 2.5
+    sigma_high: 4
+bge:
+  method: none
+  grid_cells: 24
+  no_such_key: 1
+hypermetric_stretch:
+  enabled: false
+  target_bg: 0.2
+tile_reconstruction:
+  enabled: true
+`;
+
+async function importedValues(): Promise<Record<string, string>> {
+  await page.locator('#import-mapped tr').first().waitFor();
+  return Object.fromEntries(await page.$$eval('#import-mapped tr', (rows) => rows.map((r) => [(r as El).dataset.to!, r.querySelectorAll('td')[2]!.textContent ?? ''])));
+}
+
+run('import from a pasted tiled-workflow YAML: mapped values in the table, the fields and the editor; ignored keys listed', async () => {
+  await page.goto('/ui/');
+  await page.waitForFunction(() => (document.getElementById('params-json') as El).value.includes('"bge"'));
+  await page.click('#import-box summary');
+  await page.fill('#import-yaml', YAML);
+  await page.click('#btn-import');
+  const mapped = await importedValues();
+  assert.is(mapped['stacking.normalization'], '"median"');
+  assert.is(mapped['stacking.weighting'], '"uniform"');
+  assert.is(mapped['rejection.low'], '2.5');
+  assert.is(mapped['rejection.high'], '4');
+  assert.is(mapped['runtime_limits.parallel_workers'], '3');
+  assert.is(mapped['postprocess.bge'], 'false');
+  assert.is(mapped['postprocess.hypermetric_stretch'], 'false');
+  assert.is(mapped['bge.grid_cells'], '24');
+  assert.is(mapped['hypermetric_stretch.target_bg'], '0.2');
+  const ignored = await page.$$eval('#import-ignored li', (els) => els.map((e) => (e as El).dataset.path));
+  assert.ok(ignored.includes('bge.no_such_key'), JSON.stringify(ignored));
+  // The visible fields show the imported values (they may be overridden before a start).
+  assert.is(await page.inputValue('#stack_normalization'), 'median');
+  assert.is(await page.inputValue('#stack_weighting'), 'uniform');
+  assert.is(await page.inputValue('#rej_low'), '2.5');
+  assert.not.ok(await page.isChecked('#pp_bge'));
+  assert.not.ok(await page.isChecked('#pp_hms'));
+  assert.ok(await page.isChecked('#pp_pcc'));
+  const cfg = JSON.parse(await page.inputValue('#params-json')) as Record<string, unknown>;
+  assert.is(get(cfg, 'bge.grid_cells'), 24);
+  assert.is(get(cfg, 'runtime_limits.parallel_workers'), 3);
+  await shot(page, 'raw-stack-import');
+});
+
+run('import from a local file (read in the browser) and from a server path', async () => {
+  await page.goto('/ui/');
+  await page.waitForFunction(() => (document.getElementById('params-json') as El).value.includes('"bge"'));
+  await page.click('#import-box summary');
+  await page.setInputFiles('#import-file', { name: 'tile_compile.yaml', mimeType: 'text/yaml', buffer: Buffer.from('normalization:\n  mode: background\n') });
+  await page.waitForFunction(() => (document.getElementById('import-yaml') as El).value.includes('background'));
+  await page.click('#btn-import');
+  assert.is((await importedValues())['stacking.normalization'], '"background"');
+  assert.is(await page.inputValue('#stack_normalization'), 'background');
+
+  const file = join(env!.dataDir, 'tiled.yaml');
+  await writeFile(file, 'stacking:\n  weighting: uniform\npcc:\n  enabled: false\n');
+  await page.fill('#import-yaml', '');
+  await page.fill('#import-path', file);
+  await page.click('#btn-import');
+  await page.waitForFunction(() => document.querySelector('#import-mapped tr[data-to="postprocess.pcc"]') !== null);
+  assert.not.ok(await page.isChecked('#pp_pcc'));
+  assert.is(await page.inputValue('#stack_weighting'), 'uniform');
+});
+
+run('folder browser picks the input folder; queue entries are added from it and removed', async () => {
+  await page.goto('/ui/');
+  await page.waitForFunction(() => (document.getElementById('params-json') as El).value.includes('"bge"'));
+  await page.click('#browse-lights');
+  await page.locator('#browser[open]').waitFor();
+  // Starts at the allowed roots; walk into data/ then lights/.
+  await page.locator(`#browser-list button[data-name="${env!.dataDir}"]`).click();
+  await page.locator('#browser-list button[data-name="lights"]').click();
+  await page.waitForFunction(() => (document.getElementById('browser-path') as El).value.endsWith('/lights'));
+  await shot(page, 'folder-browser', false);
+  await page.click('#browser-choose');
+  assert.is(await page.inputValue('#lights_dir'), env!.lightsDir);
+
+  // A folder outside the roots is refused, and Grant access makes it listable.
+  await page.click('#browse-runs');
+  await page.locator('#browser-list button[data-name="light_00001.fits"]').waitFor();
+  await page.fill('#browser-path', env!.outsideDir);
+  await page.press('#browser-path', 'Enter');
+  await page.locator('#browser-grant:not([hidden])').waitFor();
+  assert.match((await page.textContent('#browser-status')) ?? '', /outside the allowed folders/);
+  await page.click('#browser-grant');
+  await page.locator('#browser-list button[data-name="night1"]').waitFor();
+  await page.keyboard.press('Escape');
+  await page.locator('#browser[open]').waitFor({ state: 'detached' }).catch(() => {});
+  assert.is(await page.inputValue('#runs_dir'), '');
+
+  // Colour mode auto: the folder's headers (BAYERPAT) make the entry's filter OSC.
+  assert.is(await page.inputValue('#input_mode'), 'auto');
+  await page.click('#queue-add');
+  await page.locator('#queue-body tr').waitFor();
+  assert.match((await page.textContent('#queue-status')) ?? '', /8 frames match \*\.fits \(OSC\)/);
+  assert.is(await page.locator('#queue-body tr').count(), 1);
+  assert.is(await page.inputValue('#queue-body tr .q-filter'), 'OSC');
+  assert.match((await page.textContent('#queue-body tr .path-cell')) ?? '', env!.lightsDir);
+  await page.click('#queue-add'); // the same folder twice is refused
+  await page.waitForFunction(() => /already in the queue/.test(document.getElementById('queue-status')?.textContent ?? ''));
+  assert.is(await page.locator('#queue-body tr').count(), 1);
+  // Entries are edited in place: label, pattern and active.
+  await page.fill('#queue-body tr .q-label', 'night 1');
+  await page.uncheck('#queue-body tr .q-active');
+  await page.click('#queue-body tr button');
+  assert.is(await page.locator('#queue-body tr').count(), 0);
+  assert.ok(await page.isVisible('#queue-empty'));
+});
+
+run('start a run from the form (through a queue entry): every phase reaches its final state; Report and Run Monitor enabled', async () => {
+  await page.goto('/ui/');
+  await page.waitForFunction(() => (document.getElementById('params-json') as El).value.includes('"bge"'));
+  await page.fill('#lights_dir', env!.lightsDir);
+  // The run goes through the queue: one entry taken from the input folder, labelled.
+  await page.click('#queue-add');
+  await page.locator('#queue-body tr').waitFor();
+  await page.fill('#queue-body tr .q-label', 'night 1');
+  await page.fill('#run_name', 'ui test');
+  await page.fill('#qf_min_stars', '3');
+  await page.fill('#qf_min_correlation', '0.3');
+  await page.uncheck('#pp_astrometry');
+  // An editor-only key: the runtime limits come from the JSON.
+  const cfg = JSON.parse(await page.inputValue('#params-json')) as Record<string, Record<string, unknown>>;
+  cfg.runtime_limits!.memory_budget = 256;
+  cfg.rejection!.low = 9; // overridden by the visible field (3)
+  await page.fill('#params-json', JSON.stringify(cfg, null, 2));
+  await page.click('#btn-start');
+  await page.waitForFunction(() => !(document.getElementById('btn-monitor') as El).disabled);
+  await page.waitForFunction(
+    (n) => {
+      const chips = [...document.querySelectorAll('#phase-chips li')] as El[];
+      return chips.length === n && chips.every((c) => ['ok', 'skipped', 'error'].includes(c.dataset.status ?? ''));
+    },
+    PHASES.length,
+    { timeout: 60_000 },
+  );
+  await page.waitForFunction(() => /^Run (ok|error|cancelled)/.test(document.getElementById('run-status')?.textContent ?? ''), null, { timeout: 20_000 });
+  const statuses = Object.fromEntries(await page.$$eval('#phase-chips li', (els) => els.map((e) => [(e as El).dataset.phase!, (e as El).dataset.status!])));
+  for (const p of PHASES) assert.ok(FINAL.has(statuses[p]!), `${p}: ${statuses[p]}`);
+  for (const p of ['INPUT_SCAN', 'CFA_CHANNEL_PREP', 'REFERENCE_SELECTION', 'REGISTRATION', 'QUALITY_ANALYSIS', 'FRAME_FILTERING', 'STACKING', 'REPORT']) assert.is(statuses[p], 'ok', p);
+  assert.is(statuses.CALIBRATION, 'skipped');
+  assert.is(statuses.ASTROMETRY, 'skipped');
+  assert.match((await page.textContent('#run-status')) ?? '', /^Run ok/);
+  assert.ok(await page.isEnabled('#btn-report'));
+  assert.ok(await page.isEnabled('#btn-monitor'));
+  assert.ok(await page.isDisabled('#btn-cancel'));
+  // The log shows the latest events, the artifact links the CSV, JSON and HTML report.
+  assert.match((await page.textContent('#event-log')) ?? '', /run ok/);
+  const links = await page.$$eval('#artifact-links a', (els) => els.map((e) => (e as El).dataset.path));
+  for (const f of ['frame_quality.csv', 'stacking_diagnostics.json', 'preprocessing_report.html', 'events.jsonl']) assert.ok(links.some((l) => l?.endsWith(f)), f);
+
+  jobId = await page.evaluate(() => localStorage.getItem('skystack.rawstack.lastJob') ?? '');
+  assert.ok(jobId);
+  // The job ran what the page showed: visible fields over the editor.
+  const job = await apiJson<{ run_id: string; state: string }>(env!, 'GET', `/api/jobs/${jobId}`);
+  assert.is(job.state, 'ok');
+  const eff = await apiJson<{ json: Record<string, unknown> }>(env!, 'GET', `/api/runs/${job.run_id}/artifacts/view?path=artifacts/preprocess/effective_config.json`);
+  assert.is(get(eff.json, 'rejection.low'), 3);
+  assert.is(get(eff.json, 'runtime_limits.memory_budget'), 256);
+  assert.is(get(eff.json, 'quality_filter.min_stars'), 3);
+  assert.is(get(eff.json, 'postprocess.astrometry'), false);
+  assert.equal(get(eff.json, 'queue'), [{ filter: 'OSC', input_dir: env!.lightsDir, label: 'night 1', active: true }]);
+  assert.match(job.run_id, /^ui_test_\d{8}_\d{6}/);
+  await page.locator('#frames:not([hidden])').waitFor();
+  await shot(page, 'raw-stack', true, true);
+});
+
+run('Report opens preprocessing_report.html', async () => {
+  const [popup] = await Promise.all([page.waitForEvent('popup'), page.click('#btn-report')]);
+  await popup.waitForLoadState();
+  assert.match(popup.url(), /\/artifacts\/raw\/artifacts\/preprocess\/preprocessing_report\.html$/);
+  assert.match((await popup.textContent('body')) ?? '', /INPUT_SCAN/);
+  assert.match(await popup.title(), /report/i);
+  await shot(popup, 'report');
+  await popup.close();
+});
+
+run('Run Monitor: preprocessing mode, phase list, disabled run functions, events.jsonl and CSV in the viewer, previews', async () => {
+  const [monitor] = await Promise.all([page.waitForEvent('popup'), page.click('#btn-monitor')]);
+  await monitor.waitForLoadState();
+  assert.match(monitor.url(), new RegExp(`run-monitor\\.html\\?preprocessing_job_id=${jobId}$`));
+  await monitor.waitForFunction((n) => [...document.querySelectorAll('#phase-body tr')].filter((r) => ['ok', 'skipped', 'error'].includes((r as El).dataset.status ?? '')).length === n, PHASES.length, { timeout: 20_000 });
+  assert.equal(await monitor.$$eval('#phase-body tr', (rows) => rows.map((r) => (r as El).dataset.phase)), PHASES);
+  for (const id of ['btn-resume', 'btn-revision', 'btn-template']) {
+    assert.ok(await monitor.isDisabled(`#${id}`), id);
+    assert.match((await monitor.getAttribute(`#${id}`, 'title')) ?? '', /not available for Raw Stack/i);
+  }
+  assert.ok(await monitor.isVisible('#mode-note'));
+  assert.match((await monitor.textContent('#event-log')) ?? '', /REPORT ok/);
+  // The frame table marks excluded frames with their reasons.
+  await monitor.locator('#frames:not([hidden]) #frame-body tr').first().waitFor();
+  const frames = await monitor.$$eval('#frame-body tr', (rows) => rows.map((r: El) => [r.dataset.status, r.querySelectorAll('td')[3].textContent]));
+  assert.is(frames.length, 8);
+  for (const [st, reason] of frames) assert.ok(st === 'included' ? reason === '' : st === 'excluded' && reason !== '', `${st} ${reason}`);
+
+  await monitor.click('#artifact-list button[data-path="artifacts/preprocess/events.jsonl"]');
+  await monitor.locator('#viewer .jsonl li[data-type="run_end"]').waitFor();
+  const types = await monitor.$$eval('#viewer .jsonl li', (els) => els.map((e) => (e as El).dataset.type));
+  assert.is(types[0], 'run_start');
+  assert.is(types.filter((t) => t === 'phase_start').length, PHASES.length);
+  assert.is(types.filter((t) => t === 'phase_end').length, PHASES.length);
+  // A line opens as a JSON tree.
+  await monitor.click('#viewer .jsonl li[data-type="run_end"] summary');
+  assert.match((await monitor.textContent('#viewer .jsonl li[data-type="run_end"] .j-node')) ?? '', /status/);
+  await shot(monitor, 'run-monitor', true, true);
+
+  await monitor.click('#artifact-list button[data-path="artifacts/preprocess/frame_quality.csv"]');
+  await monitor.locator('#viewer table.data tbody tr').first().waitFor();
+  assert.is(await monitor.locator('#viewer table.data tbody tr').count(), 8);
+  assert.is(await monitor.locator('#viewer table.data thead th').first().textContent(), 'index');
+
+  await monitor.click('#artifact-list button[data-path="artifacts/preprocess/stacking_diagnostics.json"]');
+  await monitor.locator('#viewer details.j-node').first().waitFor();
+
+  await monitor.click('#artifact-list button[data-path="artifacts/preprocess/preprocessing_report.md"]');
+  await monitor.locator('#viewer .markdown h2').first().waitFor();
+  assert.ok((await monitor.locator('#viewer .markdown table').count()) > 0);
+
+  await monitor.click('#artifact-list button[data-path="artifacts/preprocess/preprocessing_report.html"]');
+  const frame = monitor.frameLocator('#viewer iframe');
+  await frame.locator('body').waitFor();
+  assert.match((await frame.locator('body').textContent()) ?? '', /REPORT|STACKING/);
+
+  // Previews of the output images (written by REPORT) load.
+  await monitor.locator('#previews img').first().waitFor();
+  const loaded = await monitor.$$eval('#previews img', (imgs) => imgs.map((i) => (i as El).complete && (i as El).naturalWidth > 0));
+  assert.ok(loaded.length >= 1 && loaded.every(Boolean), JSON.stringify(loaded));
+  await monitor.close();
+
+  // The polling fallback (no EventSource) reaches the same final states.
+  const polled = await env!.context.newPage();
+  await polled.goto(`/ui/run-monitor.html?preprocessing_job_id=${jobId}&live=poll`);
+  await polled.waitForFunction((n) => [...document.querySelectorAll('#phase-body tr')].filter((r: El) => ['ok', 'skipped', 'error'].includes(r.dataset.status ?? '')).length === n, PHASES.length, { timeout: 20_000 });
+  assert.match((await polled.textContent('#job-status')) ?? '', /^Run ok/);
+  assert.ok(env!.requests.some((u) => /\/api\/runs\/[^/]+\/logs$/.test(u)), 'polled the run log');
+  await polled.close();
+});
+
+run('frame table: rows of frame_quality.csv; a checkbox change stores quality_filter.manual_overrides', async () => {
+  await page.locator('#frame-body tr').first().waitFor();
+  const rows = await page.$$eval('#frame-body tr', (els) => els.map((e) => ({ file: (e as El).dataset.file!, status: (e as El).dataset.status!, checked: (e.querySelector('input') as El).checked })));
+  assert.is(rows.length, 8);
+  for (const r of rows) assert.is(r.checked, r.status === 'included', r.file);
+  const target = rows.find((r) => r.status === 'included')!;
+  await page.locator(`#frame-body tr[data-file="${target.file}"] input`).uncheck();
+  await page.waitForFunction(() => /Stored/.test(document.getElementById('frames-status')?.textContent ?? ''));
+  assert.equal(get(await stored(), 'quality_filter.manual_overrides'), { [target.file]: false });
+  assert.is(await page.textContent(`#frame-body tr[data-file="${target.file}"] td.manual`), 'manual exclude');
+  // The editor mirrors what was stored.
+  assert.equal(get(JSON.parse(await page.inputValue('#params-json')), 'quality_filter.manual_overrides'), { [target.file]: false });
+  await page.locator('#frames').screenshot({ path: join(ARTIFACT_DIR, 'frame-table.png') });
+  // A reload shows the last run again with the override checked off.
+  await page.reload();
+  await page.locator(`#frame-body tr[data-file="${target.file}"]`).waitFor();
+  assert.not.ok(await page.isChecked(`#frame-body tr[data-file="${target.file}"] input`));
+  await page.click('#btn-clear-overrides');
+  await page.waitForFunction(() => /cleared/.test(document.getElementById('frames-status')?.textContent ?? ''));
+  assert.equal(get(await stored(), 'quality_filter.manual_overrides'), {});
+});
+
+run('Cancel asks for confirmation; "Keep running" keeps the job, confirming cancels it', async () => {
+  await page.goto('/ui/');
+  await page.waitForFunction(() => (document.getElementById('params-json') as El).value.includes('"bge"'));
+  await page.fill('#lights_dir', env!.lightsDir);
+  // Many frames' worth of work is not needed: checksums and the full pipeline keep it busy long
+  // enough, and the job is cancelled at whatever phase it has reached.
+  await page.check('#checksums');
+  await page.click('#btn-start');
+  await page.waitForFunction(() => !(document.getElementById('btn-cancel') as El).disabled, null, { timeout: 20_000 });
+  await page.click('#btn-cancel');
+  await page.locator('#confirm-cancel[open]').waitFor();
+  await page.click('#confirm-no');
+  assert.not.ok(await page.locator('#confirm-cancel').evaluate((d) => (d as El).open));
+  const id = await page.evaluate(() => localStorage.getItem('skystack.rawstack.lastJob') ?? '');
+  assert.ok(id && id !== jobId);
+  const before = await apiJson<{ state: string }>(env!, 'GET', `/api/jobs/${id}`);
+  if (before.state === 'ok') return; // finished before the click: nothing left to cancel
+  await page.click('#btn-cancel').catch(() => {});
+  const open = await page.locator('#confirm-cancel[open]').count();
+  if (open) await page.click('#confirm-yes');
+  await page.waitForFunction(() => /^Run (ok|error|cancelled)/.test(document.getElementById('run-status')?.textContent ?? ''), null, { timeout: 30_000 });
+  const after = await apiJson<{ state: string }>(env!, 'GET', `/api/jobs/${id}`);
+  if (open) assert.ok(['cancelled', 'ok'].includes(after.state), after.state);
+});
+
+run('narrow window: one column without horizontal scrolling; keyboard reaches Start', async () => {
+  await page.setViewportSize({ width: 420, height: 800 });
+  await page.goto('/ui/');
+  await page.waitForFunction(() => (document.getElementById('params-json') as El).value.includes('"bge"'));
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 1, `page is ${overflow} px wider than the window`);
+  await shot(page, 'raw-stack-narrow');
+  await page.goto(`/ui/run-monitor.html?preprocessing_job_id=${jobId}`);
+  await page.locator('#phase-body tr').first().waitFor();
+  const overflowMonitor = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflowMonitor <= 1, `monitor is ${overflowMonitor} px wider than the window`);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto('/ui/');
+  await page.focus('#lights_dir');
+  let reached = false;
+  for (let i = 0; i < 120 && !reached; i++) {
+    await page.keyboard.press('Tab');
+    reached = await page.evaluate(() => document.activeElement?.id === 'btn-start');
+  }
+  assert.ok(reached, 'Tab from the input folder reaches Start');
+});
+
+run('no request left the server; no page errors', async () => {
+  const origin = new URL(env!.server.url).origin;
+  const external = env!.requests.filter((u) => !u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:') && u !== 'about:blank');
+  assert.equal(external, []);
+  assert.equal(env!.pageErrors, []);
+  // The only refusals are the ones the tests provoked: the validation error, the folder outside
+  // the roots, and (when the job won the race) a cancel of a job that had just finished.
+  const provoked = /^(400 PATCH \/api\/tools\/preprocessing\/parameters|403 GET \/api\/files\/list\?\S*|409 POST \/api\/tools\/preprocessing\/cancel) /;
+  assert.equal(env!.failedResponses.filter((r) => !provoked.test(r)), [], env!.failedResponses.join('\n'));
+});
+
+ui.run();

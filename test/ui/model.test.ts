@@ -1,0 +1,105 @@
+// Unit tests of the UI's DOM-free modules, loaded from the built dist/ui (the browser project is
+// compiled separately, so they are imported at run time): the JSON key-line scanner that places
+// validation errors at their keys, the CSV parser of the frame table, the run-state reducer of
+// the monitors and the dotted-path merge behind "visible fields override the editor".
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const uiDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'ui');
+const load = async <T>(name: string): Promise<T> => (await import(pathToFileURL(join(uiDir, name)).href)) as T;
+
+const built = existsSync(join(uiDir, 'param-editor.js'));
+if (!built) console.log(`  [ui] model tests SKIPPED: the UI is not built (${uiDir})`);
+const uiTest = (built ? test : test.skip) as typeof test;
+
+type EventLine = { seq: number; type: string; [k: string]: unknown };
+interface RunStateLike {
+  phases: Map<string, { status: string; progress: number; reason?: string; current?: number; total?: number }>;
+  events: EventLine[];
+  runStatus: string | null;
+  apply(line: EventLine): boolean;
+}
+
+uiTest('keyLines: the line of every key path, nested objects and arrays, any formatting', async () => {
+  const { keyLines } = await load<{ keyLines(text: string): Map<string, number> }>('param-editor.js');
+  const text = JSON.stringify({ a: 1, rejection: { low: 3, high: 3 }, queue: [{ filter: 'L', input_dir: '/x' }, { filter: 'R' }], s: 'with "quotes", {braces} and [brackets]', hypermetric_stretch: { target_bg: 5 } }, null, 2);
+  const lines = keyLines(text);
+  const lineOf = (needle: string) => text.split('\n').findIndex((l) => l.includes(needle)) + 1;
+  assert.is(lines.get('a'), 2);
+  assert.is(lines.get('rejection.low'), lineOf('"low"'));
+  assert.is(lines.get('rejection.high'), lineOf('"high"'));
+  assert.is(lines.get('queue.0.input_dir'), lineOf('"input_dir"'));
+  assert.is(lines.get('queue.1.filter'), lineOf('"R"'));
+  assert.is(lines.get('hypermetric_stretch.target_bg'), lineOf('"target_bg"'));
+  // Compact text: everything on line 1; a key inside a string value is not a key.
+  const compact = keyLines('{"a":{"b":[1,{"c":2}]},"d":"e: \\"f\\": 1"}');
+  assert.is(compact.get('a.b.1.c'), 1);
+  assert.is(compact.get('d'), 1);
+  assert.is(compact.size, 4);
+});
+
+uiTest('parseCsv: RFC 4180 quoting (commas, doubled quotes, line breaks) and records by header', async () => {
+  const { parseCsv, csvRecords } = await load<{ parseCsv(t: string): string[][]; csvRecords(t: string): Record<string, string>[] }>('csv.js');
+  assert.equal(parseCsv('a,b\n1,"x, y"\n2,"say ""hi"""\n3,"two\nlines"\n'), [
+    ['a', 'b'],
+    ['1', 'x, y'],
+    ['2', 'say "hi"'],
+    ['3', 'two\nlines'],
+  ]);
+  assert.equal(parseCsv('a,b\r\n1,\r\n'), [
+    ['a', 'b'],
+    ['1', ''],
+  ]);
+  assert.equal(csvRecords('index,file,status\n0,"light,1.fits",excluded\n'), [{ index: '0', file: 'light,1.fits', status: 'excluded' }]);
+});
+
+uiTest('RunState: pending → running → final per phase, progress, seq dedup, run_end', async () => {
+  const { RunState, RAWSTACK_PHASES } = await load<{ RunState: new () => RunStateLike; RAWSTACK_PHASES: readonly string[] }>('run-state.js');
+  const s = new RunState();
+  assert.is(s.phases.size, 13);
+  assert.ok([...s.phases.values()].every((p) => p.status === 'pending'));
+  assert.ok(s.apply({ seq: 1, type: 'run_start' }));
+  s.apply({ seq: 2, type: 'phase_start', phase: 'INPUT_SCAN' });
+  assert.is(s.phases.get('INPUT_SCAN')!.status, 'running');
+  s.apply({ seq: 3, type: 'phase_progress', phase: 'INPUT_SCAN', current: 3, total: 6, progress: 0.5 });
+  assert.is(s.phases.get('INPUT_SCAN')!.progress, 0.5);
+  assert.is(s.phases.get('INPUT_SCAN')!.current, 3);
+  // A replayed line (same seq) changes nothing.
+  assert.not.ok(s.apply({ seq: 3, type: 'phase_end', phase: 'INPUT_SCAN', status: 'error' }));
+  s.apply({ seq: 4, type: 'phase_end', phase: 'INPUT_SCAN', status: 'ok', duration_ms: 12 });
+  s.apply({ seq: 5, type: 'phase_start', phase: 'CALIBRATION' });
+  s.apply({ seq: 6, type: 'phase_end', phase: 'CALIBRATION', status: 'skipped', reason: 'not_configured' });
+  assert.is(s.phases.get('INPUT_SCAN')!.status, 'ok');
+  assert.is(s.phases.get('INPUT_SCAN')!.progress, 1);
+  assert.is(s.phases.get('CALIBRATION')!.reason, 'not_configured');
+  assert.is(s.runStatus, null);
+  s.apply({ seq: 7, type: 'run_end', status: 'cancelled' });
+  assert.is(s.runStatus, 'cancelled');
+  assert.is(s.events.length, 7);
+  assert.equal([...s.phases.keys()], [...RAWSTACK_PHASES]);
+});
+
+uiTest('mergeLayers: later layers win key by key, arrays replaced whole, inputs untouched', async () => {
+  const { mergeLayers, setPath, getPath } = await load<{
+    mergeLayers(...l: Record<string, unknown>[]): Record<string, unknown>;
+    setPath(t: Record<string, unknown>, p: string, v: unknown): void;
+    getPath(s: unknown, p: string): unknown;
+  }>('config-paths.js');
+  const editor = { rejection: { low: 9, high: 2, max_iters: 5 }, queue: [{ filter: 'L' }], report: { formats: ['json'] } };
+  const form = { rejection: { low: 3 }, queue: [] };
+  const merged = mergeLayers(editor, form);
+  assert.equal(merged, { rejection: { low: 3, high: 2, max_iters: 5 }, queue: [], report: { formats: ['json'] } });
+  assert.is(editor.rejection.low, 9);
+  const t: Record<string, unknown> = {};
+  setPath(t, 'quality_filter.manual_overrides', { 'a.fits': false });
+  setPath(t, '__proto__.polluted', 1);
+  assert.equal(t, { quality_filter: { manual_overrides: { 'a.fits': false } } });
+  assert.is(getPath(t, 'quality_filter.manual_overrides.a'), undefined);
+  assert.is(({} as Record<string, unknown>).polluted, undefined);
+});
+
+test.run();
