@@ -1,13 +1,20 @@
 // `skystack demo`: generates a realistic synthetic session (lights with bad frames, bias,
 // darks, flats, truth.json) with the fixture generator, inspects a light, and runs the Raw
 // Stack pipeline on it with full calibration (`--no-run` stops after generating).
+// `--sky orion` (default) places the real Tycho-2 stars of that field (fixtures/astrometry) by a
+// known WCS with a focal length that gives a field of a few degrees, so ASTROMETRY can solve it
+// against Debian's astrometry-data-tycho2-10-19 index when astrometry.net is installed; the
+// generator's own star list (with its B−V colours) is written as the PCC catalogue, so the whole
+// chain ASTROMETRY → BGE → PCC → HYPERMETRIC_STRETCH runs. `--sky random` uses the generator's
+// random star field (ASTROMETRY then cannot solve; PCC and HMS are skipped).
 // `--kind lrgb`: four mono filter sets of one sky (fixtures/generator/lrgb.ts) in <out>/L, R, G,
 // B, all flats gathered in <out>/flats (FILTER tells them apart), and a run-queue run with one
 // entry per filter (bias and darks of the L set).
 
 import { parseArgs } from 'node:util';
 import { join, resolve } from 'node:path';
-import { copyFile, mkdir, readdir } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { TYCHO2_FIELDS, tycho2Field, type Tycho2Field } from '../../fixtures/astrometry/tycho2.js';
 import { generateDataset, MONO_FILTERS, OptionsError } from '../../fixtures/generator/index.js';
 import { generateLrgb, type LrgbSet } from '../../fixtures/generator/lrgb.js';
 import { inspectFile } from './inspect.js';
@@ -27,6 +34,7 @@ export async function runDemo(argv: string[]): Promise<number> {
       width: { type: 'string', default: '1024' },
       height: { type: 'string', default: '768' },
       seed: { type: 'string', default: '1' },
+      sky: { type: 'string', default: 'orion' },
       'runs-dir': { type: 'string', default: 'runs' },
       'no-run': { type: 'boolean', default: false },
     },
@@ -38,6 +46,11 @@ export async function runDemo(argv: string[]): Promise<number> {
   };
   const out = resolve(values.out!);
   if (values.kind === 'lrgb') return runLrgbDemo(out, { frames: int('frames', values.frames!), width: int('width', values.width!), height: int('height', values.height!), seed: int('seed', values.seed!) }, resolve(values['runs-dir']!), values['no-run']!);
+  const sky = values.sky!;
+  if (sky !== 'random' && !(sky in TYCHO2_FIELDS)) throw new UsageError(`--sky must be random or one of ${Object.keys(TYCHO2_FIELDS).join(', ')} (got '${sky}')`);
+  const width = int('width', values.width!);
+  // A field about 3.5° wide whatever the width: inside the 1°–30° range of the tycho2-10-19 index.
+  const skyOptions = sky === 'random' ? {} : { skyStars: tycho2Field(sky as Tycho2Field), ...TYCHO2_FIELDS[sky as Tycho2Field], focalLengthMm: Math.round((width * 3.76 * 206.265) / ((3.5 * 3600))) };
   const bar = progress(process.stderr, 'generating ');
   const started = performance.now();
   let truth;
@@ -47,9 +60,10 @@ export async function runDemo(argv: string[]): Promise<number> {
       kind: values.kind as 'osc' | 'mono',
       pattern: values.pattern!.toUpperCase() as 'RGGB',
       frames: int('frames', values.frames!),
-      width: int('width', values.width!),
+      width,
       height: int('height', values.height!),
       seed: int('seed', values.seed!),
+      ...skyOptions,
       onProgress: (e) => bar.update(e.done, e.total, e.file),
     });
   } catch (e) {
@@ -65,6 +79,10 @@ export async function runDemo(argv: string[]): Promise<number> {
   const { report, stats } = await inspectFile(first);
   const s = stats[0]!;
   console.log(`${truth.frames[0]!.file}: ${report.naxis.join('x')} BITPIX ${report.bitpix}, median ${s.median.toFixed(1)} ADU, robust sigma ${s.sigma.toFixed(2)} ADU, max ${s.max}`);
+  // The generator's stars with their colours as the local PCC catalogue (ra,dec,mag,bv).
+  const catalog = join(out, 'catalogue.csv');
+  await writeFile(catalog, 'ra,dec,mag,bv\n' + truth.stars.map((st) => `${st.ra},${st.dec},${st.mag},${st.bv}`).join('\n') + '\n');
+  console.log(`PCC catalogue: ${catalog} (${truth.stars.length} stars${sky === 'random' ? '' : `, Tycho-2 field ${sky}`})`);
   if (values['no-run']) return 0;
 
   // The whole Raw Stack on the generated session, with full calibration.
@@ -74,6 +92,7 @@ export async function runDemo(argv: string[]): Promise<number> {
     darks_dir: join(out, 'darks'),
     flats_dir: join(out, 'flats'),
     run_name: 'demo',
+    pcc: { catalog_file: catalog },
   });
   if (!parsed.ok) throw new Error(`demo configuration invalid: ${parsed.issues.map((i) => i.message).join('; ')}`);
   console.log(`\nrunning Raw Stack on ${join(out, 'lights')} ...`);

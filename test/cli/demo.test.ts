@@ -13,9 +13,16 @@ test('demo generates a dataset with calibration frames and reports its bad frame
     const out = join(dir, 'data');
     const r = spawnSync(process.execPath, [cli, 'demo', '--out', out, '--frames', '8', '--width', '160', '--height', '120', '--seed', '3', '--no-run'], { encoding: 'utf8' });
     assert.is(r.status, 0, r.stderr);
-    assert.equal((await readdir(out)).sort(), ['bias', 'darks', 'flats', 'lights', 'truth.json']);
+    assert.equal((await readdir(out)).sort(), ['bias', 'catalogue.csv', 'darks', 'flats', 'lights', 'truth.json']);
     assert.is((await readdir(join(out, 'lights'))).length, 8);
     const truth = JSON.parse(await readFile(join(out, 'truth.json'), 'utf8'));
+    // Default sky: the real Tycho-2 stars of the Orion field, written with their colours as the PCC catalogue.
+    const catalogue = (await readFile(join(out, 'catalogue.csv'), 'utf8')).trim().split('\n');
+    assert.is(catalogue[0], 'ra,dec,mag,bv');
+    assert.is(catalogue.length - 1, truth.stars.length);
+    const [ra, dec, , bv] = catalogue[1]!.split(',').map(Number);
+    assert.ok(Math.abs(ra! - 83.8) < 4 && Math.abs(dec! + 5.4) < 4 && Number.isFinite(bv), catalogue[1]);
+    assert.match(r.stdout, /PCC catalogue: .*Tycho-2 field orion/);
     const bad = truth.frames.filter((f: { bad: string | null }) => f.bad !== null);
     assert.is(bad.length, 4, 'one frame of each defect kind at 8 frames');
     for (const f of bad) assert.ok(r.stdout.includes(`${f.file} (${f.bad})`), `stdout names ${f.file}`);
@@ -39,6 +46,9 @@ test('demo refuses bad arguments with exit code 2', () => {
   const r = spawnSync(process.execPath, [cli, 'demo', '--frames', 'many'], { encoding: 'utf8' });
   assert.is(r.status, 2);
   assert.match(r.stderr, /--frames must be a positive integer/);
+  const sky = spawnSync(process.execPath, [cli, 'demo', '--sky', 'andromeda', '--no-run'], { encoding: 'utf8' });
+  assert.is(sky.status, 2);
+  assert.match(sky.stderr, /--sky must be random or one of orion, m31/);
 });
 
 test.run();
