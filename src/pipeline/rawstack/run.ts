@@ -93,7 +93,10 @@ export async function runRawStack(config: RawStackConfig, options: RawStackRunOp
     addArtifact(state, 'events', 'INPUT_SCAN', 'artifacts/preprocess/events.jsonl');
     events.emit({ type: 'run_start', kind: 'rawstack', run_dir: folder.runDir, device: device.kind, adapter: device.adapter, skystack_version: SKYSTACK_VERSION });
     if (device.fallbackReason) events.emit({ type: 'warning', code: 'device_fallback', message: device.fallbackReason });
-    const result = await runPhases(options.phases ?? standardPhases(), { state, events, signal: options.signal ?? new AbortController().signal });
+    // Pooled device buffers are sized for one phase's work; the next phase rarely reuses them, and
+    // on a software adapter they are host memory: released between phases (memory-flat runs).
+    const afterPhase = () => gpu?.pool.trim();
+    const result = await runPhases(options.phases ?? standardPhases(), { state, events, signal: options.signal ?? new AbortController().signal, afterPhase });
     record.status = result.status;
     await writeRunRecord(folder, record);
     const phases = events.lines
