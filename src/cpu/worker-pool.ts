@@ -16,9 +16,8 @@
 // to GC_AFTER_BYTES (counted per message, so reused buffers count again: a bound, not a leak).
 // The same file is the worker's entry module (it checks workerData), so no second script exists.
 
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { exposeGc } from './worker-gc.js';
 
 /** Shared-buffer bytes a worker receives between two collections of its heap. */
 export const GC_AFTER_BYTES = 64 * 1024 * 1024;
@@ -240,17 +239,6 @@ function sharedBytes(value: unknown, seen: Set<SharedArrayBuffer>): number {
   let n = 0;
   if (value && typeof value === 'object') for (const v of Object.values(value)) n += sharedBytes(v, seen);
   return n;
-}
-
-/** The V8 collector, exposed to this thread without a command-line flag (null if refused). */
-function exposeGc(): (() => void) | null {
-  try {
-    setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as unknown;
-    return typeof gc === 'function' ? (gc as () => void) : null;
-  } catch {
-    return null;
-  }
 }
 
 if (!isMainThread && parentPort && (workerData as Record<string, unknown> | null)?.[WORKER_FLAG]) {

@@ -1,0 +1,20 @@
+// The V8 collector for worker threads, without a command-line flag (Node refuses V8 flags in a
+// Worker's execArgv): --expose-gc is set at run time and `gc` taken from a fresh context.
+// Why workers need it: a worker that receives or builds whole frames allocates little on its own
+// JS heap, so its collector runs rarely while the frames' buffers (external memory, or shared
+// memory the main thread also saw) stay alive until it does: each worker would carry several
+// dead frames. Workers call the collector after a frame's work, bounding them to one frame.
+
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/** A full collection of this thread's heap, or null where the runtime refuses to expose it. */
+export function exposeGc(): (() => void) | null {
+  try {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as unknown;
+    return typeof gc === 'function' ? (gc as () => void) : null;
+  } catch {
+    return null;
+  }
+}
