@@ -1,5 +1,6 @@
-// The V8 collector for worker threads, without a command-line flag (Node refuses V8 flags in a
-// Worker's execArgv): --expose-gc is set at run time and `gc` taken from a fresh context.
+// The V8 collector for worker threads (and the main thread between pipeline phases), without a
+// command-line flag (Node refuses V8 flags in a Worker's execArgv): --expose-gc is set at run
+// time and `gc` taken from a fresh context.
 // Why workers need it: a worker that receives or builds whole frames allocates little on its own
 // JS heap, so its collector runs rarely while the frames' buffers (external memory, or shared
 // memory the main thread also saw) stay alive until it does: each worker would carry several
