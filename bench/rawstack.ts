@@ -2,7 +2,8 @@
 //   rawstack         speed: mono 30 frames 2048×1536 with bias, darks and flats through STACKING
 //                    (postprocess off; REPORT runs too), wall time, CPU time and peak RSS per
 //                    phase; when siril-cli is installed, Siril on the same frames (bench/siril.ts)
-//                    and the ratios skystack / Siril. `--quick`: 10 frames of 1024×768.
+//                    and the ratios skystack / Siril; skystack runs twice, with the default and
+//                    with tuned glibc malloc (MALLOC_TUNING). `--quick`: 10 frames of 1024×768.
 //   rawstack-memory  memory-flat streaming: peak RSS with runtime_limits.memory_budget 256 MiB of
 //                    a 30- and a 120-frame run of 1024×768 (ratio, bar ≤ 1.15), and a 1000-frame
 //                    run of 256×192 completing. `--quick`: 10 vs 40 frames, 200 small frames.
@@ -11,7 +12,7 @@
 // to bench/RESULTS.md unless --no-record.
 
 import { appendFile, mkdir, rm } from 'node:fs/promises';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchConfig, dataName, ensureData, runChild, type ChildResult, type DataSpec } from './rawstack-data.js';
@@ -36,17 +37,40 @@ function machineLine(): string {
   return `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
 }
 
-function phaseTable(r: ChildResult): string {
-  const rows = r.phases.filter((p) => p.status !== 'skipped').map((p) => `| ${p.phase} | ${p.duration_ms} | ${mib(p.peak_rss_mib)} |`);
-  return ['| phase | wall ms | peak RSS MiB |', '|---|---|---|', ...rows, `| **whole run** | **${r.wall_ms}** (CPU ${r.cpu_ms}) | **${mib(r.max_rss_mib)}** |`].join('\n');
+/** One row per phase, one "wall ms / peak MiB" column per labelled run. */
+function phaseColumns(runs: [string, ChildResult][]): string {
+  if (runs.length === 1) {
+    const r = runs[0]![1];
+    const rows = r.phases.filter((p) => p.status !== 'skipped').map((p) => `| ${p.phase} | ${p.duration_ms} | ${mib(p.peak_rss_mib)} |`);
+    return ['| phase | wall ms | peak RSS MiB |', '|---|---|---|', ...rows, `| **whole run** | **${r.wall_ms}** (CPU ${r.cpu_ms}) | **${mib(r.max_rss_mib)}** |`].join('\n');
+  }
+  const phases = runs[0]![1].phases.filter((p) => p.status !== 'skipped').map((p) => p.phase);
+  const cell = (r: ChildResult, ph: string) => {
+    const p = r.phases.find((x) => x.phase === ph);
+    return p ? `${p.duration_ms} / ${mib(p.peak_rss_mib)}` : '–';
+  };
+  return [
+    `| phase | ${runs.map(([label]) => `${label}: wall ms / peak MiB`).join(' | ')} |`,
+    `|---|${runs.map(() => '---').join('|')}|`,
+    ...phases.map((ph) => `| ${ph} | ${runs.map(([, r]) => cell(r, ph)).join(' | ')} |`),
+    `| **whole run** | ${runs.map(([, r]) => `**${r.wall_ms}** (CPU ${r.cpu_ms}) / **${mib(r.max_rss_mib)}**`).join(' | ')} |`,
+  ].join('\n');
 }
 
+/**
+ * glibc malloc settings for a long-running pipeline process: per-thread arenas capped (llvmpipe
+ * and the worker threads each get one otherwise) and a fixed mmap threshold, so freed frame
+ * buffers go back to the system instead of staying in the heap after the dynamic threshold has
+ * grown past a frame's size (measured: ~100-150 MiB of the peak on 2048×1536 frames).
+ */
+export const MALLOC_TUNING: Record<string, string> = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' };
+
 /** Best (lowest wall time) of `repeat` runs. */
-async function bestOf(repeat: number, f: () => Promise<ChildResult>): Promise<ChildResult> {
+async function bestOf(repeat: number, f: () => Promise<ChildResult>, label = ''): Promise<ChildResult> {
   let best: ChildResult | null = null;
   for (let i = 0; i < repeat; i++) {
     const r = await f();
-    log(`[bench]   run ${i + 1}/${repeat}: ${r.wall_ms} ms wall, ${r.cpu_ms} ms CPU, peak RSS ${mib(r.max_rss_mib)} MiB`);
+    log(`[bench]   ${label}run ${i + 1}/${repeat}: ${r.wall_ms} ms wall, ${r.cpu_ms} ms CPU, peak RSS ${mib(r.max_rss_mib)} MiB`);
     if (!best || r.wall_ms < best.wall_ms) best = r;
   }
   return best!;
@@ -62,13 +86,20 @@ export async function speedBench(options: RawstackBenchOptions): Promise<void> {
   const root = options.data ?? join(tmpdir(), 'skystack-bench-data');
   const spec: DataSpec = options.quick ? { frames: 10, width: 1024, height: 768, seed: 9, calibration: true } : { frames: 30, width: 2048, height: 1536, seed: 9, calibration: true };
   const budget = options.budget ?? 256;
+  const load = loadavg()[0]!;
   const data = await ensureData(root, spec, log);
   const runs = join(root, 'runs');
   await mkdir(runs, { recursive: true });
   log(`[bench] rawstack: ${dataName(spec)}, memory_budget ${budget} MiB, best of ${options.repeat}`);
-  const sky = await bestOf(options.repeat, () => runChild(benchConfig(data, true, budget), runs));
-  await rm(sky.run_dir, { recursive: true, force: true });
-  log(`\nskystack (${sky.device}):\n${phaseTable(sky)}`);
+  const plain = await bestOf(options.repeat, () => runChild(benchConfig(data, true, budget), runs), 'default malloc ');
+  await rm(plain.run_dir, { recursive: true, force: true });
+  const tuned = await bestOf(options.repeat, () => runChild(benchConfig(data, true, budget), runs, MALLOC_TUNING), 'tuned malloc ');
+  await rm(tuned.run_dir, { recursive: true, force: true });
+  const table = phaseColumns([
+    ['default', plain],
+    ['MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072', tuned],
+  ]);
+  log(`\nskystack (${plain.device}):\n${table}`);
 
   let siril: SirilResult | null = null;
   let sirilNote = '';
@@ -84,16 +115,17 @@ export async function speedBench(options: RawstackBenchOptions): Promise<void> {
     await rm(join(root, 'siril-work'), { recursive: true, force: true });
   }
   const lines: string[] = [];
+  const ratio = (a: number, b: number | null) => (b ? `${(a / b).toFixed(2)}×` : '–');
   if (siril) {
     const steps = siril.steps.map((s) => `${s.command} ${(s.ms / 1000).toFixed(2)} s`).join(', ');
     lines.push(
       `Siril ${siril.version} (siril-cli, same frames): ${siril.wall_ms} ms wall (CPU ${siril.cpu_ms ?? '–'} ms), peak RSS ${mib(siril.max_rss_mib)} MiB; steps: ${steps}`,
       '',
-      `| ratio skystack / Siril | wall time | CPU time | peak RSS |`,
+      `| skystack / Siril | wall time | CPU time | peak RSS |`,
       `|---|---|---|---|`,
-      `| | **${(sky.wall_ms / siril.wall_ms).toFixed(2)}×** | ${siril.cpu_ms ? (sky.cpu_ms / siril.cpu_ms).toFixed(2) + '×' : '–'} | **${(sky.max_rss_mib / siril.max_rss_mib).toFixed(2)}×** |`,
+      ...([['default malloc', plain], ['tuned malloc', tuned]] as [string, ChildResult][]).map(([label, r]) => `| ${label} | **${ratio(r.wall_ms, siril!.wall_ms)}** | ${ratio(r.cpu_ms, siril!.cpu_ms)} | **${ratio(r.max_rss_mib, siril!.max_rss_mib)}** |`),
       '',
-      `Target ≤ 0.5× Siril's wall time with no more peak memory: wall ${sky.wall_ms <= 0.5 * siril.wall_ms ? 'met' : 'NOT met'}, memory ${sky.max_rss_mib <= siril.max_rss_mib ? 'met' : 'NOT met'}.`,
+      `Target ≤ 0.5× Siril's wall time with no more peak memory (tuned malloc): wall ${tuned.wall_ms <= 0.5 * siril.wall_ms ? 'met' : 'NOT met'}, memory ${tuned.max_rss_mib <= siril.max_rss_mib ? 'met' : 'NOT met'}.`,
     );
   } else lines.push(sirilNote);
   const summary = lines.join('\n');
@@ -104,9 +136,9 @@ export async function speedBench(options: RawstackBenchOptions): Promise<void> {
       '',
       `## ${date} — Raw Stack speed vs Siril (\`npm run bench -- rawstack${options.quick ? ' --quick' : ''}\`), ${machineLine()}`,
       '',
-      `Mono ${spec.frames} frames ${spec.width}×${spec.height} (16-bit), ${dataName(spec)}: bias 8, darks 6 + 6 (120 s, 300 s), flats 8; INPUT_SCAN → STACKING (+ REPORT), postprocess off, memory_budget ${budget} MiB, best of ${options.repeat}. Device: ${sky.device}. Peak RSS per phase is VmHWM reset at each phase start.`,
+      `Mono ${spec.frames} frames ${spec.width}×${spec.height} (16-bit), ${dataName(spec)}: bias 8, darks 6 + 6 (120 s, 300 s), flats 8; INPUT_SCAN → STACKING (+ REPORT), postprocess off, memory_budget ${budget} MiB, best of ${options.repeat}, default and tuned glibc malloc. Device: ${plain.device}. Peak RSS per phase is VmHWM reset at each phase start; CPU is user + system of all threads. Load average at the start: ${load.toFixed(1)} on ${cpus().length} cores.`,
       '',
-      phaseTable(sky),
+      table,
       '',
       summary,
       '',

@@ -9,12 +9,20 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
-/** A full collection of this thread's heap, or null where the runtime refuses to expose it. */
-export function exposeGc(): (() => void) | null {
+export type Collect = (options?: { type: 'minor' | 'major' }) => void;
+
+/**
+ * This thread's collector, or null where the runtime refuses to expose it. Without options it
+ * is V8's forced full collection, the only kind that released received SharedArrayBuffers in the
+ * worker pool (minor and `{ type: 'major' }` left them alive, measured); it is expensive for a
+ * thread with much compiled code (after every frame task it doubled the frame workers' CPU time),
+ * so frame workers run the cheap minor one and the pool the full one only every GC_AFTER_BYTES.
+ */
+export function exposeGc(): Collect | null {
   try {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as unknown;
-    return typeof gc === 'function' ? (gc as () => void) : null;
+    return typeof gc === 'function' ? (gc as Collect) : null;
   } catch {
     return null;
   }

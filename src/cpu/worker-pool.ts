@@ -257,7 +257,7 @@ if (!isMainThread && parentPort && (workerData as Record<string, unknown> | null
       if (gc && received >= GC_AFTER_BYTES) {
         // This message's buffers are still referenced here; they go at the next collection.
         (msg as { args: unknown }).args = null;
-        gc();
+        gc(); // the default full collection: minor and { type: 'major' } both left the buffers alive (measured)
         received = 0;
       }
       port.postMessage({});
