@@ -44,8 +44,11 @@ function argvAt(i: number): string {
 const phasePeaks: Record<string, number | null> = {};
 let canReset = true;
 let peakKiB = 0;
+// getrusage's maxRSS is only the fallback: after fork + exec it starts from the parent's RSS at
+// the fork (Linux keeps the forked copy's high-water mark), so a child of a large test process
+// would report the parent's size. VmHWM belongs to this process's own address space.
 const notePeak = (): void => {
-  peakKiB = Math.max(peakKiB, hwmKiB() ?? 0, process.resourceUsage().maxRSS);
+  peakKiB = Math.max(peakKiB, hwmKiB() ?? process.resourceUsage().maxRSS);
 };
 // SKYSTACK_BENCH_SAMPLE=1: every 20 ms a process.memoryUsage() sample; at each phase end the
 // phase's largest-RSS sample (heap, external, array buffers) goes to stderr (memory profiling).
