@@ -2,6 +2,9 @@
 // Runs every benchmark case in bench/kernels/ on every available device path, prints a table
 // with each figure also as a fraction of the measured host memory bandwidth, appends a dated
 // section to bench/RESULTS.md and optionally writes the figures as JSON for scripts.
+// `npm run bench -- rawstack|rawstack-memory [--quick] [--budget MIB] [--repeat N] [--data DIR]
+// [--no-siril] [--no-record]`: the whole-pipeline benches of bench/rawstack.ts instead (the
+// device comes from SKYSTACK_DEVICE, as for a run).
 
 import { appendFile, readdir, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
@@ -15,8 +18,13 @@ import { measure, type BenchCase, type BenchEnv, type BenchResult } from './harn
 const here = dirname(fileURLToPath(import.meta.url));
 const resultsFile = join(here, '..', '..', 'bench', 'RESULTS.md');
 
-const { values } = parseArgs({
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
   options: {
+    budget: { type: 'string' },
+    repeat: { type: 'string', default: '1' },
+    data: { type: 'string' },
+    'no-siril': { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     device: { type: 'string', default: 'all' },
     only: { type: 'string' },
@@ -140,4 +148,20 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+const SUITES = ['rawstack', 'rawstack-memory'];
+const suite = positionals[0];
+if (positionals.length > 1 || (suite !== undefined && !SUITES.includes(suite))) {
+  console.error(`bench: unknown selector '${positionals.join(' ')}' (one of ${SUITES.join(', ')}, or none for the kernel benches)`);
+  process.exitCode = 2;
+} else if (suite !== undefined) {
+  const { speedBench, memoryBench } = await import('./rawstack.js');
+  const budget = values.budget === undefined ? undefined : Number(values.budget);
+  const repeat = Number(values.repeat);
+  if ((budget !== undefined && !(budget >= 64)) || !(repeat >= 1)) {
+    console.error('bench: --budget takes MiB (at least 64) and --repeat a positive count');
+    process.exitCode = 2;
+  } else {
+    const options = { quick: values.quick ?? false, record: !values['no-record'], data: values.data, budget, repeat: Math.floor(repeat), siril: !values['no-siril'] };
+    await (suite === 'rawstack' ? speedBench(options) : memoryBench(options));
+  }
+} else await main();

@@ -31,6 +31,9 @@ function isBufferBinding(r: BindingResource): r is { buffer: GPUBuffer; offset?:
   return typeof (r as { buffer?: unknown }).buffer === 'object';
 }
 
+/** Largest readback staged at once (readManyInto splits larger reads; a multiple of 4). */
+export const READBACK_CHUNK_BYTES = 16 * 1024 * 1024;
+
 export class GpuContext {
   readonly pool: BufferPool;
   private readonly pipelines = new Map<string, Promise<KernelPipeline>>();
@@ -251,8 +254,26 @@ export class GpuContext {
     await this.readManyInto([{ buffer, target, offset }]);
   }
 
-  /** Several readbacks in one submit and one wait (e.g. the R, G, B planes of a band). */
+  /**
+   * Several readbacks in one submit and one wait (e.g. the R, G, B planes of a band). A read
+   * larger than READBACK_CHUNK_BYTES goes through one staging buffer of that size, chunk after
+   * chunk: a staging buffer as large as a band of every frame's slots would double the band's
+   * memory (on a software adapter device memory is host memory) and, sized per band, be
+   * re-created for every band shape.
+   */
   async readManyInto(reads: { buffer: GPUBuffer; target: ArrayBufferView; offset?: number }[]): Promise<void> {
+    const small = reads.filter((r) => r.target.byteLength <= READBACK_CHUNK_BYTES);
+    if (small.length > 0) await this.readBatch(small);
+    for (const r of reads) {
+      if (r.target.byteLength <= READBACK_CHUNK_BYTES) continue;
+      const bytes = new Uint8Array(r.target.buffer, r.target.byteOffset, r.target.byteLength);
+      for (let done = 0; done < bytes.byteLength; done += READBACK_CHUNK_BYTES) {
+        await this.readBatch([{ buffer: r.buffer, target: bytes.subarray(done, done + READBACK_CHUNK_BYTES), offset: (r.offset ?? 0) + done }]);
+      }
+    }
+  }
+
+  private async readBatch(reads: { buffer: GPUBuffer; target: ArrayBufferView; offset?: number }[]): Promise<void> {
     this.check();
     const encoder = this.device.createCommandEncoder({ label: 'readback' });
     const staged = reads.map((r) => {

@@ -19,6 +19,12 @@ export interface RunOptions<S> {
   alwaysRun?: string;
   /** Minimum milliseconds between two phase_progress events of a phase. */
   progressIntervalMs?: number;
+  /**
+   * Runs after each phase's finalize, before its phase_end (e.g. releasing pooled device memory
+   * the next phase will not reuse, so a phase's peak does not carry the previous one's buffers).
+   * A failure is a warning, never a phase error.
+   */
+  afterPhase?: (phase: string) => void | Promise<void>;
 }
 
 export interface RunResult {
@@ -95,6 +101,13 @@ export async function runPhases<S>(phases: Phase<S>[], options: RunOptions<S>): 
       } catch (e) {
         if (outcome.status === 'ok') outcome = { status: 'error', reason: 'exception', message: `finalize failed: ${describe(e)}` };
         else ctx.warn('finalize_failed', `${phase.name} finalize failed: ${describe(e)}`);
+      }
+    }
+    if (options.afterPhase) {
+      try {
+        await options.afterPhase(phase.name);
+      } catch (e) {
+        ctx.warn('after_phase_failed', `cleanup after ${phase.name} failed: ${describe(e)}`);
       }
     }
     outcomes.set(phase.name, outcome);

@@ -2,6 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { planBands } from '../../src/gpu/band-planner.js';
 import { acquireDevice, devicePreferenceFromEnv, isSoftwareAdapter } from '../../src/gpu/device.js';
+import { READBACK_CHUNK_BYTES } from '../../src/gpu/context.js';
 import { GpuError } from '../../src/gpu/errors.js';
 import { grid1d, packUniform } from '../../src/gpu/dispatch.js';
 import { gpu, gpuTest } from '../helpers/gpu.js';
@@ -99,6 +100,31 @@ gpuTest('shared context records how it was acquired; pool reuses buffers and enf
     pool.limitBytes = saved;
   }
   assert.is(pool.stats.inUseBytes, inUse);
+});
+
+gpuTest('readManyInto: a read over READBACK_CHUNK_BYTES comes back whole through chunk-sized staging, beside small reads', async () => {
+  const ctx = gpu.ctx!;
+  const n = READBACK_CHUNK_BYTES / 4 + 12345; // one full chunk and a partial one
+  const big = new Float32Array(n);
+  for (let i = 0; i < n; i++) big[i] = i * 0.5 - 7;
+  const small = new Float32Array([1, 2, 3, 4, 5]);
+  const bigBuf = ctx.upload(big);
+  const smallBuf = ctx.upload(small);
+  try {
+    const gotBig = new Float32Array(n - 100);
+    const gotSmall = new Float32Array(5);
+    await ctx.readManyInto([
+      { buffer: bigBuf, target: gotBig, offset: 400 },
+      { buffer: smallBuf, target: gotSmall },
+    ]);
+    assert.equal(Array.from(gotSmall), [1, 2, 3, 4, 5]);
+    let bad = 0;
+    for (let i = 0; i < gotBig.length; i++) if (gotBig[i] !== big[i + 100]) bad++;
+    assert.is(bad, 0);
+  } finally {
+    ctx.pool.release(bigBuf);
+    ctx.pool.release(smallBuf);
+  }
 });
 
 test.run();

@@ -6,12 +6,16 @@
 //            returns the brightest `maxStars` stars as packed (x, y, flux) triplets.
 //   cc       read plane 0 → makeCcProxy → registrationCc against the reference proxy (shared
 //            memory, built once per run by the caller) under the frame's registration matrix.
+//   register registerStars(reference stars, frame stars) on packed star lists (no pixels):
+//            REGISTRATION's matching, CPU-bound, so it runs on the workers too.
 // Invariants: a bad frame is a typed result ({ok: false, code, detail}), never an exception;
 // exceptions mean bugs. Results are structured-clone friendly (typed arrays, plain objects).
 
 import { frameMetrics, type FrameMetrics } from '../../algorithms/frame-metrics.js';
 import { makeCcProxy, registrationCc, type CcProxy } from '../../algorithms/registration-cc.js';
 import type { Affine } from '../../algorithms/affine.js';
+import type { StarPoint } from '../../algorithms/match.js';
+import { registerStars, type RegistrationResult } from '../../algorithms/registration.js';
 import { detectStars } from '../../algorithms/stars.js';
 import { FitsReader, isFitsError, keys, type FitsHeader } from '../../fits/index.js';
 
@@ -64,8 +68,40 @@ export type CcTaskResult =
   | { kind: 'cc'; ok: true; cc: number; overlap: number; ms: { read: number; cc: number } }
   | { kind: 'cc'; ok: false; code: 'unreadable' | 'cc_failed'; detail: string; ms: { read: number; cc: number } };
 
-export type FrameTask = MeasureTask | CcTask;
-export type FrameTaskResult = MeasureResult | CcTaskResult;
+export interface RegisterTask {
+  kind: 'register';
+  /** Packed (x, y, flux) star lists (packStars), full-resolution pixels, brightest first. */
+  reference: Float64Array;
+  stars: Float64Array;
+}
+
+export interface RegisterTaskResult {
+  kind: 'register';
+  result: RegistrationResult;
+  ms: number;
+}
+
+export type FrameTask = MeasureTask | CcTask | RegisterTask;
+export type FrameTaskResult = MeasureResult | CcTaskResult | RegisterTaskResult;
+
+/** (x, y, flux) triplets of a star list, for tasks and results (exact: f64). */
+export function packStars(stars: readonly StarPoint[]): Float64Array {
+  const out = new Float64Array(3 * stars.length);
+  stars.forEach((s, i) => out.set([s.x, s.y, s.flux], 3 * i));
+  return out;
+}
+
+export function unpackStars(packed: Float64Array): StarPoint[] {
+  const out: StarPoint[] = new Array(packed.length / 3);
+  for (let i = 0; i < out.length; i++) out[i] = { x: packed[3 * i]!, y: packed[3 * i + 1]!, flux: packed[3 * i + 2]! };
+  return out;
+}
+
+function registerFrame(task: RegisterTask): RegisterTaskResult {
+  const t0 = performance.now();
+  const result = registerStars(unpackStars(task.reference), unpackStars(task.stars));
+  return { kind: 'register', result, ms: performance.now() - t0 };
+}
 
 export interface Plane {
   data: Float32Array;
@@ -152,7 +188,8 @@ export async function correlateFrame(task: CcTask): Promise<CcTaskResult> {
   return r.ok ? { kind: 'cc', ok: true, cc: r.cc, overlap: r.overlap, ms } : { kind: 'cc', ok: false, code: 'cc_failed', detail: `${r.code}: ${r.detail}`, ms };
 }
 
-export function runFrameTask(task: FrameTask): Promise<FrameTaskResult> {
+export async function runFrameTask(task: FrameTask): Promise<FrameTaskResult> {
+  if (task.kind === 'register') return registerFrame(task);
   return task.kind === 'measure' ? measureFrame(task) : correlateFrame(task);
 }
 

@@ -1,12 +1,15 @@
 // Worker-thread entry of FrameWorkers (frame-workers.ts): runs one frame task per message and
 // posts {result} (star lists transferred, not copied) or {error} with the stack of a bug.
-// Holds nothing between tasks, so a worker's memory is one frame's at most.
+// Holds nothing between tasks and runs a minor collection after each one (worker-gc.ts), so the
+// task's young garbage does not wait for the worker's next collection.
 
 import { parentPort } from 'node:worker_threads';
+import { exposeGc } from '../../cpu/worker-gc.js';
 import { runFrameTask, transferables, type FrameTask } from './frame-tasks.js';
 
 const port = parentPort;
 if (port) {
+  const gc = exposeGc();
   port.on('message', async (msg: { task: FrameTask }) => {
     try {
       const result = await runFrameTask(msg.task);
@@ -14,5 +17,6 @@ if (port) {
     } catch (e) {
       port.postMessage({ error: (e as Error)?.stack ?? String(e) });
     }
+    gc?.({ type: 'minor' });
   });
 }

@@ -5,6 +5,7 @@
 
 import { join } from 'node:path';
 import type { RawStackConfig } from '../../config/rawstack.js';
+import { exposeGc } from '../../cpu/worker-gc.js';
 import { GpuContext } from '../../gpu/context.js';
 import { devicePreferenceFromEnv, type DeviceInfo, type DevicePreference } from '../../gpu/device.js';
 import { SKYSTACK_VERSION } from '../../version.js';
@@ -48,6 +49,9 @@ export interface RawStackRunResult {
   outputs: RawStackState['outputs'];
   device: DeviceInfo;
 }
+
+/** The main thread's collector (a full GC of dead frame buffers takes milliseconds). */
+const collectGarbage = exposeGc();
 
 export function standardPhases(): Phase<RawStackState>[] {
   return [inputScanPhase, calibrationPhase, cfaChannelPrepPhase, referenceSelectionPhase, registrationPhase, qualityAnalysisPhase, frameFilteringPhase, stackingPhase, astrometryPhase, bgePhase, pccPhase, hmsPhase, reportPhase];
@@ -96,7 +100,14 @@ export async function runRawStack(config: RawStackConfig, options: RawStackRunOp
     addArtifact(state, 'events', 'INPUT_SCAN', 'artifacts/preprocess/events.jsonl');
     events.emit({ type: 'run_start', kind: 'rawstack', run_dir: folder.runDir, device: device.kind, adapter: device.adapter, skystack_version: SKYSTACK_VERSION });
     if (device.fallbackReason) events.emit({ type: 'warning', code: 'device_fallback', message: device.fallbackReason });
-    const result = await runPhases(options.phases ?? standardPhases(), { state, events, signal: options.signal ?? new AbortController().signal });
+    // Pooled device buffers are sized for one phase's work; the next phase rarely reuses them, and
+    // on a software adapter they are host memory: released between phases, and the phase's dead
+    // frames collected, so no phase's peak carries the previous phase's memory (memory-flat runs).
+    const afterPhase = () => {
+      gpu?.pool.trim();
+      collectGarbage?.();
+    };
+    const result = await runPhases(options.phases ?? standardPhases(), { state, events, signal: options.signal ?? new AbortController().signal, afterPhase });
     record.status = result.status;
     await writeRunRecord(folder, record);
     const phases = events.lines

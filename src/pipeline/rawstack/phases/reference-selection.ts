@@ -24,10 +24,9 @@
 
 import { scoreFrames } from '../../../algorithms/frame-metrics.js';
 import { filterFrames } from '../../../algorithms/frame-filter.js';
-import type { StarPoint } from '../../../algorithms/match.js';
 import { selectReference, type ReferenceCandidate } from '../../../algorithms/reference.js';
 import { failed, ok, type Phase } from '../../phase.js';
-import type { MeasureResult } from '../frame-tasks.js';
+import { unpackStars, type MeasureResult } from '../frame-tasks.js';
 import { FrameWorkers, mapFrames } from '../frame-workers.js';
 import { filterGroups, referenceFilter } from '../queue.js';
 import { medianOf, metricsView } from '../quality-artifacts.js';
@@ -37,12 +36,6 @@ import { exclude, includedFrames, pixelSource, type FrameRecord, type RawStackSt
 export const MAX_STORED_STARS = 1500;
 /** Streak points above the sequence median that mark a frame as trailed by a satellite or plane. */
 export const STREAK_MARGIN = 5;
-
-function unpackStars(packed: Float64Array): StarPoint[] {
-  const out: StarPoint[] = new Array(packed.length / 3);
-  for (let i = 0; i < out.length; i++) out[i] = { x: packed[3 * i]!, y: packed[3 * i + 1]!, flux: packed[3 * i + 2]! };
-  return out;
-}
 
 /** Indices of frames that a manual override excludes (resolved exactly as FRAME_FILTERING will). */
 function manuallyExcluded(state: RawStackState, frames: readonly FrameRecord[]): Set<number> {

@@ -8,15 +8,17 @@
 // Writes: frame.registration {ok, matrix (frame → reference pixel), matched, residual_rms_px,
 // code?, detail?}, exclusions, registration.json (registration_cc still null; QUALITY_ANALYSIS
 // rewrites it), state.summaries.REGISTRATION.
-// Pure CPU on the main thread, ~10–50 ms a frame; the loop yields to the event loop between
-// frames so a cancel (signal) is seen within one frame.
+// Pure CPU, ~10–50 ms a frame: with parallel_workers > 1 the frames are matched on frame
+// workers (frame-tasks.ts `register`, same function, same result), else on the main thread,
+// yielding to the event loop between frames so a cancel (signal) is seen within one frame.
 
 import { identity } from '../../../algorithms/affine.js';
-import { registerStars } from '../../../algorithms/registration.js';
 import { failed, ok, type Phase } from '../../phase.js';
 import { medianOf } from '../quality-artifacts.js';
 import { writeRegistrationJson } from '../registration-artifact.js';
-import { exclude, includedFrames, type RawStackState } from '../state.js';
+import { packStars, type RegisterTaskResult } from '../frame-tasks.js';
+import { FrameWorkers, mapFrames } from '../frame-workers.js';
+import { exclude, includedFrames, type FrameRecord, type RawStackState } from '../state.js';
 
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -34,24 +36,13 @@ export const registrationPhase: Phase<RawStackState> = {
     const matchMs: number[] = [];
     const residuals: number[] = [];
     let registered = 0;
-    for (let k = 0; k < frames.length; k++) {
-      await yieldToLoop();
-      ctx.checkCancelled();
-      const f = frames[k]!;
-      if (f === reference) {
-        f.registration = { ok: true, matrix: identity(), matched: reference.stars.length, residual_rms_px: 0 };
-      } else if (!f.stars) {
-        // Cannot happen after REFERENCE_SELECTION (frames without stars are excluded there).
-        f.registration = { ok: false, matrix: null, matched: 0, residual_rms_px: null, code: 'too_few_stars', detail: 'the frame has no star list' };
-      } else {
-        const t0 = performance.now();
-        const r = registerStars(reference.stars, f.stars);
-        matchMs.push(performance.now() - t0);
-        f.registration = r.ok
-          ? { ok: true, matrix: r.matrix, matched: r.matched, residual_rms_px: r.residual_rms_px }
-          : { ok: false, matrix: null, matched: 0, residual_rms_px: null, code: r.code, detail: r.detail };
-      }
-      const reg: NonNullable<typeof f.registration> = f.registration;
+    let done = 0;
+    const refPacked = packStars(reference.stars);
+    const others = frames.filter((f) => f !== reference && f.stars).length;
+    const workers = new FrameWorkers(Math.min(state.config.runtime_limits.parallel_workers, Math.max(1, others)));
+    // Each frame's outcome, in input order (mapFrames hands results back in order).
+    const record = (f: FrameRecord): void => {
+      const reg: NonNullable<typeof f.registration> = f.registration!;
       if (reg.ok) {
         registered++;
         if (f !== reference && reg.residual_rms_px !== null) residuals.push(reg.residual_rms_px);
@@ -62,7 +53,36 @@ export const registrationPhase: Phase<RawStackState> = {
         exclude(f, 'registration_failed', `${code}: ${reg.detail ?? 'registration failed'}`);
         ctx.frame(f.index, f.name, 'excluded', 'registration_failed', { registration_code: code });
       }
-      ctx.progress(k + 1, frames.length, 'match');
+      ctx.progress(++done, frames.length, 'match');
+    };
+    try {
+      await mapFrames(
+        frames,
+        workers.size,
+        ctx.signal,
+        async (f): Promise<RegisterTaskResult | null> => {
+          if (f === reference || !f.stars) return null;
+          if (!workers.threaded) await yieldToLoop(); // a cancel is seen between frames
+          return (await workers.run({ kind: 'register', reference: refPacked, stars: packStars(f.stars) })) as RegisterTaskResult;
+        },
+        (f, task) => {
+          if (f === reference) {
+            f.registration = { ok: true, matrix: identity(), matched: reference.stars!.length, residual_rms_px: 0 };
+          } else if (!task) {
+            // Cannot happen after REFERENCE_SELECTION (frames without stars are excluded there).
+            f.registration = { ok: false, matrix: null, matched: 0, residual_rms_px: null, code: 'too_few_stars', detail: 'the frame has no star list' };
+          } else {
+            const r = task.result;
+            matchMs.push(task.ms);
+            f.registration = r.ok
+              ? { ok: true, matrix: r.matrix, matched: r.matched, residual_rms_px: r.residual_rms_px }
+              : { ok: false, matrix: null, matched: 0, residual_rms_px: null, code: r.code, detail: r.detail };
+          }
+          record(f);
+        },
+      );
+    } finally {
+      await workers.close();
     }
     await writeRegistrationJson(state, 'REGISTRATION');
     const details = {

@@ -1,0 +1,91 @@
+// Datasets and child runs of the Raw Stack benches (bench/rawstack.ts): generated sessions are
+// cached under a data folder (regenerated only when their truth.json is missing), and each Raw
+// Stack runs in its own child process (bench/rawstack-child.ts) so its peak RSS is its own.
+
+import { spawn } from 'node:child_process';
+import { access } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { generateDataset } from '../fixtures/generator/index.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const CHILD = join(here, 'rawstack-child.js');
+
+export interface DataSpec {
+  frames: number;
+  width: number;
+  height: number;
+  seed: number;
+  calibration: boolean;
+}
+
+export const dataName = (s: DataSpec): string => `mono${s.frames}-${s.width}x${s.height}-s${s.seed}${s.calibration ? '-cal' : ''}`;
+
+/** The dataset's folder under `root`, generated on first use (mono, no labelled bad frames). */
+export async function ensureData(root: string, spec: DataSpec, log: (s: string) => void): Promise<string> {
+  const dir = join(root, dataName(spec));
+  const ok = await access(join(dir, 'truth.json')).then(
+    () => true,
+    () => false,
+  );
+  if (!ok) {
+    log(`[bench] generating ${dataName(spec)} in ${dir}`);
+    await generateDataset({ out: dir, kind: 'mono', frames: spec.frames, width: spec.width, height: spec.height, seed: spec.seed, calibration: spec.calibration, badFrames: 'none' });
+  }
+  return dir;
+}
+
+/**
+ * A Raw Stack configuration over a generated dataset, postprocess off (the run ends with STACKING
+ * and REPORT). Small frames (under 0.1 Mpx: about 20 stars at the generator's star density) get
+ * quality_filter.min_stars 8 instead of 30, or every frame would leave as too_few_stars.
+ */
+export function benchConfig(dir: string, calibration: boolean, budgetMiB: number, spec?: Pick<DataSpec, 'width' | 'height'>, workers?: number): Record<string, unknown> {
+  return {
+    ...(spec && spec.width * spec.height < 100_000 ? { quality_filter: { min_stars: 8 } } : {}),
+    lights_dir: join(dir, 'lights'),
+    ...(calibration ? { bias_dir: join(dir, 'bias'), darks_dir: join(dir, 'darks'), flats_dir: join(dir, 'flats') } : {}),
+    runtime_limits: { memory_budget: budgetMiB, ...(workers ? { parallel_workers: workers } : {}) },
+    postprocess: { astrometry: false, pcc: false, bge: false, hypermetric_stretch: false },
+  };
+}
+
+export interface PhaseRow {
+  phase: string;
+  status: string;
+  reason?: string;
+  duration_ms: number;
+  peak_rss_mib: number | null;
+}
+
+export interface ChildResult {
+  status: string;
+  wall_ms: number;
+  cpu_ms: number;
+  max_rss_mib: number;
+  device: string;
+  phases: PhaseRow[];
+  run_dir: string;
+}
+
+/** Runs one Raw Stack in a child process; rejects when the child fails or prints no result. */
+export function runChild(config: Record<string, unknown>, runsDir: string, env: NodeJS.ProcessEnv = {}): Promise<ChildResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CHILD, JSON.stringify(config), runsDir], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const line = out.trim().split('\n').pop() ?? '';
+      try {
+        const r = JSON.parse(line) as ChildResult;
+        if (code !== 0 || r.status !== 'ok') reject(new Error(`raw stack child ended ${code} with ${line.slice(0, 400)}\n${err.slice(-2000)}`));
+        else resolve(r);
+      } catch {
+        reject(new Error(`raw stack child ended ${code} without a result line:\n${out.slice(-1000)}\n${err.slice(-2000)}`));
+      }
+    });
+  });
+}

@@ -1,0 +1,29 @@
+// The V8 collector for worker threads (and the main thread between pipeline phases), without a
+// command-line flag (Node refuses V8 flags in a Worker's execArgv): --expose-gc is set at run
+// time and `gc` taken from a fresh context.
+// Why workers need it: a worker that receives or builds whole frames allocates little on its own
+// JS heap, so its collector runs rarely while the frames' buffers (external memory, or shared
+// memory the main thread also saw) stay alive until it does: each worker would carry several
+// dead frames. Workers call the collector after a frame's work, bounding them to one frame.
+
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+export type Collect = (options?: { type: 'minor' | 'major' }) => void;
+
+/**
+ * This thread's collector, or null where the runtime refuses to expose it. Without options it
+ * is V8's forced full collection, the only kind that released received SharedArrayBuffers in the
+ * worker pool (minor and `{ type: 'major' }` left them alive, measured); it is expensive for a
+ * thread with much compiled code (after every frame task it doubled the frame workers' CPU time),
+ * so frame workers run the cheap minor one and the pool the full one only every GC_AFTER_BYTES.
+ */
+export function exposeGc(): Collect | null {
+  try {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as unknown;
+    return typeof gc === 'function' ? (gc as Collect) : null;
+  } catch {
+    return null;
+  }
+}
