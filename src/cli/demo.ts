@@ -19,7 +19,7 @@ import { generateDataset, MONO_FILTERS, OptionsError } from '../../fixtures/gene
 import { generateLrgb, type LrgbSet } from '../../fixtures/generator/lrgb.js';
 import { inspectFile } from './inspect.js';
 import { progress } from './progress.js';
-import { parseRawStackConfig } from '../config/rawstack.js';
+import { parseRawStackConfig, type RawStackConfig } from '../config/rawstack.js';
 import { runRawStack } from '../pipeline/rawstack/run.js';
 import { UsageError } from './usage.js';
 
@@ -96,19 +96,7 @@ export async function runDemo(argv: string[]): Promise<number> {
   });
   if (!parsed.ok) throw new Error(`demo configuration invalid: ${parsed.issues.map((i) => i.message).join('; ')}`);
   console.log(`\nrunning Raw Stack on ${join(out, 'lights')} ...`);
-  const runBar = progress(process.stderr, '');
-  const result = await runRawStack(parsed.config, {
-    runsDir: resolve(values['runs-dir']!),
-    onEvent: (line) => {
-      if (line.type === 'phase_progress') runBar.update(line.current, line.total, `${line.phase}${line.substep ? ` ${line.substep}` : ''}`);
-      if (line.type === 'phase_end') runBar.finish(`  ${line.phase}: ${line.status}${line.reason ? ` (${line.reason})` : ''} in ${(line.duration_ms / 1000).toFixed(1)} s`);
-    },
-  });
-  console.log(`run ${result.runId}: ${result.status} on device ${result.device.kind}${result.device.adapter ? ` (${result.device.adapter})` : ''}`);
-  console.log(`run folder: ${result.runDir}`);
-  for (const [name, file] of Object.entries(result.outputs)) console.log(`  ${name}: ${file}`);
-  console.log(`  report: ${join(result.runDir, 'artifacts', 'preprocess', 'preprocessing_report.html')}`);
-  return result.status === 'ok' ? 0 : 1;
+  return runWithProgress(parsed.config, resolve(values['runs-dir']!));
 }
 
 /** `demo --kind lrgb`: generate an LRGB session and stack it through the run queue. */
@@ -138,8 +126,13 @@ async function runLrgbDemo(out: string, o: { frames: number; width: number; heig
   });
   if (!parsed.ok) throw new Error(`demo configuration invalid: ${parsed.issues.map((i) => i.message).join('; ')}`);
   console.log('\nrunning Raw Stack on the run queue L, R, G, B ...');
+  return runWithProgress(parsed.config, runsDir);
+}
+
+/** Runs Raw Stack with a progress bar per phase and prints where the results went; exit code. */
+async function runWithProgress(config: RawStackConfig, runsDir: string): Promise<number> {
   const runBar = progress(process.stderr, '');
-  const result = await runRawStack(parsed.config, {
+  const result = await runRawStack(config, {
     runsDir,
     onEvent: (line) => {
       if (line.type === 'phase_progress') runBar.update(line.current, line.total, `${line.phase}${line.substep ? ` ${line.substep}` : ''}`);

@@ -337,6 +337,25 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   let flatName: string | null = null;
   const flats = new Map<string, Float32Array>();
   const flatNames = new Map<string, string>();
+  // Header of a master flat combined here (one per filter in a run queue, else one): the offset
+  // master subtracted from each flat (null: none) and the medians it was divided by.
+  const flatMasterHeader = (first: FitsHeader | null, frames: number, offsetName: string | null, siteMedians: number[]) =>
+    masterHeader(first, {
+      imageType: 'Master Flat',
+      frames,
+      exptime: null,
+      temperature: null,
+      kappa: cal.master_rejection_sigma,
+      source: sources.flat.path!,
+      cards: [
+        ['BIASCORR', offsetName !== null],
+        ['FLATNORM', true],
+      ],
+      history: [
+        ...(offsetName ? [`skystack CALIBRATION: ${offsetName} subtracted from each flat`] : []),
+        `skystack CALIBRATION: divided by its median ${cfa ? 'per CFA site' : ''} (${siteMedians.map((m) => m.toFixed(2)).join(', ')})`,
+      ],
+    });
   details.flat = describeSource(sources.flat);
   if (active(sources.flat) && flatGroups) {
     // Per filter (run queue): the folder flat of step 4 below, once per filter group.
@@ -349,22 +368,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
       const name = k ? `master_flat_${k.replace(/[^A-Za-z0-9_+-]/g, '_')}.fits` : 'master_flat.fits';
       const combined = await combine('flat', files, { subtract: offset, normalizeLevels: true });
       const siteMedians = normalizeFlat(combined.data, width, height, cfa, sources.flat.key ?? 'flat');
-      const header = masterHeader(await firstHeader(files[0]!), {
-        imageType: 'Master Flat',
-        frames: combined.frames,
-        exptime: null,
-        temperature: null,
-        kappa: cal.master_rejection_sigma,
-        source: sources.flat.path!,
-        cards: [
-          ['BIASCORR', offset !== null],
-          ['FLATNORM', true],
-        ],
-        history: [
-          ...(offsetName ? [`skystack CALIBRATION: ${offsetName} subtracted from each flat`] : []),
-          `skystack CALIBRATION: divided by its median ${cfa ? 'per CFA site' : ''} (${siteMedians.map((m) => m.toFixed(2)).join(', ')})`,
-        ],
-      });
+      const header = flatMasterHeader(await firstHeader(files[0]!), combined.frames, offsetName, siteMedians);
       const file = await written('flat', name, combined.data, header);
       flats.set(k, combined.data);
       flatNames.set(k, name);
@@ -401,22 +405,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     darkflat = null;
     if (sources.flat.kind === 'folder') {
       flatName = 'master_flat.fits';
-      const header = masterHeader(firstHeaders.flat ?? null, {
-        imageType: 'Master Flat',
-        frames: combined!.frames,
-        exptime: null,
-        temperature: null,
-        kappa: cal.master_rejection_sigma,
-        source: sources.flat.path!,
-        cards: [
-          ['BIASCORR', offset !== null],
-          ['FLATNORM', true],
-        ],
-        history: [
-          ...(offsetName ? [`skystack CALIBRATION: ${offsetName} subtracted from each flat`] : []),
-          `skystack CALIBRATION: divided by its median ${cfa ? 'per CFA site' : ''} (${siteMedians.map((m) => m.toFixed(2)).join(', ')})`,
-        ],
-      });
+      const header = flatMasterHeader(firstHeaders.flat ?? null, combined!.frames, offsetName, siteMedians);
       state.masters.flat = await written('flat', flatName, flat, header);
       details.flat = { ...details.flat, ...combineDetails(combined!), master: rel(flatName), levels: combined!.levels?.map((l) => Number(l.toFixed(2))) ?? null };
     } else {
