@@ -14,6 +14,8 @@ import { frameFilteringPhase } from '../../src/pipeline/rawstack/phases/frame-fi
 import { reportPhase } from '../../src/pipeline/rawstack/phases/report.js';
 import { runRawStack, type RawStackRunResult } from '../../src/pipeline/rawstack/run.js';
 import type { RegistrationJson } from '../../src/pipeline/rawstack/registration-artifact.js';
+import type { Phase } from '../../src/pipeline/phase.js';
+import type { RawStackState } from '../../src/pipeline/rawstack/state.js';
 
 export const MY_PHASES = [inputScanPhase, referenceSelectionPhase, registrationPhase, qualityAnalysisPhase, frameFilteringPhase, reportPhase];
 
@@ -59,10 +61,10 @@ export function splitCsv(line: string): string[] {
   return out;
 }
 
-export async function runPhasesOn(lightsDir: string, runsDir: string, config: RawStackConfigInput = {}, options: { signal?: AbortSignal; onEvent?: (l: EventLine) => void } = {}): Promise<PhaseRun> {
+export async function runPhasesOn(lightsDir: string, runsDir: string, config: RawStackConfigInput = {}, options: { signal?: AbortSignal; onEvent?: (l: EventLine) => void; phases?: Phase<RawStackState>[] } = {}): Promise<PhaseRun> {
   const parsed = parseRawStackConfig({ lights_dir: lightsDir, ...config });
   if (!parsed.ok) throw new Error(`config: ${JSON.stringify(parsed.issues)}`);
-  const result = await runRawStack(parsed.config, { runsDir, device: 'cpu', phases: MY_PHASES, ...(options.signal ? { signal: options.signal } : {}), ...(options.onEvent ? { onEvent: options.onEvent } : {}) });
+  const result = await runRawStack(parsed.config, { runsDir, device: 'cpu', phases: options.phases ?? MY_PHASES, ...(options.signal ? { signal: options.signal } : {}), ...(options.onEvent ? { onEvent: options.onEvent } : {}) });
   const art = (name: string) => join(result.runDir, 'artifacts', 'preprocess', name);
   const lines = (await readFile(art('events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as EventLine);
   const csvText = (await readOr(art('frame_quality.csv'))) ?? '';

@@ -15,7 +15,8 @@
 //    candidates, and neither are frames with a satellite or aircraft trail (more streak points
 //    refused by the detector than the sequence median + STREAK_MARGIN): the reference is what
 //    every frame's registration_cc is measured against, and a trail in it lowers every frame's
-//    correlation (by ~0.1 on the fixtures). Both fall back to all frames if no frame is left.
+//    correlation (by ~0.1 on the fixtures); nor frames the quality filter's pre-registration
+//    rules would exclude (qualityRejected). Each falls back in turn if no frame is left.
 // Run queue (queue.ts): scores are computed per filter group (an Ha frame is not worse than an
 // L frame for having fewer stars), and the candidates are the frames of the reference filter (L,
 // else the first active entry's): one common reference for every filter.
@@ -47,6 +48,24 @@ function manuallyExcluded(state: RawStackState, frames: readonly FrameRecord[]):
     { mode: 'off', manual_overrides: overrides },
   );
   return new Set(r.frames.filter((d) => d.manual === 'exclude').map((d) => d.index));
+}
+
+/**
+ * Frames the quality filter's pre-registration rules (star count, eccentricity, FWHM and
+ * transparency outliers; `registration_cc` is not known yet) would exclude, per filter group.
+ * Such a frame must not become the reference: the quality score rewards bright star fluxes, and
+ * a badly focused frame whose bright stars saturate less can outscore the sharp ones.
+ */
+function qualityRejected(state: RawStackState, measured: readonly FrameRecord[]): Set<number> {
+  const out = new Set<number>();
+  for (const g of filterGroups(state, measured)) {
+    const r = filterFrames(
+      g.frames.map((f) => ({ index: f.index, file: f.name, metrics: { ...f.metrics!, registration_cc: null } })),
+      { ...state.config.quality_filter, manual_overrides: {} },
+    );
+    for (const d of r.frames) if (d.reasons.length > 0) out.add(d.index);
+  }
+  return out;
 }
 
 export const referenceSelectionPhase: Phase<RawStackState> = {
@@ -110,7 +129,14 @@ export const referenceSelectionPhase: Phase<RawStackState> = {
     const streakMedian = medianOf(measured.map((f) => streaks.get(f.index) ?? 0));
     const trailed = new Set(measured.filter((f) => (streaks.get(f.index) ?? 0) > streakMedian + STREAK_MARGIN).map((f) => f.index));
     const ofRefFilter = state.queue ? measured.filter((f) => f.filter === refFilter) : measured;
-    const pools = [ofRefFilter.filter((f) => !manual.has(f.index) && !trailed.has(f.index)), ofRefFilter.filter((f) => !manual.has(f.index)), ofRefFilter, measured];
+    const rejected = qualityRejected(state, measured);
+    const pools = [
+      ofRefFilter.filter((f) => !manual.has(f.index) && !trailed.has(f.index) && !rejected.has(f.index)),
+      ofRefFilter.filter((f) => !manual.has(f.index) && !trailed.has(f.index)),
+      ofRefFilter.filter((f) => !manual.has(f.index)),
+      ofRefFilter,
+      measured,
+    ];
     const pool = pools.find((p) => p.length > 0)!;
     const inPool = new Set(pool.map((f) => f.index));
     const candidates: ReferenceCandidate[] = measured.map((f) => ({
@@ -142,7 +168,7 @@ export const referenceSelectionPhase: Phase<RawStackState> = {
       n_measured: measured.length,
       n_no_stars: noStars,
       n_unreadable: unreadable,
-      not_candidates: { manual_exclude: [...manual].sort((a, b) => a - b), trailed: [...trailed].sort((a, b) => a - b) },
+      not_candidates: { manual_exclude: [...manual].sort((a, b) => a - b), trailed: [...trailed].sort((a, b) => a - b), quality_rejected: [...rejected].sort((a, b) => a - b) },
       workers: workers.size,
       timing: perFrame,
     };
