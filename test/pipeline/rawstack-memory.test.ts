@@ -9,7 +9,7 @@
 // A single run's peak scatters by ±30 MiB with GC timing and the machine's load (a 1.18 ratio was
 // seen once on a busy machine), so each size runs twice with the README's malloc settings and the
 // lower peak counts. The tuned malloc lowers the baseline (≈350 MiB), so the same ≈40 MiB of
-// growth (mostly llvmpipe compiling the larger stack shader for 40 frames) is a larger ratio than
+// growth (much of it llvmpipe compiling the larger stack shader for 40 frames) is a larger ratio than
 // the bench's 1.08; the absolute bound is the sharper guard: keeping the 30 extra calibrated frames
 // alive (3 MiB each) would add about 90 MiB. The 15 % bar is the bench's (30 vs 120).
 import { test } from 'uvu';
