@@ -146,7 +146,9 @@ export function mapFrames<T, R>(items: readonly T[], concurrency: number, signal
             results[i] = r;
             done[i] = true;
             try {
-              while (emitted < n && done[emitted]) {
+              // A cancel raised by a result's handler (its event's listener) stops the emission at
+              // once: results buffered behind a slow earlier frame are not reported after it.
+              while (!settled && emitted < n && done[emitted]) {
                 const value = results[emitted] as R;
                 results[emitted] = undefined;
                 onResult(items[emitted]!, value, emitted);
