@@ -8,7 +8,7 @@ import { BLOCK_LENGTH, CARD_LENGTH, CARDS_PER_BLOCK } from './card.js';
 import { FitsError, isFitsError } from './errors.js';
 import { FitsHeader } from './header.js';
 import { imageLayout, paddedDataBytes, type ImageLayout } from './layout.js';
-import { decodeSamples, toPhysical, type PixelArray } from './samples.js';
+import { decodeSamples, nativeIsPhysicalFloat32, toPhysical, type PixelArray } from './samples.js';
 
 export type FloatType = 'float32' | 'float64';
 
@@ -194,6 +194,10 @@ export class FitsReader {
   async readImage(dtype?: 'float32'): Promise<FitsImage<Float32Array>>;
   async readImage(dtype: FloatType = 'float32'): Promise<FitsImage<Float32Array | Float64Array>> {
     const { width, height, planes } = this.layout;
+    if (planes === 1 && dtype === 'float32' && nativeIsPhysicalFloat32(this.layout)) {
+      const data = (await this.readSamples(0, width * height)) as Float32Array;
+      return { file: this.file, header: this.header, layout: this.layout, width, height, planes, data };
+    }
     const out = dtype === 'float64' ? new Float64Array(width * height * planes) : new Float32Array(width * height * planes);
     // One plane at a time keeps the temporary sample buffer at one plane's size.
     for (let p = 0; p < planes; p++) {
@@ -216,6 +220,11 @@ export class FitsReader {
       if (!Number.isInteger(p) || p < 0 || p >= planeCount) throw new FitsError('FITS_ROW_RANGE', this.file, `plane ${p} lies outside 0..${planeCount - 1}`);
     }
     const n = rows * width;
+    if (planes.length === 1 && options.dtype !== 'float64' && nativeIsPhysicalFloat32(this.layout)) {
+      // The decoded samples are the values: no second frame-sized array and copy.
+      const data = (await this.readSamples((planes[0]! * height + y0) * width * bytesPerSample, n)) as Float32Array;
+      return { y0, rows, width, planes, data };
+    }
     const out = options.dtype === 'float64' ? new Float64Array(n * planes.length) : new Float32Array(n * planes.length);
     for (let i = 0; i < planes.length; i++) {
       const offset = (planes[i]! * height + y0) * width * bytesPerSample;
