@@ -62,14 +62,21 @@ const sampler = process.env.SKYSTACK_BENCH_SAMPLE === '1'
   : null;
 const t0 = performance.now();
 const cpu0 = process.cpuUsage();
+// Per phase: CPU time of the whole process (all threads) while the phase ran; steadier than
+// wall time on a shared machine.
+const phaseCpu: Record<string, number> = {};
+let phaseCpu0 = cpu0;
 const result = await runRawStack(parsed.config, {
   runsDir: argvAt(3),
   onEvent: (line) => {
     if (line.type === 'phase_start') {
       notePeak();
       canReset = resetHwm();
+      phaseCpu0 = process.cpuUsage();
     } else if (line.type === 'phase_end') {
       phasePeaks[line.phase] = canReset ? hwmKiB() : null;
+      const c = process.cpuUsage(phaseCpu0);
+      phaseCpu[line.phase] = Math.round((c.user + c.system) / 1000);
       if (sampler && top) {
         const m: Sample = top;
         const mb = (b: number) => Math.round(b / 2 ** 20);
@@ -91,7 +98,7 @@ console.log(
     cpu_ms: Math.round((cpu.user + cpu.system) / 1000),
     max_rss_mib: peakKiB / 1024,
     device: result.device.kind + (result.device.adapter ? ` (${result.device.adapter})` : ''),
-    phases: result.phases.map((p) => ({ ...p, peak_rss_mib: phasePeaks[p.phase] == null ? null : phasePeaks[p.phase]! / 1024 })),
+    phases: result.phases.map((p) => ({ ...p, cpu_ms: phaseCpu[p.phase] ?? null, peak_rss_mib: phasePeaks[p.phase] == null ? null : phasePeaks[p.phase]! / 1024 })),
     run_dir: result.runDir,
   }),
 );

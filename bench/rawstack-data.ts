@@ -55,6 +55,8 @@ export interface PhaseRow {
   status: string;
   reason?: string;
   duration_ms: number;
+  /** CPU time of all threads while the phase ran (null from an older child). */
+  cpu_ms?: number | null;
   peak_rss_mib: number | null;
 }
 

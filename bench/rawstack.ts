@@ -15,7 +15,7 @@ import { appendFile, mkdir, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { benchConfig, dataName, ensureData, runChild, type ChildResult, type DataSpec } from './rawstack-data.js';
+import { benchConfig, dataName, ensureData, runChild, type ChildResult, type DataSpec, type PhaseRow } from './rawstack-data.js';
 import { runSiril, sirilVersion, type SirilResult } from './siril.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -37,23 +37,27 @@ function machineLine(): string {
   return `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
 }
 
-/** One row per phase, one "wall ms / peak MiB" column per labelled run. */
+/**
+ * One row per phase, one "wall ms / CPU ms / peak MiB" column per labelled run (CPU: all threads
+ * while the phase ran; on a shared machine it moves less than the wall time).
+ */
 function phaseColumns(runs: [string, ChildResult][]): string {
+  const cpuOf = (p: PhaseRow) => (p.cpu_ms == null ? '–' : String(p.cpu_ms));
   if (runs.length === 1) {
     const r = runs[0]![1];
-    const rows = r.phases.filter((p) => p.status !== 'skipped').map((p) => `| ${p.phase} | ${p.duration_ms} | ${mib(p.peak_rss_mib)} |`);
-    return ['| phase | wall ms | peak RSS MiB |', '|---|---|---|', ...rows, `| **whole run** | **${r.wall_ms}** (CPU ${r.cpu_ms}) | **${mib(r.max_rss_mib)}** |`].join('\n');
+    const rows = r.phases.filter((p) => p.status !== 'skipped').map((p) => `| ${p.phase} | ${p.duration_ms} | ${cpuOf(p)} | ${mib(p.peak_rss_mib)} |`);
+    return ['| phase | wall ms | CPU ms | peak RSS MiB |', '|---|---|---|---|', ...rows, `| **whole run** | **${r.wall_ms}** | ${r.cpu_ms} | **${mib(r.max_rss_mib)}** |`].join('\n');
   }
   const phases = runs[0]![1].phases.filter((p) => p.status !== 'skipped').map((p) => p.phase);
   const cell = (r: ChildResult, ph: string) => {
     const p = r.phases.find((x) => x.phase === ph);
-    return p ? `${p.duration_ms} / ${mib(p.peak_rss_mib)}` : '–';
+    return p ? `${p.duration_ms} / ${cpuOf(p)} / ${mib(p.peak_rss_mib)}` : '–';
   };
   return [
-    `| phase | ${runs.map(([label]) => `${label}: wall ms / peak MiB`).join(' | ')} |`,
+    `| phase | ${runs.map(([label]) => `${label}: wall ms / CPU ms / peak MiB`).join(' | ')} |`,
     `|---|${runs.map(() => '---').join('|')}|`,
     ...phases.map((ph) => `| ${ph} | ${runs.map(([, r]) => cell(r, ph)).join(' | ')} |`),
-    `| **whole run** | ${runs.map(([, r]) => `**${r.wall_ms}** (CPU ${r.cpu_ms}) / **${mib(r.max_rss_mib)}**`).join(' | ')} |`,
+    `| **whole run** | ${runs.map(([, r]) => `**${r.wall_ms}** / ${r.cpu_ms} / **${mib(r.max_rss_mib)}**`).join(' | ')} |`,
   ].join('\n');
 }
 
@@ -136,7 +140,7 @@ export async function speedBench(options: RawstackBenchOptions): Promise<void> {
       '',
       `## ${date} — Raw Stack speed vs Siril (\`npm run bench -- rawstack${options.quick ? ' --quick' : ''}\`), ${machineLine()}`,
       '',
-      `Mono ${spec.frames} frames ${spec.width}×${spec.height} (16-bit), ${dataName(spec)}: bias 8, darks 6 + 6 (120 s, 300 s), flats 8; INPUT_SCAN → STACKING (+ REPORT), postprocess off, memory_budget ${budget} MiB, best of ${options.repeat}, default and tuned glibc malloc. Device: ${plain.device}. Peak RSS per phase is VmHWM reset at each phase start; CPU is user + system of all threads. Load average at the start: ${load.toFixed(1)} on ${cpus().length} cores.`,
+      `Mono ${spec.frames} frames ${spec.width}×${spec.height} (16-bit), ${dataName(spec)}: bias 8, darks 6 + 6 (120 s, 300 s), flats 8; INPUT_SCAN → STACKING (+ REPORT), postprocess off, memory_budget ${budget} MiB, best of ${options.repeat}, default and tuned glibc malloc. Device: ${plain.device}. Peak RSS per phase is VmHWM reset at each phase start; CPU is user + system of all threads. Load average at the start: ${load.toFixed(1)}, at the end: ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores.`,
       '',
       table,
       '',

@@ -13,7 +13,9 @@
 // worker allocates almost nothing itself, so its GC would almost never run and it would keep
 // every per-frame buffer of a run alive (measured: +12 MiB per calibrated 2048×1536 light).
 // The worker therefore collects once the buffers it received since its last collection add up
-// to GC_AFTER_BYTES (counted per message, so reused buffers count again: a bound, not a leak).
+// to GC_AFTER_BYTES (counted per message, so reused buffers count again: a bound, not a leak),
+// except buffers a run declares `reused` (allocated once per phase: counting them forced a full
+// collection every message or two in STACKING); their owner calls collect() when it drops them.
 // The same file is the worker's entry module (it checks workerData), so no second script exists.
 
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
@@ -38,11 +40,19 @@ export interface RunOptions {
   chunksPerWorker?: number;
   /** Smallest chunk worth a message round trip. Default 1. */
   minChunk?: number;
+  /**
+   * The shared buffers in `args` are allocated once and reused across many runs (STACKING's band
+   * slots, mask and scratch): they do not count toward the worker's GC_AFTER_BYTES, so reusing
+   * them does not force a full collection every few messages. The owner calls collect() once it
+   * drops them (the Raw Stack does after every phase). Default false.
+   */
+  reused?: boolean;
 }
 
 interface Job {
   kernel: PoolKernel;
   args: unknown;
+  reused: boolean;
   chunks: [number, number][];
   next: number;
   outstanding: number;
@@ -123,9 +133,18 @@ export class WorkerPool {
     const chunks = splitRange(start, end, this.size * (options.chunksPerWorker ?? 4), options.align ?? 1, options.minChunk ?? 1);
     if (chunks.length === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ kernel, args, chunks, next: 0, outstanding: 0, failed: false, resolve, reject });
+      this.queue.push({ kernel, args, reused: options.reused === true, chunks, next: 0, outstanding: 0, failed: false, resolve, reject });
       this.pump();
     });
+  }
+
+  /**
+   * Every worker runs a full collection before its next chunk (no reply: the worker handles its
+   * messages in order), releasing the shared buffers of earlier `reused` runs that the caller has
+   * dropped.
+   */
+  collect(): void {
+    for (const slot of this.slots) slot.worker.postMessage({ collect: true });
   }
 
   /** Terminates every worker; later runs are refused. */
@@ -199,7 +218,7 @@ export class WorkerPool {
       slot.job = job;
       slot.worker.ref();
       try {
-        slot.worker.postMessage({ module: job.kernel.module, name: job.kernel.name, args: job.args, start: a, end: b });
+        slot.worker.postMessage({ module: job.kernel.module, name: job.kernel.name, args: job.args, start: a, end: b, reused: job.reused });
       } catch (e) {
         // args that cannot be cloned (functions, ...): fail this run, keep the worker.
         slot.job = null;
@@ -218,6 +237,11 @@ export function sharedPool(size: number): WorkerPool {
   let p = pools.get(size);
   if (!p) pools.set(size, (p = new WorkerPool(size)));
   return p;
+}
+
+/** collect() on every shared pool (between pipeline phases). */
+export function collectSharedPools(): void {
+  for (const p of pools.values()) p.collect();
 }
 
 export async function closeSharedPools(): Promise<void> {
@@ -246,8 +270,13 @@ if (!isMainThread && parentPort && (workerData as Record<string, unknown> | null
   const modules = new Map<string, Promise<Record<string, unknown>>>();
   const gc = exposeGc();
   let received = 0;
-  port.on('message', async (msg: { module: string; name: string; args: unknown; start: number; end: number }) => {
-    received += sharedBytes(msg.args, new Set());
+  port.on('message', async (msg: { module: string; name: string; args: unknown; start: number; end: number; reused?: boolean } | { collect: true }) => {
+    if ('collect' in msg) {
+      gc?.();
+      received = 0;
+      return;
+    }
+    if (!msg.reused) received += sharedBytes(msg.args, new Set());
     try {
       let mod = modules.get(msg.module);
       if (!mod) modules.set(msg.module, (mod = import(msg.module) as Promise<Record<string, unknown>>));

@@ -8,7 +8,7 @@ import { BLOCK_LENGTH, CARD_LENGTH, CARDS_PER_BLOCK } from './card.js';
 import { FitsError, isFitsError } from './errors.js';
 import { FitsHeader } from './header.js';
 import { imageLayout, paddedDataBytes, type ImageLayout } from './layout.js';
-import { decodeSamples, toPhysical, type PixelArray } from './samples.js';
+import { decodeSamples, nativeIsPhysicalFloat32, toPhysical, type PixelArray } from './samples.js';
 
 export type FloatType = 'float32' | 'float64';
 
@@ -191,9 +191,19 @@ export class FitsReader {
 
   /** The whole image as physical values (BZERO/BSCALE applied, BLANK → NaN). */
   async readImage(dtype: 'float64'): Promise<FitsImage<Float64Array>>;
-  async readImage(dtype?: 'float32'): Promise<FitsImage<Float32Array>>;
-  async readImage(dtype: FloatType = 'float32'): Promise<FitsImage<Float32Array | Float64Array>> {
+  async readImage(dtype?: 'float32', options?: ReadImageOptions): Promise<FitsImage<Float32Array>>;
+  async readImage(dtype: FloatType = 'float32', options: ReadImageOptions = {}): Promise<FitsImage<Float32Array | Float64Array>> {
     const { width, height, planes } = this.layout;
+    if (options.shared && dtype === 'float32') {
+      // Straight into shared memory (worker-pool kernels need it): no second copy by the caller.
+      const out = new Float32Array(new SharedArrayBuffer(width * height * planes * 4));
+      for (let p = 0; p < planes; p++) toPhysical(await this.readSamples(p * width * height * this.layout.bytesPerSample, width * height), this.layout, out, p * width * height);
+      return { file: this.file, header: this.header, layout: this.layout, width, height, planes, data: out };
+    }
+    if (planes === 1 && dtype === 'float32' && nativeIsPhysicalFloat32(this.layout)) {
+      const data = (await this.readSamples(0, width * height)) as Float32Array;
+      return { file: this.file, header: this.header, layout: this.layout, width, height, planes, data };
+    }
     const out = dtype === 'float64' ? new Float64Array(width * height * planes) : new Float32Array(width * height * planes);
     // One plane at a time keeps the temporary sample buffer at one plane's size.
     for (let p = 0; p < planes; p++) {
@@ -216,6 +226,11 @@ export class FitsReader {
       if (!Number.isInteger(p) || p < 0 || p >= planeCount) throw new FitsError('FITS_ROW_RANGE', this.file, `plane ${p} lies outside 0..${planeCount - 1}`);
     }
     const n = rows * width;
+    if (planes.length === 1 && options.dtype !== 'float64' && nativeIsPhysicalFloat32(this.layout)) {
+      // The decoded samples are the values: no second frame-sized array and copy.
+      const data = (await this.readSamples((planes[0]! * height + y0) * width * bytesPerSample, n)) as Float32Array;
+      return { y0, rows, width, planes, data };
+    }
     const out = options.dtype === 'float64' ? new Float64Array(n * planes.length) : new Float32Array(n * planes.length);
     for (let i = 0; i < planes.length; i++) {
       const offset = (planes[i]! * height + y0) * width * bytesPerSample;
@@ -228,6 +243,11 @@ export class FitsReader {
   async close(): Promise<void> {
     await this.fh.close().catch(() => undefined);
   }
+}
+
+export interface ReadImageOptions {
+  /** float32 only: the pixels in a SharedArrayBuffer (for worker-pool kernels). Default false. */
+  shared?: boolean;
 }
 
 async function withReader<T>(file: string, f: (r: FitsReader) => Promise<T>): Promise<T> {
@@ -245,9 +265,9 @@ export function readFitsHeader(file: string): Promise<{ header: FitsHeader; layo
 }
 
 export function readFitsImage(file: string, dtype: 'float64'): Promise<FitsImage<Float64Array>>;
-export function readFitsImage(file: string, dtype?: 'float32'): Promise<FitsImage<Float32Array>>;
-export function readFitsImage(file: string, dtype: FloatType = 'float32'): Promise<FitsImage<Float32Array | Float64Array>> {
-  return withReader(file, (r): Promise<FitsImage<Float32Array | Float64Array>> => (dtype === 'float64' ? r.readImage('float64') : r.readImage('float32')));
+export function readFitsImage(file: string, dtype?: 'float32', options?: ReadImageOptions): Promise<FitsImage<Float32Array>>;
+export function readFitsImage(file: string, dtype: FloatType = 'float32', options: ReadImageOptions = {}): Promise<FitsImage<Float32Array | Float64Array>> {
+  return withReader(file, (r): Promise<FitsImage<Float32Array | Float64Array>> => (dtype === 'float64' ? r.readImage('float64') : r.readImage('float32', options)));
 }
 
 export function readFitsNative(file: string): Promise<{ header: FitsHeader; layout: ImageLayout; data: PixelArray }> {

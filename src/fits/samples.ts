@@ -69,6 +69,15 @@ export function decodeSamples(bytes: Uint8Array, storage: StorageKind, bytesPerS
   }
 }
 
+/**
+ * True when the decoded native samples already are the float32 physical values (float32
+ * storage, BSCALE 1, BZERO 0, no BLANK): readers can hand the decoded array out as it is instead
+ * of copying it into a second one (calibrated frames are read several times per run).
+ */
+export function nativeIsPhysicalFloat32(layout: ImageLayout): boolean {
+  return layout.storage === 'float32' && layout.bscale === 1 && layout.bzero === 0 && layout.blank === undefined;
+}
+
 /** Writes physical values of `native` into `out` starting at `outOffset`. */
 export function toPhysical(native: PixelArray, layout: ImageLayout, out: Float32Array | Float64Array, outOffset = 0): void {
   const n = native.length;

@@ -46,8 +46,10 @@ export class FrameCalibrator {
   /**
    * Calibrates `light` (any memory) and returns a new array with the result. `flatKey`: per-filter
    * flats (masters.flats; null = no flat for this light); absent: the one flat (masters.flat).
+   * `consume`: the caller no longer needs `light`, so a shared `light` is calibrated in place on
+   * the TypeScript path (no frame-sized output allocation per light).
    */
-  async calibrate(light: Float32Array, darkGroup: number | null, darkScale: number, flatKey?: string | null): Promise<Float32Array> {
+  async calibrate(light: Float32Array, darkGroup: number | null, darkScale: number, flatKey?: string | null, consume = false): Promise<Float32Array> {
     const dark = darkGroup !== null ? this.masters.darks.get(darkGroup) : undefined;
     if (darkGroup !== null && !dark) throw new Error(`no dark master for group ${darkGroup}`);
     const flat = flatKey === undefined ? this.masters.flat : flatKey === null ? null : (this.masters.flats?.get(flatKey) ?? null);
@@ -75,9 +77,9 @@ export class FrameCalibrator {
     if (flat) masters.flat = flat;
     if (dark) masters.dark = dark;
     const shared = toShared(light);
-    // In place when `light` was already shared would overwrite the caller's data; the copy made
-    // by toShared (the usual case: lights come from the FITS reader) is ours to overwrite.
-    return calibrateParallel(shared, masters, params, { workers: this.workers }, shared === light ? undefined : shared);
+    // In place when `light` was already shared would overwrite the caller's data unless it is
+    // handed over (`consume`); the copy made by toShared is ours to overwrite.
+    return calibrateParallel(shared, masters, params, { workers: this.workers }, shared === light && !consume ? undefined : shared);
   }
 
   dispose(): void {

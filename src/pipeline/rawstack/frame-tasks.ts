@@ -8,6 +8,8 @@
 //            memory, built once per run by the caller) under the frame's registration matrix.
 //   register registerStars(reference stars, frame stars) on packed star lists (no pixels):
 //            REGISTRATION's matching, CPU-bound, so it runs on the workers too.
+//   channels read plane 0 → measureChannels (CFA_CHANNEL_PREP's per-channel robust statistics;
+//            OSC: by the frame's effective CFA phase from its own header).
 // Invariants: a bad frame is a typed result ({ok: false, code, detail}), never an exception;
 // exceptions mean bugs. Results are structured-clone friendly (typed arrays, plain objects).
 
@@ -18,6 +20,8 @@ import type { StarPoint } from '../../algorithms/match.js';
 import { registerStars, type RegistrationResult } from '../../algorithms/registration.js';
 import { detectStars } from '../../algorithms/stars.js';
 import { FitsReader, isFitsError, keys, type FitsHeader } from '../../fits/index.js';
+import { cfaPhase, type CfaPattern } from '../../cpu/debayer.js';
+import { measureChannels, MONO_PHASES, phaseChannels, type FrameChannelStats } from './channel-stats.js';
 
 export interface MeasureTask {
   kind: 'measure';
@@ -81,8 +85,23 @@ export interface RegisterTaskResult {
   ms: number;
 }
 
-export type FrameTask = MeasureTask | CcTask | RegisterTask;
-export type FrameTaskResult = MeasureResult | CcTaskResult | RegisterTaskResult;
+export interface ChannelsTask {
+  kind: 'channels';
+  file: string;
+  /** The session's frame size: a frame of another size is refused (`size_mismatch`). */
+  width: number;
+  height: number;
+  /** OSC: the session's Bayer pattern, shifted per frame by its XBAYROFF/YBAYROFF/ROWORDER. Null: mono. */
+  pattern: CfaPattern | null;
+  channels: number;
+}
+
+export type ChannelsTaskResult =
+  | { kind: 'channels'; ok: true; stats: FrameChannelStats; /** Effective CFA phase (OSC), else null. */ phase: CfaPattern | null; ms: { read: number; stats: number } }
+  | { kind: 'channels'; ok: false; code: 'unreadable' | 'size_mismatch'; detail: string; ms: { read: number; stats: number } };
+
+export type FrameTask = MeasureTask | CcTask | RegisterTask | ChannelsTask;
+export type FrameTaskResult = MeasureResult | CcTaskResult | RegisterTaskResult | ChannelsTaskResult;
 
 /** (x, y, flux) triplets of a star list, for tasks and results (exact: f64). */
 export function packStars(stars: readonly StarPoint[]): Float64Array {
@@ -188,8 +207,39 @@ export async function correlateFrame(task: CcTask): Promise<CcTaskResult> {
   return r.ok ? { kind: 'cc', ok: true, cc: r.cc, overlap: r.overlap, ms } : { kind: 'cc', ok: false, code: 'cc_failed', detail: `${r.code}: ${r.detail}`, ms };
 }
 
+export async function channelStatsOf(task: ChannelsTask): Promise<ChannelsTaskResult> {
+  const t0 = performance.now();
+  let data: Float32Array;
+  let phase: CfaPattern | null = null;
+  let map: readonly number[] = MONO_PHASES;
+  try {
+    const reader = await FitsReader.open(task.file);
+    try {
+      if (reader.width !== task.width || reader.height !== task.height) {
+        return { kind: 'channels', ok: false, code: 'size_mismatch', detail: `${task.file} is ${reader.width}x${reader.height}, expected ${task.width}x${task.height}`, ms: { read: performance.now() - t0, stats: 0 } };
+      }
+      if (task.pattern) {
+        const off = keys.bayerOffset(reader.header);
+        phase = cfaPhase(task.pattern, off.x, off.y, keys.rowOrder(reader.header), task.height);
+        map = phaseChannels(phase);
+      }
+      data = (await reader.readRows(0, task.height, { planes: [0] })).data;
+    } finally {
+      await reader.close();
+    }
+  } catch (e) {
+    // Only file problems are the frame's fault; anything else is a bug.
+    if (!isFitsError(e)) throw e;
+    return { kind: 'channels', ok: false, code: 'unreadable', detail: e.message, ms: { read: performance.now() - t0, stats: 0 } };
+  }
+  const t1 = performance.now();
+  const stats = measureChannels(data, task.width, task.height, map, task.channels);
+  return { kind: 'channels', ok: true, stats, phase, ms: { read: t1 - t0, stats: performance.now() - t1 } };
+}
+
 export async function runFrameTask(task: FrameTask): Promise<FrameTaskResult> {
   if (task.kind === 'register') return registerFrame(task);
+  if (task.kind === 'channels') return channelStatsOf(task);
   return task.kind === 'measure' ? measureFrame(task) : correlateFrame(task);
 }
 

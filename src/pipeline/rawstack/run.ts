@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import type { RawStackConfig } from '../../config/rawstack.js';
 import { exposeGc } from '../../cpu/worker-gc.js';
+import { collectSharedPools } from '../../cpu/worker-pool.js';
 import { GpuContext } from '../../gpu/context.js';
 import { devicePreferenceFromEnv, type DeviceInfo, type DevicePreference } from '../../gpu/device.js';
 import { SKYSTACK_VERSION } from '../../version.js';
@@ -106,6 +107,8 @@ export async function runRawStack(config: RawStackConfig, options: RawStackRunOp
     const afterPhase = () => {
       gpu?.pool.trim();
       collectGarbage?.();
+      // Worker-pool threads release the phase's `reused` shared buffers (worker-pool.ts).
+      collectSharedPools();
     };
     const result = await runPhases(options.phases ?? standardPhases(), { state, events, signal: options.signal ?? new AbortController().signal, afterPhase });
     record.status = result.status;

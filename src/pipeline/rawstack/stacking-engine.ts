@@ -19,6 +19,8 @@
 // and only the band's mean and count come back. On a software adapter the pre-mask's flag/apply
 // run in TypeScript instead, with one round trip of a channel's slots (faster there, measured).
 // HostStore keeps the slots in shared host memory.
+// Worker-pool runs over the band's slots, mask and tallies are `reused` (allocated once per
+// phase, so they do not force the workers' full collections; the run collects after the phase).
 //
 // Invariants: each output pixel depends only on samples within the warp's and the pre-mask's
 // reach, all inside the band's work rows, so any band plan gives the same image; tallies count
@@ -396,8 +398,8 @@ async function premaskHost(
     counts,
   };
   if (pool) {
-    await pool.run(PREMASK_FLAG, args, 0, N, { chunksPerWorker: 2 });
-    await pool.run(PREMASK_APPLY, args, w.ownedY0, w.ownedY0 + w.ownedRows, { minChunk: 8 });
+    await pool.run(PREMASK_FLAG, args, 0, N, { chunksPerWorker: 2, reused: true });
+    await pool.run(PREMASK_APPLY, args, w.ownedY0, w.ownedY0 + w.ownedRows, { minChunk: 8, reused: true });
   } else {
     premaskFlag(args, 0, N);
     premaskApply(args, w.ownedY0, w.ownedY0 + w.ownedRows);
@@ -482,7 +484,7 @@ class HostStore implements SlotStore {
   }
 
   private async runStack(args: StackRowsArgs): Promise<void> {
-    if (this.pool) await this.pool.run(STACK_ROWS, args, 0, args.rows, { minChunk: 4 });
+    if (this.pool) await this.pool.run(STACK_ROWS, args, 0, args.rows, { minChunk: 4, reused: true });
     else stackRows(args, 0, args.rows);
   }
 

@@ -434,7 +434,10 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
       const sel = selections.get(frame.index) ?? null;
       const group = sel ? groups.find((g) => g.id === sel.groupId)! : null;
       try {
-        const image = await readFitsImage(frame.file);
+        // Shared memory on the worker-pool path: the light goes to the workers without a copy
+        // and is calibrated in place (it is not used after calibrate()).
+        const onHost = calibrator.device === 'cpu';
+        const image = await readFitsImage(frame.file, 'float32', { shared: onHost });
         if (image.width !== width || image.height !== height || image.planes !== 1) throw new Error(`is ${image.width}x${image.height}x${image.planes}, expected ${width}x${height}x1`);
         const check = detectBlank(image.data, width, height);
         if (check.blank) {
@@ -446,7 +449,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
         ctx.checkCancelled();
         const scale = sel?.scale ?? 1;
         const flatKey = flatGroups ? (lightFlatKey.get(frame.index) ?? null) : undefined;
-        const out = await calibrator.calibrate(image.data, sel ? sel.groupId : null, scale, flatKey);
+        const out = await calibrator.calibrate(image.data, sel ? sel.groupId : null, scale, flatKey, true);
         const name = `cal_${String(frame.index + 1).padStart(5, '0')}.fit`;
         const header = calibratedHeader(image.header, {
           bias: biasName,

@@ -12,15 +12,15 @@
 // median: ref_median/median, 0; none: 1, 0).
 // Blank frames (more than half zero/NaN, or one constant value) and frames without a finite
 // pixel in some channel are excluded as `blank_frame`; unreadable ones as `unreadable`; the run
-// goes on. At most runtime_limits.parallel_workers frames are in memory at once.
+// goes on. At most runtime_limits.parallel_workers frames are in memory at once; each frame is
+// read and measured on a frame worker (frame-tasks.ts `channels`; main thread with one worker).
 // Writes: frame.normalization, exclusions, state.summaries.CFA_CHANNEL_PREP.
 
 import type { CfaPattern } from '../../../cpu/debayer.js';
-import { cfaPhase } from '../../../cpu/debayer.js';
-import { FitsReader, isFitsError, keys } from '../../../fits/index.js';
 import { failed, ok, type Phase } from '../../phase.js';
-import { measureChannels, MONO_PHASES, phaseChannels, type ChannelStats } from '../channel-stats.js';
-import { forEachLimit } from '../../concurrency.js';
+import type { ChannelStats } from '../channel-stats.js';
+import type { ChannelsTaskResult } from '../frame-tasks.js';
+import { FrameWorkers, mapFrames } from '../frame-workers.js';
 import { exclude, includedFrames, pixelSource, type FrameRecord, type RawStackState } from '../state.js';
 
 const PHASE = 'CFA_CHANNEL_PREP';
@@ -52,65 +52,51 @@ export const cfaChannelPrepPhase: Phase<RawStackState> = {
     let done = 0;
     let computeMs = 0;
     let readMs = 0;
-    await forEachLimit(frames, state.config.runtime_limits.parallel_workers, async (frame: FrameRecord) => {
-      ctx.checkCancelled();
-      const file = pixelSource(frame);
-      try {
-        const t0 = performance.now();
-        let data: Float32Array;
-        let map: readonly number[] = MONO_PHASES;
-        const reader = await FitsReader.open(file);
-        try {
-          if (reader.width !== width || reader.height !== height) {
-            const why = `${file} is ${reader.width}x${reader.height}, expected ${width}x${height}`;
-            exclude(frame, 'size_mismatch', why);
-            excluded.size_mismatch = (excluded.size_mismatch ?? 0) + 1;
-            ctx.frame(frame.index, frame.name, 'excluded', 'size_mismatch', { detail: why });
-            return;
-          }
-          if (osc) {
-            const off = keys.bayerOffset(reader.header);
-            const effective = cfaPhase(pattern, off.x, off.y, keys.rowOrder(reader.header), height);
-            phases.set(effective, (phases.get(effective) ?? 0) + 1);
-            map = phaseChannels(effective);
-          }
-          data = (await reader.readRows(0, height, { planes: [0] })).data;
-        } finally {
-          await reader.close();
-        }
-        const t1 = performance.now();
-        const stats = measureChannels(data, width, height, map, names.length);
-        const t2 = performance.now();
-        readMs += t1 - t0;
-        computeMs += t2 - t1;
-        const bad = stats.channels.findIndex((ch: ChannelStats) => !(Number.isFinite(ch.location) && Number.isFinite(ch.spread) && Number.isFinite(ch.median)));
-        const why = stats.blank.detail ?? (bad >= 0 ? `channel ${names[bad]} has no finite pixel` : null);
-        if (why !== null) {
-          exclude(frame, 'blank_frame', why);
-          excluded.blank_frame = (excluded.blank_frame ?? 0) + 1;
-          ctx.frame(frame.index, frame.name, 'excluded', 'blank_frame', { detail: why });
-          return;
-        }
-        frame.normalization = stats.channels.map((ch) => ({ location: ch.location, spread: ch.spread, median: ch.median, scale: 1, offset: 0 }));
-        measured++;
-        ctx.frame(frame.index, frame.name, 'ok', undefined, {
-          channels: names,
-          location: stats.channels.map((ch) => round(ch.location)),
-          spread: stats.channels.map((ch) => round(ch.spread)),
-          median: stats.channels.map((ch) => round(ch.median)),
-        });
-      } catch (e) {
-        // Only file problems are the frame's fault; anything else is a bug and ends the phase.
-        if (!isFitsError(e)) throw e;
-        const msg = e.message;
-        exclude(frame, 'unreadable', msg);
-        excluded.unreadable = (excluded.unreadable ?? 0) + 1;
-        ctx.frame(frame.index, frame.name, 'excluded', 'unreadable', { detail: msg });
-      } finally {
-        done++;
-        ctx.progress(done, frames.length, 'frames');
+    function applyResult(frame: FrameRecord, r: ChannelsTaskResult): void {
+      if (!r.ok) {
+        exclude(frame, r.code, r.detail);
+        excluded[r.code] = (excluded[r.code] ?? 0) + 1;
+        ctx.frame(frame.index, frame.name, 'excluded', r.code, { detail: r.detail });
+        return;
       }
-    });
+      if (r.phase) phases.set(r.phase, (phases.get(r.phase) ?? 0) + 1);
+      const stats = r.stats;
+      const bad = stats.channels.findIndex((ch: ChannelStats) => !(Number.isFinite(ch.location) && Number.isFinite(ch.spread) && Number.isFinite(ch.median)));
+      const why = stats.blank.detail ?? (bad >= 0 ? `channel ${names[bad]} has no finite pixel` : null);
+      if (why !== null) {
+        exclude(frame, 'blank_frame', why);
+        excluded.blank_frame = (excluded.blank_frame ?? 0) + 1;
+        ctx.frame(frame.index, frame.name, 'excluded', 'blank_frame', { detail: why });
+        return;
+      }
+      frame.normalization = stats.channels.map((ch) => ({ location: ch.location, spread: ch.spread, median: ch.median, scale: 1, offset: 0 }));
+      measured++;
+      ctx.frame(frame.index, frame.name, 'ok', undefined, {
+        channels: names,
+        location: stats.channels.map((ch) => round(ch.location)),
+        spread: stats.channels.map((ch) => round(ch.spread)),
+        median: stats.channels.map((ch) => round(ch.median)),
+      });
+    }
+    // Read + statistics per frame on the frame workers (whole-frame CPU work: both cores), at
+    // most parallel_workers frames in memory; results are applied in frame order.
+    const workers = new FrameWorkers(Math.min(state.config.runtime_limits.parallel_workers, frames.length));
+    try {
+      await mapFrames(
+        frames,
+        Math.max(1, workers.size),
+        ctx.signal,
+        (frame) => workers.run({ kind: 'channels', file: pixelSource(frame), width, height, pattern: osc ? pattern : null, channels: names.length }) as Promise<ChannelsTaskResult>,
+        (frame, r) => {
+          readMs += r.ms.read;
+          computeMs += r.ms.stats;
+          applyResult(frame, r);
+          ctx.progress(++done, frames.length, 'frames');
+        },
+      );
+    } finally {
+      await workers.close();
+    }
     const kept = frames.filter((f) => f.status === 'included' && f.normalization);
     const perChannel = names.map((name, c) => {
       const loc = kept.map((f) => f.normalization![c]!.location);
