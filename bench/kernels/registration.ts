@@ -19,22 +19,14 @@ import { measure, result } from '../harness.js';
 import type { Affine } from '../../src/algorithms/affine.js';
 import type { StarPoint } from '../../src/algorithms/match.js';
 import { registerStars } from '../../src/algorithms/registration.js';
+import { mulberry32 } from '../../src/algorithms/ransac.js';
 import { makeCcProxy, registrationCc } from '../../src/algorithms/registration-cc.js';
 import { detectStars } from '../../src/algorithms/stars.js';
 
 const W = 2048;
 const H = 1536;
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 function gauss(r: () => number): number {
   let u = 0;
