@@ -4,7 +4,8 @@
 // phase_end. Lines are applied once, by `seq`, so a replayed SSE stream or an overlapping poll
 // never double-counts.
 
-/** Seed "Raw Stack processing path"; the server's events may add phases, which are appended. */
+/** Seed "Raw Stack processing path": a copy of src/pipeline/rawstack/phase-list.ts (the browser build
+ * cannot import it; test/ui/model.test.ts checks they agree). Phases the events add are appended. */
 export const RAWSTACK_PHASES = [
   'INPUT_SCAN',
   'CALIBRATION',

@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { RAWSTACK_PHASES as SERVER_PHASES } from '../../src/pipeline/rawstack/phase-list.js';
 
 const uiDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'ui');
 const load = async <T>(name: string): Promise<T> => (await import(pathToFileURL(join(uiDir, name)).href)) as T;
@@ -59,8 +60,10 @@ uiTest('parseCsv: RFC 4180 quoting (commas, doubled quotes, line breaks) and rec
 
 uiTest('RunState: pending → running → final per phase, progress, seq dedup, run_end', async () => {
   const { RunState, RAWSTACK_PHASES } = await load<{ RunState: new () => RunStateLike; RAWSTACK_PHASES: readonly string[] }>('run-state.js');
+  // The browser build cannot import the server's module, so it carries its own copy: it must match.
+  assert.equal([...RAWSTACK_PHASES], [...SERVER_PHASES]);
   const s = new RunState();
-  assert.is(s.phases.size, 13);
+  assert.is(s.phases.size, SERVER_PHASES.length);
   assert.ok([...s.phases.values()].every((p) => p.status === 'pending'));
   assert.ok(s.apply({ seq: 1, type: 'run_start' }));
   s.apply({ seq: 2, type: 'phase_start', phase: 'INPUT_SCAN' });
