@@ -98,6 +98,8 @@ export interface RunPccFileOptions {
   catalogFile: string;
   /** Where to write the diagnostics JSON (success and failure); none when absent. */
   diagnosticsFile?: string;
+  /** How the diagnostics name the input and output (e.g. run-relative paths); default the paths. */
+  diagnosticsNames?: { input: string; output: string };
   signal?: AbortSignal;
   config?: Partial<PccOptions>;
   /** WCS to use instead of the input header's (e.g. a solve not yet written into the file). */
@@ -105,6 +107,7 @@ export interface RunPccFileOptions {
 }
 
 export async function runPccOnFile(opts: RunPccFileOptions): Promise<PccFileResult> {
+  const names = opts.diagnosticsNames ?? { input: opts.input, output: opts.output };
   const writeDiag = async (d: Record<string, unknown>) => {
     if (!opts.diagnosticsFile) return;
     try {
@@ -137,12 +140,12 @@ export async function runPccOnFile(opts: RunPccFileOptions): Promise<PccFileResu
     throwIfAborted(opts.signal);
     const f = result.factors;
     await write(opts.output, img, data, `skystack PCC: factors R ${f[0].toFixed(5)} G ${f[1].toFixed(5)} B ${f[2].toFixed(5)}, ${result.stars_used} stars, white ${result.white_reference.name}${result.background_neutralization.applied ? ', sky neutralised' : ''}`, opts.wcs);
-    await writeDiag(pccDiagnostics({ result, input: opts.input, output: opts.output }));
+    await writeDiag(pccDiagnostics({ result, input: names.input, output: names.output }));
     return { output: opts.output, diagnosticsFile: opts.diagnosticsFile ?? null, result };
   } catch (e) {
     // Anything but a PccError is a bug, not bad input: it goes up unchanged.
     if (!isPccError(e)) throw e;
-    if (e.code !== 'PCC_WRITE_FAILED') await writeDiag(pccDiagnostics({ error: e, input: opts.input, output: null }));
+    if (e.code !== 'PCC_WRITE_FAILED') await writeDiag(pccDiagnostics({ error: e, input: names.input, output: null }));
     throw e;
   }
 }

@@ -74,6 +74,8 @@ test('success: stacked_rgb_pcc.fits with the WCS, diagnostics, factors within 0.
     const d = await diag(r);
     assert.is(d.success, true);
     assert.is(d.apply_mode, 'diagonal');
+    // Run-relative paths, like the BGE and HMS diagnostics.
+    assert.equal([d.input, d.output], ['outputs/stacked_rgb.fits', 'outputs/stacked_rgb_pcc.fits']);
     const [tr, tb] = truthRatios(fx.gains, d.white_reference.bv);
     const eR = magError(d.factors.R / d.factors.G, tr);
     const eB = magError(d.factors.B / d.factors.G, tb);

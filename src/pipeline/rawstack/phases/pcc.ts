@@ -96,7 +96,7 @@ export const pccPhase: Phase<RawStackState> = {
 
     const outFile = join(state.folder.outputsDir, 'stacked_rgb_pcc.fits');
     try {
-      const r = await runPccOnFile({ input, output: outFile, catalogFile: catalog, diagnosticsFile: diagFile, signal: ctx.signal, config: state.config.pcc, wcs: found.wcs });
+      const r = await runPccOnFile({ input, output: outFile, catalogFile: catalog, diagnosticsFile: diagFile, diagnosticsNames: { input: inputRel, output: OUT }, signal: ctx.signal, config: state.config.pcc, wcs: found.wcs });
       const d = r.result;
       state.outputs.stacked_rgb_pcc = outFile;
       addArtifact(state, 'stacked_rgb_pcc', 'PCC', OUT);
