@@ -12,7 +12,7 @@
 //   widened to ÷/× 2.5 for astrometry.net and kept for ASTAP, which needs the field size).
 // - Everything a solver writes lives in one temp folder, removed afterwards whatever happens.
 
-import { mkdtemp, readFile, rm, unlink } from 'node:fs/promises';
+import { access, mkdtemp, readFile, rm, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runChild } from './child.js';
@@ -51,12 +51,7 @@ function modes(input: SolveInput): ('hinted' | 'blind')[] {
 }
 
 async function exists(file: string): Promise<boolean> {
-  try {
-    await readFile(file);
-    return true;
-  } catch {
-    return false;
-  }
+  return access(file).then(() => true, () => false);
 }
 
 async function attemptOne(install: SolverInstall, mode: 'hinted' | 'blind', input: SolveInput, dir: string, deadline: number, prepared: Map<string, string>, attempts: SolveAttempt[]): Promise<{ wcs: TanWcs; index: string | null } | null> {
