@@ -8,6 +8,20 @@
 
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { isMainThread } from 'node:worker_threads';
+
+// V8 flags are process-wide and changing them while other threads run V8 is not safe (Node
+// warns of crashes; a job child once died with SIGABRT in REGISTRATION while its frame workers
+// were starting). So only the main thread sets the flag, once, when this module is first loaded,
+// which is before it starts any worker (both worker hosts import this module); a worker only
+// takes `gc` from a fresh context, which the already-set flag provides.
+if (isMainThread) {
+  try {
+    setFlagsFromString('--expose-gc');
+  } catch {
+    // exposeGc() then returns null and collections are skipped
+  }
+}
 
 export type Collect = (options?: { type: 'minor' | 'major' }) => void;
 
@@ -20,7 +34,6 @@ export type Collect = (options?: { type: 'minor' | 'major' }) => void;
  */
 export function exposeGc(): Collect | null {
   try {
-    setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as unknown;
     return typeof gc === 'function' ? (gc as Collect) : null;
   } catch {

@@ -10,6 +10,8 @@
 import { Worker } from 'node:worker_threads';
 import { CancelledError } from '../phase.js';
 import { runFrameTask, type FrameTask, type FrameTaskResult } from './frame-tasks.js';
+// Sets V8's --expose-gc on the main thread before any frame worker starts (see worker-gc.ts).
+import '../../cpu/worker-gc.js';
 
 interface Pending {
   task: FrameTask;
