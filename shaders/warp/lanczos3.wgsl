@@ -5,16 +5,20 @@
 // Bindings: 0 uniform Params; 1 read-only array<f32> source band (src_rows full-width rows from
 //           src_y0, row-major; must cover sourceRowsFor()); 2 read_write array<f32> output band
 //           (rows × width, row-major).
-// Workgroup: WG x 1 x 1; grid x = ⌈width / (GROUP·WG)⌉, y = rows. Two shapes, chosen by the
+// Workgroup: WG x 1 x 1; grid x = ⌈width / (GROUP·WG)⌉, y = rows. Three shapes, chosen by the
 //            override GROUP (dead code is removed at pipeline creation: llvmpipe runs every
 //            branch of a shader under a lane mask, so a runtime fallback would cost always):
-//   GROUP = 4: 4 adjacent output pixels per invocation read one shared 7-row × 10-column
-//              window (70 loads instead of 4 × 36; on llvmpipe each lane's load is a scalar
-//              loop step, so loads dominate). Valid when the 4 pixels' footprints sit within
-//              one row and one column of each other: |a00 − 1| < 1/3 (or |a00 + 1| < 1/3 with
-//              flip = 1, pixels taken right to left: meridian flips) and |a10| < 1/3. The
-//              wrapper checks this on the host (exactly: positions are fixed point); a
-//              violation that slipped through would yield NaN, never wrong values.
+//   GROUP = 8: 8 adjacent output pixels per invocation read one shared 7-row × 14-column
+//              window (98 loads instead of 8 × 36; on llvmpipe each lane's load is a scalar
+//              loop step, so loads dominate: ~10 % less CPU than GROUP = 4 at 2048 px wide).
+//              Valid when the 8 pixels' footprints sit within one row and one column of each
+//              other: 7·|a00 − 1| < 1 (or 7·|a00 + 1| < 1 with flip = 1) and 7·|a10| < 1.
+//   GROUP = 4: the same with 4 pixels and a 7 × 10 window; valid for 3·|a00 ∓ 1| < 1 and
+//              3·|a10| < 1. The wrapper picks the widest valid group on the host (exactly:
+//              positions are fixed point); a violation that slipped through would yield NaN,
+//              never wrong values. Pixel k + 1's position is pixel k's plus (d00, d10) (minus
+//              with flip), added exactly in fixed point, so all shapes give identical positions
+//              (the f32 results of groups of 8 and 4 agree to rounding: test/gpu/warp.test.ts).
 //   GROUP = 1: one pixel per invocation, any transform.
 // Precision: the source position is exact fixed point (32 fractional bits, fraction kept to
 //            2^-24), identical on every device and in the reference; weights and sums in f32.
@@ -148,19 +152,53 @@ fn split_snap(d: Fix) -> vec2i {
   return vec2i(select(d.hi, d.hi + 1, up), select(select(k, 0, k < 16), 0, up));
 }
 
-fn position(x: u32, y: u32) -> Pos {
-  let dx = split_snap(fix_add(fix_mul(fix(params.d00), x), fix_add(fix_mul(fix(params.d01), y), fix(params.d02))));
-  let dy = split_snap(fix_add(fix_mul(fix(params.d10), x), fix_add(fix_mul(fix(params.d11), y), fix(params.d12))));
+// The displacement D · (x, y, 1) of output pixel (x, y), both axes, in fixed point.
+struct Disp {
+  dx: Fix,
+  dy: Fix,
+}
+
+fn disp_at(x: u32, y: u32) -> Disp {
+  let dx = fix_add(fix_mul(fix(params.d00), x), fix_add(fix_mul(fix(params.d01), y), fix(params.d02)));
+  let dy = fix_add(fix_mul(fix(params.d10), x), fix_add(fix_mul(fix(params.d11), y), fix(params.d12)));
+  return Disp(dx, dy);
+}
+
+// −a in fixed point (two's complement of the 64-bit value).
+fn fix_neg(a: Fix) -> Fix {
+  return Fix(-a.hi - select(0, 1, a.lo != 0u), ~a.lo + 1u);
+}
+
+// The displacement step from one pixel of a group to the next: +(d00, d10) per column, or
+// −(d00, d10) when the group is taken right to left. Adding it is exact (integer arithmetic), so
+// positions stepped this way are bit-identical to disp_at of each pixel.
+fn disp_step(flip: bool) -> Disp {
+  let dx = fix(params.d00);
+  let dy = fix(params.d10);
+  let nx = fix_neg(dx);
+  let ny = fix_neg(dy);
+  return Disp(Fix(select(dx.hi, nx.hi, flip), select(dx.lo, nx.lo, flip)), Fix(select(dy.hi, ny.hi, flip), select(dy.lo, ny.lo, flip)));
+}
+
+fn disp_add(a: Disp, b: Disp) -> Disp {
+  return Disp(fix_add(a.dx, b.dx), fix_add(a.dy, b.dy));
+}
+
+fn pos_of(d: Disp, x: u32, y: u32) -> Pos {
+  let dx = split_snap(d.dx);
+  let dy = split_snap(d.dy);
   let tx = f32(dx.y) * T_UNIT;
   let ty = f32(dy.y) * T_UNIT;
-  let flx = dx.x;
-  let fly = dy.x;
-  let ix = i32(x) + flx;
-  let iy = i32(y) + fly;
+  let ix = i32(x) + dx.x;
+  let iy = i32(y) + dy.x;
   let nx = ix + select(0, 1, tx >= 0.5);
   let ny = iy + select(0, 1, ty >= 0.5);
   let inside = nx >= 0 && nx < i32(params.src_width) && ny >= 0 && ny < i32(params.src_height);
   return Pos(ix, iy, tx, ty, inside);
+}
+
+fn position(x: u32, y: u32) -> Pos {
+  return pos_of(disp_at(x, y), x, y);
 }
 
 fn deringed(v: f32, lo: f32, hi: f32) -> f32 {
@@ -302,10 +340,15 @@ fn group4(xb: u32, y: u32) {
   // columns increase with k.
   let flip = params.flip == 1u;
   let xs = select(vec4u(xb, xb + 1u, xb + 2u, xb + 3u), vec4u(xb + 3u, xb + 2u, xb + 1u, xb), flip);
-  let p0 = position(xs.x, y);
-  let p1 = position(xs.y, y);
-  let p2 = position(xs.z, y);
-  let p3 = position(xs.w, y);
+  let step = disp_step(flip);
+  let d0 = disp_at(xs.x, y);
+  let d1 = disp_add(d0, step);
+  let d2 = disp_add(d1, step);
+  let d3 = disp_add(d2, step);
+  let p0 = pos_of(d0, xs.x, y);
+  let p1 = pos_of(d1, xs.y, y);
+  let p2 = pos_of(d2, xs.z, y);
+  let p3 = pos_of(d3, xs.w, y);
   let W = i32(params.src_width);
   let H = i32(params.src_height);
   // Column offset of each footprint in the window (0 or 1) and row offset (0 or 1).
@@ -382,6 +425,210 @@ fn group4(xb: u32, y: u32) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// GROUP = 8: eight pixels sharing a 7 × 14 window (98 loads instead of 2 × 70).
+
+struct Row8 {
+  s0: vec4f, s1: vec4f,
+  m0: vec4f, m1: vec4f,
+  lo0: vec4f, lo1: vec4f,
+  hi0: vec4f, hi1: vec4f,
+}
+
+fn row8(rb: u32, ca: vec4u, cb: vec4u, cc: vec4u, cd: vec2u, w0: W7, w1: W7, w2: W7, w3: W7, w4: W7, w5: W7, w6: W7, w7: W7, dx0: vec4<bool>, dx1: vec4<bool>) -> Row8 {
+  let a = vec4f(src[rb + ca.x], src[rb + ca.y], src[rb + ca.z], src[rb + ca.w]);
+  let b = vec4f(src[rb + cb.x], src[rb + cb.y], src[rb + cb.z], src[rb + cb.w]);
+  let c = vec4f(src[rb + cc.x], src[rb + cc.y], src[rb + cc.z], src[rb + cc.w]);
+  let d = vec2f(src[rb + cd.x], src[rb + cd.y]);
+  let oka = is_finite4(a);
+  let okb = is_finite4(b);
+  let okc = is_finite4(c);
+  let okd = (bitcast<vec2u>(d) & vec2u(0x7f800000u)) != vec2u(0x7f800000u);
+  let sa = select(vec4f(0.0), a, oka);
+  let sb = select(vec4f(0.0), b, okb);
+  let sc = select(vec4f(0.0), c, okc);
+  let sd = select(vec2f(0.0), d, okd);
+  let ma = select(vec4f(1.0), vec4f(0.0), oka);
+  let mb = select(vec4f(1.0), vec4f(0.0), okb);
+  let mc = select(vec4f(1.0), vec4f(0.0), okc);
+  let md = select(vec2f(1.0), vec2f(0.0), okd);
+  // Columns 0..13 = a.xyzw b.xyzw c.xyzw d.xy; pixel k covers columns k .. k+6.
+  let s0 = vec4f(
+    dot7(w0, vec4f(sa.x, sa.y, sa.z, sa.w), vec3f(sb.x, sb.y, sb.z)),
+    dot7(w1, vec4f(sa.y, sa.z, sa.w, sb.x), vec3f(sb.y, sb.z, sb.w)),
+    dot7(w2, vec4f(sa.z, sa.w, sb.x, sb.y), vec3f(sb.z, sb.w, sc.x)),
+    dot7(w3, vec4f(sa.w, sb.x, sb.y, sb.z), vec3f(sb.w, sc.x, sc.y)));
+  let s1 = vec4f(
+    dot7(w4, vec4f(sb.x, sb.y, sb.z, sb.w), vec3f(sc.x, sc.y, sc.z)),
+    dot7(w5, vec4f(sb.y, sb.z, sb.w, sc.x), vec3f(sc.y, sc.z, sc.w)),
+    dot7(w6, vec4f(sb.z, sb.w, sc.x, sc.y), vec3f(sc.z, sc.w, sd.x)),
+    dot7(w7, vec4f(sb.w, sc.x, sc.y, sc.z), vec3f(sc.w, sd.x, sd.y)));
+  let m0 = vec4f(
+    dot7(w0, vec4f(ma.x, ma.y, ma.z, ma.w), vec3f(mb.x, mb.y, mb.z)),
+    dot7(w1, vec4f(ma.y, ma.z, ma.w, mb.x), vec3f(mb.y, mb.z, mb.w)),
+    dot7(w2, vec4f(ma.z, ma.w, mb.x, mb.y), vec3f(mb.z, mb.w, mc.x)),
+    dot7(w3, vec4f(ma.w, mb.x, mb.y, mb.z), vec3f(mb.w, mc.x, mc.y)));
+  let m1 = vec4f(
+    dot7(w4, vec4f(mb.x, mb.y, mb.z, mb.w), vec3f(mc.x, mc.y, mc.z)),
+    dot7(w5, vec4f(mb.y, mb.z, mb.w, mc.x), vec3f(mc.y, mc.z, mc.w)),
+    dot7(w6, vec4f(mb.z, mb.w, mc.x, mc.y), vec3f(mc.z, mc.w, md.x)),
+    dot7(w7, vec4f(mb.w, mc.x, mc.y, mc.z), vec3f(mc.w, md.x, md.y)));
+  // Nearest pair of pixel k: columns k+2, k+3 (k+3, k+4 when shifted).
+  let la = select(vec4f(BIG), a, oka);
+  let lb = select(vec4f(BIG), b, okb);
+  let lc = select(vec4f(BIG), c, okc);
+  let ha = select(vec4f(-BIG), a, oka);
+  let hb = select(vec4f(-BIG), b, okb);
+  let hc = select(vec4f(-BIG), c, okc);
+  let lo0 = select(min(vec4f(la.z, la.w, lb.x, lb.y), vec4f(la.w, lb.x, lb.y, lb.z)), min(vec4f(la.w, lb.x, lb.y, lb.z), vec4f(lb.x, lb.y, lb.z, lb.w)), dx0);
+  let hi0 = select(max(vec4f(ha.z, ha.w, hb.x, hb.y), vec4f(ha.w, hb.x, hb.y, hb.z)), max(vec4f(ha.w, hb.x, hb.y, hb.z), vec4f(hb.x, hb.y, hb.z, hb.w)), dx0);
+  let lo1 = select(min(vec4f(lb.z, lb.w, lc.x, lc.y), vec4f(lb.w, lc.x, lc.y, lc.z)), min(vec4f(lb.w, lc.x, lc.y, lc.z), vec4f(lc.x, lc.y, lc.z, lc.w)), dx1);
+  let hi1 = select(max(vec4f(hb.z, hb.w, hc.x, hc.y), vec4f(hb.w, hc.x, hc.y, hc.z)), max(vec4f(hb.w, hc.x, hc.y, hc.z), vec4f(hc.x, hc.y, hc.z, hc.w)), dx1);
+  return Row8(s0, s1, m0, m1, lo0, lo1, hi0, hi1);
+}
+
+fn group8(xb: u32, y: u32) {
+  let flip = params.flip == 1u;
+  let xs0 = select(vec4u(xb, xb + 1u, xb + 2u, xb + 3u), vec4u(xb + 7u, xb + 6u, xb + 5u, xb + 4u), flip);
+  let xs1 = select(vec4u(xb + 4u, xb + 5u, xb + 6u, xb + 7u), vec4u(xb + 3u, xb + 2u, xb + 1u, xb), flip);
+  let step = disp_step(flip);
+  let d0 = disp_at(xs0.x, y);
+  let d1 = disp_add(d0, step);
+  let d2 = disp_add(d1, step);
+  let d3 = disp_add(d2, step);
+  let d4 = disp_add(d3, step);
+  let d5 = disp_add(d4, step);
+  let d6 = disp_add(d5, step);
+  let d7 = disp_add(d6, step);
+  let p0 = pos_of(d0, xs0.x, y);
+  let p1 = pos_of(d1, xs0.y, y);
+  let p2 = pos_of(d2, xs0.z, y);
+  let p3 = pos_of(d3, xs0.w, y);
+  let p4 = pos_of(d4, xs1.x, y);
+  let p5 = pos_of(d5, xs1.y, y);
+  let p6 = pos_of(d6, xs1.z, y);
+  let p7 = pos_of(d7, xs1.w, y);
+  let W = i32(params.src_width);
+  let H = i32(params.src_height);
+  let e_0 = vec4i(p0.ix, p1.ix - 1, p2.ix - 2, p3.ix - 3);
+  let e_1 = vec4i(p4.ix - 4, p5.ix - 5, p6.ix - 6, p7.ix - 7);
+  let em = min(e_0, e_1);
+  let e0 = min(min(em.x, em.y), min(em.z, em.w));
+  let iy_0 = vec4i(p0.iy, p1.iy, p2.iy, p3.iy);
+  let iy_1 = vec4i(p4.iy, p5.iy, p6.iy, p7.iy);
+  let im = min(iy_0, iy_1);
+  let iy0 = min(min(im.x, im.y), min(im.z, im.w));
+  let dxo0 = e_0 - vec4i(e0);
+  let dxo1 = e_1 - vec4i(e0);
+  let dyo0 = iy_0 - vec4i(iy0);
+  let dyo1 = iy_1 - vec4i(iy0);
+  let fits = all(dxo0 <= vec4i(1)) && all(dxo1 <= vec4i(1)) && all(dyo0 <= vec4i(1)) && all(dyo1 <= vec4i(1));
+  let dx0 = dxo0 == vec4i(1);
+  let dx1 = dxo1 == vec4i(1);
+  let dy0 = dyo0 == vec4i(1);
+  let dy1 = dyo1 == vec4i(1);
+  let w0 = place(edge(lanczos3(p0.tx), p0.ix - 2, W), dx0.x);
+  let w1 = place(edge(lanczos3(p1.tx), p1.ix - 2, W), dx0.y);
+  let w2 = place(edge(lanczos3(p2.tx), p2.ix - 2, W), dx0.z);
+  let w3 = place(edge(lanczos3(p3.tx), p3.ix - 2, W), dx0.w);
+  let w4 = place(edge(lanczos3(p4.tx), p4.ix - 2, W), dx1.x);
+  let w5 = place(edge(lanczos3(p5.tx), p5.ix - 2, W), dx1.y);
+  let w6 = place(edge(lanczos3(p6.tx), p6.ix - 2, W), dx1.z);
+  let w7 = place(edge(lanczos3(p7.tx), p7.ix - 2, W), dx1.w);
+  let v0 = edge(lanczos3(p0.ty), p0.iy - 2, H);
+  let v1 = edge(lanczos3(p1.ty), p1.iy - 2, H);
+  let v2 = edge(lanczos3(p2.ty), p2.iy - 2, H);
+  let v3 = edge(lanczos3(p3.ty), p3.iy - 2, H);
+  let v4 = edge(lanczos3(p4.ty), p4.iy - 2, H);
+  let v5 = edge(lanczos3(p5.ty), p5.iy - 2, H);
+  let v6 = edge(lanczos3(p6.ty), p6.iy - 2, H);
+  let v7 = edge(lanczos3(p7.ty), p7.iy - 2, H);
+  let u0_0 = vec4f(v0.lo.x, v1.lo.x, v2.lo.x, v3.lo.x);
+  let u0_1 = vec4f(v4.lo.x, v5.lo.x, v6.lo.x, v7.lo.x);
+  let u1_0 = vec4f(v0.lo.y, v1.lo.y, v2.lo.y, v3.lo.y);
+  let u1_1 = vec4f(v4.lo.y, v5.lo.y, v6.lo.y, v7.lo.y);
+  let u2_0 = vec4f(v0.lo.z, v1.lo.z, v2.lo.z, v3.lo.z);
+  let u2_1 = vec4f(v4.lo.z, v5.lo.z, v6.lo.z, v7.lo.z);
+  let u3_0 = vec4f(v0.hi.x, v1.hi.x, v2.hi.x, v3.hi.x);
+  let u3_1 = vec4f(v4.hi.x, v5.hi.x, v6.hi.x, v7.hi.x);
+  let u4_0 = vec4f(v0.hi.y, v1.hi.y, v2.hi.y, v3.hi.y);
+  let u4_1 = vec4f(v4.hi.y, v5.hi.y, v6.hi.y, v7.hi.y);
+  let u5_0 = vec4f(v0.hi.z, v1.hi.z, v2.hi.z, v3.hi.z);
+  let u5_1 = vec4f(v4.hi.z, v5.hi.z, v6.hi.z, v7.hi.z);
+  let zero = vec4f(0.0);
+  let c0 = e0 - 2;
+  let ca = vec4u(clamp(vec4i(c0, c0 + 1, c0 + 2, c0 + 3), vec4i(0), vec4i(W - 1)));
+  let cb = vec4u(clamp(vec4i(c0 + 4, c0 + 5, c0 + 6, c0 + 7), vec4i(0), vec4i(W - 1)));
+  let cc = vec4u(clamp(vec4i(c0 + 8, c0 + 9, c0 + 10, c0 + 11), vec4i(0), vec4i(W - 1)));
+  let cd = vec2u(clamp(vec2i(c0 + 12, c0 + 13), vec2i(0), vec2i(W - 1)));
+  let band0 = i32(params.src_y0);
+  let last = max(i32(params.src_rows) - 1, 0);
+  let stride = params.src_width;
+  let r0 = iy0 - 2 - band0;
+  let rows_a = vec4u(clamp(vec4i(r0, r0 + 1, r0 + 2, r0 + 3), vec4i(0), vec4i(last))) * stride;
+  let rows_b = vec3u(clamp(vec3i(r0 + 4, r0 + 5, r0 + 6), vec3i(0), vec3i(last))) * stride;
+  let q0 = row8(rows_a.x, ca, cb, cc, cd, w0, w1, w2, w3, w4, w5, w6, w7, dx0, dx1);
+  let q1 = row8(rows_a.y, ca, cb, cc, cd, w0, w1, w2, w3, w4, w5, w6, w7, dx0, dx1);
+  let q2 = row8(rows_a.z, ca, cb, cc, cd, w0, w1, w2, w3, w4, w5, w6, w7, dx0, dx1);
+  let q3 = row8(rows_a.w, ca, cb, cc, cd, w0, w1, w2, w3, w4, w5, w6, w7, dx0, dx1);
+  let q4 = row8(rows_b.x, ca, cb, cc, cd, w0, w1, w2, w3, w4, w5, w6, w7, dx0, dx1);
+  let q5 = row8(rows_b.y, ca, cb, cc, cd, w0, w1, w2, w3, w4, w5, w6, w7, dx0, dx1);
+  let q6 = row8(rows_b.z, ca, cb, cc, cd, w0, w1, w2, w3, w4, w5, w6, w7, dx0, dx1);
+  let y0w0 = select(u0_0, zero, dy0);
+  let y1w0 = select(u1_0, u0_0, dy0);
+  let y2w0 = select(u2_0, u1_0, dy0);
+  let y3w0 = select(u3_0, u2_0, dy0);
+  let y4w0 = select(u4_0, u3_0, dy0);
+  let y5w0 = select(u5_0, u4_0, dy0);
+  let y6w0 = select(zero, u5_0, dy0);
+  let y0w1 = select(u0_1, zero, dy1);
+  let y1w1 = select(u1_1, u0_1, dy1);
+  let y2w1 = select(u2_1, u1_1, dy1);
+  let y3w1 = select(u3_1, u2_1, dy1);
+  let y4w1 = select(u4_1, u3_1, dy1);
+  let y5w1 = select(u5_1, u4_1, dy1);
+  let y6w1 = select(zero, u5_1, dy1);
+  let acc0 = y0w0 * q0.s0 + y1w0 * q1.s0 + y2w0 * q2.s0 + y3w0 * q3.s0 + y4w0 * q4.s0 + y5w0 * q5.s0 + y6w0 * q6.s0;
+  let miss0 = y0w0 * q0.m0 + y1w0 * q1.m0 + y2w0 * q2.m0 + y3w0 * q3.m0 + y4w0 * q4.m0 + y5w0 * q5.m0 + y6w0 * q6.m0;
+  let lo0 = select(min(q2.lo0, q3.lo0), min(q3.lo0, q4.lo0), dy0);
+  let hi0 = select(max(q2.hi0, q3.hi0), max(q3.hi0, q4.hi0), dy0);
+  let acc1 = y0w1 * q0.s1 + y1w1 * q1.s1 + y2w1 * q2.s1 + y3w1 * q3.s1 + y4w1 * q4.s1 + y5w1 * q5.s1 + y6w1 * q6.s1;
+  let miss1 = y0w1 * q0.m1 + y1w1 * q1.m1 + y2w1 * q2.m1 + y3w1 * q3.m1 + y4w1 * q4.m1 + y5w1 * q5.m1 + y6w1 * q6.m1;
+  let lo1 = select(min(q2.lo1, q3.lo1), min(q3.lo1, q4.lo1), dy1);
+  let hi1 = select(max(q2.hi1, q3.hi1), max(q3.hi1, q4.hi1), dy1);
+  let out_row = (y - params.y0) * params.width;
+  let in0 = vec4<bool>(p0.inside, p1.inside, p2.inside, p3.inside) & vec4<bool>(fits);
+  let res0 = vec4f(resolve(acc0.x, miss0.x, lo0.x, hi0.x), resolve(acc0.y, miss0.y, lo0.y, hi0.y), resolve(acc0.z, miss0.z, lo0.z, hi0.z), resolve(acc0.w, miss0.w, lo0.w, hi0.w));
+  let out0 = select(vec4f(nan()), res0, in0);
+  if (xs0.x < params.width) {
+    dst[out_row + xs0.x] = out0.x;
+  }
+  if (xs0.y < params.width) {
+    dst[out_row + xs0.y] = out0.y;
+  }
+  if (xs0.z < params.width) {
+    dst[out_row + xs0.z] = out0.z;
+  }
+  if (xs0.w < params.width) {
+    dst[out_row + xs0.w] = out0.w;
+  }
+  let in1 = vec4<bool>(p4.inside, p5.inside, p6.inside, p7.inside) & vec4<bool>(fits);
+  let res1 = vec4f(resolve(acc1.x, miss1.x, lo1.x, hi1.x), resolve(acc1.y, miss1.y, lo1.y, hi1.y), resolve(acc1.z, miss1.z, lo1.z, hi1.z), resolve(acc1.w, miss1.w, lo1.w, hi1.w));
+  let out1 = select(vec4f(nan()), res1, in1);
+  if (xs1.x < params.width) {
+    dst[out_row + xs1.x] = out1.x;
+  }
+  if (xs1.y < params.width) {
+    dst[out_row + xs1.y] = out1.y;
+  }
+  if (xs1.z < params.width) {
+    dst[out_row + xs1.z] = out1.z;
+  }
+  if (xs1.w < params.width) {
+    dst[out_row + xs1.w] = out1.w;
+  }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u) {
   let row = gid.y;
@@ -389,7 +636,12 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
     return;
   }
   let y = params.y0 + row;
-  if (GROUP == 4u) {
+  if (GROUP == 8u) {
+    let xb = gid.x * 8u;
+    if (xb < params.width) {
+      group8(xb, y);
+    }
+  } else if (GROUP == 4u) {
     let xb = gid.x * 4u;
     if (xb < params.width) {
       group4(xb, y);

@@ -333,15 +333,18 @@ test('CPU band processing equals whole-image processing', () => {
  */
 const TOL = { bilinear: 1e-6, lanczos3: 3e-6 } as const;
 
-/** The kernel paths under test: Lanczos in its automatic shape and forced to one pixel per invocation. */
-type Path = 'bilinear' | 'lanczos3' | 'lanczos3-single';
-const PATHS: Path[] = ['bilinear', 'lanczos3', 'lanczos3-single'];
+/**
+ * The kernel paths under test: Lanczos in its automatic shape (groups of 8 where valid), in
+ * groups of at most 4, and forced to one pixel per invocation.
+ */
+type Path = 'bilinear' | 'lanczos3' | 'lanczos3-group4' | 'lanczos3-single';
+const PATHS: Path[] = ['bilinear', 'lanczos3', 'lanczos3-group4', 'lanczos3-single'];
 const kernelOf = (path: Path): WarpKernel => (path === 'bilinear' ? 'bilinear' : 'lanczos3');
 
 function gpuRun(path: Path, src: Float32Array, params: WarpParams): Promise<Float32Array> {
   const ctx = gpu.ctx!;
   if (path === 'bilinear') return warpBilinearGpu(ctx, src, params);
-  return warpLanczos3Gpu(ctx, src, params, { lanczosShape: path === 'lanczos3-single' ? 'single' : 'auto' });
+  return warpLanczos3Gpu(ctx, src, params, { lanczosShape: path === 'lanczos3-single' ? 'single' : path === 'lanczos3-group4' ? 'group4' : 'auto' });
 }
 
 function cpuRun(kernel: WarpKernel, src: Float32Array, params: WarpParams): Float32Array {
@@ -361,9 +364,15 @@ async function agree(path: Path, src: Float32Array, params: WarpParams, label: s
 
 test('Lanczos shape: grouped for near-identity and mirrored-x transforms, one pixel otherwise', () => {
   const p = (affine: Affine) => full(4096, 2048, affine);
-  assert.equal(lanczosShape(p(similarity(4096, 2048, 0.5, 1.001, 12.3, -7.7))), { group: 4, flip: false });
-  assert.equal(lanczosShape(p(similarity(4096, 2048, 180.3, 1, 3, 4))), { group: 4, flip: true });
+  assert.equal(lanczosShape(p(similarity(4096, 2048, 0.5, 1.001, 12.3, -7.7))), { group: 8, flip: false });
+  assert.equal(lanczosShape(p(similarity(4096, 2048, 0.5, 1.001, 12.3, -7.7)), 4), { group: 4, flip: false });
+  assert.equal(lanczosShape(p(similarity(4096, 2048, 180.3, 1, 3, 4))), { group: 8, flip: true });
+  // 7·sin 5° = 0.61 < 1 (groups of 8); 7·sin 15° = 1.81, 3·sin 15° = 0.78 (groups of 4).
+  assert.equal(lanczosShape(p(similarity(4096, 2048, 5, 1, 0, 0))), { group: 8, flip: false });
   assert.equal(lanczosShape(p(similarity(4096, 2048, 15, 1, 0, 0))), { group: 4, flip: false });
+  assert.equal(lanczosShape(p(similarity(4096, 2048, 180 + 15, 1, 0, 0))), { group: 4, flip: true });
+  assert.equal(lanczosShape(p(similarity(4096, 2048, 0, 1.1, 0, 0))), { group: 8, flip: false });
+  assert.equal(lanczosShape(p(similarity(4096, 2048, 0, 1.2, 0, 0))), { group: 4, flip: false });
   assert.equal(lanczosShape(p(similarity(4096, 2048, 90, 1, 0, 0))), { group: 1, flip: false });
   assert.equal(lanczosShape(p(similarity(4096, 2048, 25, 1, 0, 0))), { group: 1, flip: false });
   assert.equal(lanczosShape(p(similarity(4096, 2048, 0, 1.4, 0, 0))), { group: 1, flip: false });
@@ -462,6 +471,26 @@ for (const path of PATHS) {
     }
   });
 }
+
+// The shapes share positions (exact fixed point), weights and summation order per pixel; the
+// driver's compiler may still contract or schedule the f32 arithmetic differently per shape
+// (llvmpipe: 1 ulp seen), so the bound is f32 rounding: 1e-6 · P, not 0.
+gpuTest('GPU Lanczos: groups of 8 agree with groups of 4 to f32 rounding (same positions, weights, summation order)', async () => {
+  const W = 517;
+  const H = 149;
+  const src = starField(W, H, 31);
+  const rnd = seededRandom(5);
+  for (let i = 0; i < 40; i++) src[Math.floor(rnd() * src.length)] = NaN;
+  for (const [deg, scale] of [[0.5, 1.001], [-4, 0.99], [180.3, 1], [0, 1.1]] as const) {
+    const params = full(W, H, similarity(W, H, deg, scale, 3.7, -2.2));
+    assert.is(lanczosShape(params).group, 8, `${deg}° ${scale}`);
+    const g8 = await warpLanczos3Gpu(gpu.ctx!, src, params);
+    const g4 = await warpLanczos3Gpu(gpu.ctx!, src, params, { lanczosShape: 'group4' });
+    const d = compareArrays(g8, g4);
+    assert.is(d.nanMismatches, 0, `${deg}° ${scale}`);
+    assert.ok(d.maxAbs <= 1e-6 * maxAbs(src), `${deg}° ${scale}: max |diff| ${d.maxAbs}`);
+  }
+});
 
 gpuTest('GPU warp: a source band that misses needed rows is refused', async () => {
   const ctx = gpu.ctx!;

@@ -21,32 +21,36 @@ export type { Affine, WarpClamp, WarpKernel, WarpParams } from '../../cpu/warp.j
  * = 142 / 144 / 151 ms, one-pixel WG 64 / 128 / 256 = 258 / 241 / 236 ms (differences near noise).
  */
 const BILINEAR = { id: 'warp_bilinear' as KernelId, WG: 256, PX: 4 };
-const LANCZOS = { id: 'warp_lanczos3' as KernelId, WG_GROUP: 64, WG_SINGLE: 256 };
+const LANCZOS = { id: 'warp_lanczos3' as KernelId, WG_GROUP: { 4: 64, 8: 32 }, WG_SINGLE: 256 };
 
 /**
- * Lanczos kernel shape: `group` 4 = four adjacent output pixels share one 7×10 source window
- * (about 1.7× faster on llvmpipe), 1 = one pixel per invocation. `flip` takes each group right
- * to left (mirrored x, e.g. a meridian flip).
+ * Lanczos kernel shape: `group` 8 or 4 = that many adjacent output pixels share one 7×14 or
+ * 7×10 source window (on llvmpipe group 4 is about 1.7× faster than one pixel per invocation,
+ * group 8 ~10 % less CPU again), 1 = one pixel per invocation. `flip` takes each group right to
+ * left (mirrored x, e.g. a meridian flip). The grouped shapes do the same arithmetic per pixel
+ * (exact positions, same weights and summation order); results agree to f32 rounding (the
+ * driver may schedule the arithmetic differently per shape: 1 ulp seen on llvmpipe).
  */
 export interface LanczosShape {
-  group: 1 | 4;
+  group: 1 | 4 | 8;
   flip: boolean;
 }
 
-/** Pixels per group in the grouped Lanczos shape. */
-const GROUP = 4;
-
 /**
- * The fastest valid Lanczos shape for a transform. The grouped shape needs the footprints of
- * GROUP adjacent output pixels to lie within one source column and one source row of each other:
- * over GROUP − 1 pixel steps the (exact, fixed-point) displacement moves by (GROUP − 1)·|a00 ∓ 1|
- * and (GROUP − 1)·|a10|, which must stay below 1 (less the 2^-20 snapping on each side).
+ * The fastest valid Lanczos shape for a transform (`widest`: the largest group to consider).
+ * A grouped shape needs the footprints of its GROUP adjacent output pixels to lie within one
+ * source column and one source row of each other: over GROUP − 1 pixel steps the (exact,
+ * fixed-point) displacement moves by (GROUP − 1)·|a00 ∓ 1| and (GROUP − 1)·|a10|, which must
+ * stay below 1 (less the 2^-20 snapping on each side).
  */
-export function lanczosShape(params: WarpParams): LanczosShape {
+export function lanczosShape(params: WarpParams, widest: 4 | 8 = 8): LanczosShape {
   const { q } = resolveWarpParams(params).disp;
-  const step = (v: number) => (GROUP - 1) * Math.abs(v / FIX) + 2 * SNAP < 1;
-  if (step(q[3]) && step(q[0])) return { group: 4, flip: false };
-  if (step(q[3]) && step(q[0] + 2 * FIX)) return { group: 4, flip: true };
+  for (const group of [8, 4] as const) {
+    if (group > widest) continue;
+    const step = (v: number) => (group - 1) * Math.abs(v / FIX) + 2 * SNAP < 1;
+    if (step(q[3]) && step(q[0])) return { group, flip: false };
+    if (step(q[3]) && step(q[0] + 2 * FIX)) return { group, flip: true };
+  }
   return { group: 1, flip: false };
 }
 
@@ -77,8 +81,11 @@ function uniformBlock(params: WarpParams, flip: boolean): Uint8Array {
 }
 
 export interface WarpGpuOptions {
-  /** Lanczos only: force the one-pixel shape (tests, benchmarks); default picks lanczosShape(). */
-  lanczosShape?: 'auto' | 'single';
+  /**
+   * Lanczos only: force the one-pixel shape, or groups of at most 4 (tests, benchmarks); default
+   * picks lanczosShape().
+   */
+  lanczosShape?: 'auto' | 'group4' | 'single';
 }
 
 function coverage(kernel: WarpKernel, params: WarpParams): void {
@@ -105,8 +112,8 @@ async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer,
     overrides = { WG: BILINEAR.WG, PX: BILINEAR.PX };
     perInvocation = BILINEAR.PX * BILINEAR.WG;
   } else {
-    const shape: LanczosShape = options.lanczosShape === 'single' ? { group: 1, flip: false } : lanczosShape(params);
-    const WG = shape.group === 1 ? LANCZOS.WG_SINGLE : LANCZOS.WG_GROUP;
+    const shape: LanczosShape = options.lanczosShape === 'single' ? { group: 1, flip: false } : lanczosShape(params, options.lanczosShape === 'group4' ? 4 : 8);
+    const WG = shape.group === 1 ? LANCZOS.WG_SINGLE : LANCZOS.WG_GROUP[shape.group];
     overrides = { WG, GROUP: shape.group };
     perInvocation = shape.group * WG;
     flip = shape.flip;
