@@ -297,10 +297,15 @@ class HostScratch {
   }
 }
 
-/** Debayers (OSC) or slices (mono) the warp's source rows on the host. */
-async function hostSource(o: EngineOptions, f: StackFrame, raw: RawRead, data: Float32Array, timings: Timings, pool: WorkerPool | null, scratch: HostScratch): Promise<Source> {
+/**
+ * Debayers (OSC) or slices (mono) the warp's source rows on the host. `workersRead`: pool
+ * workers will read the mono slice (a host warp); a device upload reads it on this thread, so
+ * it needs no shared copy (for a 2048-wide mono band that copy, plus the bounce copy that
+ * shared memory costs at upload, was ~0.4 GB of memcpy per 30 frames on the main thread).
+ */
+async function hostSource(o: EngineOptions, f: StackFrame, raw: RawRead, data: Float32Array, timings: Timings, pool: WorkerPool | null, scratch: HostScratch, workersRead = true): Promise<Source> {
   const W = o.width;
-  if (pool && !isShared(data)) {
+  if (pool && !isShared(data) && (o.channels === 3 || workersRead)) {
     // Workers need shared memory: one copy into the reused buffer (not a fresh allocation per frame).
     const view = scratch.mosaic.subarray(0, data.length);
     view.set(data);
@@ -467,7 +472,7 @@ class HostStore implements SlotStore {
 
   async putFrame(f: StackFrame, w: Work, raw: RawRead, data: Float32Array, timings: Timings): Promise<void> {
     const o = this.o;
-    const src = await hostSource(o, f, raw, data, timings, this.pool, this.source);
+    const src = await hostSource(o, f, raw, data, timings, this.pool, this.source, !o.gpu.warp);
     const t = performance.now();
     if (o.gpu.warp) {
       // The stack runs on the host (too many frames for one dispatch), the warp on the device.
@@ -648,7 +653,7 @@ class DeviceStore implements SlotStore {
       timings.debayer += performance.now() - t;
       planes = this.debayered;
     } else {
-      const src = await hostSource(o, f, raw, data, timings, this.pool, this.source);
+      const src = await hostSource(o, f, raw, data, timings, this.pool, this.source, false);
       for (let c = 0; c < o.channels; c++) ctx.write(this.sources[c]!, src.planes[c]!);
       planes = this.sources;
     }
