@@ -149,6 +149,8 @@ export class BandEngine {
   private readonly pool: WorkerPool | null;
   private readonly store: SlotStore;
   private readonly pending = new Set<Promise<unknown>>();
+  /** Reads started during the previous band for the band named (see runBand's `next`). */
+  private early: { band: Band; reads: Map<number, Promise<RawRead | null>> } | null = null;
 
   constructor(private readonly o: EngineOptions) {
     const C = o.channels;
@@ -205,15 +207,19 @@ export class BandEngine {
   }
 
   /**
-   * Stacks one band. `between` runs before each frame (cancellation checks, progress). Returns
-   * the band's mean rows per channel (owned rows × width each).
+   * Stacks one band. `between` runs before each frame (cancellation checks, progress). `next`:
+   * the band that follows, whose first reads start while this band is stacked. Returns the
+   * band's mean rows per channel (owned rows × width each).
    */
-  async runBand(band: Band, between: (slot: number) => void): Promise<Float32Array[]> {
+  async runBand(band: Band, between: (slot: number) => void, next: Band | null = null): Promise<Float32Array[]> {
     const o = this.o;
     const N = o.frames.length;
     const w = workOf(band);
     const ahead = Math.max(1, o.workers);
-    const reads = new Map<number, Promise<RawRead | null>>();
+    // Reads the previous band started for this one (its first `ahead` frames), else none.
+    const early = this.early?.band === band ? this.early.reads : null;
+    this.early = null;
+    const reads = early ?? new Map<number, Promise<RawRead | null>>();
     const prefetch = (upTo: number) => {
       for (let i = 0; i <= upTo && i < N; i++) if (!reads.has(i)) reads.set(i, this.startRead(o.frames[i]!, w));
     };
@@ -252,6 +258,14 @@ export class BandEngine {
         this.timings.cosmetic += performance.now() - t;
       }
       await this.store.putFrame(f, w, raw, data, this.timings);
+    }
+    if (next) {
+      // The next band's first reads overlap this band's pre-mask and stack (at most `ahead`
+      // reads in flight, as within a band), so its frame loop does not start by waiting on I/O.
+      const nw = workOf(next);
+      const nextReads = new Map<number, Promise<RawRead | null>>();
+      for (let i = 0; i < Math.min(ahead, N); i++) nextReads.set(i, this.startRead(o.frames[i]!, nw));
+      this.early = { band: next, reads: nextReads };
     }
     const out: Float32Array[] = [];
     for (let c = 0; c < o.channels; c++) {

@@ -241,10 +241,14 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   ctx.progress(0, bands, 'bands');
   for (let b = 0; b < bands; b++) {
     const band = plan.bands[b]!;
-    const rows = await engine.runBand(band, (i) => {
-      ctx.checkCancelled();
-      if (i > 0 && i < N) ctx.progress(b * N + i, bands * N, 'frames');
-    });
+    const rows = await engine.runBand(
+      band,
+      (i) => {
+        ctx.checkCancelled();
+        if (i > 0 && i < N) ctx.progress(b * N + i, bands * N, 'frames');
+      },
+      plan.bands[b + 1] ?? null,
+    );
     for (let ch = 0; ch < C; ch++) image.set(rows[ch]!, ch * H * W + band.y0 * W);
     ctx.checkCancelled();
     ctx.progress(b + 1, bands, 'bands');
