@@ -202,6 +202,103 @@ test('pre-mask: a trail in one frame is masked with its wings, noise and stars a
   assert.ok(Number.isNaN(compact[2 * 16 * W + (10 - 2) * W]!));
 });
 
+/**
+ * The pre-mask rule without the f64 screen or the sparse apply: every sample through the f32
+ * chain, every owned pixel's keep rule. The shipped premaskFlag/premaskApply must match it exactly.
+ */
+function premaskPlain(a: Parameters<typeof premaskFlag>[0]): void {
+  const f32 = Math.fround;
+  const { width: W, rows: R, frames: N, band, median: M, mask } = a;
+  const plane = W * R;
+  for (let f = 0; f < N; f++) {
+    const sig = a.sigma[f]!;
+    if (!(sig > 0)) continue;
+    const sc = f32(a.scale[f]!);
+    const of = f32(a.offset[f]!);
+    const hi = f32(a.kHigh * sig);
+    const lo = f32(a.kLow * sig);
+    const strong: number[] = [];
+    for (let i = 0; i < plane; i++) {
+      const t = f32(f32(0.5) * f32(Math.abs(f32(M[i]! - f32(a.level)))));
+      const d = f32(f32(band[f * plane + i]! * sc + of) - M[i]!);
+      const th = f32(hi + t);
+      const tl = f32(lo + t);
+      if (d > th) (mask[f * plane + i] = d > 2 * th ? 5 : 1), d > 2 * th && strong.push(i);
+      else if (-d > tl) (mask[f * plane + i] = -d > 2 * tl ? 6 : 2), -d > 2 * tl && strong.push(i);
+    }
+    for (const i of strong) {
+      const y = Math.floor(i / W);
+      const x = i % W;
+      const tag = mask[f * plane + i] === 5 ? 3 : 4;
+      for (let yy = Math.max(0, y - GROW); yy <= Math.min(R - 1, y + GROW); yy++)
+        for (let xx = Math.max(0, x - GROW); xx <= Math.min(W - 1, x + GROW); xx++) if (mask[f * plane + yy * W + xx] === 0) mask[f * plane + yy * W + xx] = tag;
+    }
+  }
+  for (let k = a.ownedY0 * W; k < (a.ownedY0 + a.ownedRows) * W; k++) {
+    let nv = 0;
+    let nm = 0;
+    for (let f = 0; f < N; f++) {
+      const v = band[f * plane + k]!;
+      if (v !== v) continue;
+      nv++;
+      if (mask[f * plane + k]) nm++;
+    }
+    if (!(nm > 0 && nv - nm >= Math.max(1, Math.ceil(f32(nv * f32(a.minFraction)))))) continue;
+    for (let f = 0; f < N; f++) {
+      const t = mask[f * plane + k]!;
+      if (!t || band[f * plane + k] !== band[f * plane + k]) continue;
+      band[f * plane + k] = NaN;
+      if (t === 1 || t === 3 || t === 5) a.rejected[N + f]!++;
+      else a.rejected[f]!++;
+      a.counts[1]!++;
+    }
+  }
+}
+
+test('pre-mask: the f64 screen and the sparse apply give exactly the plain f32 rule (samples a few ulps either side of the thresholds)', () => {
+  const W = 61;
+  const R = 23;
+  const N = 9;
+  const plane = W * R;
+  const rnd = seededRandom(41);
+  const f32 = Math.fround;
+  const scale = Array.from({ length: N }, () => 0.8 + 0.4 * rnd());
+  const offset = Array.from({ length: N }, () => 200 * (rnd() - 0.5));
+  const sigma = Array.from({ length: N }, (_, f) => (f === 4 ? 0 : 3 + 10 * rnd()));
+  const median = Float32Array.from({ length: plane }, (_, i) => (i % 37 === 0 ? NaN : 500 + (i % 11 === 0 ? 20000 * rnd() : 300 * rnd())));
+  const level = 600;
+  const band = new Float32Array(N * plane);
+  for (let f = 0; f < N; f++) {
+    const sc = f32(scale[f]!);
+    const of = f32(offset[f]!);
+    for (let i = 0; i < plane; i++) {
+      const m = median[i]!;
+      const t = f32(f32(0.5) * f32(Math.abs(f32(m - level))));
+      const th = f32(f32(3 * sigma[f]!) + t);
+      // Aim at the high or low threshold (or its double), then step a few f32 ulps either way.
+      const target = [th, -th, 2 * th, -2 * th, 0.3 * th][Math.floor(rnd() * 5)]!;
+      let v = f32(((Number.isNaN(m) ? 500 : m) + target - of) / sc);
+      const steps = Math.floor(rnd() * 7) - 3;
+      for (let s = 0; s < Math.abs(steps); s++) v = f32(v + Math.sign(steps) * Math.abs(v) * 2 ** -23);
+      band[f * plane + i] = rnd() < 0.02 ? NaN : v;
+    }
+  }
+  const mk = (b: Float32Array) => ({ band: b, median, mask: new Uint8Array(N * plane), width: W, rows: R, frames: N, scale, offset, sigma, kLow: 3, kHigh: 3, level, minFraction: 0.3, ownedY0: 3, ownedRows: 17, rejected: new Uint32Array(2 * N), counts: new BigUint64Array(2) });
+  const want = mk(band.slice());
+  premaskPlain(want);
+  const got = mk(band.slice());
+  premaskFlag(got, 0, 5);
+  premaskFlag(got, 5, N);
+  premaskApply(got, 0, R);
+  let seeds = 0;
+  for (let i = 0; i < want.mask.length; i++) if (want.mask[i] === 1 || want.mask[i] === 2) seeds++;
+  assert.ok(seeds > 1000, `the data put samples at the thresholds: ${seeds} weak seeds`);
+  assert.equal(Array.from(got.mask), Array.from(want.mask));
+  assert.ok(got.band.every((v, i) => Object.is(v, want.band[i])), 'pre-masked bands differ');
+  assert.equal(Array.from(got.rejected), Array.from(want.rejected));
+  assert.is(got.counts[1], want.counts[1]);
+});
+
 test('stackRows: tiles of whole rows or of column blocks (many frames) give the whole-band result', () => {
   for (const [N, W, R] of [
     [7, 50, 9],

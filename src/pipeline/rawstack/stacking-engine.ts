@@ -415,6 +415,8 @@ async function premaskHost(
     ownedRows: w.ownedRows,
     rejected,
     counts,
+    // Only counts[1] (masked) is used: the valid count comes from the stack's tallies.
+    countValid: false,
   };
   if (pool) {
     await pool.run(PREMASK_FLAG, args, 0, N, { chunksPerWorker: 2, reused: true });

@@ -66,6 +66,11 @@ export interface PremaskArgs {
   rejected: Uint32Array;
   /** [valid samples of the owned rows, masked samples of the owned rows], added to. */
   counts: BigUint64Array;
+  /**
+   * False: leave counts[0] alone (saves a pass over every sample; STACKING derives the valid
+   * count from the stack's own tallies). Default true.
+   */
+  countValid?: boolean;
 }
 
 /** Seeds and growth of frames [f0, f1) (independent per frame). */
@@ -79,6 +84,23 @@ export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
   const alpha = f32(ALPHA);
   const level = f32(L);
   for (let i = 0; i < plane; i++) tol[i] = alpha * f32(Math.abs(f32(M[i]! - level)));
+  // Fast screen: nearly every sample is no seed, which the f64 deviation d64 = v·sc + of − M
+  // shows without the f32 rounding chain when it clears the thresholds by a margin. For such a
+  // sample |d64| <= max(hi, lo) + t, so |v·sc + of| <= |M| + max(hi, lo) + t, and the f32
+  // chain (three roundings of at most 2^-24 of |v·sc + of|, |d| and the threshold each) moves d
+  // against the threshold by less than 2^-22 · (|M| + 2·(max(hi, lo) + t)) <= margin below.
+  // Samples the screen does not clear go through the exact f32 rule, so the result is the same.
+  let kMax = 0;
+  for (let f = f0; f < f1; f++) {
+    const sig = a.sigma[f]!;
+    if (sig > 0) kMax = Math.max(kMax, f32(a.kHigh * sig), f32(a.kLow * sig));
+  }
+  const screen = new Float64Array(plane);
+  for (let i = 0; i < plane; i++) {
+    const t = tol[i]!;
+    const m = M[i]!;
+    screen[i] = t - 1e-6 * (Math.abs(m) + 2 * (kMax + t)); // NaN median: NaN, the screen never passes
+  }
   for (let f = f0; f < f1; f++) {
     const sc = f32(a.scale[f]!);
     const of = f32(a.offset[f]!);
@@ -89,8 +111,16 @@ export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
     const base = f * plane;
     const strong: number[] = [];
     for (let i = 0; i < plane; i++) {
+      const v = band[base + i]!;
+      const d64 = v * sc + of - M[i]!;
+      const u = screen[i]!;
+      if (!(d64 > hi + u || -d64 > lo + u)) {
+        // Cleared by the screen (or NaN, where no comparison holds either) — unless the median
+        // is NaN, where u is NaN too and the exact rule below answers (also "no seed").
+        if (u === u) continue;
+      }
       // v·sc is exact in f64, so one rounding of the sum is the fused multiply-add of the shader.
-      const d = f32(f32(band[base + i]! * sc + of) - M[i]!); // NaN sample or median: no comparison holds
+      const d = f32(f32(v * sc + of) - M[i]!); // NaN sample or median: no comparison holds
       const t = tol[i]!;
       const th = f32(hi + t);
       const tl = f32(lo + t);
@@ -118,8 +148,10 @@ export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
 
 /**
  * Applies the masks on owned rows [r0, r1) (work-band rows): the keep rule per pixel, NaN for
- * masked samples, per-frame tallies and the counts. Frame-major loops keep memory access
- * sequential (a pixel's samples are a whole band plane apart).
+ * masked samples, per-frame tallies and the counts. Masks are sparse (trails, cosmic rays, hot
+ * pixels: well under 1 % of the samples), so the pixels with any mask are found first (an OR of
+ * the frames' mask bytes, a word at a time where aligned) and only those are visited frame by
+ * frame; the valid-sample count (unless countValid is false) is one NaN scan per frame.
  */
 export function premaskApply(a: PremaskArgs, r0: number, r1: number): void {
   const { width: W, rows: R, frames: N, band, mask } = a;
@@ -128,44 +160,81 @@ export function premaskApply(a: PremaskArgs, r0: number, r1: number): void {
   const to = Math.min(r1, a.ownedY0 + a.ownedRows) * W;
   if (to <= from) return;
   const n = to - from;
-  const nv = new Uint32Array(n);
-  const nm = new Uint32Array(n);
+  // Valid (non-NaN) samples of the owned rows (0 when not asked for).
+  let valid = 0;
+  if (a.countValid !== false) {
+    let nan = 0;
+    for (let f = 0; f < N; f++) {
+      const base = f * plane + from;
+      for (let k = 0; k < n; k++) {
+        const v = band[base + k]!;
+        if (v !== v) nan++;
+      }
+    }
+    valid = N * n - nan;
+  }
+  // Pixels with a mask byte in any frame.
+  const any = new Uint8Array(n);
+  const words = (n >> 2) << 2;
+  const anyWords = new Uint32Array(any.buffer, 0, n >> 2);
   for (let f = 0; f < N; f++) {
     const base = f * plane + from;
-    for (let k = 0; k < n; k++) {
-      const v = band[base + k]!;
-      if (v !== v) continue;
-      nv[k]!++;
-      if (mask[base + k] !== 0) nm[k]!++;
+    const off = mask.byteOffset + base;
+    let k0 = 0;
+    if ((off & 3) === 0) {
+      const mw = new Uint32Array(mask.buffer, off, n >> 2);
+      for (let q = 0; q < mw.length; q++) {
+        const m = mw[q]!;
+        if (m !== 0) anyWords[q] = anyWords[q]! | m;
+      }
+      k0 = words;
+    }
+    for (let k = k0; k < n; k++) {
+      const m = mask[base + k]!;
+      if (m !== 0) any[k] = any[k]! | m;
     }
   }
-  // nm[k] becomes the apply flag: 1 where the masked samples go, 0 where the keep rule keeps all.
+  // The masked pixels' indices; their samples are then visited frame-major (ascending
+  // addresses within each frame plane, which the cache prefetches well).
+  let count = 0;
+  for (let k = 0; k < n; k++) if (any[k] !== 0) count++;
+  const idx = new Int32Array(count);
+  for (let k = 0, j = 0; k < n; k++) if (any[k] !== 0) idx[j++] = k;
+  const nv = new Uint32Array(count);
+  const nm = new Uint32Array(count);
+  for (let f = 0; f < N; f++) {
+    const base = f * plane + from;
+    for (let j = 0; j < count; j++) {
+      const i = base + idx[j]!;
+      const v = band[i]!;
+      if (v !== v) continue;
+      nv[j]!++;
+      if (mask[i] !== 0) nm[j]!++;
+    }
+  }
+  // nm[j] becomes the apply flag: 1 where the masked samples go, 0 where the keep rule keeps all.
   const mf = Math.fround(a.minFraction);
-  let valid = 0;
-  let any = false;
-  for (let k = 0; k < n; k++) {
-    const v = nv[k]!;
-    valid += v;
-    const m = nm[k]!;
-    nm[k] = m > 0 && v - m >= minKeep(v, mf) ? 1 : 0;
-    if (nm[k]) any = true;
+  for (let j = 0; j < count; j++) {
+    const v = nv[j]!;
+    const m = nm[j]!;
+    nm[j] = m > 0 && v - m >= minKeep(v, mf) ? 1 : 0;
   }
   const low = new Uint32Array(N);
   const high = new Uint32Array(N);
   let masked = 0;
-  if (any) {
-    for (let f = 0; f < N; f++) {
-      const base = f * plane + from;
-      for (let k = 0; k < n; k++) {
-        const t = mask[base + k]!;
-        if (t === 0 || nm[k] === 0) continue;
-        const v = band[base + k]!;
-        if (v !== v) continue;
-        band[base + k] = NaN;
-        masked++;
-        if (t === SEED_HIGH || t === GROWN_HIGH || t === STRONG_HIGH) high[f]!++;
-        else low[f]!++;
-      }
+  for (let f = 0; f < N; f++) {
+    const base = f * plane + from;
+    for (let j = 0; j < count; j++) {
+      if (nm[j] === 0) continue;
+      const i = base + idx[j]!;
+      const t = mask[i]!;
+      if (t === 0) continue;
+      const v = band[i]!;
+      if (v !== v) continue;
+      band[i] = NaN;
+      masked++;
+      if (t === SEED_HIGH || t === GROWN_HIGH || t === STRONG_HIGH) high[f]!++;
+      else low[f]!++;
     }
   }
   const shared = a.rejected.buffer instanceof SharedArrayBuffer;
