@@ -10,7 +10,7 @@
 //            branch of a shader under a lane mask, so a runtime fallback would cost always):
 //   GROUP = 8: 8 adjacent output pixels per invocation read one shared 7-row × 14-column
 //              window (98 loads instead of 8 × 36; on llvmpipe each lane's load is a scalar
-//              loop step, so loads dominate: ~10 % less CPU than GROUP = 4 at 2048 px wide).
+//              loop step, so loads dominate: ~15 % less CPU than GROUP = 4 at 2048 px wide).
 //              Valid when the 8 pixels' footprints sit within one row and one column of each
 //              other: 7·|a00 − 1| < 1 (or 7·|a00 + 1| < 1 with flip = 1) and 7·|a10| < 1.
 //   GROUP = 4: the same with 4 pixels and a 7 × 10 window; valid for 3·|a00 ∓ 1| < 1 and
