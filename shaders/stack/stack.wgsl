@@ -5,7 +5,10 @@
 //
 // Bindings: 0 uniform Params (48-byte header + scale/offset/weight, 12 bytes per frame);
 //           1 read-only src, f32 frame-major: frame f, band row r, column x at
-//             (f * rows + r) * width + x (declared array<VF> when width % K == 0, else array<f32>);
+//             (f * src_rows + src_row0 + r) * width + x (declared array<VF> when width % K == 0,
+//             else array<f32>); src_rows = rows, src_row0 = 0 for a compact band, or the rows of
+//             a larger band whose rows src_row0 .. src_row0 + rows are stacked (work slots with
+//             halo rows, read in place);
 //           2 read_write mean, f32 per pixel (NaN where no survivor carries weight);
 //           3 read_write count, u32 survivors per pixel;
 //           4 read_write array<atomic<u32>> rejected: [0, N) low, [N, 2N) high per frame;
@@ -85,6 +88,8 @@ struct Params {
   min_fraction: f32,
   winsor_k: f32,
   winsor_c: f32,
+  src_rows: u32,      // rows per frame in src (>= src_row0 + rows)
+  src_row0: u32,      // src row of band row 0
   frame: array<vec4<f32>, NP>,
 }
 
@@ -140,7 +145,7 @@ fn hsum(u: VU) -> u32 {
 
 // Raw samples of frame f at this invocation's K pixels; lanes outside the band read NaN.
 fn load_raw(f: u32) -> VF {
-  let i = base0 + f * params.rows * params.width;
+  let i = base0 + (params.src_row0 + f * params.src_rows) * params.width;
   let r = src[i / K]; // @template LOAD
   return select(nanv(), r, inrow);
 }

@@ -6,7 +6,7 @@
 import * as assert from 'uvu/assert';
 import { test } from 'uvu';
 import { stack } from '../../src/cpu/stack.js';
-import { premaskMaskBytes, premaskResident } from '../../src/gpu/kernels/premask.js';
+import { premaskMaskBytes, premaskResident, scatterNanResident } from '../../src/gpu/kernels/premask.js';
 import { ALPHA, compactOwned, premaskApply, premaskFlag } from '../../src/pipeline/rawstack/stacking-premask.js';
 import { gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom } from '../helpers/tmp.js';
@@ -136,5 +136,45 @@ for (const c of cases) {
     assert.is(diff, 0, `${diff} of ${want.out.length} samples differ`);
   });
 }
+
+gpuTest('scatter_nan: NaN at exactly the listed indices, the rest untouched; the host pre-mask lists what it masked', async () => {
+  const ctx = gpu.ctx!;
+  const n = 5000;
+  const values = Float32Array.from({ length: n }, (_, i) => i + 0.5);
+  const rnd = seededRandom(9);
+  const list = Array.from(new Set(Array.from({ length: 300 }, () => Math.floor(rnd() * n))));
+  const indices = ctx.upload(Uint32Array.from(list));
+  const dst = ctx.upload(values);
+  try {
+    const encoder = ctx.device.createCommandEncoder();
+    await scatterNanResident(ctx, indices, list.length, dst, n, encoder);
+    ctx.submit(encoder);
+    const got = await ctx.readFloat32(dst, n);
+    const listed = new Set(list);
+    for (let i = 0; i < n; i++) {
+      if (listed.has(i)) assert.ok(Number.isNaN(got[i]!), `index ${i} not NaN`);
+      else assert.is(got[i], values[i]);
+    }
+  } finally {
+    ctx.pool.release(indices);
+    ctx.pool.release(dst);
+  }
+  // The host pre-mask's index list names exactly the samples it set to NaN (two calls, one list).
+  const c: Case = { width: 53, rows: 12, frames: 7, ownedY0: 2, ownedRows: 8, minFraction: 0.3, seed: 21 };
+  const m = makeBand(c);
+  const before = m.band.slice();
+  const nanIndex = new Uint32Array(c.frames * c.rows * c.width);
+  const nanCount = new Uint32Array(1);
+  const args = { band: m.band, median: m.median, mask: new Uint8Array(c.frames * c.rows * c.width), width: c.width, rows: c.rows, frames: c.frames, scale: m.scale, offset: m.offset, sigma: m.sigma, kLow: 3, kHigh: 3, level: 1000, minFraction: c.minFraction, ownedY0: c.ownedY0, ownedRows: c.ownedRows, rejected: new Uint32Array(2 * c.frames), counts: new BigUint64Array(2), nanIndex, nanCount };
+  premaskFlag(args, 0, c.frames);
+  premaskApply(args, 0, 6);
+  premaskApply(args, 6, c.rows);
+  const masked = new Set<number>();
+  for (let i = 0; i < before.length; i++) if (!Number.isNaN(before[i]!) && Number.isNaN(m.band[i]!)) masked.add(i);
+  assert.ok(masked.size > 10, `${masked.size} masked`);
+  assert.is(nanCount[0], masked.size);
+  assert.equal(new Set(nanIndex.subarray(0, nanCount[0])), masked);
+  assert.is(Number(args.counts[1]), masked.size);
+});
 
 test.run();

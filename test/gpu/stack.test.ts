@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { minKeep, stack, STACK_METHODS, winsorCorrection, type StackMethod, type StackParams, type StackResult } from '../../src/cpu/stack.js';
-import { expandStackTemplate, maxStackFrames, stackGpu, type StackGpuOptions } from '../../src/gpu/kernels/stack.js';
+import { expandStackTemplate, maxStackFrames, stackGpu, stackResident, type StackGpuOptions } from '../../src/gpu/kernels/stack.js';
 import { loadShader } from '../../src/gpu/shaders.js';
 import { gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom } from '../helpers/tmp.js';
@@ -330,6 +330,39 @@ gpuTest('GPU stack: hand cases give the hand-computed results on the device', as
   assert.is(m.mean[1], 2.5);
   assert.ok(Number.isNaN(m.mean[2]!));
   assert.equal(Array.from(m.count), [3, 4, 0]);
+});
+
+gpuTest('GPU stack: rows inside larger frame slots (layout rows/row0) give the compact band\'s result, tallies included', async () => {
+  const ctx = gpu.ctx!;
+  const W = 37;
+  const slotRows = 11;
+  const row0 = 3;
+  const rows = 6;
+  const N = 9;
+  const rnd = seededRandom(12);
+  const slots = Float32Array.from({ length: N * slotRows * W }, () => (rnd() < 0.03 ? NaN : rnd() < 0.02 ? 5000 : 100 + 10 * rnd()));
+  const compact = new Float32Array(N * rows * W);
+  for (let f = 0; f < N; f++) compact.set(slots.subarray((f * slotRows + row0) * W, (f * slotRows + row0 + rows) * W), f * rows * W);
+  const p: StackParams = { width: W, rows, frames: N, method: 'sigma', low: 2.5, high: 2.5, maxIters: 3, minFraction: 0.4, scale: Array.from({ length: N }, () => 0.9 + 0.2 * rnd()), offset: Array.from({ length: N }, () => rnd()), weight: Array.from({ length: N }, () => 0.5 + rnd()) };
+  const want = await stackGpu(ctx, compact, p);
+  const src = ctx.upload(slots);
+  const mean = ctx.storage(rows * W * 4);
+  const count = ctx.storage(rows * W * 4);
+  const rejected = ctx.upload(new Uint32Array(2 * N));
+  try {
+    await stackResident(ctx, src, mean, count, rejected, p, undefined, { layout: { rows: slotRows, row0 } });
+    const gotMean = await ctx.readFloat32(mean, rows * W);
+    const gotCount = new Uint32Array(await ctx.readback(count, rows * W * 4));
+    const gotRejected = new Uint32Array(await ctx.readback(rejected, 2 * N * 4));
+    assert.ok(gotMean.every((v, i) => Object.is(v, want.mean[i])), 'means differ');
+    assert.equal(Array.from(gotCount), Array.from(want.count));
+    assert.equal(Array.from(gotRejected), [...want.rejectedLow, ...want.rejectedHigh]);
+    let error: Error | undefined;
+    await stackResident(ctx, src, mean, count, rejected, p, undefined, { layout: { rows: slotRows, row0: 6 } }).catch((e: Error) => (error = e));
+    assert.match(error?.message ?? '', /outside the 11 rows per frame/);
+  } finally {
+    for (const b of [src, mean, count, rejected]) ctx.pool.release(b);
+  }
 });
 
 gpuTest('GPU stack: the source as written compiles; the frame limit follows the uniform size', async () => {

@@ -110,6 +110,22 @@ test('bands: the WGSL pre-mask (hardware-GPU path, forced here) gives the TypeSc
   }
 });
 
+test('bands: the host pre-mask beside a device stack gives the same image whether it sends the masked samples as an index list or uploads the band', async () => {
+  if (oneBand.diagnostics!.device.paths.stack === 'typescript-workers' || oneBand.diagnostics!.device.paths.premask !== 'typescript-workers') return; // not that path here
+  assert.ok(oneBand.diagnostics!.samples.premasked > 8, `${oneBand.diagnostics!.samples.premasked} pre-masked samples`);
+  stackingOptions.premaskIndexCapacity = 8; // fewer than are masked: every band takes the whole-band upload
+  try {
+    const full = await runStack(ds, runsDir(), config(lights(), cosmetic, 3));
+    assert.is(full.result.status, 'ok');
+    const c = compare(full.image!.data, oneBand.image!.data);
+    assert.is(c.nanMismatch, 0);
+    assert.is(c.maxAbs, 0, `max difference ${c.maxAbs} on ${c.differing} samples`);
+    assert.equal(full.diagnostics!.samples, oneBand.diagnostics!.samples);
+  } finally {
+    stackingOptions.premaskIndexCapacity = null;
+  }
+});
+
 test('bands: the TypeScript path (worker pool) gives the device path image, in one band or several', async () => {
   const ts = await runStack(ds, runsDir(), config(lights(), cosmetic), { device: 'cpu' });
   assert.is(ts.result.status, 'ok');

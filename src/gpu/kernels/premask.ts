@@ -78,3 +78,29 @@ export async function premaskResident(
   ctx.dispatch('premask_flag', flag, ctx.bindGroup(flag, [uniform, band, median, frame, mask]), [wx, p.rows, 1], encoder);
   if (p.ownedRows > 0) ctx.dispatch('premask_apply', apply, ctx.bindGroup(apply, [uniform, band, mask, out, tallies]), [Math.ceil(p.width / WG), p.ownedRows, 1], encoder);
 }
+
+const SCATTER_WG = 256;
+
+/**
+ * Encodes NaN stores into `dst` at the first `count` u32 indices of `indices` (the host
+ * pre-mask's masked samples; shaders/stacking/scatter_nan.wgsl). `dstValues`: f32 values `dst`
+ * holds (every index must be below it; the caller's list comes from a band of that size).
+ */
+export async function scatterNanResident(ctx: GpuContext, indices: GPUBuffer, count: number, dst: GPUBuffer, dstValues: number, encoder: GPUCommandEncoder): Promise<void> {
+  if (count === 0) return;
+  if (indices.size < 4 * count) throw new GpuError('BAD_ARGUMENT', `scatter_nan: index buffer of ${indices.size} B for ${count} indices`);
+  if (dst.size < 4 * dstValues) throw new GpuError('BAD_ARGUMENT', `scatter_nan: target of ${dst.size} B, ${dstValues} values expected`);
+  const kernel = await ctx.pipeline('scatter_nan', { WG: SCATTER_WG });
+  const perDispatch = ctx.limits.maxComputeWorkgroupsPerDimension * SCATTER_WG;
+  for (let first = 0; first < count; first += perDispatch) {
+    const uniform = ctx.uniform(
+      packUniform([
+        ['u32', count],
+        ['u32', first],
+      ]),
+    );
+    ctx.retire(uniform);
+    const groups = Math.ceil(Math.min(perDispatch, count - first) / SCATTER_WG);
+    ctx.dispatch('scatter_nan', kernel, ctx.bindGroup(kernel, [uniform, { buffer: indices, offset: 0, size: 4 * count }, { buffer: dst, offset: 0, size: 4 * dstValues }]), [groups, 1, 1], encoder);
+  }
+}

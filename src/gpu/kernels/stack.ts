@@ -139,7 +139,7 @@ export function stackPipeline(ctx: GpuContext, n: number, method: StackParams['m
 }
 
 /** The uniform block: header, then scale[N], offset[N], weight[N] as f32 in vec4 slots. */
-export function packStackUniform(p: StackParams, rowOffset: number): Uint8Array {
+export function packStackUniform(p: StackParams, rowOffset: number, layout: SrcLayout = { rows: p.rows, row0: 0 }): Uint8Array {
   const n = p.frames;
   const { scale, offset, weight } = frameParams(p);
   const header = packUniform([
@@ -152,6 +152,8 @@ export function packStackUniform(p: StackParams, rowOffset: number): Uint8Array 
     ['f32', p.minFraction],
     ['f32', p.winsorK ?? 1.5],
     ['f32', winsorCorrection(p.winsorK ?? 1.5)],
+    ['u32', layout.rows],
+    ['u32', layout.row0],
   ]);
   if (header.byteLength !== HEADER_BYTES) throw new Error('stack: uniform header layout changed');
   const slots = Math.ceil((3 * n) / 4) * 4;
@@ -164,11 +166,23 @@ export function packStackUniform(p: StackParams, rowOffset: number): Uint8Array 
   return bytes;
 }
 
+/**
+ * Where the stacked rows sit in `src`: each frame holds `rows` rows there and the band's rows are
+ * rows `row0 .. row0 + params.rows` of them (default: a compact band, rows = params.rows, row0 = 0).
+ * Lets STACKING stack the owned rows of its work slots (halo rows around them) in place.
+ */
+export interface SrcLayout {
+  rows: number;
+  row0: number;
+}
+
 export interface StackGpuOptions {
   /** Override the measured shape (tests and benchmarks). */
   shape?: Partial<StackShape>;
   /** stackGpu only: at most this many rows per band (tests of the band loop). */
   bandRows?: number;
+  /** stackResident only: the band's rows inside larger frame slots. */
+  layout?: SrcLayout;
 }
 
 /**
@@ -193,6 +207,10 @@ export async function stackResident(
   const shape: StackShape = { ...stackShape(n), ...options.shape };
   if (shape.resident && n > 4 * RESIDENT_MAX_FRAMES) throw new GpuError('BAD_ARGUMENT', `stack: resident shape for ${n} frames would not compile in reasonable time`);
   if (shape.wg * shape.k * shape.rpi >= 65536) throw new GpuError('BAD_ARGUMENT', 'stack: WG * K * RPI must stay below 65536 (packed tallies)');
+  const layout = options.layout ?? { rows: params.rows, row0: 0 };
+  if (!(Number.isInteger(layout.rows) && Number.isInteger(layout.row0) && layout.row0 >= 0 && layout.row0 + params.rows <= layout.rows)) {
+    throw new GpuError('BAD_ARGUMENT', `stack: band rows ${layout.row0}..${layout.row0 + params.rows} outside the ${layout.rows} rows per frame of src`);
+  }
   const kernel = await stackPipeline(ctx, n, params.method, shape, params.width % shape.k === 0);
   const maxGroups = ctx.limits.maxComputeWorkgroupsPerDimension;
   const groupsX = Math.ceil(Math.ceil(params.width / shape.k) / shape.wg);
@@ -201,7 +219,7 @@ export async function stackResident(
   // Rows beyond the per-dimension limit go into further dispatches with a row offset.
   const rowsPerDispatch = maxGroups * shape.rpi;
   for (let row0 = 0; row0 < params.rows; row0 += rowsPerDispatch) {
-    const uniform = ctx.uniform(packStackUniform(params, row0));
+    const uniform = ctx.uniform(packStackUniform(params, row0, layout));
     ctx.retire(uniform);
     const group = ctx.bindGroup(kernel, [uniform, src, mean, count, rejected]);
     ctx.dispatch('stack', kernel, group, [groupsX, Math.ceil(Math.min(rowsPerDispatch, params.rows - row0) / shape.rpi)], own);

@@ -34,9 +34,9 @@ import { sourceRowsFor, type WarpKernel, type WarpParams } from '../../cpu/warp.
 import { isShared, sharedFloat32, sharedPool, type PoolKernel, type WorkerPool } from '../../cpu/worker-pool.js';
 import type { GpuContext } from '../../gpu/context.js';
 import { debayerBilinearResident } from '../../gpu/kernels/debayer.js';
-import { stackResident } from '../../gpu/kernels/stack.js';
+import { stackResident, type SrcLayout } from '../../gpu/kernels/stack.js';
 import { warpBilinearGpu, warpBilinearResident, warpLanczos3Gpu, warpLanczos3Resident } from '../../gpu/kernels/warp.js';
-import { premaskMaskBytes, premaskResident } from '../../gpu/kernels/premask.js';
+import { premaskMaskBytes, premaskResident, scatterNanResident } from '../../gpu/kernels/premask.js';
 import type { Band } from '../../gpu/band-planner.js';
 import { cosmeticCorrect } from './stacking-cosmetic.js';
 import { stackRows, superpixelRows, warpRows, type StackRowsArgs, type SuperpixelArgs, type WarpRowsArgs } from './stacking-kernels.js';
@@ -71,7 +71,7 @@ export interface EngineOptions {
    * one round trip of a channel's slots when the stack runs on the device (on llvmpipe the
    * branchy WGSL is ~7× slower than that round trip plus the TypeScript, measured).
    */
-  premask: { sigma: number[][]; level: number[]; onDevice: boolean } | null;
+  premask: { sigma: number[][]; level: number[]; onDevice: boolean; indexCapacity?: number | null } | null;
   perFrameCosmetic: { sigma: number } | null;
   workers: number;
   /** Contexts per kernel (null = TypeScript). */
@@ -374,6 +374,9 @@ async function warpOnHost(o: EngineOptions, f: StackFrame, w: Work, src: Source,
   else warpRows(args, 0, w.rows);
 }
 
+/** Slot indices the host pre-mask may hand to the device per band and channel (see DeviceStore). */
+export const nanIndexCapacity = (frames: number, ownedRows: number, width: number): number => Math.max(1024, Math.ceil((frames * ownedRows * width) / 32));
+
 const sharedU32 = (n: number, shared: boolean) => (shared ? new Uint32Array(new SharedArrayBuffer(4 * n)) : new Uint32Array(n));
 const sharedU64 = (n: number, shared: boolean) => (shared ? new BigUint64Array(new SharedArrayBuffer(8 * n)) : new BigUint64Array(n));
 const sharedU8 = (n: number, shared: boolean) => (shared ? new Uint8Array(new SharedArrayBuffer(n)) : new Uint8Array(n));
@@ -382,6 +385,8 @@ const sharedU8 = (n: number, shared: boolean) => (shared ? new Uint8Array(new Sh
  * Host part of the pre-mask for one channel's work band (`band`, frames × work rows × width,
  * host memory): seeds and growth per frame, the keep rule and NaN per owned pixel, then the
  * owned rows compacted to the front. Returns the compact view (frames × owned rows × width).
+ * With `nan`, the masked samples' band indices go there (PremaskArgs.nanIndex) and the band is
+ * returned uncompacted (work rows).
  */
 async function premaskHost(
   o: EngineOptions,
@@ -393,6 +398,7 @@ async function premaskHost(
   rejected: Uint32Array,
   counts: BigUint64Array,
   pool: WorkerPool | null,
+  nan: { index: Uint32Array; count: Uint32Array } | null = null,
 ): Promise<Float32Array> {
   const N = o.frames.length;
   const pm = o.premask!;
@@ -417,6 +423,7 @@ async function premaskHost(
     counts,
     // Only counts[1] (masked) is used: the valid count comes from the stack's tallies.
     countValid: false,
+    ...(nan ? { nanIndex: nan.index, nanCount: nan.count } : {}),
   };
   if (pool) {
     await pool.run(PREMASK_FLAG, args, 0, N, { chunksPerWorker: 2, reused: true });
@@ -425,7 +432,8 @@ async function premaskHost(
     premaskFlag(args, 0, N);
     premaskApply(args, w.ownedY0, w.ownedY0 + w.ownedRows);
   }
-  return compactOwned(band, o.width, w.rows, N, w.ownedY0, w.ownedRows);
+  // With an index list the caller stacks the work band in place (no compaction needed).
+  return nan ? args.band : compactOwned(band, o.width, w.rows, N, w.ownedY0, w.ownedRows);
 }
 
 function stackArgs(o: EngineOptions, c: number, band: Float32Array, rows: number, method: StackMethod, mean: Float32Array, rejected: Uint32Array, counts: BigUint64Array): StackRowsArgs {
@@ -570,6 +578,15 @@ class DeviceStore implements SlotStore {
   private readonly hostMedian: Float32Array | null;
   private readonly hostPremaskRejected: Uint32Array[];
   private readonly hostPremaskCounts: BigUint64Array[];
+  /**
+   * Host pre-mask with the stack on the device: the masked samples' slot indices (host, filled by
+   * the workers, and device copy) so only those are NaN'd on the device and the stack reads the
+   * slots in place; capacity 1/32 of a band's owned samples (typically ~0.5 % are masked), more
+   * and the whole band is uploaded instead.
+   */
+  private readonly nanIndex: Uint32Array | null;
+  private readonly nanCount: Uint32Array | null;
+  private readonly nanIndexBuffer: GPUBuffer | null;
   private readonly nan: Float32Array;
   private readonly held: GPUBuffer[] = [];
   private readonly survivors: number[];
@@ -616,6 +633,10 @@ class DeviceStore implements SlotStore {
     this.hostMedian = onHost ? f32(o.maxWorkRows * W) : null;
     this.hostPremaskRejected = Array.from({ length: C }, () => sharedU32(2 * N, sh));
     this.hostPremaskCounts = Array.from({ length: C }, () => sharedU64(2, sh));
+    const nanCapacity = onHost ? (o.premask?.indexCapacity ?? nanIndexCapacity(N, o.maxOwnedRows, W)) : 0;
+    this.nanIndex = onHost ? sharedU32(nanCapacity, sh) : null;
+    this.nanCount = onHost ? sharedU32(1, sh) : null;
+    this.nanIndexBuffer = onHost ? take(4 * nanCapacity, 'premask nan indices') : null;
     this.survivors = new Array(C).fill(0);
     this.nan = new Float32Array(o.maxWorkRows * W).fill(NaN);
     if (o.gpu.warp) {
@@ -685,13 +706,13 @@ class DeviceStore implements SlotStore {
   }
 
   /** Encodes a stack dispatch of `rows` rows from `src` (frames × rows × width) into mean/count. */
-  private async stack(c: number, src: GPUBuffer, rows: number, method: StackMethod, rejected: GPUBuffer, encoder: GPUCommandEncoder): Promise<void> {
+  private async stack(c: number, src: GPUBuffer, rows: number, method: StackMethod, rejected: GPUBuffer, encoder: GPUCommandEncoder, layout: SrcLayout = { rows, row0: 0 }): Promise<void> {
     const o = this.o;
     const N = o.frames.length;
     const plane = rows * o.width;
     await stackResident(
       this.ctx,
-      { buffer: src, offset: 0, size: N * plane * 4 },
+      { buffer: src, offset: 0, size: N * layout.rows * o.width * 4 },
       { buffer: this.mean, offset: 0, size: plane * 4 },
       { buffer: this.count, offset: 0, size: plane * 4 },
       rejected,
@@ -706,6 +727,7 @@ class DeviceStore implements SlotStore {
         weight: o.frames.map((f) => f.weight),
       },
       encoder,
+      { layout },
     );
   }
 
@@ -720,6 +742,9 @@ class DeviceStore implements SlotStore {
     // the data stays on the device.)
     let encoder = ctx.device.createCommandEncoder({ label: 'stacking pre-mask' });
     let src = this.slots[c]!;
+    // Rows of `src` per frame and the first owned one: the slots' work rows, or the compact
+    // buffer's owned rows (device pre-mask).
+    let layout: SrcLayout = { rows: w.rows, row0: w.ownedY0 };
     if (o.premask?.onDevice) {
       const pm = o.premask;
       const t0 = performance.now();
@@ -741,13 +766,15 @@ class DeviceStore implements SlotStore {
         encoder,
       );
       src = this.compact!;
+      layout = { rows: w.ownedRows, row0: 0 };
       ctx.submit(encoder);
       await ctx.done();
       timings.premask += performance.now() - t0;
       encoder = ctx.device.createCommandEncoder({ label: 'stacking band' });
     } else if (o.premask) {
-      // Median pass on the device, then the channel's slots come to the host for the mask and
-      // go back compacted to the owned rows.
+      // Median pass on the device, then the channel's slots come to the host for the mask; the
+      // masked samples (their slot indices) go back and are NaN'd on the device, and the stack
+      // reads the owned rows of the slots in place (no compaction, no re-upload of the band).
       const t0 = performance.now();
       await this.stack(c, src, w.rows, 'median', this.rejected[o.channels]!, encoder);
       ctx.submit(encoder);
@@ -760,18 +787,25 @@ class DeviceStore implements SlotStore {
         { buffer: src, target: band },
       ]);
       const t2 = performance.now();
-      const compact = await premaskHost(o, c, w, band, median, this.hostMask!, this.hostPremaskRejected[c]!, this.hostPremaskCounts[c]!, this.pool);
+      this.nanCount![0] = 0;
+      await premaskHost(o, c, w, band, median, this.hostMask!, this.hostPremaskRejected[c]!, this.hostPremaskCounts[c]!, this.pool, { index: this.nanIndex!, count: this.nanCount! });
       const t3 = performance.now();
-      ctx.write(src, compact);
+      encoder = ctx.device.createCommandEncoder({ label: 'stacking band' });
+      const masked = this.nanCount![0]!;
+      if (masked <= this.nanIndex!.length) {
+        ctx.write(this.nanIndexBuffer!, this.nanIndex!.subarray(0, masked));
+        await scatterNanResident(ctx, this.nanIndexBuffer!, masked, src, N * w.rows * W, encoder);
+      } else {
+        ctx.write(src, band); // too many to list: the whole (pre-masked) work band
+      }
       const t4 = performance.now();
       timings.premask_median += t1 - t0;
       timings.premask_transfer += t2 - t1 + (t4 - t3);
       timings.premask_mask += t3 - t2;
       timings.premask += t4 - t0;
-      encoder = ctx.device.createCommandEncoder({ label: 'stacking band' });
     }
     const t = performance.now();
-    await this.stack(c, src, w.ownedRows, o.rejection.method, this.rejected[c]!, encoder);
+    await this.stack(c, src, w.ownedRows, o.rejection.method, this.rejected[c]!, encoder, layout);
     ctx.submit(encoder);
     const mean = this.hostMean.subarray(0, plane);
     const count = this.hostCount.subarray(0, plane);

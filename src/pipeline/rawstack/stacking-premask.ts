@@ -71,6 +71,15 @@ export interface PremaskArgs {
    * count from the stack's own tallies). Default true.
    */
   countValid?: boolean;
+  /**
+   * When given, the band index of every sample premaskApply sets to NaN is stored here (order
+   * unspecified), so a caller whose band also sits on a device can NaN those samples there
+   * instead of uploading the band. `nanCount[0]` (shared across workers, Atomics) is advanced by
+   * each call's count; a call whose indices do not fit stores none, so nanCount[0] >
+   * nanIndex.length means "incomplete: upload the band".
+   */
+  nanIndex?: Uint32Array;
+  nanCount?: Uint32Array;
 }
 
 /** Seeds and growth of frames [f0, f1) (independent per frame). */
@@ -222,6 +231,8 @@ export function premaskApply(a: PremaskArgs, r0: number, r1: number): void {
   const low = new Uint32Array(N);
   const high = new Uint32Array(N);
   let masked = 0;
+  const record = a.nanIndex !== undefined && a.nanCount !== undefined;
+  const list: number[] = [];
   for (let f = 0; f < N; f++) {
     const base = f * plane + from;
     for (let j = 0; j < count; j++) {
@@ -232,10 +243,16 @@ export function premaskApply(a: PremaskArgs, r0: number, r1: number): void {
       const v = band[i]!;
       if (v !== v) continue;
       band[i] = NaN;
+      if (record) list.push(i);
       masked++;
       if (t === SEED_HIGH || t === GROWN_HIGH || t === STRONG_HIGH) high[f]!++;
       else low[f]!++;
     }
+  }
+  if (record && list.length > 0) {
+    const cursor = a.nanCount!;
+    const at = cursor.buffer instanceof SharedArrayBuffer ? Atomics.add(cursor, 0, list.length) : (cursor[0] = cursor[0]! + list.length) - list.length;
+    if (at + list.length <= a.nanIndex!.length) a.nanIndex!.set(list, at);
   }
   const shared = a.rejected.buffer instanceof SharedArrayBuffer;
   for (let f = 0; f < N; f++) {

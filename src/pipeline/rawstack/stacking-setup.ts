@@ -309,6 +309,8 @@ export interface StackPlanInput {
   haloRows: number;
   /** Host bytes per frame and pixel besides the slots (the pre-mask's host copy and mask byte). */
   extraBytesPerFramePixel: number;
+  /** Bytes per band pixel besides the frames' (the host pre-mask's index lists; default 0). */
+  extraBytesPerPixel?: number;
   budgetBytes: number;
   /** Largest storage binding when the stack runs on the device (each channel has its own buffer), else null. */
   maxBindingBytes: number | null;
@@ -333,6 +335,7 @@ export interface StackPlan extends BandPlan {
  *                                       of one channel and its mask byte (5, or 0 when off)
  *                      + (24 + 4C)·W    mean, count, median and warp output buffers, their
  *                                       read-back staging, host result rows
+ *                      + Y·W            Y = extraBytesPerPixel (the host pre-mask's index lists)
  *   per source row:      (P + 1)·4·B·Wf  P reads in flight and the cosmetic copy (B frame rows of
  *                                       Wf pixels per source row: B = 2 for superpixel, else 1)
  *                      + 2C·4·W         the source planes on the host and on the device
@@ -356,7 +359,7 @@ export function planStackBands(input: StackPlanInput): StackPlan {
   const fixed = E * perSourceRow + 2 * N * C * 4 + 64 * 1024;
   const budget = input.budgetBytes - fixed;
   const bytesPerPixel = 4 * C + input.extraBytesPerFramePixel;
-  const outputBytesPerPixel = 24 + 4 * C + Math.ceil((S * perSourceRow) / W);
+  const outputBytesPerPixel = 24 + 4 * C + (input.extraBytesPerPixel ?? 0) + Math.ceil((S * perSourceRow) / W);
   let plan: BandPlan;
   try {
     plan = planBands({

@@ -44,8 +44,12 @@ export const STACKING_WARP_KERNEL: WarpKernel = 'lanczos3';
 /** Most FITS files kept open at once across bands. */
 export const STACKING_OPEN_FILES = 64;
 
-/** Overrides for tests: where the pre-mask runs (null: by device kind). */
-export const stackingOptions: { premaskOnDevice: boolean | null } = { premaskOnDevice: null };
+/**
+ * Overrides for tests: where the pre-mask runs (null: by device kind); how many masked-sample
+ * indices the host pre-mask may send to the device per band and channel (null: the engine's
+ * capacity; beyond it the band is uploaded whole).
+ */
+export const stackingOptions: { premaskOnDevice: boolean | null; premaskIndexCapacity: number | null } = { premaskOnDevice: null, premaskIndexCapacity: null };
 
 const MiB = 1024 * 1024;
 const round = (v: number, d = 3) => (Number.isFinite(v) ? Math.round(v * 10 ** d) / 10 ** d : null);
@@ -170,7 +174,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     if (sigma.some((row) => row.some((s) => !(s > 0)))) ctx.warn('premask_noise', 'pixel noise could not be measured on some frames; the pre-mask skips them');
     // WGSL pre-mask on a hardware GPU; on a software adapter the TypeScript one is faster.
     const onDevice = stackingOptions.premaskOnDevice ?? (stackCtx?.info.kind === 'gpu');
-    premask = { sigma, level, onDevice: onDevice && stackCtx !== null };
+    premask = { sigma, level, onDevice: onDevice && stackCtx !== null, indexCapacity: stackingOptions.premaskIndexCapacity };
   }
   const workers = c.runtime_limits.parallel_workers;
   const budgetBytes = c.runtime_limits.memory_budget * MiB;
@@ -188,8 +192,12 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
       prefetch: Math.max(1, workers),
       readHalo: halo,
       haloRows: premask ? PREMASK_GROW : 0,
-      // The pre-mask's mask byte, and on the device path its compacted copy of one channel's slots.
+      // The pre-mask's mask byte, and on the device path its compacted copy of one channel's
+      // slots (device pre-mask) or the host copy of one channel's slots (host pre-mask).
       extraBytesPerFramePixel: (extraBytes = premask ? (device && stackCtx ? 5 : 1) : 0),
+      // Host pre-mask beside a device stack: the masked samples' index lists (host and device,
+      // u32 for 1/32 of a band's owned samples each: nanIndexCapacity).
+      extraBytesPerPixel: premask && !premask.onDevice && device && stackCtx ? Math.ceil(N / 4) : 0,
       budgetBytes,
       maxBindingBytes: device && stackCtx ? Math.min(stackCtx.limits.maxStorageBufferBindingSize, stackCtx.limits.maxBufferSize) : null,
     });
