@@ -106,6 +106,8 @@ var<workgroup> wg_rej: array<atomic<u32>, N>;
 // Normalised samples and this invocation's packed tallies over its rows (resident mode).
 var<private> v: array<VF, NV>;
 var<private> tally: array<VU, NV>;
+// Median (resident mode): the samples' order-preserving keys, NaN as 0xffffffff (see stack_median).
+var<private> keys: array<VU, NV>;
 // Index of this invocation's first pixel in frame 0, and which lanes lie inside the row.
 var<private> base0: u32;
 var<private> inrow: VB;
@@ -372,15 +374,41 @@ fn stack_winsor(all: Sums, min_keep: VU) -> Result {
   return Result(swv / sw, select(all.n, c.n, take), select(valid_lo, lo_c, take), select(valid_hi, hi_c, take));
 }
 
+// count_le from the keys held in registers (resident mode): a NaN sample's key 0xffffffff is
+// never <= a bisection midpoint while a lane has a valid sample (mid < 0xffffffff there, since
+// count_le(0xfffffffe) = n > k_lo), so the counts equal count_le's; lanes without a valid sample
+// give NaN either way.
+fn count_le_keys(t: VU) -> VU {
+  var c = VU(0u);
+  for (var f = 0u; f < N; f++) { // @unroll
+    c += ones(keys[f] <= t);
+  } // @end-unroll
+  return c;
+}
+
 fn stack_median(n: VU) -> VF {
   let k_lo = (n - VU(1u)) / VU(2u);
   let k_hi = n / VU(2u);
+  if (RESIDENT) {
+    // Keys once per pixel instead of once per sample and bisection step (32 steps): ~2x fewer
+    // operations per step on llvmpipe.
+    for (var f = 0u; f < N; f++) { // @unroll
+      let x = v[f];
+      keys[f] = select(VU(0xffffffffu), key(x), x == x);
+    } // @end-unroll
+  }
   // Smallest key t with count(key <= t) > k_lo is the key of the k_lo-th smallest sample.
   var lo = VU(0u);
   var hi = VU(0xffffffffu);
   for (var b = 0u; b < 32u; b++) {
     let mid = lo + ((hi - lo) >> VU(1u));
-    let big = count_le(mid) > k_lo;
+    var le: VU;
+    if (RESIDENT) {
+      le = count_le_keys(mid);
+    } else {
+      le = count_le(mid);
+    }
+    let big = le > k_lo;
     hi = select(hi, mid, big);
     lo = select(mid + VU(1u), lo, big);
   }
