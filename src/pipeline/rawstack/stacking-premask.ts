@@ -86,29 +86,30 @@ export interface PremaskArgs {
 export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
   const { width: W, rows: R, band, median: M, mask, level: L } = a;
   const plane = W * R;
-  // The star-profile tolerance depends on the pixel only: computed once per call. Arithmetic is
-  // f32 step by step, as in shaders/stacking/premask_flag.wgsl, so both paths flag alike.
+  // The star-profile tolerance t = α·|M − L| depends on the pixel only. Arithmetic is f32 step
+  // by step, as in shaders/stacking/premask_flag.wgsl, so both paths flag alike.
   const f32 = Math.fround;
-  const tol = new Float32Array(plane);
   const alpha = f32(ALPHA);
   const level = f32(L);
-  for (let i = 0; i < plane; i++) tol[i] = alpha * f32(Math.abs(f32(M[i]! - level)));
   // Fast screen: nearly every sample is no seed, which the f64 deviation d64 = v·sc + of − M
   // shows without the f32 rounding chain when it clears the thresholds by a margin. For such a
   // sample |d64| <= max(hi, lo) + t, so |v·sc + of| <= |M| + max(hi, lo) + t, and the f32
   // chain (three roundings of at most 2^-24 of |v·sc + of|, |d| and the threshold each) moves d
-  // against the threshold by less than 2^-22 · (|M| + 2·(max(hi, lo) + t)) <= margin below.
-  // Samples the screen does not clear go through the exact f32 rule, so the result is the same.
+  // against the threshold by less than 2^-22 · (|M| + 2·(max(hi, lo) + t)); the screen keeps
+  // a margin of 2e-6 · (|M| + 2·(max(hi, lo) + t)), half of it for storing it as f32 (one more
+  // rounding of at most 2^-24 · t). Samples the screen does not clear go through the exact f32
+  // rule, so the result is the same. One f32 per pixel (the only per-call scratch: a worker
+  // allocates it per call, so it is kept to the size the tolerance array had).
   let kMax = 0;
   for (let f = f0; f < f1; f++) {
     const sig = a.sigma[f]!;
     if (sig > 0) kMax = Math.max(kMax, f32(a.kHigh * sig), f32(a.kLow * sig));
   }
-  const screen = new Float64Array(plane);
+  const screen = new Float32Array(plane);
   for (let i = 0; i < plane; i++) {
-    const t = tol[i]!;
     const m = M[i]!;
-    screen[i] = t - 1e-6 * (Math.abs(m) + 2 * (kMax + t)); // NaN median: NaN, the screen never passes
+    const t = f32(alpha * f32(Math.abs(f32(m - level))));
+    screen[i] = t - 2e-6 * (Math.abs(m) + 2 * (kMax + t)); // NaN median: NaN, the screen never passes
   }
   for (let f = f0; f < f1; f++) {
     const sc = f32(a.scale[f]!);
@@ -129,8 +130,9 @@ export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
         if (u === u) continue;
       }
       // v·sc is exact in f64, so one rounding of the sum is the fused multiply-add of the shader.
-      const d = f32(f32(v * sc + of) - M[i]!); // NaN sample or median: no comparison holds
-      const t = tol[i]!;
+      const m = M[i]!;
+      const d = f32(f32(v * sc + of) - m); // NaN sample or median: no comparison holds
+      const t = f32(alpha * f32(Math.abs(f32(m - level))));
       const th = f32(hi + t);
       const tl = f32(lo + t);
       if (d > th) {
