@@ -17,8 +17,10 @@
 // DeviceStore keeps a band's slots in device buffers: source planes go up once per frame,
 // (debayer →) warp → copy into the slot → (median → pre-mask →) stack is a chain of device work,
 // and only the band's mean and count come back. On a software adapter the pre-mask's flag/apply
-// run in TypeScript instead, with one round trip of a channel's slots (faster there, measured).
-// HostStore keeps the slots in shared host memory.
+// run in TypeScript instead (faster there, measured): a channel's slots come to the host, and
+// only the masked samples' indices go back (NaN'd by a scatter kernel), the stack then reading
+// the owned rows of the slots in place. The next band's first reads start while a band is
+// pre-masked and stacked. HostStore keeps the slots in shared host memory.
 // Worker-pool runs over the band's slots, mask and tallies are `reused` (allocated once per
 // phase, so they do not force the workers' full collections; the run collects after the phase).
 //
