@@ -99,7 +99,10 @@ function coverage(kernel: WarpKernel, params: WarpParams): void {
   }
 }
 
-async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer, out: GPUBuffer, params: WarpParams, encoder?: GPUCommandEncoder, options: WarpGpuOptions = {}, checked = false): Promise<void> {
+/** Where a warp writes: a whole buffer, or a range of one (e.g. a frame's slot of a band). */
+export type WarpTarget = GPUBuffer | { buffer: GPUBuffer; offset: number; size: number };
+
+async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer, out: WarpTarget, params: WarpParams, encoder?: GPUCommandEncoder, options: WarpGpuOptions = {}, checked = false): Promise<void> {
   resolveWarpParams(params);
   if (!checked) coverage(kernel, params);
   if (params.rows === 0) return;
@@ -107,7 +110,8 @@ async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer,
   const outBytes = params.rows * params.width * 4;
   const id = kernel === 'bilinear' ? BILINEAR.id : LANCZOS.id;
   if (src.size < Math.max(srcBytes, 4)) throw new GpuError('BAD_ARGUMENT', `${id}: source buffer has ${src.size} bytes, the band needs ${srcBytes}`);
-  if (out.size < outBytes) throw new GpuError('BAD_ARGUMENT', `${id}: output buffer has ${out.size} bytes, the band needs ${outBytes}`);
+  const outSize = 'buffer' in out ? Math.min(out.size, out.buffer.size - out.offset) : out.size;
+  if (outSize < outBytes) throw new GpuError('BAD_ARGUMENT', `${id}: output range has ${outSize} bytes, the band needs ${outBytes}`);
   let overrides: Record<string, number>;
   let perInvocation: number;
   let flip = false;
@@ -131,14 +135,15 @@ async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer,
 /**
  * Bilinear warp of the output band (params.y0, params.rows) from the resident source band
  * `src` (params.srcRows rows from params.srcY0, covering sourceRowsFor()) into `out`
- * (rows × width f32), encoded into `encoder` if given.
+ * (rows × width f32; a buffer or a range of one, its offset a multiple of
+ * minStorageBufferOffsetAlignment), encoded into `encoder` if given.
  */
-export function warpBilinearResident(ctx: GpuContext, src: GPUBuffer, out: GPUBuffer, params: WarpParams, encoder?: GPUCommandEncoder): Promise<void> {
+export function warpBilinearResident(ctx: GpuContext, src: GPUBuffer, out: WarpTarget, params: WarpParams, encoder?: GPUCommandEncoder): Promise<void> {
   return warpResident('bilinear', ctx, src, out, params, encoder);
 }
 
 /** Lanczos-3 warp of a resident band; see warpBilinearResident. */
-export function warpLanczos3Resident(ctx: GpuContext, src: GPUBuffer, out: GPUBuffer, params: WarpParams, encoder?: GPUCommandEncoder, options?: WarpGpuOptions): Promise<void> {
+export function warpLanczos3Resident(ctx: GpuContext, src: GPUBuffer, out: WarpTarget, params: WarpParams, encoder?: GPUCommandEncoder, options?: WarpGpuOptions): Promise<void> {
   return warpResident('lanczos3', ctx, src, out, params, encoder, options);
 }
 

@@ -698,10 +698,15 @@ class DeviceStore implements SlotStore {
     }
     const t = performance.now();
     const params = warpParams(o, f, w, raw);
+    // Straight into the frame's slot where its offset meets the binding alignment (e.g. any
+    // width that is a multiple of 64), else through warpOut and a copy.
+    const offset = f.slot * plane * 4;
+    const direct = offset % ctx.limits.minStorageBufferOffsetAlignment === 0;
     for (let c = 0; c < o.channels; c++) {
-      if (o.kernel === 'lanczos3') await warpLanczos3Resident(ctx, planes[c]!, this.warpOut, params, encoder);
-      else await warpBilinearResident(ctx, planes[c]!, this.warpOut, params, encoder);
-      encoder.copyBufferToBuffer(this.warpOut, 0, this.slots[c]!, f.slot * plane * 4, plane * 4);
+      const out = direct ? { buffer: this.slots[c]!, offset, size: plane * 4 } : this.warpOut;
+      if (o.kernel === 'lanczos3') await warpLanczos3Resident(ctx, planes[c]!, out, params, encoder);
+      else await warpBilinearResident(ctx, planes[c]!, out, params, encoder);
+      if (!direct) encoder.copyBufferToBuffer(this.warpOut, 0, this.slots[c]!, offset, plane * 4);
     }
     ctx.submit(encoder);
     timings.warp += performance.now() - t;
