@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { displacement, lanczos3Weights, lanczos3WeightsLut, samplePosition, sourceRowsFor, warpBilinear, warpLanczos3, type Affine, type WarpKernel, type WarpParams } from '../../src/cpu/warp.js';
-import { lanczosShape, warpBilinearGpu, warpBilinearResident, warpLanczos3Gpu } from '../../src/gpu/kernels/warp.js';
+import { lanczosShape, warpBilinearGpu, warpBilinearResident, warpLanczos3Gpu, warpLanczos3Resident } from '../../src/gpu/kernels/warp.js';
 import { compareArrays, gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom } from '../helpers/tmp.js';
 
@@ -489,6 +489,31 @@ gpuTest('GPU Lanczos: groups of 8 agree with groups of 4 to f32 rounding (same p
     const d = compareArrays(g8, g4);
     assert.is(d.nanMismatches, 0, `${deg}° ${scale}`);
     assert.ok(d.maxAbs <= 1e-6 * maxAbs(src), `${deg}° ${scale}: max |diff| ${d.maxAbs}`);
+  }
+});
+
+gpuTest('GPU Lanczos: warping into a range of a larger buffer (a frame slot) writes exactly that range', async () => {
+  const ctx = gpu.ctx!;
+  const W = 64;
+  const H = 40;
+  const src = starField(W, H, 17);
+  const params = full(W, H, similarity(W, H, 0.4, 1.001, 1.3, -0.8));
+  const want = await warpLanczos3Gpu(ctx, src, params);
+  const plane = W * H;
+  const input = ctx.upload(src);
+  const slots = ctx.upload(new Float32Array(3 * plane).fill(-1));
+  try {
+    const encoder = ctx.device.createCommandEncoder();
+    await warpLanczos3Resident(ctx, input, { buffer: slots, offset: plane * 4, size: plane * 4 }, params, encoder);
+    ctx.submit(encoder);
+    const got = await ctx.readFloat32(slots, 3 * plane);
+    assert.ok(got.subarray(0, plane).every((v) => v === -1) && got.subarray(2 * plane).every((v) => v === -1), 'outside the range untouched');
+    const d = compareArrays(got.subarray(plane, 2 * plane), want);
+    assert.is(d.nanMismatches, 0);
+    assert.is(d.maxAbs, 0);
+  } finally {
+    ctx.pool.release(input);
+    ctx.pool.release(slots);
   }
 });
 
