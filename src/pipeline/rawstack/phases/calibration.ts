@@ -38,7 +38,8 @@ import { GpuError } from '../../../gpu/errors.js';
 import { gpuFor } from '../../device-policy.js';
 import { CancelledError, failed, ok, skipped, type Phase, type PhaseContext } from '../../phase.js';
 import { DEFAULT_FLAT_FLOOR } from '../../../cpu/calibrate.js';
-import { toShared } from '../../../cpu/worker-pool.js';
+import { exposeGc } from '../../../cpu/worker-gc.js';
+import { collectSharedPools, toShared } from '../../../cpu/worker-pool.js';
 import type { CalibrateLightResult } from '../calibrate-light-task.js';
 import { calibratedHeader, FrameCalibrator, type CalibratedHeaderInfo } from '../calibration-apply.js';
 import {
@@ -67,6 +68,8 @@ import { filterKey } from '../queue.js';
 import { addArtifact } from './report.js';
 
 const MiB = 1024 * 1024;
+/** The main thread's collector (null where the runtime refuses it). */
+const collectGarbage = exposeGc();
 const PHASE = 'CALIBRATION';
 
 type DarkMember = DarkFrameHeader & { file: string };
@@ -430,6 +433,13 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   }
   const flatTop = flatGroups ? Math.max(1, ...[...flats.values()].map(flatHigh)) : flat ? flatHigh(flat) : 1;
   const mastersMs = performance.now() - t0;
+
+  // The masters' band buffers are dead: the device pool's (host memory on a software adapter)
+  // and the host staging of every combine (up to the budget each). Released before the lights,
+  // whose workers would otherwise add their frames on top of them (peak RSS).
+  state.gpu?.pool.trim();
+  collectGarbage?.();
+  collectSharedPools();
 
   // 5. Lights, at most parallel_workers in flight and as many as the budget holds beside the masters.
   const perFrame = 3 * frameBytes;
