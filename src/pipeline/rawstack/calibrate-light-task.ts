@@ -59,7 +59,8 @@ export async function calibrateLight(task: CalibrateLightTask): Promise<Calibrat
   const header = calibratedHeader(image.header, task.header);
   const t2 = performance.now();
   try {
-    await writeFits(task.out, { width, height, data }, { header });
+    // Not flushed: an intermediate the run regenerates (writeFits `durable`).
+    await writeFits(task.out, { width, height, data }, { header, durable: false });
   } catch (e) {
     return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: `cannot write ${task.out}: ${message(e)}` };
   }

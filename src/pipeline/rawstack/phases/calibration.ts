@@ -549,7 +549,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
           if (check.blank) return onExcluded(frame, 'blank_frame', check.detail!);
           ctx.checkCancelled();
           const out = await calibrator.calibrate(image.data, plan.sel ? plan.sel.groupId : null, plan.scale, plan.flatKey, true);
-          await writeFits(plan.file, { width, height, data: out }, { header: calibratedHeader(image.header, plan.header) });
+          await writeFits(plan.file, { width, height, data: out }, { header: calibratedHeader(image.header, plan.header), durable: false });
           onCalibrated(frame, plan);
         } catch (e) {
           if (e instanceof CancelledError || e instanceof GpuError) throw e;
