@@ -129,6 +129,7 @@ export class MoffatFitter {
   private readonly jtj = new Float64Array(NP * NP);
   private readonly jtr = new Float64Array(NP);
   private readonly sys = new Float64Array(NP * NP);
+  private readonly rhs = new Float64Array(NP);
   private readonly step = new Float64Array(NP);
   private readonly p = new Float64Array(NP);
   private readonly trial = new Float64Array(NP);
@@ -314,6 +315,29 @@ export class MoffatFitter {
   }
 
   /**
+   * The damped step (JᵀJ + λ·diag)·δ = Jᵀr into `step`; with a finite `du`, δu = du is given and
+   * the other seven components solved for it (its coupling moved to the right-hand side).
+   */
+  private solveStep(lambda: number, du: number): boolean {
+    const sys = this.sys;
+    const rhs = this.rhs;
+    const jtj = this.jtj;
+    sys.set(jtj);
+    rhs.set(this.jtr);
+    for (let m = 0; m < NP; m++) sys[m * NP + m] = jtj[m * NP + m]! * (1 + lambda) + 1e-30;
+    if (du === du) {
+      for (let m = 0; m < NP - 1; m++) {
+        rhs[m] = rhs[m]! - jtj[m * NP + 7]! * du;
+        sys[m * NP + 7] = 0;
+        sys[7 * NP + m] = 0;
+      }
+      sys[7 * NP + 7] = 1;
+      rhs[7] = du;
+    }
+    return solve(sys, rhs, this.step);
+  }
+
+  /**
    * Fits the patch. Start: centre (x, y), amplitude, background 0, and the Gaussian-equivalent
    * second-moment matrix [[mxx, mxy], [mxy, myy]] (px²) which seeds the shape at β = 3.
    */
@@ -350,14 +374,26 @@ export class MoffatFitter {
     let lambda = 1e-3;
     let it = 0;
     let converged = false;
+    // Relative χ² drop of the last accepted step. Once it is tiny the fit sits at the minimum
+    // within the accuracy of the approximate Jacobian (pixel factor held constant), where damped
+    // steps no longer lower χ²: 3 refused attempts then end the fit instead of 12.
+    let lastDrop = Infinity;
     for (; it < maxIterations && !converged; it++) {
       this.normal(patch, p);
       let improved = false;
-      for (let attempt = 0; attempt < 12; attempt++) {
-        const sys = this.sys;
-        sys.set(this.jtj);
-        for (let m = 0; m < NP; m++) sys[m * NP + m] = this.jtj[m * NP + m]! * (1 + lambda) + 1e-30;
-        if (!solve(sys, this.jtr, this.step)) {
+      const attempts = lastDrop <= 1e-4 ? 3 : 12;
+      for (let attempt = 0; attempt < attempts; attempt++) {
+        if (!this.solveStep(lambda, NaN)) {
+          lambda *= 10;
+          continue;
+        }
+        // A step that takes u beyond a bound: u stops at the bound and the other seven parameters
+        // are solved again with that δu given (projected Levenberg–Marquardt). Merely clamping u
+        // leaves them a poor direction: near-Gaussian stars (u at U_MIN) then crawled to the
+        // iteration cap with most trial steps refused.
+        const u0 = p[7]!;
+        const u1 = u0 + this.step[7]!;
+        if ((u1 < U_MIN || u1 > U_MAX) && !this.solveStep(lambda, Math.min(U_MAX, Math.max(U_MIN, u1)) - u0)) {
           lambda *= 10;
           continue;
         }
@@ -373,6 +409,7 @@ export class MoffatFitter {
           improved = true;
           const moved = Math.abs(this.step[2]!) + Math.abs(this.step[3]!);
           if (drop <= 1e-9 * chi || (moved < 1e-6 && drop <= 1e-6 * chi)) converged = true;
+          lastDrop = chi > 0 ? drop / chi : 0;
           chi = c2;
           break;
         }
