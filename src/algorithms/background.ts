@@ -25,7 +25,7 @@
 // - `median` and `rms` are the medians of the filtered tile meshes: the frame's global sky
 //   level and per-pixel noise (`background_median`, `background_rms` of the frame metrics).
 
-import { MAD_TO_SIGMA, medianInPlace } from './robust-stats.js';
+import { MAD_TO_SIGMA, medianInPlace, medianInPlaceF32 } from './robust-stats.js';
 
 export interface BackgroundOptions {
   /** Nominal tile edge in px (tiles are spread evenly, so actual sizes differ by < 1 tile / count). Default 64. */
@@ -77,10 +77,10 @@ function tileStats(v: Float32Array, nb: Float32Array, n: number, work: Float32Ar
   // Rounds: median; then (but for the last round) MAD-σ and the clip for the next median.
   for (let round = 0; round < rounds; round++) {
     const values = work.subarray(0, count);
-    med = medianInPlace(values);
+    med = medianInPlaceF32(values);
     if (round === rounds - 1) break;
     for (let i = 0; i < count; i++) dev[i] = Math.abs(values[i]! - med);
-    const sigma = MAD_TO_SIGMA * medianInPlace(dev.subarray(0, count));
+    const sigma = MAD_TO_SIGMA * medianInPlaceF32(dev.subarray(0, count));
     if (!(sigma > 0)) break;
     lo = med - clip * sigma;
     hi = med + clip * sigma;
@@ -98,7 +98,7 @@ function tileStats(v: Float32Array, nb: Float32Array, n: number, work: Float32Ar
     const b = nb[i]!;
     if (a >= lo && a <= hi && b >= lo && b <= hi) dev[m++] = Math.abs(a - b);
   }
-  const noise = m >= 8 ? (MAD_TO_SIGMA * medianInPlace(dev.subarray(0, m))) / Math.SQRT2 : NaN;
+  const noise = m >= 8 ? (MAD_TO_SIGMA * medianInPlaceF32(dev.subarray(0, m))) / Math.SQRT2 : NaN;
   return [med, noise];
 }
 
