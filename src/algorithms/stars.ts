@@ -333,7 +333,7 @@ function filterRow(img: Float32Array, o: number, w: number, kernel: Float32Array
  * filtered horizontally into a ring of 2r + 1 row buffers and combined vertically as soon as the
  * ring holds a row's neighbours: the only full-size allocation is D, every access is sequential.
  */
-function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan): Float32Array {
+function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan): { D: Float32Array; blocks: SignificanceBlocks } {
   const r = kernel.length >> 1;
   const n = 2 * r + 1;
   const { segments: seg, fill } = rowSegments(bg);
@@ -344,6 +344,8 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
   // √(Σ over the 2-D kernel of g²) = Σ over the 1-D kernel of g².
   const norm = g2;
   const out = new Float32Array(w * h);
+  // Maximum of D per row and sky segment, for the candidate search to skip empty stretches.
+  const blockMax = new Float32Array(h * seg.count);
   // Ring slot of (clamped) image row yy; rows are filtered once, in order.
   let filtered = -1;
   const slot = (yy: number): Float32Array => {
@@ -390,22 +392,37 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
       const n1 = (seg.noise0[s]! + seg.noiseSlope[s]! * (end - x0)) * norm;
       let inv = n0 > 0 ? 1 / n0 : 0;
       const dinv = end > x0 && n0 > 0 && n1 > 0 ? (1 / n1 - 1 / n0) / (end - x0) : 0;
+      let mx = -Infinity;
       if (r === 2) {
         for (let x = x0; x < end; x++) {
-          out[o + x] = (k0 * c[x]! + k1 * (a1[x]! + b1[x]!) + k2 * (a2[x]! + b2[x]!) - lv) * inv;
+          const v = (k0 * c[x]! + k1 * (a1[x]! + b1[x]!) + k2 * (a2[x]! + b2[x]!) - lv) * inv;
+          out[o + x] = v;
+          mx = v > mx ? v : mx;
           lv += dl;
           inv += dinv;
         }
       } else {
         for (let x = x0; x < end; x++) {
-          out[o + x] = (acc[x]! - lv) * inv;
+          const v = (acc[x]! - lv) * inv;
+          out[o + x] = v;
+          mx = v > mx ? v : mx;
           lv += dl;
           inv += dinv;
         }
       }
+      // (D is stored as float32: the block maximum is kept a hair high, so no stored value
+      // above a threshold can sit in a block whose maximum reads below it.)
+      blockMax[y * seg.count + s] = mx + 1e-6 * Math.abs(mx);
     }
   }
-  return out;
+  return { D: out, blocks: { start: seg.start, count: seg.count, max: blockMax } };
+}
+
+/** Maximum of D per row and column block: row y's block s spans x in [start[s], start[s+1]). */
+interface SignificanceBlocks {
+  start: Int32Array;
+  count: number;
+  max: Float32Array;
 }
 
 interface Candidate {
@@ -427,15 +444,32 @@ interface Candidate {
   reach: number;
 }
 
-/** Local maxima of D above `threshold` (3×3, ties resolved toward the first in raster order). */
-function localMaxima(D: Float32Array, w: number, h: number, threshold: number, margin: number): Candidate[] {
+/**
+ * Local maxima of D above `threshold` (3×3, ties resolved toward the first in raster order).
+ * Only blocks whose maximum exceeds the threshold are scanned (most of a frame is sky).
+ */
+function localMaxima(D: Float32Array, w: number, h: number, threshold: number, margin: number, blocks: SignificanceBlocks): Candidate[] {
   const out: Candidate[] = [];
   const m = Math.max(1, margin);
   const y1 = h - m;
   const x1 = w - m;
+  const nb = blocks.count;
   for (let y = m; y < y1; y++) {
     const o = y * w;
-    for (let x = m; x < x1; x++) {
+    for (let b = 0; b < nb; b++) {
+      if (!(blocks.max[y * nb + b]! > threshold)) continue;
+      const xa = Math.max(m, blocks.start[b]!);
+      const xb = Math.min(x1, blocks.start[b + 1]!);
+      scanMaxima(D, w, o, y, xa, xb, threshold, out);
+    }
+  }
+  return out;
+}
+
+/** The local maxima of row y (offset o) of D in columns [xa, xb) (see `localMaxima`). */
+function scanMaxima(D: Float32Array, w: number, o: number, y: number, xa: number, xb: number, threshold: number, out: Candidate[]): void {
+  {
+    for (let x = xa; x < xb; x++) {
       const v = D[o + x]!;
       if (!(v > threshold)) continue;
       if (
@@ -447,7 +481,6 @@ function localMaxima(D: Float32Array, w: number, h: number, threshold: number, m
       }
     }
   }
-  return out;
 }
 
 /** Bilinear sample of D. */
@@ -485,7 +518,26 @@ function saddle(D: Float32Array, w: number, h: number, a: Candidate, b: Candidat
  * there in every direction. Samples outside the image count as passing only if the other three
  * of a direction pair's four samples pass (a streak leaving the frame).
  */
-function onStreak(D: Float32Array, w: number, h: number, c: Candidate, l1: number, threshold: number): boolean {
+const STREAK_STEPS = 64;
+
+/**
+ * Offsets (l1·cos a, l1·sin a) of the coarse streak directions a_k = 2πk/64, k < 32, and of their
+ * opposites a_k + π, computed once per detection (the same expressions `onStreak` evaluated per
+ * candidate, so the samples are the same).
+ */
+function streakOffsets(l1: number): Float64Array {
+  const t = new Float64Array(STREAK_STEPS * 2);
+  for (let k = 0; k < STREAK_STEPS / 2; k++) {
+    const a = (k * 2 * Math.PI) / STREAK_STEPS;
+    t[4 * k] = l1 * Math.cos(a);
+    t[4 * k + 1] = l1 * Math.sin(a);
+    t[4 * k + 2] = l1 * Math.cos(a + Math.PI);
+    t[4 * k + 3] = l1 * Math.sin(a + Math.PI);
+  }
+  return t;
+}
+
+function onStreak(D: Float32Array, w: number, h: number, c: Candidate, l1: number, threshold: number, offsets: Float64Array): boolean {
   const level = Math.max(threshold, 0.25 * c.d);
   const at = (angle: number, dist: number): number => {
     const x = c.ix + dist * Math.cos(angle);
@@ -493,14 +545,20 @@ function onStreak(D: Float32Array, w: number, h: number, c: Candidate, l1: numbe
     if (x < 0 || y < 0 || x > w - 1 || y > h - 1) return NaN;
     return sampleD(D, w, h, x, y);
   };
-  const steps = 64;
+  const atOffset = (o: number): number => {
+    const x = c.ix + offsets[o]!;
+    const y = c.iy + offsets[o + 1]!;
+    if (x < 0 || y < 0 || x > w - 1 || y > h - 1) return NaN;
+    return sampleD(D, w, h, x, y);
+  };
+  const steps = STREAK_STEPS;
   let bestAngle = NaN;
   let best = -Infinity;
   for (let k = 0; k < steps / 2; k++) {
     const a = (k * 2 * Math.PI) / steps;
-    const p = at(a, l1);
+    const p = atOffset(4 * k);
     if (p < level) continue;
-    const q = at(a + Math.PI, l1);
+    const q = atOffset(4 * k + 2);
     const m = Math.min(p === p ? p : Infinity, q === q ? q : Infinity);
     if (m !== Infinity && m > best) {
       best = m;
@@ -1139,7 +1197,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const t1 = performance.now();
   timings.background = t1 - t0;
   const kernel = gaussianKernel(options.filterFwhm ?? (cfa ? 1.5 : 2));
-  const D = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan);
+  const { D, blocks } = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan);
   const sat = saturationResult(scan, width * height);
   const levelAt = (x: number, y: number): number => backgroundAt(bg, x, y);
   // Per-pixel noise at a full-resolution position (a proxy pixel sums four: half its σ each).
@@ -1165,7 +1223,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   timings.filter = t2 - t1;
 
   const counts: DetectionCounts = { candidates: 0, hotPixels: 0, merged: 0, streaks: 0, edge: 0, failed: 0, fitted: 0 };
-  let cands = localMaxima(D, w, h, threshold, 1);
+  let cands = localMaxima(D, w, h, threshold, 1, blocks);
   counts.candidates = cands.length;
   cands.sort((a, b) => b.d - a.d);
   const skyDet = [0];
@@ -1209,6 +1267,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const minRatio = minSharp * typicalRatio;
   const kept: Candidate[] = [];
   const streakDistance = Math.max(6, 24 / scale);
+  const streakTable = streakOffsets(streakDistance);
   for (const c of cands) {
     if (c.rawPeak <= 0) {
       counts.hotPixels++;
@@ -1226,7 +1285,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       }
       c.spike = c.peakIndex;
     }
-    if (onStreak(D, w, h, c, streakDistance, threshold)) counts.streaks++;
+    if (onStreak(D, w, h, c, streakDistance, threshold, streakTable)) counts.streaks++;
     else kept.push(c);
   }
   cands = kept;
