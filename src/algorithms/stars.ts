@@ -584,6 +584,17 @@ function onStreak(D: Float32Array, w: number, h: number, c: Candidate, l1: numbe
   return false;
 }
 
+/** Indices 0 … n − 1 ordered by row (`y`, rounded), then `x`: the plane's memory order. */
+function rasterOrder(n: number, y: (k: number) => number, x: (k: number) => number): Int32Array {
+  const key = new Float64Array(n);
+  const idx = new Int32Array(n);
+  for (let k = 0; k < n; k++) {
+    key[k] = Math.round(y(k)) * 1e6 + x(k);
+    idx[k] = k;
+  }
+  return idx.sort((a, b) => key[a]! - key[b]! || a - b);
+}
+
 /** Spatial hash of accepted stars for neighbour queries. */
 class Grid {
   private readonly cells = new Map<number, number[]>();
@@ -1225,7 +1236,8 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const counts: DetectionCounts = { candidates: 0, hotPixels: 0, merged: 0, streaks: 0, edge: 0, failed: 0, fitted: 0 };
   let cands = localMaxima(D, w, h, threshold, 1, blocks);
   counts.candidates = cands.length;
-  cands.sort((a, b) => b.d - a.d);
+  // Per-candidate work that reads the planes runs in raster order (as localMaxima found them):
+  // neighbouring candidates then share cached rows; the brightness order comes after.
   const skyDet = [0];
   const skyFull = [0, 0, 0, 0];
   for (const c of cands) {
@@ -1243,6 +1255,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
     c.mean8 = f.mean8;
     c.peakIndex = f.index;
   }
+  cands.sort((a, b) => b.d - a.d);
 
   // Hot pixels: neighbour/peak ratio far below the typical star's.
   const isSaturatedCand = (c: Candidate): boolean => {
@@ -1268,6 +1281,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const kept: Candidate[] = [];
   const streakDistance = Math.max(6, 24 / scale);
   const streakTable = streakOffsets(streakDistance);
+  const notHot: Candidate[] = [];
   for (const c of cands) {
     if (c.rawPeak <= 0) {
       counts.hotPixels++;
@@ -1285,9 +1299,17 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       }
       c.spike = c.peakIndex;
     }
-    if (onStreak(D, w, h, c, streakDistance, threshold, streakTable)) counts.streaks++;
-    else kept.push(c);
+    notHot.push(c);
   }
+  // Streak test in raster order (its samples of D then hit cached rows), kept in brightness order.
+  const streak = new Uint8Array(notHot.length);
+  for (const k of rasterOrder(notHot.length, (k) => notHot[k]!.iy, (k) => notHot[k]!.ix)) {
+    streak[k] = onStreak(D, w, h, notHot[k]!, streakDistance, threshold, streakTable) ? 1 : 0;
+  }
+  notHot.forEach((c, k) => {
+    if (streak[k]) counts.streaks++;
+    else kept.push(c);
+  });
   cands = kept;
 
   // Frame scale, first rough (half-maximum areas), used for the deblending reach.
@@ -1376,7 +1398,10 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const fitQueue: number[] = [];
   const fitValues = new Float64Array((2 * geo.fitRadius + 1) ** 2);
   const siteScale = [1, 1, 1, 1];
-  for (let i = 0; i < starts.length; i++) {
+  // Measured in raster order (neighbouring stars share cached rows of the plane), collected in
+  // the candidates' order.
+  const byIndex: (Measured | null)[] = new Array<Measured | null>(starts.length).fill(null);
+  for (const i of rasterOrder(starts.length, (k) => starts[k]!.y, (k) => starts[k]!.x)) {
     const s = starts[i]!;
     if (s.x < border || s.y < border || s.x > width - 1 - border || s.y > height - 1 - border) {
       counts.edge++;
@@ -1394,8 +1419,11 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       counts.failed++;
       continue;
     }
-    measured.push({ m: r.m, fit: null, index: i });
+    byIndex[i] = r.m;
   }
+  byIndex.forEach((m, index) => {
+    if (m) measured.push({ m, fit: null, index });
+  });
   const t4 = performance.now();
   timings.measure = t4 - t3;
   // Brightest first. Two candidates whose centroids converged onto the same star (a maximum on a
