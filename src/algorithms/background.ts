@@ -3,7 +3,9 @@
 // The plane is cut into a grid of ~tileSize px tiles. Per tile, a sub-sampled set of pixels
 // (~1/step², NaN/±Inf skipped) is sigma-clipped around its median (±clipSigma·σ, σ = 1.4826·MAD,
 // `clipRounds` rounds) so stars and hot pixels drop out; the clipped median is the tile's sky
-// level. The tile's per-pixel noise is 1.4826·median|v − v_neighbour|/√2 over sampled pixels and
+// level (the first window is placed from every other sample by default — it only has to be
+// roughly right — which saves a quarter of the selections; on the bench frames levels moved by
+// < 0.02 % and the global noise by −0.1 to −0.2 %). The tile's per-pixel noise is 1.4826·median|v − v_neighbour|/√2 over sampled pixels and
 // their horizontal neighbours inside the clip range: differences of neighbours are blind to the
 // sky's gradient across the tile, which would widen the spread of the values themselves.
 // Level mesh: a 3×3 median filter removes tiles that sit on bright stars, satellite trails or
@@ -40,6 +42,8 @@ export interface BackgroundOptions {
   filterSize?: number;
   /** Distance of the neighbour whose difference measures the noise (2 on a raw Bayer mosaic). Default 1. */
   pairDistance?: number;
+  /** Samples that place the first clip window: every other one ('half', cheaper) or all. Default 'half'. */
+  firstClip?: 'half' | 'all';
 }
 
 export interface BackgroundModel {
@@ -59,7 +63,7 @@ export interface BackgroundModel {
   rms: number;
 }
 
-const DEFAULTS = { tileSize: 64, step: 4, clipSigma: 3, clipRounds: 2, filterSize: 3, pairDistance: 1 };
+const DEFAULTS = { tileSize: 64, step: 4, clipSigma: 3, clipRounds: 2, filterSize: 3, pairDistance: 1, firstClip: 'half' as 'half' | 'all' };
 
 /**
  * Tile statistics. `v[0..n)` are the samples, `nb[0..n)` each sample's horizontal neighbour.
@@ -68,12 +72,18 @@ const DEFAULTS = { tileSize: 64, step: 4, clipSigma: 3, clipRounds: 2, filterSiz
  * spread of neighbour differences, which a gradient across the tile (vignetting, sky glow) does
  * not widen, unlike the spread of the values themselves. Reorders `v`; `dev` is scratch.
  */
-function tileStats(v: Float32Array, nb: Float32Array, n: number, work: Float32Array, dev: Float32Array, clip: number, rounds: number): [number, number] {
+function tileStats(v: Float32Array, nb: Float32Array, n: number, work: Float32Array, dev: Float32Array, clip: number, rounds: number, halfFirst: boolean): [number, number] {
   let med = NaN;
   let lo = -Infinity;
   let hi = Infinity;
-  work.set(v.subarray(0, n));
-  let count = n;
+  // The first round's median and MAD only place the first clip window, several σ wide: every
+  // other sample places it well enough (its edges move by ~0.1σ, where ~0.1 % of the samples
+  // lie), at half the cost of two of the tile's four selections. Every later statistic — the
+  // level (last round's median) and the noise — uses all samples.
+  const half = halfFirst && rounds > 1 && n >= 64;
+  let count = half ? n >> 1 : n;
+  if (half) for (let i = 0; i < count; i++) work[i] = v[2 * i]!;
+  else work.set(v.subarray(0, n));
   // Rounds: median; then (but for the last round) MAD-σ and the clip for the next median.
   for (let round = 0; round < rounds; round++) {
     const values = work.subarray(0, count);
@@ -85,11 +95,15 @@ function tileStats(v: Float32Array, nb: Float32Array, n: number, work: Float32Ar
     lo = med - clip * sigma;
     hi = med + clip * sigma;
     let kept = 0;
-    for (let i = 0; i < count; i++) {
-      const x = values[i]!;
+    // After a half-sample first round, the clip applies to all samples.
+    const from = round === 0 && half ? v : values;
+    const total = round === 0 && half ? n : count;
+    for (let i = 0; i < total; i++) {
+      const x = from[i]!;
       if (x >= lo && x <= hi) work[kept++] = x;
     }
-    if (kept < 8 || kept === count) break;
+    if (kept < 8) break;
+    if (kept === total && !(round === 0 && half)) break;
     count = kept;
   }
   let m = 0;
@@ -350,7 +364,7 @@ export function estimateBackground(data: Float32Array, width: number, height: nu
         rawNoise[k] = NaN;
         continue;
       }
-      const [med, sigma] = tileStats(scratch, nbs, n, work, dev, o.clipSigma, o.clipRounds);
+      const [med, sigma] = tileStats(scratch, nbs, n, work, dev, o.clipSigma, o.clipRounds, o.firstClip !== 'all');
       rawLevel[k] = med;
       rawNoise[k] = sigma;
     }
