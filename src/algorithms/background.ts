@@ -314,6 +314,33 @@ function fillHoles(mesh: Float32Array, nx: number, ny: number, fallback: number)
   for (let k = 0; k < mesh.length; k++) if (!Number.isFinite(mesh[k]!)) mesh[k] = fallback;
 }
 
+/**
+ * Samples of one tile into `out`, each one's horizontal neighbour into `nbs`; returns the count.
+ * Every rowStep-th row, every colStep-th pixel from a start that shifts by one per row (both
+ * steps odd): ~1/step² of the pixels, visiting all four sites of a 2×2 Bayer cell equally (a
+ * plain lattice with an even step would sample one colour only), and only a third of the rows,
+ * which is what memory traffic is made of. (A function of its own, called per tile: V8 optimises
+ * it after a few tiles, where the loop inside the once-per-frame caller ran unoptimised, boxing
+ * every sample.)
+ */
+function sampleTile(data: Float32Array, width: number, x0: number, x1: number, y0: number, y1: number, rowStep: number, colStep: number, pair: number, out: Float32Array, nbs: Float32Array): number {
+  let n = 0;
+  for (let y = y0, k = 0; y < y1; y += rowStep, k++) {
+    const row = y * width;
+    for (let x = x0 + (k % colStep); x < x1; x += colStep) {
+      const v = data[row + x]!;
+      // The horizontal neighbour (pairDistance px away; leftward at the right edge).
+      const xn = x + pair < width ? x + pair : x - pair;
+      const u = xn >= 0 ? data[row + xn]! : NaN;
+      if (v === v && v !== Infinity && v !== -Infinity && u === u && u !== Infinity && u !== -Infinity) {
+        out[n] = v;
+        nbs[n++] = u;
+      }
+    }
+  }
+  return n;
+}
+
 /** Tiled background and noise model of `data` (width × height, row-major; one plane). */
 export function estimateBackground(data: Float32Array, width: number, height: number, options: BackgroundOptions = {}): BackgroundModel {
   const o = { ...DEFAULTS, ...options };
@@ -340,24 +367,7 @@ export function estimateBackground(data: Float32Array, width: number, height: nu
     for (let i = 0; i < nx; i++) {
       const x0 = xEdges[i]!;
       const x1 = xEdges[i + 1]!;
-      let n = 0;
-      // Every rowStep-th row, every colStep-th pixel from a start that shifts by one per row
-      // (both steps odd): ~1/step² of the pixels, visiting all four sites of a 2×2 Bayer cell
-      // equally (a plain lattice with an even step would sample one colour only), and only a
-      // third of the rows, which is what memory traffic is made of.
-      for (let y = y0, k = 0; y < y1; y += rowStep, k++) {
-        const row = y * width;
-        for (let x = x0 + (k % colStep); x < x1; x += colStep) {
-          const v = data[row + x]!;
-          // The horizontal neighbour (pairDistance px away; leftward at the right edge).
-          const xn = x + pair < width ? x + pair : x - pair;
-          const u = xn >= 0 ? data[row + xn]! : NaN;
-          if (v === v && v !== Infinity && v !== -Infinity && u === u && u !== Infinity && u !== -Infinity) {
-            scratch[n] = v;
-            nbs[n++] = u;
-          }
-        }
-      }
+      const n = sampleTile(data, width, x0, x1, y0, y1, rowStep, colStep, pair, scratch, nbs);
       const k = j * nx + i;
       if (n < minSamples) {
         rawLevel[k] = NaN;
@@ -406,10 +416,27 @@ function axisPosition(edges: Int32Array, tiles: number, p: number): [number, num
   return [i, (p - c0) / (c1 - c0)];
 }
 
+/** Index of the lower tile centre for `axisPosition` (scalar: the point evaluators allocate nothing). */
+function axisIndex(edges: Int32Array, tiles: number, p: number): number {
+  let i = 0;
+  while (i < tiles - 2 && p > centre(edges, i + 1)) i++;
+  return i;
+}
+
+/** Fraction toward the next tile centre for the index from `axisIndex` (as `axisPosition`). */
+function axisFraction(edges: Int32Array, tiles: number, i: number, p: number): number {
+  if (tiles === 1) return 0;
+  const c0 = centre(edges, i);
+  const c1 = centre(edges, i + 1);
+  return (p - c0) / (c1 - c0);
+}
+
 function meshAt(model: BackgroundModel, mesh: Float32Array, x: number, y: number): number {
   const { nx, ny } = model;
-  const [i, fx] = axisPosition(model.xEdges, nx, x);
-  const [j, fy] = axisPosition(model.yEdges, ny, y);
+  const i = nx === 1 ? 0 : axisIndex(model.xEdges, nx, x);
+  const fx = axisFraction(model.xEdges, nx, i, x);
+  const j = ny === 1 ? 0 : axisIndex(model.yEdges, ny, y);
+  const fy = axisFraction(model.yEdges, ny, j, y);
   const i1 = Math.min(nx - 1, i + 1);
   const j1 = Math.min(ny - 1, j + 1);
   const a = mesh[j * nx + i]!;
