@@ -1,13 +1,16 @@
 // Star detection bench: times detectStars on calibrated frames (the bench dataset's, by default)
 // with the options the pipeline's frame measurement uses, and checks results against a baseline.
 //
-//   node dist/bench/stars-detect.js [--reps N] [--dump FILE] [--compare FILE] [FITS…]
+//   node dist/bench/stars-detect.js [--reps N] [--dump FILE] [--compare FILE] [--against STARS_JS] [FITS…]
 //
 // Prints per frame: median wall ms and CPU ms of detectStars over the reps (after one warm-up),
 // stage timings, star count, median FWHM and the frame metrics. --dump writes every frame's star
 // list and metrics as JSON; --compare reads such a dump and reports, per frame, the rms position
 // difference of matched stars, how many of the brightest 200 are the same stars (within 0.5 px)
-// and the relative change of each frame metric. No asserts: numbers go into bench/RESULTS.md.
+// and the relative change of each frame metric. --against takes another build's compiled
+// dist/src/algorithms/stars.js and times both, interleaved call by call (on a shared machine the
+// only fair comparison), reporting CPU ms per call (min, quartile, median). No asserts: numbers
+// go into bench/RESULTS.md.
 
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -31,6 +34,7 @@ const { values, positionals } = parseArgs({
     dump: { type: 'string' },
     compare: { type: 'string' },
     cfa: { type: 'boolean', default: false },
+    against: { type: 'string' },
   },
 });
 const files = positionals.length > 0 ? positionals : DEFAULT_FILES;
@@ -49,6 +53,35 @@ async function read(file: string) {
   } finally {
     await reader.close();
   }
+}
+
+type Detect = typeof detectStars;
+if (values.against) {
+  const other = ((await import(values.against)) as { detectStars: Detect }).detectStars;
+  const planes = await Promise.all(files.map(read));
+  const cpuOf = (f: () => unknown): number => {
+    const c0 = process.cpuUsage();
+    f();
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / 1000;
+  };
+  const times = { this: [] as number[], other: [] as number[] };
+  // Two warm-up rounds (JIT), then alternate which build goes first.
+  for (let r = 0; r < reps + 2; r++) {
+    for (const p of planes) {
+      const order: ['this' | 'other', Detect][] = r % 2 ? [['other', other], ['this', detectStars]] : [['this', detectStars], ['other', other]];
+      for (const [name, f] of order) {
+        const t = cpuOf(() => f(p.data, p.width, p.height, {}));
+        if (r >= 2) times[name].push(t);
+      }
+    }
+  }
+  const stat = (a: number[]) => {
+    const s = [...a].sort((x, y) => x - y);
+    return `min ${s[0]!.toFixed(1)} q25 ${s[s.length >> 2]!.toFixed(1)} median ${s[s.length >> 1]!.toFixed(1)}`;
+  };
+  console.log(`CPU ms per frame over ${times.this.length} calls each: this build ${stat(times.this)} | ${values.against}: ${stat(times.other)}`);
+  process.exit(0);
 }
 
 const baseline: FrameDump[] | null = values.compare ? (JSON.parse(await readFile(values.compare, 'utf8')) as FrameDump[]) : null;
