@@ -308,7 +308,10 @@ function filterRow(img: Float32Array, o: number, w: number, kernel: Float32Array
           saturationSlow(scan, v);
           near = scan.near;
         }
-        e = v === v ? v : fill(n);
+        // (Not `v === v ? v : fill(n)`: merging a float with a call's result can make V8 box
+        // every pixel's value; the NaN path is rare.)
+        e = v;
+        if (!(v === v)) e = fill(n);
       }
     }
     return;
@@ -1083,7 +1086,9 @@ function measureStar(
           }
         }
       }
-      raw[o + i] = masked ? NaN : v - (cfa ? bgSite[siteRow | (x & 1)]! : bg0);
+      // (Two stores, not `masked ? NaN : …`: a merge with the NaN constant can make V8 box the value.)
+      if (masked) raw[o + i] = NaN;
+      else raw[o + i] = v - (cfa ? bgSite[siteRow | (x & 1)]! : bg0);
     }
   }
 
