@@ -12,7 +12,10 @@
 // average over its area, which to second order is f + ∇²f/24 (the 1-px box has variance 1/12 per
 // axis), with ∇²f = f·[(1 + u)·|∇Q|²/(1 + uQ)² − 2(a + c)/(1 + uQ)]. So
 //   m(x, y) = B + A · f · [1 + ((1 + u)|∇Q|²/(1 + uQ)² − 2(a + c)/(1 + uQ)) / 24].
-// Eight free parameters [B, A, x0, y0, a, b, c, u], u kept in [0.001, 1.25] (β 0.8 … 1000);
+// Eight free parameters [B, A, x0, y0, a, b, c, u], u kept in [0.001, 1.25] (β 0.8 … 1000) by
+// projection (a step that would cross a bound stops u there and re-solves the other seven for
+// that δu, so near-Gaussian stars at u = 0.001 converge as fast as the others); a fit ends once an
+// accepted step lowers χ² by < 1e-4 of itself (what is left is ~1 % of a parameter's error);
 // unweighted least squares over the patch's unmasked (non-NaN) pixels; the Jacobian is that of the
 // point-sampled profile scaled by the pixel factor (Levenberg–Marquardt only needs a descent
 // direction; χ² uses the full model).
