@@ -473,17 +473,15 @@ function localMaxima(D: Float32Array, w: number, h: number, threshold: number, m
 
 /** The local maxima of row y (offset o) of D in columns [xa, xb) (see `localMaxima`). */
 function scanMaxima(D: Float32Array, w: number, o: number, y: number, xa: number, xb: number, threshold: number, out: Candidate[]): void {
-  {
-    for (let x = xa; x < xb; x++) {
-      const v = D[o + x]!;
-      if (!(v > threshold)) continue;
-      if (
-        v > D[o + x - 1]! && v >= D[o + x + 1]! &&
-        v > D[o - w + x - 1]! && v > D[o - w + x]! && v > D[o - w + x + 1]! &&
-        v >= D[o + w + x - 1]! && v >= D[o + w + x]! && v >= D[o + w + x + 1]!
-      ) {
-        out.push({ ix: x, iy: y, d: v, fx: x, fy: y, rawPeak: 0, ratio: 0, mean8: 0, peakIndex: -1, spike: -1, reach: 0 });
-      }
+  for (let x = xa; x < xb; x++) {
+    const v = D[o + x]!;
+    if (!(v > threshold)) continue;
+    if (
+      v > D[o + x - 1]! && v >= D[o + x + 1]! &&
+      v > D[o - w + x - 1]! && v > D[o - w + x]! && v > D[o - w + x + 1]! &&
+      v >= D[o + w + x - 1]! && v >= D[o + w + x]! && v >= D[o + w + x + 1]!
+    ) {
+      out.push({ ix: x, iy: y, d: v, fx: x, fy: y, rawPeak: 0, ratio: 0, mean8: 0, peakIndex: -1, spike: -1, reach: 0 });
     }
   }
 }
@@ -516,13 +514,6 @@ function saddle(D: Float32Array, w: number, h: number, a: Candidate, b: Candidat
   return m;
 }
 
-/**
- * Part of a long straight streak (satellite, aircraft, meteor)? True when, at two distances
- * `l1` and 2·`l1` from the maximum, D stays above max(threshold, 25 % of the maximum) in two
- * opposite directions: a star, even a trailed one shorter than l1, has fallen to the background
- * there in every direction. Samples outside the image count as passing only if the other three
- * of a direction pair's four samples pass (a streak leaving the frame).
- */
 const STREAK_STEPS = 64;
 
 /**
@@ -542,6 +533,13 @@ function streakOffsets(l1: number): Float64Array {
   return t;
 }
 
+/**
+ * Part of a long straight streak (satellite, aircraft, meteor)? True when, at two distances
+ * `l1` and 2·`l1` from the maximum, D stays above max(threshold, 25 % of the maximum) in two
+ * opposite directions: a star, even a trailed one shorter than l1, has fallen to the background
+ * there in every direction. Samples outside the image count as passing only if the other three
+ * of a direction pair's four samples pass (a streak leaving the frame).
+ */
 function onStreak(D: Float32Array, w: number, h: number, c: Candidate, l1: number, threshold: number, offsets: Float64Array): boolean {
   const level = Math.max(threshold, 0.25 * c.d);
   const at = (angle: number, dist: number): number => {
