@@ -301,6 +301,29 @@ export function imageStats(data: Float32Array, params: StatsParams): PlaneStats[
   );
 }
 
+/**
+ * Medians only (the `median` of imageStats, bit for bit: the same two value passes, without the
+ * two deviation passes), for callers that need a level and not a spread (calibration masters).
+ */
+export function imageMedians(data: Float32Array, params: StatsParams): number[] {
+  const { width, height } = params;
+  checkDims(data.length, width, height);
+  const { groups: G, runs } = runsFor(params);
+  const bits = new Uint32Array(data.buffer, data.byteOffset, width * height);
+  const acc = new Float64Array(4 * G);
+  for (let g = 0; g < G; g++) acc[4 * g + 2] = 0xffffffff;
+  const hist = new Uint32Array(G * BINS);
+  for (const r of runs) valuePass(bits, data, r, acc, hist);
+  const counts = Array.from({ length: G }, (_, g) => acc[4 * g]!);
+  const med = resolveMiddles(G, counts, hist, (top, hist2) => {
+    for (const r of runs) {
+      const [t0, t1] = top[r.group]!;
+      if (t0 >= 0) valuePass2(bits, r, t0, t1, hist2);
+    }
+  });
+  return counts.map((count, g) => (count === 0 ? NaN : (med.lo[g]! + med.hi[g]!) / 2));
+}
+
 /** Raw statistics of a finite-value scratch set (reorders it): exact middles, f32-centred MAD. */
 export function rawStatsOfSet(values: Float32Array, sum: number, min: number, max: number): RawStats {
   const n = values.length;
