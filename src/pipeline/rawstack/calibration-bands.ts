@@ -65,9 +65,33 @@ export async function readBandInto(
     await fh.close();
   }
   if (got < length) throw new FitsError('FITS_TRUNCATED_DATA', file, `file ended while reading pixel data (got ${got} of ${length} bytes)`);
+  if (layout.storage === 'uint16' && layout.blank === undefined) {
+    // Camera frames: unsigned 16-bit, the value is the byte-swapped word with its sign bit flipped
+    // (what decodeSamples + toPhysical compute, in one pass instead of three).
+    Buffer.from(bytes.buffer, bytes.byteOffset, length).swap16();
+    const words = new Uint16Array(bytes.buffer, bytes.byteOffset, count);
+    if (subtract) return uint16MinusCountNaN(words, out, at, count, subtract, y0 * width);
+    uint16Into(words, out, at, count);
+    return 0;
+  }
   toPhysical(decodeSamples(bytes, layout.storage, bytesPerSample), layout, out, at);
   if (subtract) return subtractCountNaN(out, at, count, subtract, y0 * width);
   return integerStorage(layout.storage) && layout.blank === undefined ? 0 : countNaN(out, at, count);
+}
+
+function uint16Into(words: Uint16Array, out: Float32Array, at: number, n: number): void {
+  for (let i = 0; i < n; i++) out[at + i] = words[i]! ^ 0x8000;
+}
+
+/** out[at + i] = f32(unsigned value − sub[from + i]) (the value is exact in f32); returns the NaN results. */
+function uint16MinusCountNaN(words: Uint16Array, out: Float32Array, at: number, n: number, sub: Float32Array, from: number): number {
+  let nan = 0;
+  for (let i = 0; i < n; i++) {
+    const v = (words[i]! ^ 0x8000) - sub[from + i]!;
+    out[at + i] = v;
+    if (v !== v) nan++;
+  }
+  return nan;
 }
 
 /** out[at + i] = f32(out[at + i] − sub[from + i]); returns how many results are NaN. */

@@ -1,0 +1,36 @@
+// imageMedians is imageStats' median without the deviation passes: the same values, bit for bit.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { imageMedians, imageStats, type StatsParams } from '../../src/cpu/stats.js';
+import { seededRandom } from '../helpers/tmp.js';
+
+test('imageMedians equals imageStats(...).median (whole, bayer, odd sizes, NaN/Inf, empty groups)', () => {
+  const rnd = seededRandom(21);
+  for (const [w, h] of [
+    [1, 1],
+    [2, 1],
+    [7, 5],
+    [64, 48],
+    [301, 17],
+  ] as const) {
+    const data = new Float32Array(w * h);
+    for (let i = 0; i < data.length; i++) data[i] = (rnd() - 0.3) * 2000;
+    if (data.length > 8) {
+      data[1] = NaN;
+      data[4] = Infinity;
+      data[data.length - 1] = -Infinity;
+    }
+    for (const mode of ['whole', 'bayer'] as const) {
+      for (const origin of [{}, { x0: 1, y0: 1 }]) {
+        const p: StatsParams = { width: w, height: h, mode, ...origin };
+        const want = imageStats(data, p).map((s) => s.median);
+        const got = imageMedians(data, p);
+        assert.is(got.length, want.length);
+        got.forEach((m, g) => assert.ok(Object.is(m, want[g]), `${w}x${h} ${mode} ${JSON.stringify(origin)} group ${g}: ${m} vs ${want[g]}`));
+      }
+    }
+  }
+  assert.ok(Number.isNaN(imageMedians(new Float32Array([NaN, NaN]), { width: 2, height: 1, mode: 'whole' })[0]));
+});
+
+test.run();
