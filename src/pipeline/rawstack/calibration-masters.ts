@@ -23,8 +23,8 @@ import { join } from 'node:path';
 import { medianInPlace } from '../../algorithms/robust-stats.js';
 import type { RawStackConfig } from '../../config/rawstack.js';
 import { stack, type StackParams } from '../../cpu/stack.js';
-import { imageMedians } from '../../cpu/stats.js';
-import { sharedFloat32 } from '../../cpu/worker-pool.js';
+import { imageMedians, imageMediansPooled } from '../../cpu/stats.js';
+import { isShared, sharedFloat32, sharedPool } from '../../cpu/worker-pool.js';
 import { FitsHeader, FitsReader, isFitsError, readFitsImage, writeFits } from '../../fits/index.js';
 import type { ImageLayout } from '../../fits/layout.js';
 import { planBands } from '../../gpu/band-planner.js';
@@ -348,10 +348,10 @@ export function subtractInPlace(a: Float32Array, b: Float32Array): void {
 /**
  * Divides a flat by its median: per Bayer phase (the 4 CFA sites separately, so the flat keeps
  * no colour of its own and lights keep their colour balance) for OSC, one median for mono.
- * Returns the medians (phase order (y & 1) * 2 + (x & 1) for OSC).
+ * `medians`: precomputed (flatMedians, on the worker pool), else counted here. Returns the medians
+ * (phase order (y & 1) * 2 + (x & 1) for OSC).
  */
-export function normalizeFlat(flat: Float32Array, width: number, height: number, cfa: boolean, key: string): number[] {
-  const medians = imageMedians(flat, { width, height, mode: cfa ? 'bayer' : 'whole' });
+export function normalizeFlat(flat: Float32Array, width: number, height: number, cfa: boolean, key: string, medians = imageMedians(flat, { width, height, mode: cfa ? 'bayer' : 'whole' })): number[] {
   medians.forEach((m, p) => {
     if (!(m > 0) || !Number.isFinite(m)) throw new CalibrationError(`${key}: the flat's median${cfa ? ` at Bayer site ${p}` : ''} is ${m}, not a positive level (offset not removed, or not a flat)`);
   });
@@ -369,6 +369,12 @@ export function normalizeFlat(flat: Float32Array, width: number, height: number,
     for (let x = 1; x < width; x += 2) flat[row + x]! *= o;
   }
   return medians;
+}
+
+/** The medians normalizeFlat divides by, counted on the worker pool (identical values). */
+export function flatMedians(flat: Float32Array, width: number, height: number, cfa: boolean, workers: number): Promise<number[]> {
+  const params = { width, height, mode: cfa ? ('bayer' as const) : ('whole' as const) };
+  return isShared(flat) ? imageMediansPooled(sharedPool(workers), flat, params) : Promise.resolve(imageMedians(flat, params));
 }
 
 export interface MasterHeaderInfo {

@@ -29,7 +29,8 @@
 
 import { mkdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { imageMedians } from '../../../cpu/stats.js';
+import { imageMedians, imageMediansPooled } from '../../../cpu/stats.js';
+import { isShared, sharedPool } from '../../../cpu/worker-pool.js';
 import { keys, readFitsImage, writeFits, type FitsHeader } from '../../../fits/index.js';
 import { GpuError } from '../../../gpu/errors.js';
 import { gpuFor } from '../../device-policy.js';
@@ -41,6 +42,7 @@ import {
   firstHeader,
   headerSaysBiasCorrected,
   listCalibrationFrames,
+  flatMedians,
   loadMasterFile,
   masterHeader,
   normalizeFlat,
@@ -69,6 +71,15 @@ const active = (s: StageSource) => s.kind === 'folder' || s.kind === 'master';
 function medianOf(data: Float32Array, width: number, height: number): number {
   const m = imageMedians(data, { width, height, mode: 'whole' })[0];
   return Number.isFinite(m) ? m! : 0;
+}
+
+/**
+ * medianOf on the worker pool (identical value): the bias and dark levels are only needed by the
+ * lights, so the workers count while this thread reads and decodes the next master's frames.
+ */
+function medianLater(data: Float32Array, width: number, height: number, workers: number): Promise<number> {
+  if (!isShared(data)) return Promise.resolve(medianOf(data, width, height));
+  return imageMediansPooled(sharedPool(workers), data, { width, height, mode: 'whole' }).then(([m]) => (Number.isFinite(m) ? m! : 0));
 }
 
 /** 99.9th percentile of a normalised flat from a strided sample (its brightest real response). */
@@ -261,7 +272,14 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     biasName = basename(sources.bias.path!);
     state.masters.bias = sources.bias.path;
   }
-  const biasLevel = bias ? medianOf(bias, width, height) : 0;
+  // Levels computed on the worker pool meanwhile; awaited (with the writes) before the lights.
+  const levelJobs: Promise<unknown>[] = [];
+  const later = <T>(job: Promise<T>): Promise<T> => {
+    job.catch(() => undefined); // awaited below; an earlier failure must not leave it unhandled
+    levelJobs.push(job);
+    return job;
+  };
+  const biasLevelJob = later(bias ? medianLater(bias, width, height, workers) : Promise.resolve(0));
 
   // 2. Darks: only the groups some light uses.
   const darks = new Map<number, Float32Array>();
@@ -307,7 +325,8 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
         row.master = sources.dark.path;
       }
       darks.set(g.id, data);
-      darkLevels.set(g.id, medianOf(data, width, height));
+      const id = g.id;
+      later(medianLater(data, width, height, workers).then((level) => darkLevels.set(id, level)));
     }
     const lightsOf = (g: DarkGroup) => [...selections.values()].filter((s) => s.groupId === g.id).length;
     const mostUsed = [...usedGroups].sort((a, b) => lightsOf(b) - lightsOf(a) || a.id - b.id)[0];
@@ -379,7 +398,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
       ctx.checkCancelled();
       const name = k ? `master_flat_${k.replace(/[^A-Za-z0-9_+-]/g, '_')}.fits` : 'master_flat.fits';
       const combined = await combine('flat', files, { subtract: offset, normalizeLevels: true });
-      const siteMedians = normalizeFlat(combined.data, width, height, cfa, sources.flat.key ?? 'flat');
+      const siteMedians = normalizeFlat(combined.data, width, height, cfa, sources.flat.key ?? 'flat', await flatMedians(combined.data, width, height, cfa, workers));
       const header = flatMasterHeader(await firstHeader(files[0]!), combined.frames, offsetName, siteMedians);
       const file = written('flat', name, combined.data, header);
       flats.set(k, combined.data);
@@ -411,7 +430,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
       else offsetApplied = 'none (master file used as written)';
     }
     if (offsetApplied === null) ctx.warn('flat_offset_not_removed', 'no bias or dark-flat master: the flat keeps its offset, so vignetting and dust are under-corrected');
-    const siteMedians = normalizeFlat(flat, width, height, cfa, sources.flat.key ?? 'flat');
+    const siteMedians = normalizeFlat(flat, width, height, cfa, sources.flat.key ?? 'flat', await flatMedians(flat, width, height, cfa, workers));
     // Releases the darkflat: only the normalised flat is needed from here on.
     if (darkflat) heldBytes -= frameBytes;
     darkflat = null;
@@ -427,7 +446,8 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     details.flat = { ...details.flat, offset: offsetApplied, normalized_by: cfa ? 'cfa_site' : 'whole', site_medians: siteMedians.map((m) => Number(m.toFixed(4))) };
   }
   const flatTop = flatGroups ? Math.max(1, ...[...flats.values()].map(flatHigh)) : flat ? flatHigh(flat) : 1;
-  await Promise.all(writes);
+  await Promise.all([...writes, ...levelJobs]);
+  const biasLevel = await biasLevelJob;
   const mastersMs = performance.now() - t0;
 
   // 5. Lights, at most parallel_workers in flight and as many as the budget holds beside the masters.
