@@ -1,12 +1,12 @@
 // Masters bench: INPUT_SCAN + CALIBRATION of the Raw Stack bench dataset with one light, so the
 // phase is almost all master building (bias 8, darks 6 + 6, flats 8 at 2048×1536). Each run is a
 // fresh child process (cold JIT and shader pipeline, as in a real run); it prints the phase's own
-// timing_ms.masters (wall) and the CPU time of all threads over CALIBRATION.
+// timing_ms.masters (wall), the CPU time of all threads over CALIBRATION and the peak RSS.
 // Usage: node dist/bench/masters.js [--repeat N] [--data DIR] [--budget MIB]
 // (the dataset defaults to the Raw Stack bench's cache; build it with `npm run bench -- rawstack`).
 
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,7 +62,10 @@ if (values.child !== undefined) {
     },
   });
   const timing = (summary as { timing_ms?: { masters: number; lights: number } } | undefined)?.timing_ms;
-  console.log(JSON.stringify({ status: r.status, masters_ms: timing?.masters ?? null, lights_ms: timing?.lights ?? null, calibration_cpu_ms: cpuMs }));
+  // Peak RSS of the process (VmHWM): with one light, the masters' peak.
+  const hwm = /VmHWM:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'));
+  const peakMiB = hwm ? Math.round(Number(hwm[1]) / 1024) : null;
+  console.log(JSON.stringify({ status: r.status, masters_ms: timing?.masters ?? null, lights_ms: timing?.lights ?? null, calibration_cpu_ms: cpuMs, peak_rss_mib: peakMiB }));
 } else {
   const self = fileURLToPath(import.meta.url);
   const repeat = Number(values.repeat);

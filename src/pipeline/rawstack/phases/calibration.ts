@@ -448,6 +448,9 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   const flatTop = flatGroups ? Math.max(1, ...[...flats.values()].map(flatHigh)) : flat ? flatHigh(flat) : 1;
   await Promise.all([...writes, ...levelJobs]);
   const biasLevel = await biasLevelJob;
+  // The masters' pooled device buffers (band of frames, mean, readback) serve no light: freed
+  // now rather than at the phase end, so they do not add to the lights' peak memory.
+  stackGpuCtx?.pool.trim();
   const mastersMs = performance.now() - t0;
 
   // 5. Lights, at most parallel_workers in flight and as many as the budget holds beside the masters.
