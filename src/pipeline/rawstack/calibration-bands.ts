@@ -34,8 +34,9 @@ function integerStorage(storage: StorageKind): boolean {
 /**
  * Reads rows [y0, y0 + rows) of plane 0 of `file` into out[at ..], as physical f32 values minus
  * `subtract[y0 * width ..]` when given. `raw` is reusable scratch of at least rows × width ×
- * bytesPerSample bytes (a larger one is allocated when it is short). Returns the NaN samples
- * written (no data: BLANK, NaN pixels, NaN in the offset master).
+ * bytesPerSample bytes (a larger one is allocated when it is short). `subtractHasNaN = false`
+ * (the caller checked the offset master once) skips counting NaN results where none can occur.
+ * Returns the NaN samples written (no data: BLANK, NaN pixels, NaN in the offset master).
  */
 export async function readBandInto(
   file: string,
@@ -46,6 +47,7 @@ export async function readBandInto(
   at: number,
   subtract: Float32Array | null | undefined,
   raw: { bytes: Uint8Array },
+  subtractHasNaN = true,
 ): Promise<number> {
   const { width, bytesPerSample } = layout;
   const count = rows * width;
@@ -66,12 +68,15 @@ export async function readBandInto(
   }
   if (got < length) throw new FitsError('FITS_TRUNCATED_DATA', file, `file ended while reading pixel data (got ${got} of ${length} bytes)`);
   if (layout.storage === 'uint16' && layout.blank === undefined) {
-    // Camera frames: unsigned 16-bit, the value is the byte-swapped word with its sign bit flipped
-    // (what decodeSamples + toPhysical compute, in one pass instead of three).
+    // Camera frames: unsigned 16-bit. The value is the byte-swapped word with its sign bit
+    // flipped (what decodeSamples + toPhysical compute): both done on whole buffers (the flip
+    // two samples per 32-bit word), then converted by the typed-array copy, which is several
+    // times faster than a per-sample loop.
     Buffer.from(bytes.buffer, bytes.byteOffset, length).swap16();
+    flipSignBits16(bytes, count);
     const words = new Uint16Array(bytes.buffer, bytes.byteOffset, count);
-    if (subtract) return uint16MinusCountNaN(words, out, at, count, subtract, y0 * width);
-    uint16Into(words, out, at, count);
+    if (subtract) return subtractHasNaN ? minusCountNaN(words, out, at, count, subtract, y0 * width) : minus(words, out, at, count, subtract, y0 * width);
+    out.set(words, at);
     return 0;
   }
   toPhysical(decodeSamples(bytes, layout.storage, bytesPerSample), layout, out, at);
@@ -79,15 +84,28 @@ export async function readBandInto(
   return integerStorage(layout.storage) && layout.blank === undefined ? 0 : countNaN(out, at, count);
 }
 
-function uint16Into(words: Uint16Array, out: Float32Array, at: number, n: number): void {
-  for (let i = 0; i < n; i++) out[at + i] = words[i]! ^ 0x8000;
+/** XORs 0x8000 into `count` native-order 16-bit words (`bytes` 4-byte aligned, as fresh buffers are). */
+function flipSignBits16(bytes: Uint8Array, count: number): void {
+  const pairs = count >>> 1;
+  const w = new Uint32Array(bytes.buffer, bytes.byteOffset, pairs);
+  for (let i = 0; i < pairs; i++) w[i] = w[i]! ^ 0x80008000;
+  if (count & 1) {
+    const last = new Uint16Array(bytes.buffer, bytes.byteOffset + 2 * (count - 1), 1);
+    last[0] = last[0]! ^ 0x8000;
+  }
 }
 
-/** out[at + i] = f32(unsigned value − sub[from + i]) (the value is exact in f32); returns the NaN results. */
-function uint16MinusCountNaN(words: Uint16Array, out: Float32Array, at: number, n: number, sub: Float32Array, from: number): number {
+/** out[at + i] = f32(words[i] − sub[from + i]) (an integer below 2^16 is exact in f32). */
+function minus(words: Uint16Array, out: Float32Array, at: number, n: number, sub: Float32Array, from: number): number {
+  for (let i = 0; i < n; i++) out[at + i] = words[i]! - sub[from + i]!;
+  return 0;
+}
+
+/** minus() that also counts NaN results (an offset master with NaN pixels). */
+function minusCountNaN(words: Uint16Array, out: Float32Array, at: number, n: number, sub: Float32Array, from: number): number {
   let nan = 0;
   for (let i = 0; i < n; i++) {
-    const v = (words[i]! ^ 0x8000) - sub[from + i]!;
+    const v = words[i]! - sub[from + i]!;
     out[at + i] = v;
     if (v !== v) nan++;
   }
@@ -103,6 +121,12 @@ function subtractCountNaN(out: Float32Array, at: number, n: number, sub: Float32
     if (v !== v) nan++;
   }
   return nan;
+}
+
+/** Whether `a` holds a NaN (an offset master's dead pixels). */
+export function hasNaN(a: Float32Array): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== a[i]) return true;
+  return false;
 }
 
 function countNaN(a: Float32Array, at: number, n: number): number {

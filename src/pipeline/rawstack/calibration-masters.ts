@@ -31,7 +31,7 @@ import { planBands } from '../../gpu/band-planner.js';
 import type { GpuContext } from '../../gpu/context.js';
 import { GpuError } from '../../gpu/errors.js';
 import { maxStackFrames } from '../../gpu/kernels/stack.js';
-import { DeviceBandStack, fileLayout, levelStrips, readBandInto, stripLevel } from './calibration-bands.js';
+import { DeviceBandStack, fileLayout, hasNaN, levelStrips, readBandInto, stripLevel } from './calibration-bands.js';
 import { scanFolder, ScanError, type FrameInfo } from '../scan.js';
 import { forEachLimit } from '../concurrency.js';
 
@@ -250,6 +250,7 @@ export async function combineFrames(files: readonly string[], o: CombineOptions)
       });
     }
   }
+  const subtractHasNaN = o.subtract ? hasNaN(o.subtract) : false;
   const master = sharedFloat32(width * height);
   const layouts: (ImageLayout | undefined)[] = new Array<ImageLayout | undefined>(n);
   const lanes = Math.max(1, Math.min(Math.floor(o.workers) || 1, n));
@@ -274,7 +275,7 @@ export async function combineFrames(files: readonly string[], o: CombineOptions)
           const layout = (layouts[f] ??= await fileLayout(file));
           const out = device ? scratch[lane]! : buf!;
           const at = device ? 0 : f * pixels;
-          nan += await readBandInto(file, layout, band.y0, band.rows, out, at, o.subtract, raws[lane]!);
+          nan += await readBandInto(file, layout, band.y0, band.rows, out, at, o.subtract, raws[lane]!, subtractHasNaN);
           if (normalize && single) levels![f] = stripLevel(out, at, width, height);
           device?.upload(f, out, pixels);
         } finally {
