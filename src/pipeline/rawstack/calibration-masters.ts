@@ -140,6 +140,8 @@ export interface CombineOptions {
    * allocation instead of creating (and holding) one per frame count. Default: the set's count.
    */
   deviceSlots?: number;
+  /** Host buffers reused from the previous combination (one per phase); default: fresh ones. */
+  scratch?: CombineScratch;
   /** Per-pixel offset subtracted from every frame before combining (flats). */
   subtract?: Float32Array | null;
   /** Scale every frame to the set's median level before combining (flats). */
@@ -160,6 +162,23 @@ export interface CombineResult {
   /** Per-frame level before scaling (normalizeLevels only). */
   levels: number[] | null;
   device: 'gpu' | 'cpu';
+}
+
+/**
+ * Host buffers of combineFrames that the next master reuses (raw file bytes and decoded bands
+ * per reader, or the TypeScript path's band of all frames): the masters of a phase allocate
+ * (and page in) them once instead of once each. Drop it when the masters are done.
+ */
+export class CombineScratch {
+  readonly raws: { bytes: Uint8Array }[] = [];
+  private readonly bands: Float32Array[] = [];
+
+  /** Float buffer `slot` of at least `length` samples (its first `length` are returned). */
+  floats(slot: number, length: number): Float32Array {
+    let a = this.bands[slot];
+    if (!a || a.length < length) this.bands[slot] = a = new Float32Array(length);
+    return a.subarray(0, length);
+  }
 }
 
 /** Sigma-clipping iterations and survivor floor of masters (DESIGN §8 fixes kappa = 3 by default). */
@@ -254,10 +273,11 @@ export async function combineFrames(files: readonly string[], o: CombineOptions)
   const master = sharedFloat32(width * height);
   const layouts: (ImageLayout | undefined)[] = new Array<ImageLayout | undefined>(n);
   const lanes = Math.max(1, Math.min(Math.floor(o.workers) || 1, n));
-  const raws = Array.from({ length: lanes }, () => ({ bytes: new Uint8Array(0) }));
+  const held = o.scratch ?? new CombineScratch();
+  const raws = Array.from({ length: lanes }, (_, i) => (held.raws[i] ??= { bytes: new Uint8Array(0) }));
   const device = gpu ? new DeviceBandStack(gpu, slots, plan.rowsPerBand * width, n) : null;
-  const scratch = device ? Array.from({ length: lanes }, () => new Float32Array(plan.rowsPerBand * width)) : [];
-  const buf = device ? null : new Float32Array(n * plan.rowsPerBand * width);
+  const scratch = device ? Array.from({ length: lanes }, (_, i) => held.floats(i, plan.rowsPerBand * width)) : [];
+  const buf = device ? null : held.floats(lanes, n * plan.rowsPerBand * width);
   let scale: number[] | undefined;
   let rejected = 0;
   let nan = 0;

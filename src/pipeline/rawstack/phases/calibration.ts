@@ -39,6 +39,7 @@ import { calibratedHeader, FrameCalibrator } from '../calibration-apply.js';
 import {
   CalibrationError,
   combineFrames,
+  CombineScratch,
   firstHeader,
   headerSaysBiasCorrected,
   listCalibrationFrames,
@@ -225,6 +226,8 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   const deviceSlots = Math.max(1, ...combinedSets.map((x) => x?.length ?? 0));
   // Masters held so far: budget left for the bands of the next combination.
   let heldBytes = 0;
+  // Host buffers of one combination, reused by the next (dropped after the masters).
+  let scratch: CombineScratch | null = new CombineScratch();
   const combine = async (stage: string, files: string[], extra: { subtract?: Float32Array | null; normalizeLevels?: boolean } = {}) => {
     const r = await combineFrames(files, {
       width,
@@ -234,6 +237,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
       gpu: stackGpuCtx,
       workers,
       deviceSlots,
+      scratch: scratch ?? undefined,
       ...extra,
       checkCancelled: () => ctx.checkCancelled(),
       onProgress: combineProgress(`master_${stage}`, files.length),
@@ -451,6 +455,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   // The masters' pooled device buffers (band of frames, mean, readback) serve no light: freed
   // now rather than at the phase end, so they do not add to the lights' peak memory.
   stackGpuCtx?.pool.trim();
+  scratch = null;
   const mastersMs = performance.now() - t0;
 
   // 5. Lights, at most parallel_workers in flight and as many as the budget holds beside the masters.
