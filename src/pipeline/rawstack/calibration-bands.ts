@@ -123,10 +123,9 @@ function subtractCountNaN(out: Float32Array, at: number, n: number, sub: Float32
   return nan;
 }
 
-/** Whether `a` holds a NaN (an offset master's dead pixels). */
+/** Whether `a` holds a NaN (an offset master's dead pixels); `includes` finds NaN (SameValueZero), natively. */
 export function hasNaN(a: Float32Array): boolean {
-  for (let i = 0; i < a.length; i++) if (a[i] !== a[i]) return true;
-  return false;
+  return a.includes(NaN);
 }
 
 function countNaN(a: Float32Array, at: number, n: number): number {
