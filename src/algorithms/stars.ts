@@ -164,6 +164,8 @@ export interface DetectionFailure {
 }
 
 const FWHM_PER_SIGMA = 2 * Math.sqrt(2 * Math.LN2);
+/** √(x² + y²) for pixel offsets (no overflow guard needed): unlike Math.hypot, V8 inlines it without allocating. */
+const dist2d = (x: number, y: number): number => Math.sqrt(x * x + y * y);
 /** Neighbour/peak ratio below which a maximum has no PSF at all (a hot pixel or cosmic ray). */
 const SURE_HOT_RATIO = 0.03;
 
@@ -306,7 +308,10 @@ function filterRow(img: Float32Array, o: number, w: number, kernel: Float32Array
           saturationSlow(scan, v);
           near = scan.near;
         }
-        e = v === v ? v : fill(n);
+        // (Not `v === v ? v : fill(n)`: merging a float with a call's result can make V8 box
+        // every pixel's value; the NaN path is rare.)
+        e = v;
+        if (!(v === v)) e = fill(n);
       }
     }
     return;
@@ -333,7 +338,7 @@ function filterRow(img: Float32Array, o: number, w: number, kernel: Float32Array
  * filtered horizontally into a ring of 2r + 1 row buffers and combined vertically as soon as the
  * ring holds a row's neighbours: the only full-size allocation is D, every access is sequential.
  */
-function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan): Float32Array {
+function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan): { D: Float32Array; blocks: SignificanceBlocks } {
   const r = kernel.length >> 1;
   const n = 2 * r + 1;
   const { segments: seg, fill } = rowSegments(bg);
@@ -344,6 +349,8 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
   // √(Σ over the 2-D kernel of g²) = Σ over the 1-D kernel of g².
   const norm = g2;
   const out = new Float32Array(w * h);
+  // Maximum of D per row and sky segment, for the candidate search to skip empty stretches.
+  const blockMax = new Float32Array(h * seg.count);
   // Ring slot of (clamped) image row yy; rows are filtered once, in order.
   let filtered = -1;
   const slot = (yy: number): Float32Array => {
@@ -390,22 +397,37 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
       const n1 = (seg.noise0[s]! + seg.noiseSlope[s]! * (end - x0)) * norm;
       let inv = n0 > 0 ? 1 / n0 : 0;
       const dinv = end > x0 && n0 > 0 && n1 > 0 ? (1 / n1 - 1 / n0) / (end - x0) : 0;
+      let mx = -Infinity;
       if (r === 2) {
         for (let x = x0; x < end; x++) {
-          out[o + x] = (k0 * c[x]! + k1 * (a1[x]! + b1[x]!) + k2 * (a2[x]! + b2[x]!) - lv) * inv;
+          const v = (k0 * c[x]! + k1 * (a1[x]! + b1[x]!) + k2 * (a2[x]! + b2[x]!) - lv) * inv;
+          out[o + x] = v;
+          mx = v > mx ? v : mx;
           lv += dl;
           inv += dinv;
         }
       } else {
         for (let x = x0; x < end; x++) {
-          out[o + x] = (acc[x]! - lv) * inv;
+          const v = (acc[x]! - lv) * inv;
+          out[o + x] = v;
+          mx = v > mx ? v : mx;
           lv += dl;
           inv += dinv;
         }
       }
+      // (D is stored as float32: the block maximum is kept a hair high, so no stored value
+      // above a threshold can sit in a block whose maximum reads below it.)
+      blockMax[y * seg.count + s] = mx + 1e-6 * Math.abs(mx);
     }
   }
-  return out;
+  return { D: out, blocks: { start: seg.start, count: seg.count, max: blockMax } };
+}
+
+/** Maximum of D per row and column block: row y's block s spans x in [start[s], start[s+1]). */
+interface SignificanceBlocks {
+  start: Int32Array;
+  count: number;
+  max: Float32Array;
 }
 
 interface Candidate {
@@ -427,27 +449,41 @@ interface Candidate {
   reach: number;
 }
 
-/** Local maxima of D above `threshold` (3×3, ties resolved toward the first in raster order). */
-function localMaxima(D: Float32Array, w: number, h: number, threshold: number, margin: number): Candidate[] {
+/**
+ * Local maxima of D above `threshold` (3×3, ties resolved toward the first in raster order).
+ * Only blocks whose maximum exceeds the threshold are scanned (most of a frame is sky).
+ */
+function localMaxima(D: Float32Array, w: number, h: number, threshold: number, margin: number, blocks: SignificanceBlocks): Candidate[] {
   const out: Candidate[] = [];
   const m = Math.max(1, margin);
   const y1 = h - m;
   const x1 = w - m;
+  const nb = blocks.count;
   for (let y = m; y < y1; y++) {
     const o = y * w;
-    for (let x = m; x < x1; x++) {
-      const v = D[o + x]!;
-      if (!(v > threshold)) continue;
-      if (
-        v > D[o + x - 1]! && v >= D[o + x + 1]! &&
-        v > D[o - w + x - 1]! && v > D[o - w + x]! && v > D[o - w + x + 1]! &&
-        v >= D[o + w + x - 1]! && v >= D[o + w + x]! && v >= D[o + w + x + 1]!
-      ) {
-        out.push({ ix: x, iy: y, d: v, fx: x, fy: y, rawPeak: 0, ratio: 0, mean8: 0, peakIndex: -1, spike: -1, reach: 0 });
-      }
+    for (let b = 0; b < nb; b++) {
+      if (!(blocks.max[y * nb + b]! > threshold)) continue;
+      const xa = Math.max(m, blocks.start[b]!);
+      const xb = Math.min(x1, blocks.start[b + 1]!);
+      scanMaxima(D, w, o, y, xa, xb, threshold, out);
     }
   }
   return out;
+}
+
+/** The local maxima of row y (offset o) of D in columns [xa, xb) (see `localMaxima`). */
+function scanMaxima(D: Float32Array, w: number, o: number, y: number, xa: number, xb: number, threshold: number, out: Candidate[]): void {
+  for (let x = xa; x < xb; x++) {
+    const v = D[o + x]!;
+    if (!(v > threshold)) continue;
+    if (
+      v > D[o + x - 1]! && v >= D[o + x + 1]! &&
+      v > D[o - w + x - 1]! && v > D[o - w + x]! && v > D[o - w + x + 1]! &&
+      v >= D[o + w + x - 1]! && v >= D[o + w + x]! && v >= D[o + w + x + 1]!
+    ) {
+      out.push({ ix: x, iy: y, d: v, fx: x, fy: y, rawPeak: 0, ratio: 0, mean8: 0, peakIndex: -1, spike: -1, reach: 0 });
+    }
+  }
 }
 
 /** Bilinear sample of D. */
@@ -468,7 +504,7 @@ function sampleD(D: Float32Array, w: number, h: number, x: number, y: number): n
 function saddle(D: Float32Array, w: number, h: number, a: Candidate, b: Candidate): number {
   const dx = b.ix - a.ix;
   const dy = b.iy - a.iy;
-  const n = Math.max(2, Math.ceil(Math.hypot(dx, dy) * 2));
+  const n = Math.max(2, Math.ceil(dist2d(dx, dy) * 2));
   let m = Infinity;
   for (let i = 1; i < n; i++) {
     const t = i / n;
@@ -478,6 +514,25 @@ function saddle(D: Float32Array, w: number, h: number, a: Candidate, b: Candidat
   return m;
 }
 
+const STREAK_STEPS = 64;
+
+/**
+ * Offsets (l1·cos a, l1·sin a) of the coarse streak directions a_k = 2πk/64, k < 32, and of their
+ * opposites a_k + π, computed once per detection (the same expressions `onStreak` evaluated per
+ * candidate, so the samples are the same).
+ */
+function streakOffsets(l1: number): Float64Array {
+  const t = new Float64Array(STREAK_STEPS * 2);
+  for (let k = 0; k < STREAK_STEPS / 2; k++) {
+    const a = (k * 2 * Math.PI) / STREAK_STEPS;
+    t[4 * k] = l1 * Math.cos(a);
+    t[4 * k + 1] = l1 * Math.sin(a);
+    t[4 * k + 2] = l1 * Math.cos(a + Math.PI);
+    t[4 * k + 3] = l1 * Math.sin(a + Math.PI);
+  }
+  return t;
+}
+
 /**
  * Part of a long straight streak (satellite, aircraft, meteor)? True when, at two distances
  * `l1` and 2·`l1` from the maximum, D stays above max(threshold, 25 % of the maximum) in two
@@ -485,7 +540,7 @@ function saddle(D: Float32Array, w: number, h: number, a: Candidate, b: Candidat
  * there in every direction. Samples outside the image count as passing only if the other three
  * of a direction pair's four samples pass (a streak leaving the frame).
  */
-function onStreak(D: Float32Array, w: number, h: number, c: Candidate, l1: number, threshold: number): boolean {
+function onStreak(D: Float32Array, w: number, h: number, c: Candidate, l1: number, threshold: number, offsets: Float64Array): boolean {
   const level = Math.max(threshold, 0.25 * c.d);
   const at = (angle: number, dist: number): number => {
     const x = c.ix + dist * Math.cos(angle);
@@ -493,14 +548,20 @@ function onStreak(D: Float32Array, w: number, h: number, c: Candidate, l1: numbe
     if (x < 0 || y < 0 || x > w - 1 || y > h - 1) return NaN;
     return sampleD(D, w, h, x, y);
   };
-  const steps = 64;
+  const atOffset = (o: number): number => {
+    const x = c.ix + offsets[o]!;
+    const y = c.iy + offsets[o + 1]!;
+    if (x < 0 || y < 0 || x > w - 1 || y > h - 1) return NaN;
+    return sampleD(D, w, h, x, y);
+  };
+  const steps = STREAK_STEPS;
   let bestAngle = NaN;
   let best = -Infinity;
   for (let k = 0; k < steps / 2; k++) {
     const a = (k * 2 * Math.PI) / steps;
-    const p = at(a, l1);
+    const p = atOffset(4 * k);
     if (p < level) continue;
-    const q = at(a + Math.PI, l1);
+    const q = atOffset(4 * k + 2);
     const m = Math.min(p === p ? p : Infinity, q === q ? q : Infinity);
     if (m !== Infinity && m > best) {
       best = m;
@@ -524,6 +585,17 @@ function onStreak(D: Float32Array, w: number, h: number, c: Candidate, l1: numbe
     if (valid === 2 && pass === 2 && ((s[0] === s[0] && s[2] === s[2]) || (s[1] === s[1] && s[3] === s[3]))) return true;
   }
   return false;
+}
+
+/** Indices 0 … n − 1 ordered by row (`y`, rounded), then `x`: the plane's memory order. */
+function rasterOrder(n: number, y: (k: number) => number, x: (k: number) => number): Int32Array {
+  const key = new Float64Array(n);
+  const idx = new Int32Array(n);
+  for (let k = 0; k < n; k++) {
+    key[k] = Math.round(y(k)) * 1e6 + x(k);
+    idx[k] = k;
+  }
+  return idx.sort((a, b) => key[a]! - key[b]! || a - b);
 }
 
 /** Spatial hash of accepted stars for neighbour queries. */
@@ -614,6 +686,10 @@ class Workspace {
   readonly ann: Float64Array[];
   readonly fitter = new MoffatFitter();
   readonly size: number;
+  /** Per-call scratch of measureStar (sky per site, annulus counts, site scales): reset on use. */
+  readonly bgSite = [0, 0, 0, 0];
+  readonly annCounts = [0, 0, 0, 0];
+  readonly siteScale = [1, 1, 1, 1];
   constructor(readonly radius: number, readonly annOut: number) {
     this.size = 2 * radius + 1;
     this.values = new Float64Array(this.size * this.size);
@@ -722,6 +798,10 @@ function siteSharesByFit(ws: Workspace, size: number, px0: number, py0: number, 
 }
 
 function applyScale(ws: Workspace, size: number, px0: number, py0: number, cfa: boolean, scale: number[]): void {
+  if (!cfa) {
+    ws.values.set(ws.raw);
+    return;
+  }
   for (let j = 0; j < size; j++) {
     const y = py0 + j;
     for (let i = 0; i < size; i++) {
@@ -729,6 +809,38 @@ function applyScale(ws: Workspace, size: number, px0: number, py0: number, cfa: 
       const v = ws.raw[k]!;
       ws.values[k] = cfa ? v * scale[((y & 1) << 1) | ((px0 + i) & 1)]! : v;
     }
+  }
+}
+
+/**
+ * Gaussian window along one axis: out[i] = exp(−(p0 + i − c)²·inv2) for i in [i0, i1], by the
+ * recurrence w_{i±1} = w_i·g, with g itself updated by a constant factor: a handful of exp calls
+ * per row instead of one per pixel (relative error ~1e-14). It runs outward from the pixel
+ * nearest the centre, so values shrink monotonically and can only underflow to 0, harmlessly.
+ */
+function gaussianWeights(out: Float64Array, i0: number, i1: number, p0: number, c: number, inv2: number): void {
+  let ic = Math.round(c) - p0;
+  if (ic < i0) ic = i0;
+  else if (ic > i1) ic = i1;
+  const d = p0 + ic - c;
+  const wc = Math.exp(-d * d * inv2);
+  const k = Math.exp(-2 * inv2);
+  out[ic] = wc;
+  // Right: w(d + 1) = w(d)·exp(−(2d + 1)·inv2).
+  let w = wc;
+  let g = Math.exp(-(2 * d + 1) * inv2);
+  for (let i = ic + 1; i <= i1; i++) {
+    w *= g;
+    g *= k;
+    out[i] = w;
+  }
+  // Left: w(d − 1) = w(d)·exp((2d − 1)·inv2).
+  w = wc;
+  g = Math.exp((2 * d - 1) * inv2);
+  for (let i = ic - 1; i >= i0; i--) {
+    w *= g;
+    g *= k;
+    out[i] = w;
   }
 }
 
@@ -743,6 +855,7 @@ function windowedCentroid(ws: Workspace, size: number, px0: number, py0: number,
   let yc = y0;
   const values = ws.values;
   const wx = ws.wx;
+  const wy = ws.wy;
   // The window is negligible (< 3e-3) beyond 3.4σ: sum over that box only.
   const reach = 3.4 * sigmaW;
   for (let it = 0; it < 30; it++) {
@@ -750,13 +863,14 @@ function windowedCentroid(ws: Workspace, size: number, px0: number, py0: number,
     const i1 = Math.min(size - 1, Math.ceil(xc + reach) - px0);
     const j0 = Math.max(0, Math.floor(yc - reach) - py0);
     const j1 = Math.min(size - 1, Math.ceil(yc + reach) - py0);
-    for (let i = i0; i <= i1; i++) wx[i] = Math.exp(-((px0 + i - xc) ** 2) * inv2);
+    gaussianWeights(wx, i0, i1, px0, xc, inv2);
+    gaussianWeights(wy, j0, j1, py0, yc, inv2);
     let sw = 0;
     let sx = 0;
     let sy = 0;
     for (let j = j0; j <= j1; j++) {
       const dy = py0 + j - yc;
-      const wyj = Math.exp(-dy * dy * inv2);
+      const wyj = wy[j]!;
       const o = j * size;
       for (let i = i0; i <= i1; i++) {
         const v = values[o + i]!;
@@ -770,14 +884,14 @@ function windowedCentroid(ws: Workspace, size: number, px0: number, py0: number,
     if (!(sw > 0)) return null;
     let ddx = (2 * sx) / sw;
     let ddy = (2 * sy) / sw;
-    const step = Math.hypot(ddx, ddy);
+    const step = dist2d(ddx, ddy);
     if (step > 1) {
       ddx /= step;
       ddy /= step;
     }
     xc += ddx;
     yc += ddy;
-    if (Math.hypot(xc - x0, yc - y0) > maxShift) return null;
+    if (dist2d(xc - x0, yc - y0) > maxShift) return null;
     if (step < 1e-5) return { x: xc, y: yc };
   }
   return null;
@@ -792,8 +906,8 @@ function windowedMoments(ws: Workspace, size: number, px0: number, py0: number, 
   const values = ws.values;
   const wx = ws.wx;
   const wy = ws.wy;
-  for (let i = 0; i < size; i++) wx[i] = Math.exp(-((px0 + i - xc) ** 2) * inv2);
-  for (let j = 0; j < size; j++) wy[j] = Math.exp(-((py0 + j - yc) ** 2) * inv2);
+  gaussianWeights(wx, 0, size - 1, px0, xc, inv2);
+  gaussianWeights(wy, 0, size - 1, py0, yc, inv2);
   let sw = 0;
   let sxx = 0;
   let syy = 0;
@@ -893,11 +1007,13 @@ function measureStar(
   const cy = Math.round(y0);
   const noise = local.noise;
   // 1. Background per site: from the model, or the median of an annulus around the star.
-  const bgSite = [0, 0, 0, 0];
+  const bgSite = ws.bgSite;
+  bgSite.fill(0);
   if (local.level) {
     for (let s = 0; s < sites; s++) bgSite[s] = local.level[s]!;
   } else {
-    const counts = [0, 0, 0, 0];
+    const counts = ws.annCounts;
+    counts.fill(0);
     const rin2 = g.annIn * g.annIn;
     const rout2 = g.annOut * g.annOut;
     for (let y = Math.max(0, cy - g.annOut); y <= Math.min(height - 1, cy + g.annOut); y++) {
@@ -934,36 +1050,50 @@ function measureStar(
   let blended = false;
   // Saturation counts within max(3 px, 1.2 FWHM) of the star: its own core, not a neighbour's.
   const satR2 = Math.max(3, 1.2 * g.sigmaW * FWHM_PER_SIGMA) ** 2;
+  const raw = ws.raw;
+  const bg0 = bgSite[0]!;
+  const nNb = neighbours.length;
   for (let j = 0; j < size; j++) {
     const y = py0 + j;
-    for (let i = 0; i < size; i++) {
+    const o = j * size;
+    if (y < 0 || y >= height) {
+      raw.fill(NaN, o, o + size);
+      continue;
+    }
+    const dy = y - y0;
+    // Columns inside the plane; the rest of the row is outside.
+    const ia = Math.max(0, -px0);
+    const ib = Math.min(size - 1, width - 1 - px0);
+    if (ia > 0) raw.fill(NaN, o, o + ia);
+    if (ib < size - 1) raw.fill(NaN, o + ib + 1, o + size);
+    const row = y * width;
+    const siteRow = (y & 1) << 1;
+    for (let i = ia; i <= ib; i++) {
       const x = px0 + i;
-      const k = j * size + i;
-      if (x < 0 || y < 0 || x >= width || y >= height) {
-        ws.raw[k] = NaN;
-        continue;
-      }
-      const v = data[y * width + x]!;
-      if (v >= saturation && (x - x0) ** 2 + (y - y0) ** 2 <= satR2) saturated = true;
-      const s = cfa ? ((y & 1) << 1) | (x & 1) : 0;
-      let masked = !(v === v) || y * width + x === spike;
-      if (!masked && neighbours.length > 0) {
-        const d0 = (x - x0) ** 2 + (y - y0) ** 2;
-        for (const nb of neighbours) {
-          if ((x - nb.x) ** 2 + (y - nb.y) ** 2 < d0) {
+      const v = data[row + x]!;
+      if (v >= saturation && (x - x0) * (x - x0) + dy * dy <= satR2) saturated = true;
+      let masked = !(v === v) || row + x === spike;
+      if (!masked && nNb > 0) {
+        const d0 = (x - x0) * (x - x0) + dy * dy;
+        for (let q = 0; q < nNb; q++) {
+          const nb = neighbours[q]!;
+          if ((x - nb.x) * (x - nb.x) + (y - nb.y) * (y - nb.y) < d0) {
             masked = true;
             blended = true;
             break;
           }
         }
       }
-      ws.raw[k] = masked ? NaN : v - bgSite[s]!;
+      // (Two stores, not `masked ? NaN : …`: a merge with the NaN constant can make V8 box the value.)
+      if (masked) raw[o + i] = NaN;
+      else raw[o + i] = v - (cfa ? bgSite[siteRow | (x & 1)]! : bg0);
     }
   }
 
   // 3–5. Site normalisation (mosaic), centroid, moments. (Weighted sums per site alias by
   // ~1–2 % on the 2 px lattice; fitted stars are re-normalised against their fitted model.)
-  const scale = [1, 1, 1, 1];
+  const scale = ws.siteScale;
+  scale.fill(1);
   if (cfa) siteSharesBySums(ws, size, px0, py0, x0, y0, g.normSigma, scale);
   applyScale(ws, size, px0, py0, cfa, scale);
   const c = windowedCentroid(ws, size, px0, py0, x0, y0, g.sigmaW, Math.max(2, R / 2));
@@ -1090,7 +1220,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const t1 = performance.now();
   timings.background = t1 - t0;
   const kernel = gaussianKernel(options.filterFwhm ?? (cfa ? 1.5 : 2));
-  const D = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan);
+  const { D, blocks } = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan);
   const sat = saturationResult(scan, width * height);
   const levelAt = (x: number, y: number): number => backgroundAt(bg, x, y);
   // Per-pixel noise at a full-resolution position (a proxy pixel sums four: half its σ each).
@@ -1116,9 +1246,10 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   timings.filter = t2 - t1;
 
   const counts: DetectionCounts = { candidates: 0, hotPixels: 0, merged: 0, streaks: 0, edge: 0, failed: 0, fitted: 0 };
-  let cands = localMaxima(D, w, h, threshold, 1);
+  let cands = localMaxima(D, w, h, threshold, 1, blocks);
   counts.candidates = cands.length;
-  cands.sort((a, b) => b.d - a.d);
+  // Per-candidate work that reads the planes runs in raster order (as localMaxima found them):
+  // neighbouring candidates then share cached rows; the brightness order comes after.
   const skyDet = [0];
   const skyFull = [0, 0, 0, 0];
   for (const c of cands) {
@@ -1136,6 +1267,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
     c.mean8 = f.mean8;
     c.peakIndex = f.index;
   }
+  cands.sort((a, b) => b.d - a.d);
 
   // Hot pixels: neighbour/peak ratio far below the typical star's.
   const isSaturatedCand = (c: Candidate): boolean => {
@@ -1160,6 +1292,8 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const minRatio = minSharp * typicalRatio;
   const kept: Candidate[] = [];
   const streakDistance = Math.max(6, 24 / scale);
+  const streakTable = streakOffsets(streakDistance);
+  const notHot: Candidate[] = [];
   for (const c of cands) {
     if (c.rawPeak <= 0) {
       counts.hotPixels++;
@@ -1177,9 +1311,19 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       }
       c.spike = c.peakIndex;
     }
-    if (onStreak(D, w, h, c, streakDistance, threshold)) counts.streaks++;
-    else kept.push(c);
+    notHot.push(c);
   }
+  // Streak test in raster order (its samples of D then hit cached rows), kept in brightness order.
+  const streak = new Uint8Array(notHot.length);
+  const streakOrder = rasterOrder(notHot.length, (k) => notHot[k]!.iy, (k) => notHot[k]!.ix);
+  for (let q = 0; q < streakOrder.length; q++) {
+    const k = streakOrder[q]!;
+    streak[k] = onStreak(D, w, h, notHot[k]!, streakDistance, threshold, streakTable) ? 1 : 0;
+  }
+  notHot.forEach((c, k) => {
+    if (streak[k]) counts.streaks++;
+    else kept.push(c);
+  });
   cands = kept;
 
   // Frame scale, first rough (half-maximum areas), used for the deblending reach.
@@ -1199,7 +1343,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
     grid.near(c.ix, c.iy, widest, nearIds);
     for (const id of nearIds) {
       const a = accepted[id]!;
-      const dist = Math.hypot(a.ix - c.ix, a.iy - c.iy);
+      const dist = dist2d(a.ix - c.ix, a.iy - c.iy);
       if (dist > a.reach) continue;
       const s = saddle(D, w, h, a, c);
       const dip = c.d - s;
@@ -1268,7 +1412,12 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const fitQueue: number[] = [];
   const fitValues = new Float64Array((2 * geo.fitRadius + 1) ** 2);
   const siteScale = [1, 1, 1, 1];
-  for (let i = 0; i < starts.length; i++) {
+  // Measured in raster order (neighbouring stars share cached rows of the plane), collected in
+  // the candidates' order.
+  const byIndex: (Measured | null)[] = new Array<Measured | null>(starts.length).fill(null);
+  const measureOrder = rasterOrder(starts.length, (k) => starts[k]!.y, (k) => starts[k]!.x);
+  for (let q = 0; q < measureOrder.length; q++) {
+    const i = measureOrder[q]!;
     const s = starts[i]!;
     if (s.x < border || s.y < border || s.x > width - 1 - border || s.y > height - 1 - border) {
       counts.edge++;
@@ -1279,15 +1428,18 @@ export function detectStars(data: Float32Array, width: number, height: number, o
     for (const id of neighbourIds) {
       if (id === i) continue;
       const o = starts[id]!;
-      if (Math.hypot(o.x - s.x, o.y - s.y) < geo.radius * 1.5) neighbours.push({ x: o.x, y: o.y });
+      if (dist2d(o.x - s.x, o.y - s.y) < geo.radius * 1.5) neighbours.push({ x: o.x, y: o.y });
     }
     const r = measureStar(plane, width, height, cfa, s.x, s.y, geo, ws, neighbours, sat.level, localAt(s.x, s.y), s.c.spike);
     if (!r || !(r.m.flux > 0)) {
       counts.failed++;
       continue;
     }
-    measured.push({ m: r.m, fit: null, index: i });
+    byIndex[i] = r.m;
   }
+  byIndex.forEach((m, index) => {
+    if (m) measured.push({ m, fit: null, index });
+  });
   const t4 = performance.now();
   timings.measure = t4 - t3;
   // Brightest first. Two candidates whose centroids converged onto the same star (a maximum on a
@@ -1298,7 +1450,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
     const seen = new Grid(16);
     const unique: typeof measured = [];
     for (const e of measured) {
-      if (seen.near(e.m.x, e.m.y, same, nearIds).some((id) => Math.hypot(unique[id]!.m.x - e.m.x, unique[id]!.m.y - e.m.y) < same)) {
+      if (seen.near(e.m.x, e.m.y, same, nearIds).some((id) => dist2d(unique[id]!.m.x - e.m.x, unique[id]!.m.y - e.m.y) < same)) {
         counts.merged++;
         continue;
       }
@@ -1342,7 +1494,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       const refit = ws.fitter.fit(fitPatch, { x: fit.x, y: fit.y, amplitude: fit.amplitude, mxx: r.m.mxx, myy: r.m.myy, mxy: r.m.mxy }, 40, fit);
       if (refit.ok) fit = refit;
     }
-    const sane = fit.ok && Math.hypot(fit.x - r.m.x, fit.y - r.m.y) < 1.5 && fit.beta >= 0.8 && fit.fwhmMinor > 0.3 && fit.fwhmMajor < 4 * geo.radius;
+    const sane = fit.ok && dist2d(fit.x - r.m.x, fit.y - r.m.y) < 1.5 && fit.beta >= 0.8 && fit.fwhmMinor > 0.3 && fit.fwhmMajor < 4 * geo.radius;
     if (sane) {
       e.fit = fit;
       counts.fitted++;

@@ -15,9 +15,16 @@ import { isMainThread } from 'node:worker_threads';
 // were starting). So only the main thread sets the flag, once, when this module is first loaded,
 // which is before it starts any worker (both worker hosts import this module); a worker only
 // takes `gc` from a fresh context, which the already-set flag provides.
+// --no-concurrent-recompilation, set here for the same reason (before any worker exists), reaches
+// only isolates created afterwards, i.e. the workers: their optimising compiles then run on their
+// own thread instead of a background job. A background compile job that is still running when
+// its worker is torn down aborts the whole process in Node 20 (node_platform.cc ForIsolate
+// assertion from IncrementalMarkingJob::ScheduleTask, seen in a test run), and on this 2-core
+// machine the background job competes for the same cores anyway.
 if (isMainThread) {
   try {
     setFlagsFromString('--expose-gc');
+    setFlagsFromString('--no-concurrent-recompilation');
   } catch {
     // exposeGc() then returns null and collections are skipped
   }

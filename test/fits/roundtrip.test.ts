@@ -59,6 +59,16 @@ for (const maker of makers) {
   }
 }
 
+test('a write without the flush (durable: false) stores the same bytes and leaves no temp file', async () => {
+  await withTempDir('rt', async (dir) => {
+    const data = makers.find((m) => m.name === 'float32')!.make(64 * 48, seededRandom(5));
+    await writeFits(join(dir, 'a.fits'), { width: 64, height: 48, data });
+    await writeFits(join(dir, 'b.fits'), { width: 64, height: 48, data }, { durable: false });
+    assert.ok((await readFile(join(dir, 'a.fits'))).equals(await readFile(join(dir, 'b.fits'))));
+    assert.equal((await readdir(dir)).sort(), ['a.fits', 'b.fits']);
+  });
+});
+
 test('uint16 physical values are exact in float32 (int16 + 32768 convention)', async () => {
   await withTempDir('u16', async (dir) => {
     const data = Uint16Array.from({ length: 64 * 3 }, (_, i) => (i * 1031) % 65536);

@@ -1,7 +1,8 @@
 // CFA_CHANNEL_PREP on generated sets: per-channel background location against the truth sky
 // level (calibrated OSC RGGB, raw OSC GBRG, raw mono), the median against the exact median,
 // the frame's own CFA phase (XBAYROFF), blank frames excluded by CALIBRATION or here, and the
-// histogram statistics against exact clipping on synthetic data, with their cost at 2048×1536.
+// histogram statistics against exact clipping on synthetic data, with their cost at 2048×1536,
+// and the measurements CALIBRATION hands on (premeasure.ts) against those read from the files.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { copyFile, mkdir, mkdtemp, rm, unlink } from 'node:fs/promises';
@@ -16,6 +17,7 @@ import { measureChannels, MONO_PHASES, phaseChannels } from '../../src/pipeline/
 import { ok, type Phase } from '../../src/pipeline/phase.js';
 import { calibrationPhase } from '../../src/pipeline/rawstack/phases/calibration.js';
 import { cfaChannelPrepPhase } from '../../src/pipeline/rawstack/phases/cfa-channel-prep.js';
+import { referenceSelectionPhase } from '../../src/pipeline/rawstack/phases/reference-selection.js';
 import type { RawStackState } from '../../src/pipeline/rawstack/state.js';
 import { seededRandom } from '../helpers/tmp.js';
 import { config, image, median, runPhasesOn, sites, type PhaseRun } from './calibration-helpers.js';
@@ -170,11 +172,14 @@ test('blank frames (zero padding, constant value) are excluded as blank_frame by
 
 test('a calibrated frame that cannot be read is excluded as unreadable; the others are measured', async () => {
   const d = join(root, 'rggb');
+  // CALIBRATION measured every frame while writing it; frame 1's measurement is dropped, so
+  // CFA_CHANNEL_PREP has to read its (now missing) calibrated file.
   const lose: Phase<RawStackState> = {
     name: 'LOSE_FRAME',
     optional: false,
     async run(ctx) {
       await unlink(ctx.state.frames[1]!.calibratedFile!);
+      ctx.state.frames[1]!.premeasured = null;
       return ok();
     },
   };
@@ -183,9 +188,41 @@ test('a calibrated frame that cannot be read is excluded as unreadable; the othe
     phases: [calibrationPhase, lose, cfaChannelPrepPhase],
   });
   const end = run.end('CFA_CHANNEL_PREP')!;
-  assert.equal([end.status, end.frames_measured, end.frames_excluded], ['ok', 3, { unreadable: 1 }]);
+  assert.equal([end.status, end.frames_measured, end.frames_excluded, end.measured_by_calibration], ['ok', 3, { unreadable: 1 }, 3]);
   const f = run.state!.frames[1]!;
   assert.equal([f.status, f.exclusions[0]!.code, f.normalization], ['excluded', 'unreadable', null]);
+});
+
+test('statistics and stars measured by CALIBRATION equal those measured from the calibrated files', async () => {
+  // OSC RGGB with bias, darks and flats: CALIBRATION measures each light on its frame worker
+  // before it leaves memory; forgetting those measurements makes CFA_CHANNEL_PREP and
+  // REFERENCE_SELECTION read the calibrated files instead. Both must agree exactly.
+  const d = join(root, 'rggb');
+  const forget: Phase<RawStackState> = {
+    name: 'FORGET',
+    optional: false,
+    async run(ctx) {
+      for (const f of ctx.state.frames) f.premeasured = null;
+      return ok();
+    },
+  };
+  const cfg = config({ lights_dir: join(d, 'lights'), bias_dir: join(d, 'bias'), darks_dir: join(d, 'darks'), flats_dir: join(d, 'flats') });
+  const early = await runPhasesOn(cfg, { runsDir: join(root, 'runs'), phases: [calibrationPhase, cfaChannelPrepPhase, referenceSelectionPhase] });
+  const late = await runPhasesOn(cfg, { runsDir: join(root, 'runs'), phases: [calibrationPhase, forget, cfaChannelPrepPhase, referenceSelectionPhase] });
+  assert.equal([early.end('CALIBRATION')!.frames_measured, early.end('CFA_CHANNEL_PREP')!.measured_by_calibration, early.end('REFERENCE_SELECTION')!.measured_earlier], [4, 4, 4]);
+  // Without CALIBRATION's measurements CFA_CHANNEL_PREP reads each frame once and measures its stars on that read.
+  assert.equal([late.end('CFA_CHANNEL_PREP')!.measured_by_calibration, late.end('REFERENCE_SELECTION')!.measured_earlier], [0, 4]);
+  const a = early.state!.frames;
+  const b = late.state!.frames;
+  assert.equal(a.length, 4);
+  for (let i = 0; i < a.length; i++) {
+    assert.equal(a[i]!.normalization, b[i]!.normalization, `frame ${i} normalization`);
+    assert.equal(a[i]!.metrics, b[i]!.metrics, `frame ${i} metrics`);
+    assert.equal(a[i]!.stars, b[i]!.stars, `frame ${i} stars`);
+    assert.ok((a[i]!.stars?.length ?? 0) > 10, `frame ${i} has stars`);
+    assert.equal(a[i]!.premeasured ?? null, null, 'measurements are dropped once used');
+  }
+  assert.equal(early.state!.referenceIndex, late.state!.referenceIndex);
 });
 
 /** Exact kappa-sigma clipped median and MAD sigma by sorting (the reference for the histogram path). */

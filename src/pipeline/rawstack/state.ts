@@ -3,6 +3,7 @@
 // data (frames stay on disk and are streamed in bands), so the state's size does not grow with
 // image size. Paths in `artifacts` are relative to the run folder.
 
+import type { Premeasured } from './frame-analysis.js';
 import type { Affine } from '../../algorithms/affine.js';
 import type { FrameMetrics } from '../../algorithms/frame-metrics.js';
 import type { StarPoint } from '../../algorithms/match.js';
@@ -97,6 +98,12 @@ export interface FrameRecord {
   /** Run queue: the frame's filter (queue.ts filterKey; `OSC` for colour data) and entry index; null in a single-folder run. */
   filter: string | null;
   entry: number | null;
+  /**
+   * Star and channel measurements taken while an earlier phase held the frame's pixels
+   * (frame-analysis.ts; premeasure.ts hands them to CFA_CHANNEL_PREP and REFERENCE_SELECTION,
+   * which drop them once used). Absent: nothing measured yet.
+   */
+  premeasured?: Premeasured | null;
 }
 
 export interface ArtifactEntry {

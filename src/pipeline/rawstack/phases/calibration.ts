@@ -16,7 +16,10 @@
 //      subtracted when they are configured and its header does not say it is corrected;
 //   5. per light: (light − bias − scale·dark) / flatN, NaN where the flat is dead; blank lights
 //      (padding, constant) are excluded as `blank_frame`, a light that fails is excluded as
-//      `calibration_failed`; the run goes on.
+//      `calibration_failed`; the run goes on. On the TypeScript path each light is one frame
+//      task (calibrate-light-task.ts: read, calibrate, write, then measure its stars and channel
+//      statistics while it is in memory, handed on through frame.premeasured); on a GPU the
+//      calibrate kernel runs with the masters resident and CFA_CHANNEL_PREP measures.
 // Errors (`calibration_error`): a configured folder that is missing or holds no matching
 // readable frame, an unreadable master file, any calibration frame or master whose size differs
 // from the lights; `budget_error` when one band of a master's frames does not fit the budget.
@@ -30,12 +33,15 @@
 import { mkdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { imageMedians, imageMediansPooled } from '../../../cpu/stats.js';
-import { isShared, sharedPool } from '../../../cpu/worker-pool.js';
 import { keys, readFitsImage, writeFits, type FitsHeader } from '../../../fits/index.js';
 import { GpuError } from '../../../gpu/errors.js';
 import { gpuFor } from '../../device-policy.js';
 import { CancelledError, failed, ok, skipped, type Phase, type PhaseContext } from '../../phase.js';
-import { calibratedHeader, FrameCalibrator } from '../calibration-apply.js';
+import { DEFAULT_FLAT_FLOOR } from '../../../cpu/calibrate.js';
+import { exposeGc } from '../../../cpu/worker-gc.js';
+import { collectSharedPools, isShared, sharedPool, toShared } from '../../../cpu/worker-pool.js';
+import type { CalibrateLightResult } from '../calibrate-light-task.js';
+import { calibratedHeader, FrameCalibrator, type CalibratedHeaderInfo } from '../calibration-apply.js';
 import {
   CalibrationError,
   combineFrames,
@@ -57,11 +63,15 @@ import {
 import { detectBlank } from '../channel-stats.js';
 import { forEachLimit } from '../../concurrency.js';
 import { groupDarks, selectDark, type DarkFrameHeader, type DarkGroup, type DarkSelection } from '../dark-select.js';
+import { FrameWorkers, mapFrames } from '../frame-workers.js';
+import { analysisSpecOf } from '../premeasure.js';
 import { exclude, includedFrames, type FrameRecord, type RawStackState } from '../state.js';
 import { filterKey } from '../queue.js';
 import { addArtifact } from './report.js';
 
 const MiB = 1024 * 1024;
+/** The main thread's collector (null where the runtime refuses it). */
+const collectGarbage = exposeGc();
 const PHASE = 'CALIBRATION';
 
 type DarkMember = DarkFrameHeader & { file: string };
@@ -81,6 +91,12 @@ function medianOf(data: Float32Array, width: number, height: number): number {
 function medianLater(data: Float32Array, width: number, height: number, workers: number): Promise<number> {
   if (!isShared(data)) return Promise.resolve(medianOf(data, width, height));
   return imageMediansPooled(sharedPool(workers), data, { width, height, mode: 'whole' }).then(([m]) => (Number.isFinite(m) ? m! : 0));
+}
+
+function median(values: number[]): number {
+  const v = [...values].sort((a, b) => a - b);
+  const n = v.length;
+  return n === 0 ? NaN : n % 2 ? v[n >> 1]! : (v[n / 2 - 1]! + v[n / 2]!) / 2;
 }
 
 /** 99.9th percentile of a normalised flat from a strided sample (its brightest real response). */
@@ -452,11 +468,16 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   const flatTop = flatGroups ? Math.max(1, ...[...flats.values()].map(flatHigh)) : flat ? flatHigh(flat) : 1;
   await Promise.all([...writes, ...levelJobs]);
   const biasLevel = await biasLevelJob;
-  // The masters' pooled device buffers (band of frames, mean, readback) serve no light: freed
-  // now rather than at the phase end, so they do not add to the lights' peak memory.
-  stackGpuCtx?.pool.trim();
+  // The combinations' host scratch goes with the collection below.
   scratch = null;
   const mastersMs = performance.now() - t0;
+
+  // The masters' band buffers are dead: the device pool's (host memory on a software adapter)
+  // and the host staging of every combine (up to the budget each). Released before the lights,
+  // whose workers would otherwise add their frames on top of them (peak RSS).
+  state.gpu?.pool.trim();
+  collectGarbage?.();
+  collectSharedPools();
 
   // 5. Lights, at most parallel_workers in flight and as many as the budget holds beside the masters.
   const perFrame = 3 * frameBytes;
@@ -468,58 +489,117 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   let calibrated = 0;
   let failedFrames = 0;
   let blank = 0;
+  let measured = 0;
+  // Per-light step times on the frame workers (TypeScript path), medians in the summary.
+  const stepMs = { read: [] as number[], calibrate: [] as number[], write: [] as number[], analyze: [] as number[] };
   const t1 = performance.now();
-  try {
-    await forEachLimit(lights, lanes, async (frame: FrameRecord) => {
-      ctx.checkCancelled();
-      const sel = selections.get(frame.index) ?? null;
-      const group = sel ? groups.find((g) => g.id === sel.groupId)! : null;
-      try {
-        // Shared memory on the worker-pool path: the light goes to the workers without a copy
-        // and is calibrated in place (it is not used after calibrate()).
-        const onHost = calibrator.device === 'cpu';
-        const image = await readFitsImage(frame.file, 'float32', { shared: onHost });
-        if (image.width !== width || image.height !== height || image.planes !== 1) throw new Error(`is ${image.width}x${image.height}x${image.planes}, expected ${width}x${height}x1`);
-        const check = detectBlank(image.data, width, height);
-        if (check.blank) {
-          exclude(frame, 'blank_frame', check.detail!);
-          blank++;
-          ctx.frame(frame.index, frame.name, 'excluded', 'blank_frame', { detail: check.detail });
-          return;
-        }
+
+  // What each light gets: its dark (and scale), its flat (per-filter flats: by key; null = none)
+  // and the provenance cards of its calibrated header.
+  const planOf = (frame: FrameRecord) => {
+    const sel = selections.get(frame.index) ?? null;
+    const group = sel ? groups.find((g) => g.id === sel.groupId)! : null;
+    const scale = sel?.scale ?? 1;
+    const flatKey = flatGroups ? (lightFlatKey.get(frame.index) ?? null) : undefined;
+    const name = `cal_${String(frame.index + 1).padStart(5, '0')}.fit`;
+    const header: CalibratedHeaderInfo = {
+      bias: biasName,
+      dark: group?.name ?? null,
+      darkScale: scale,
+      flat: flatKey === undefined ? flatName : flatKey === null ? null : (flatNames.get(flatKey) ?? null),
+      biasLevel,
+      darkLevel: sel ? (darkLevels.get(sel.groupId) ?? 0) * scale : 0,
+      flatHigh: flatTop,
+    };
+    return { sel, group, scale, flatKey, name, file: join(calDir, name), header };
+  };
+  type LightPlan = ReturnType<typeof planOf>;
+  const onCalibrated = (frame: FrameRecord, plan: LightPlan) => {
+    frame.calibratedFile = plan.file;
+    frame.darkUsed = plan.group?.name ?? null;
+    calibrated++;
+    ctx.frame(frame.index, frame.name, 'ok', undefined, { calibrated: `outputs/calibrated/${plan.name}`, ...(plan.group ? { dark: plan.group.name, dark_scale: Number(plan.scale.toFixed(6)) } : {}) });
+  };
+  const onExcluded = (frame: FrameRecord, code: 'blank_frame' | 'calibration_failed', detail: string) => {
+    if (code === 'blank_frame') blank++;
+    else failedFrames++;
+    exclude(frame, code, detail);
+    ctx.frame(frame.index, frame.name, 'excluded', code, { detail });
+  };
+
+  if (calibrator.device === 'cpu') {
+    // TypeScript path: each light is read, calibrated, written and measured (stars, channel
+    // statistics: premeasure.ts) on a frame worker, so the main thread only dispatches and the
+    // calibrated frame is never read back by CFA_CHANNEL_PREP or REFERENCE_SELECTION. The
+    // masters go to the workers once, in shared memory.
+    const shared = (m: Float32Array | null) => (m ? toShared(m) : null);
+    const sBias = shared(bias);
+    const sFlat = shared(flat);
+    const sDarks = new Map([...darks].map(([k, v]) => [k, toShared(v)] as const));
+    const sFlats = new Map([...flats].map(([k, v]) => [k, toShared(v)] as const));
+    const spec = analysisSpecOf(state);
+    const frameWorkers = new FrameWorkers(lanes);
+    try {
+      await mapFrames(
+        lights,
+        lanes,
+        ctx.signal,
+        (frame) => {
+          const plan = planOf(frame);
+          const lightFlat = plan.flatKey === undefined ? sFlat : plan.flatKey === null ? null : (sFlats.get(plan.flatKey) ?? null);
+          return frameWorkers.run({
+            kind: 'calibrate',
+            file: frame.file,
+            out: plan.file,
+            width,
+            height,
+            bias: sBias,
+            dark: plan.sel ? (sDarks.get(plan.sel.groupId) ?? null) : null,
+            flat: lightFlat,
+            darkScale: plan.scale,
+            flatFloor: DEFAULT_FLAT_FLOOR,
+            header: plan.header,
+            analysis: spec,
+          }) as Promise<CalibrateLightResult>;
+        },
+        (frame, r) => {
+          if (r.ok) {
+            onCalibrated(frame, planOf(frame));
+            frame.premeasured = r.premeasured;
+            measured++;
+            for (const k of Object.keys(stepMs) as (keyof typeof stepMs)[]) stepMs[k].push(r.ms[k]);
+          } else onExcluded(frame, r.code, r.detail);
+          ctx.progress(++unitsDone, total, 'lights');
+        },
+      );
+    } finally {
+      await frameWorkers.close();
+    }
+  } else {
+    try {
+      await forEachLimit(lights, lanes, async (frame: FrameRecord) => {
         ctx.checkCancelled();
-        const scale = sel?.scale ?? 1;
-        const flatKey = flatGroups ? (lightFlatKey.get(frame.index) ?? null) : undefined;
-        const out = await calibrator.calibrate(image.data, sel ? sel.groupId : null, scale, flatKey, true);
-        const name = `cal_${String(frame.index + 1).padStart(5, '0')}.fit`;
-        const header = calibratedHeader(image.header, {
-          bias: biasName,
-          dark: group?.name ?? null,
-          darkScale: scale,
-          flat: flatKey === undefined ? flatName : flatKey === null ? null : (flatNames.get(flatKey) ?? null),
-          biasLevel,
-          darkLevel: sel ? (darkLevels.get(sel.groupId) ?? 0) * scale : 0,
-          flatHigh: flatTop,
-        });
-        const file = join(calDir, name);
-        await writeFits(file, { width, height, data: out }, { header });
-        frame.calibratedFile = file;
-        frame.darkUsed = group?.name ?? null;
-        calibrated++;
-        ctx.frame(frame.index, frame.name, 'ok', undefined, { calibrated: `outputs/calibrated/${name}`, ...(group ? { dark: group.name, dark_scale: Number(scale.toFixed(6)) } : {}) });
-      } catch (e) {
-        if (e instanceof CancelledError || e instanceof GpuError) throw e;
-        failedFrames++;
-        const msg = e instanceof Error ? e.message : String(e);
-        exclude(frame, 'calibration_failed', msg);
-        ctx.frame(frame.index, frame.name, 'excluded', 'calibration_failed', { detail: msg });
-      } finally {
-        unitsDone++;
-        ctx.progress(unitsDone, total, 'lights');
-      }
-    });
-  } finally {
-    calibrator.dispose();
+        const plan = planOf(frame);
+        try {
+          const image = await readFitsImage(frame.file, 'float32');
+          if (image.width !== width || image.height !== height || image.planes !== 1) throw new Error(`is ${image.width}x${image.height}x${image.planes}, expected ${width}x${height}x1`);
+          const check = detectBlank(image.data, width, height);
+          if (check.blank) return onExcluded(frame, 'blank_frame', check.detail!);
+          ctx.checkCancelled();
+          const out = await calibrator.calibrate(image.data, plan.sel ? plan.sel.groupId : null, plan.scale, plan.flatKey, true);
+          await writeFits(plan.file, { width, height, data: out }, { header: calibratedHeader(image.header, plan.header), durable: false });
+          onCalibrated(frame, plan);
+        } catch (e) {
+          if (e instanceof CancelledError || e instanceof GpuError) throw e;
+          onExcluded(frame, 'calibration_failed', e instanceof Error ? e.message : String(e));
+        } finally {
+          unitsDone++;
+          ctx.progress(unitsDone, total, 'lights');
+        }
+      });
+    } finally {
+      calibrator.dispose();
+    }
   }
   const lightsMs = performance.now() - t1;
   const summary: Record<string, unknown> = {
@@ -530,7 +610,15 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     calibrated_dir: 'outputs/calibrated',
     masters_dir: 'outputs/masters',
     device: { stack: stackGpuCtx ? 'gpu' : 'cpu', calibrate: calibrator.device },
-    timing_ms: { masters: Math.round(mastersMs), lights: Math.round(lightsMs), per_light: calibrated > 0 ? Math.round(lightsMs / calibrated) : null },
+    // Lights whose stars and channel statistics were measured here (CFA_CHANNEL_PREP and
+    // REFERENCE_SELECTION then read nothing for them).
+    frames_measured: measured,
+    timing_ms: {
+      masters: Math.round(mastersMs),
+      lights: Math.round(lightsMs),
+      per_light: calibrated > 0 ? Math.round(lightsMs / calibrated) : null,
+      ...(measured > 0 ? { light_steps_median: Object.fromEntries(Object.entries(stepMs).map(([k, v]) => [k, Math.round(median(v))])) } : {}),
+    },
   };
   state.summaries.CALIBRATION = summary;
   if (calibrated === 0) return failed('no_frames', `no light could be calibrated (${failedFrames} failed, ${blank} blank)`, summary);

@@ -12,15 +12,19 @@
 // median: ref_median/median, 0; none: 1, 0).
 // Blank frames (more than half zero/NaN, or one constant value) and frames without a finite
 // pixel in some channel are excluded as `blank_frame`; unreadable ones as `unreadable`; the run
-// goes on. At most runtime_limits.parallel_workers frames are in memory at once; each frame is
-// read and measured on a frame worker (frame-tasks.ts `channels`; main thread with one worker).
+// goes on. At most runtime_limits.parallel_workers frames are in memory at once.
+// Where the statistics come from (premeasure.ts): CALIBRATION measured each calibrated frame
+// while writing it, so nothing is read here; otherwise each frame is read once on a frame worker
+// (frame-tasks.ts `analyze`; main thread with one worker), which measures its stars for
+// REFERENCE_SELECTION on the same read.
 // Writes: frame.normalization, exclusions, state.summaries.CFA_CHANNEL_PREP.
 
 import type { CfaPattern } from '../../../cpu/debayer.js';
 import { failed, ok, type Phase } from '../../phase.js';
 import type { ChannelStats } from '../channel-stats.js';
-import type { ChannelsTaskResult } from '../frame-tasks.js';
+import type { AnalyzeTaskResult, ChannelsTaskResult } from '../frame-tasks.js';
 import { FrameWorkers, mapFrames } from '../frame-workers.js';
+import { analysisSpecOf, takeChannels } from '../premeasure.js';
 import { exclude, includedFrames, pixelSource, type FrameRecord, type RawStackState } from '../state.js';
 
 const PHASE = 'CFA_CHANNEL_PREP';
@@ -41,8 +45,6 @@ export const cfaChannelPrepPhase: Phase<RawStackState> = {
     const { state } = ctx;
     const frames = includedFrames(state);
     if (frames.length === 0 || state.width === null || state.height === null) return failed('no_frames', 'no included frame to measure');
-    const width = state.width;
-    const height = state.height;
     const osc = state.colorMode === 'OSC';
     const names = osc ? ['R', 'G', 'B'] : ['L'];
     const pattern = (state.bayer ?? 'RGGB') as CfaPattern;
@@ -52,6 +54,8 @@ export const cfaChannelPrepPhase: Phase<RawStackState> = {
     let done = 0;
     let computeMs = 0;
     let readMs = 0;
+    let premeasured = 0;
+    const spec = analysisSpecOf(state);
     function applyResult(frame: FrameRecord, r: ChannelsTaskResult): void {
       if (!r.ok) {
         exclude(frame, r.code, r.detail);
@@ -86,7 +90,19 @@ export const cfaChannelPrepPhase: Phase<RawStackState> = {
         frames,
         Math.max(1, workers.size),
         ctx.signal,
-        (frame) => workers.run({ kind: 'channels', file: pixelSource(frame), width, height, pattern: osc ? pattern : null, channels: names.length }) as Promise<ChannelsTaskResult>,
+        async (frame): Promise<ChannelsTaskResult> => {
+          const earlier = takeChannels(frame);
+          if (earlier) {
+            premeasured++;
+            return earlier;
+          }
+          const file = pixelSource(frame);
+          const r = (await workers.run({ kind: 'analyze', file, spec })) as AnalyzeTaskResult;
+          if (!r.ok) return { kind: 'channels', ok: false, code: r.code, detail: r.detail, ms: { read: r.ms.read, stats: 0 } };
+          // The stars measured on this read wait for REFERENCE_SELECTION.
+          frame.premeasured = { ...r.premeasured, channels: null };
+          return r.premeasured.channels!;
+        },
         (frame, r) => {
           readMs += r.ms.read;
           computeMs += r.ms.stats;
@@ -114,6 +130,7 @@ export const cfaChannelPrepPhase: Phase<RawStackState> = {
       channels: names,
       ...(osc ? { bayer_pattern: pattern, cfa_phases: Object.fromEntries(phases) } : {}),
       source: frames.some((f) => f.calibratedFile) ? 'calibrated' : 'lights',
+      measured_by_calibration: premeasured,
       frames_measured: measured,
       frames_excluded: excluded,
       per_channel: perChannel,

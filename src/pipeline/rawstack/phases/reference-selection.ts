@@ -1,7 +1,8 @@
 // REFERENCE_SELECTION (never skipped): measures every included frame and picks the frame the
 // others are registered to.
-// 1. Per frame (pixelSource: the calibrated file when CALIBRATION wrote one), one frame in
-//    memory per worker, `runtime_limits.parallel_workers` at a time: star detection (stars.ts;
+// 1. Per frame (pixelSource: the calibrated file when CALIBRATION wrote one): the measurement
+//    CALIBRATION or CFA_CHANNEL_PREP already made on the same pixels (premeasure.ts), else one
+//    frame in memory per worker, `runtime_limits.parallel_workers` at a time: star detection (stars.ts;
 //    OSC frames on the raw mosaic with `cfa`, saturation level from SATURATE/DATAMAX and e-/ADU
 //    from EGAIN when the header has them) → frame.metrics (frame-metrics.ts) and frame.stars (the
 //    brightest MAX_STORED_STARS, full-resolution frame pixels, brightest first: enough for
@@ -27,14 +28,15 @@ import { scoreFrames } from '../../../algorithms/frame-metrics.js';
 import { filterFrames } from '../../../algorithms/frame-filter.js';
 import { selectReference, type ReferenceCandidate } from '../../../algorithms/reference.js';
 import { failed, ok, type Phase } from '../../phase.js';
+import { MAX_STORED_STARS } from '../frame-analysis.js';
 import { unpackStars, type MeasureResult } from '../frame-tasks.js';
 import { FrameWorkers, mapFrames } from '../frame-workers.js';
+import { measureSpecOf, takeMeasure } from '../premeasure.js';
 import { filterGroups, referenceFilter } from '../queue.js';
 import { medianOf, metricsView } from '../quality-artifacts.js';
 import { exclude, includedFrames, pixelSource, type FrameRecord, type RawStackState } from '../state.js';
 
-/** Stars kept per frame for registration (brightest first). */
-export const MAX_STORED_STARS = 1500;
+export { MAX_STORED_STARS };
 /** Streak points above the sequence median that mark a frame as trailed by a satellite or plane. */
 export const STREAK_MARGIN = 5;
 
@@ -75,7 +77,8 @@ export const referenceSelectionPhase: Phase<RawStackState> = {
     const { state } = ctx;
     const frames = includedFrames(state);
     if (frames.length === 0) return failed('no_frames', 'no frame left to measure');
-    const cfa = state.colorMode === 'OSC';
+    const spec = measureSpecOf(state);
+    let premeasured = 0;
     const workers = new FrameWorkers(Math.min(state.config.runtime_limits.parallel_workers, frames.length));
     const streaks = new Map<number, number>();
     const readMs: number[] = [];
@@ -87,7 +90,14 @@ export const referenceSelectionPhase: Phase<RawStackState> = {
         frames,
         workers.size,
         ctx.signal,
-        (f) => workers.run({ kind: 'measure', file: pixelSource(f), cfa, maxStars: MAX_STORED_STARS }) as Promise<MeasureResult>,
+        (f) => {
+          const earlier = takeMeasure(f);
+          if (earlier) {
+            premeasured++;
+            return Promise.resolve(earlier);
+          }
+          return workers.run({ kind: 'measure', file: pixelSource(f), ...spec }) as Promise<MeasureResult>;
+        },
         (f, r) => {
           readMs.push(r.ms.read);
           detectMs.push(r.ms.detect);
@@ -170,6 +180,7 @@ export const referenceSelectionPhase: Phase<RawStackState> = {
       n_unreadable: unreadable,
       not_candidates: { manual_exclude: [...manual].sort((a, b) => a - b), trailed: [...trailed].sort((a, b) => a - b), quality_rejected: [...rejected].sort((a, b) => a - b) },
       workers: workers.size,
+      measured_earlier: premeasured,
       timing: perFrame,
     };
     state.summaries.REFERENCE_SELECTION = details;

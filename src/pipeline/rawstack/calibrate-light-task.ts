@@ -1,0 +1,75 @@
+// CALIBRATION's per-light work as one frame task (runs on a frame worker, or on the main thread
+// with one worker): read the light → blank check → (light − bias − scale·dark) / flatN in place
+// (cpu/calibrate.ts, the same range function as the worker-pool path: bit-identical) → write
+// outputs/calibrated/cal_NNNNN.fit (atomic) → measure the calibrated plane while it is still in
+// memory (frame-analysis.ts: channel statistics and stars), so CFA_CHANNEL_PREP and
+// REFERENCE_SELECTION do not read and decode the frame again.
+// The masters arrive in shared memory (one copy for every worker); the calibrated header is
+// built here from the light's own header (FitsHeader does not cross threads).
+// Invariants: the light's file is never modified; a light that cannot be read, has the wrong size
+// or cannot be written is a typed `calibration_failed` result, a blank one `blank_frame`; the
+// calibrated file exists only when the result is ok.
+
+import { calibrate } from '../../cpu/calibrate.js';
+import { readFitsImage, writeFits } from '../../fits/index.js';
+import { calibratedHeader, type CalibratedHeaderInfo } from './calibration-apply.js';
+import { detectBlank } from './channel-stats.js';
+import { analyzePlane, premeasuredTransferables, type AnalysisSpec, type Premeasured } from './frame-analysis.js';
+
+export interface CalibrateLightTask {
+  kind: 'calibrate';
+  /** The light as found by INPUT_SCAN, and the calibrated file to write. */
+  file: string;
+  out: string;
+  width: number;
+  height: number;
+  /** Shared-memory masters of this light (null: that stage is not applied). */
+  bias: Float32Array | null;
+  dark: Float32Array | null;
+  flat: Float32Array | null;
+  darkScale: number;
+  flatFloor: number;
+  header: CalibratedHeaderInfo;
+  analysis: AnalysisSpec;
+}
+
+export type CalibrateLightResult =
+  | { kind: 'calibrate'; ok: true; premeasured: Premeasured; ms: { read: number; calibrate: number; write: number; analyze: number } }
+  | { kind: 'calibrate'; ok: false; code: 'blank_frame' | 'calibration_failed'; detail: string };
+
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+export async function calibrateLight(task: CalibrateLightTask): Promise<CalibrateLightResult> {
+  const t0 = performance.now();
+  let image;
+  try {
+    image = await readFitsImage(task.file, 'float32');
+  } catch (e) {
+    return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: message(e) };
+  }
+  const { width, height } = task;
+  if (image.width !== width || image.height !== height || image.planes !== 1) {
+    return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: `is ${image.width}x${image.height}x${image.planes}, expected ${width}x${height}x1` };
+  }
+  const check = detectBlank(image.data, width, height);
+  if (check.blank) return { kind: 'calibrate', ok: false, code: 'blank_frame', detail: check.detail! };
+  const t1 = performance.now();
+  const data = image.data;
+  calibrate(data, { ...(task.bias ? { bias: task.bias } : {}), ...(task.dark ? { dark: task.dark } : {}), ...(task.flat ? { flat: task.flat } : {}) }, { darkScale: task.darkScale, flatFloor: task.flatFloor }, data);
+  const header = calibratedHeader(image.header, task.header);
+  const t2 = performance.now();
+  try {
+    // Not flushed: an intermediate the run regenerates (writeFits `durable`).
+    await writeFits(task.out, { width, height, data }, { header, durable: false });
+  } catch (e) {
+    return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: `cannot write ${task.out}: ${message(e)}` };
+  }
+  const t3 = performance.now();
+  // The plane as written: float32 values and the calibrated header (saturation moved).
+  const premeasured = analyzePlane({ data, width, height, header }, task.out, task.analysis, t1 - t0);
+  return { kind: 'calibrate', ok: true, premeasured, ms: { read: t1 - t0, calibrate: t2 - t1, write: t3 - t2, analyze: performance.now() - t3 } };
+}
+
+export function calibrateLightTransferables(r: CalibrateLightResult): ArrayBuffer[] {
+  return r.ok ? premeasuredTransferables(r.premeasured) : [];
+}
