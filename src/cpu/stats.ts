@@ -219,8 +219,8 @@ function deviationPass(bits: Uint32Array, data: Float32Array, r: Run, c: number,
   }
 }
 
-/** Exact keys of the two middle ranks per group from a level-1 histogram and a level-2 pass. */
-function resolveMiddles(groups: number, counts: number[], hist: Uint32Array, level2: (top: [number, number][], hist2: Uint32Array) => void): { lo: number[]; hi: number[] } {
+/** Top bins (and the ranks left inside them) of the two middle ranks per group. */
+function middleBins(groups: number, counts: number[], hist: Uint32Array): { top: [number, number][]; rest: [number, number][] } {
   const top: [number, number][] = [];
   const rest: [number, number][] = [];
   for (let g = 0; g < groups; g++) {
@@ -235,8 +235,11 @@ function resolveMiddles(groups: number, counts: number[], hist: Uint32Array, lev
     top.push([b0, b1]);
     rest.push([r0, r1]);
   }
-  const hist2 = new Uint32Array(groups * 2 * BINS);
-  level2(top, hist2);
+  return { top, rest };
+}
+
+/** The two middle values per group from the level-2 histograms of their top bins. */
+function middleValues(groups: number, top: [number, number][], rest: [number, number][], hist2: Uint32Array): { lo: number[]; hi: number[] } {
   const lo: number[] = [];
   const hi: number[] = [];
   for (let g = 0; g < groups; g++) {
@@ -252,6 +255,22 @@ function resolveMiddles(groups: number, counts: number[], hist: Uint32Array, lev
     hi.push(keyValue(((t1 << 16) | l1) >>> 0));
   }
   return { lo, hi };
+}
+
+/** Exact keys of the two middle ranks per group from a level-1 histogram and a level-2 pass. */
+function resolveMiddles(groups: number, counts: number[], hist: Uint32Array, level2: (top: [number, number][], hist2: Uint32Array) => void): { lo: number[]; hi: number[] } {
+  const { top, rest } = middleBins(groups, counts, hist);
+  const hist2 = new Uint32Array(groups * 2 * BINS);
+  level2(top, hist2);
+  return middleValues(groups, top, rest, hist2);
+}
+
+/** resolveMiddles with an asynchronous level-2 pass into shared memory (worker pool). */
+async function resolveMiddlesAsync(groups: number, counts: number[], hist: Uint32Array, level2: (top: [number, number][], hist2: Uint32Array) => Promise<void>): Promise<{ lo: number[]; hi: number[] }> {
+  const { top, rest } = middleBins(groups, counts, hist);
+  const hist2 = new Uint32Array(new SharedArrayBuffer(groups * 2 * BINS * 4));
+  await level2(top, hist2);
+  return middleValues(groups, top, rest, hist2);
 }
 
 /**
@@ -299,6 +318,109 @@ export function imageStats(data: Float32Array, params: StatsParams): PlaneStats[
       madHi: mad.hi[g]!,
     }),
   );
+}
+
+/**
+ * Medians only (the `median` of imageStats, bit for bit: the same two value passes, without the
+ * two deviation passes), for callers that need a level and not a spread (calibration masters).
+ */
+export function imageMedians(data: Float32Array, params: StatsParams): number[] {
+  const { width, height } = params;
+  checkDims(data.length, width, height);
+  const { groups: G, runs } = runsFor(params);
+  const bits = new Uint32Array(data.buffer, data.byteOffset, width * height);
+  const acc = new Float64Array(4 * G);
+  for (let g = 0; g < G; g++) acc[4 * g + 2] = 0xffffffff;
+  const hist = new Uint32Array(G * BINS);
+  for (const r of runs) valuePass(bits, data, r, acc, hist);
+  const counts = Array.from({ length: G }, (_, g) => acc[4 * g]!);
+  const med = resolveMiddles(G, counts, hist, (top, hist2) => {
+    for (const r of runs) {
+      const [t0, t1] = top[r.group]!;
+      if (t0 >= 0) valuePass2(bits, r, t0, t1, hist2);
+    }
+  });
+  return counts.map((count, g) => (count === 0 ? NaN : (med.lo[g]! + med.hi[g]!) / 2));
+}
+
+/** Arguments of the pooled median passes (medianRowsPass); arrays in shared memory. */
+export interface MedianPassArgs {
+  data: Float32Array;
+  width: number;
+  height: number;
+  mode: StatsMode;
+  x0: number;
+  y0: number;
+  /** 1: top-16-bit histograms (G × BINS); 2: low-16-bit histograms of the two middle bins (G × 2 × BINS). */
+  pass: 1 | 2;
+  /** Pass 2: per group the top bins of the lower and upper middle rank (-1: group empty). */
+  top: [number, number][];
+  /** Shared histograms the chunk's own are added to (atomically). */
+  hist: Uint32Array;
+}
+
+/**
+ * One median pass over rows [start, end) (a worker-pool kernel): the same valuePass /
+ * valuePass2 as imageMedians over the runs of those rows, into a local histogram that is then
+ * added to the shared one. Counts add up the same in any split, so the medians are identical.
+ */
+export function medianRowsPass(a: MedianPassArgs, start: number, end: number): void {
+  if (end <= start) return;
+  const rows = end - start;
+  const band = a.data.subarray(start * a.width, end * a.width);
+  const bits = new Uint32Array(band.buffer, band.byteOffset, rows * a.width);
+  const { groups, runs } = runsFor({ width: a.width, height: rows, mode: a.mode, x0: a.x0, y0: a.y0 + start });
+  const local = new Uint32Array(a.hist.length);
+  if (a.pass === 1) {
+    const acc = new Float64Array(4 * groups);
+    for (let g = 0; g < groups; g++) acc[4 * g + 2] = 0xffffffff;
+    for (const r of runs) valuePass(bits, band, r, acc, local);
+  } else {
+    for (const r of runs) {
+      const [t0, t1] = a.top[r.group]!;
+      if (t0 >= 0) valuePass2(bits, r, t0, t1, local);
+    }
+  }
+  const shared = a.hist.buffer instanceof SharedArrayBuffer;
+  for (let i = 0; i < local.length; i++) {
+    const c = local[i]!;
+    if (c === 0) continue;
+    if (shared) Atomics.add(a.hist, i, c);
+    else a.hist[i]! += c;
+  }
+}
+
+/** A pool that runs row-range kernels (src/cpu/worker-pool.ts WorkerPool, or a test double). */
+export interface RowPool {
+  run<A>(kernel: { module: string; name: string }, args: A, start: number, end: number, options?: { minChunk?: number; chunksPerWorker?: number }): Promise<void>;
+}
+
+const MEDIAN_KERNEL = { module: import.meta.url, name: 'medianRowsPass' };
+
+/**
+ * imageMedians on a worker pool (`data` in shared memory): both value passes split by rows
+ * across the workers, the bins located here. Identical results; the caller's thread is free
+ * while the workers count (the masters of CALIBRATION overlap it with reading the next set).
+ */
+export async function imageMediansPooled(pool: RowPool, data: Float32Array, params: StatsParams): Promise<number[]> {
+  const { width, height } = params;
+  checkDims(data.length, width, height);
+  const G = params.mode === 'whole' ? 1 : 4;
+  const base = { data, width, height, mode: params.mode, x0: params.x0 ?? 0, y0: params.y0 ?? 0 };
+  const hist = new Uint32Array(new SharedArrayBuffer(G * BINS * 4));
+  const opts = { minChunk: 64, chunksPerWorker: 1 };
+  await pool.run(MEDIAN_KERNEL, { ...base, pass: 1, top: [], hist } satisfies MedianPassArgs, 0, height, opts);
+  const counts = Array.from({ length: G }, (_, g) => {
+    let n = 0;
+    for (let b = g * BINS; b < (g + 1) * BINS; b++) n += hist[b]!;
+    return n;
+  });
+  let top: [number, number][] = [];
+  const med = await resolveMiddlesAsync(G, counts, hist, async (t, hist2) => {
+    top = t;
+    await pool.run(MEDIAN_KERNEL, { ...base, pass: 2, top, hist: hist2 } satisfies MedianPassArgs, 0, height, opts);
+  });
+  return counts.map((count, g) => (count === 0 ? NaN : (med.lo[g]! + med.hi[g]!) / 2));
 }
 
 /** Raw statistics of a finite-value scratch set (reorders it): exact middles, f32-centred MAD. */

@@ -23,12 +23,15 @@ import { join } from 'node:path';
 import { medianInPlace } from '../../algorithms/robust-stats.js';
 import type { RawStackConfig } from '../../config/rawstack.js';
 import { stack, type StackParams } from '../../cpu/stack.js';
-import { imageStats } from '../../cpu/stats.js';
-import { sharedFloat32 } from '../../cpu/worker-pool.js';
+import { imageMedians, imageMediansPooled } from '../../cpu/stats.js';
+import { isShared, sharedFloat32, sharedPool } from '../../cpu/worker-pool.js';
 import { FitsHeader, FitsReader, isFitsError, readFitsImage, writeFits } from '../../fits/index.js';
+import type { ImageLayout } from '../../fits/layout.js';
 import { planBands } from '../../gpu/band-planner.js';
 import type { GpuContext } from '../../gpu/context.js';
-import { maxStackFrames, stackGpu } from '../../gpu/kernels/stack.js';
+import { GpuError } from '../../gpu/errors.js';
+import { maxStackFrames } from '../../gpu/kernels/stack.js';
+import { DeviceBandStack, fileLayout, hasNaN, levelStrips, readBandInto, stripLevel } from './calibration-bands.js';
 import { scanFolder, ScanError, type FrameInfo } from '../scan.js';
 import { forEachLimit } from '../concurrency.js';
 
@@ -131,6 +134,14 @@ export interface CombineOptions {
   gpu: GpuContext | null;
   /** Concurrent file reads. */
   workers: number;
+  /**
+   * Device path: size the band buffer for this many frames (at least the set's) when that costs
+   * no extra band, so the masters of one phase (8 bias, 6 darks, 8 flats) reuse one pooled
+   * allocation instead of creating (and holding) one per frame count. Default: the set's count.
+   */
+  deviceSlots?: number;
+  /** Host buffers reused from the previous combination (one per phase); default: fresh ones. */
+  scratch?: CombineScratch;
   /** Per-pixel offset subtracted from every frame before combining (flats). */
   subtract?: Float32Array | null;
   /** Scale every frame to the set's median level before combining (flats). */
@@ -153,32 +164,38 @@ export interface CombineResult {
   device: 'gpu' | 'cpu';
 }
 
+/**
+ * Host buffers of combineFrames that the next master reuses (raw file bytes and decoded bands
+ * per reader, or the TypeScript path's band of all frames): the masters of a phase allocate
+ * (and page in) them once instead of once each. Drop it when the masters are done.
+ */
+export class CombineScratch {
+  readonly raws: { bytes: Uint8Array }[] = [];
+  private readonly bands: Float32Array[] = [];
+
+  /** Float buffer `slot` of at least `length` samples (its first `length` are returned). */
+  floats(slot: number, length: number): Float32Array {
+    let a = this.bands[slot];
+    if (!a || a.length < length) this.bands[slot] = a = new Float32Array(length);
+    return a.subarray(0, length);
+  }
+}
+
 /** Sigma-clipping iterations and survivor floor of masters (DESIGN §8 fixes kappa = 3 by default). */
 export const MASTER_MAX_ITERS = 5;
 export const MASTER_MIN_FRACTION = 0.5;
 
-async function readBand(file: string, y0: number, rows: number): Promise<Float32Array> {
-  const reader = await FitsReader.open(file);
-  try {
-    return (await reader.readRows(y0, rows, { planes: [0] })).data;
-  } finally {
-    await reader.close();
-  }
-}
-
-/** Robust level of a frame (minus `subtract`) from 8 strips of 2 rows spread over the image. */
+/** Robust level of a frame (minus `subtract`) from the level strips (levelStrips) read from the file. */
 async function frameLevel(file: string, width: number, height: number, subtract: Float32Array | null | undefined): Promise<number> {
-  const strips = Math.min(8, Math.max(1, height >> 1));
-  const values = new Float32Array(strips * 2 * width);
+  const strips = levelStrips(height);
+  const values = new Float32Array(strips.length * 2 * width);
   let k = 0;
   const reader = await FitsReader.open(file);
   try {
-    for (let s = 0; s < strips; s++) {
-      const y0 = Math.min(height - 2, Math.floor(((s + 0.5) * height) / strips) & ~1);
-      const rows = Math.min(2, height - Math.max(0, y0));
-      const band = (await reader.readRows(Math.max(0, y0), rows, { planes: [0] })).data;
+    for (const { y0, rows } of strips) {
+      const band = (await reader.readRows(y0, rows, { planes: [0] })).data;
       for (let i = 0; i < band.length; i++) {
-        const v = band[i]! - (subtract ? subtract[Math.max(0, y0) * width + i]! : 0);
+        const v = band[i]! - (subtract ? subtract[y0 * width + i]! : 0);
         if (Number.isFinite(v)) values[k++] = v;
       }
     }
@@ -188,78 +205,137 @@ async function frameLevel(file: string, width: number, height: number, subtract:
   return medianInPlace(values.subarray(0, k));
 }
 
-/** Sigma-clipped mean of `files` (all of the lights' size), streamed in bands of rows. */
-export async function combineFrames(files: readonly string[], o: CombineOptions): Promise<CombineResult> {
-  const n = files.length;
-  const { width, height } = o;
-  if (n === 0) throw new CalibrationError('no frames to combine');
-  let levels: number[] | null = null;
-  let scale: number[] | undefined;
-  if (o.normalizeLevels && n > 1) {
-    levels = new Array<number>(n).fill(NaN);
-    await forEachLimit(files, o.workers, async (file, i) => {
-      o.checkCancelled();
-      levels![i] = await frameLevel(file, width, height, o.subtract);
-    });
-    levels.forEach((l, i) => {
-      if (!(l > 0)) throw new CalibrationError(`flat ${files[i]} has no signal above its offset (level ${l.toFixed(1)} ADU)`);
-    });
-    const ref = [...levels].sort((a, b) => a - b)[n >> 1]!;
-    scale = levels.map((l) => ref / l);
-  }
-  const plan = planBands({
-    width,
-    height,
-    frames: n,
+function combinePlan(o: CombineOptions, frames: number, maxBindingBytes: number) {
+  return planBands({
+    width: o.width,
+    height: o.height,
+    frames,
     bytesPerPixel: 4,
     // mean + count outputs, plus one band of one file being decoded.
     outputBytesPerPixel: 12,
     haloRows: 0,
     budgetBytes: o.budgetBytes,
-    maxBindingBytes: Number.MAX_SAFE_INTEGER,
-    minRows: Math.min(height, 16),
+    maxBindingBytes,
+    minRows: Math.min(o.height, 16),
     rowAlign: 2,
   });
-  const gpu = o.gpu && n <= maxStackFrames(o.gpu.limits) ? o.gpu : null;
+}
+
+/**
+ * Sigma-clipped mean of `files` (all of the lights' size), streamed in bands of rows. Each file's
+ * band is decoded once into its final place (offset subtracted in the same pass): on the device
+ * path into a per-reader scratch that is written into the frame's slot of the device band, on
+ * the TypeScript path straight into the host band. With one band, flat levels come from the
+ * decoded frames instead of a second read of every file.
+ */
+export async function combineFrames(files: readonly string[], o: CombineOptions): Promise<CombineResult> {
+  const n = files.length;
+  const { width, height } = o;
+  if (n === 0) throw new CalibrationError('no frames to combine');
+  let gpu = o.gpu && n <= maxStackFrames(o.gpu.limits) ? o.gpu : null;
+  // The device band is one storage binding: the plan keeps it under the adapter's limit. A set
+  // too large for even a minimal band there stacks in TypeScript.
+  let plan: ReturnType<typeof planBands> | null = null;
+  let slots = n;
+  if (gpu) {
+    const binding = gpu.limits.maxStorageBufferBindingSize;
+    try {
+      plan = combinePlan(o, n, binding);
+      // More slots than frames only when the plan stays the same (no extra band, same rows).
+      const wanted = Math.min(o.deviceSlots ?? n, maxStackFrames(gpu.limits));
+      if (wanted > n) {
+        const wide = combinePlan(o, wanted, binding);
+        if (wide.bands.length === plan.bands.length && wide.rowsPerBand === plan.rowsPerBand) slots = wanted;
+      }
+    } catch (e) {
+      if (!(e instanceof GpuError && (e.code === 'BINDING_TOO_LARGE' || e.code === 'BUDGET_TOO_SMALL'))) throw e;
+      // The wide plan failing keeps the plan; the set's own failing moves to TypeScript (binding)
+      // or fails below exactly as the TypeScript plan does (budget).
+      if (plan === null) gpu = null;
+    }
+  }
+  plan ??= combinePlan(o, n, Number.MAX_SAFE_INTEGER);
+  const single = plan.bands.length === 1;
+  let levels: number[] | null = null;
+  const normalize = o.normalizeLevels === true && n > 1;
+  if (normalize) {
+    levels = new Array<number>(n).fill(NaN);
+    // Several bands: the levels must be known before the first band is stacked, so every file's
+    // strips are read first. One band: they come from the decoded frames (below).
+    if (!single) {
+      await forEachLimit(files, o.workers, async (file, i) => {
+        o.checkCancelled();
+        levels![i] = await frameLevel(file, width, height, o.subtract);
+      });
+    }
+  }
+  const subtractHasNaN = o.subtract ? hasNaN(o.subtract) : false;
   const master = sharedFloat32(width * height);
-  const buf = new Float32Array(n * plan.rowsPerBand * width);
+  const layouts: (ImageLayout | undefined)[] = new Array<ImageLayout | undefined>(n);
+  const lanes = Math.max(1, Math.min(Math.floor(o.workers) || 1, n));
+  const held = o.scratch ?? new CombineScratch();
+  const raws = Array.from({ length: lanes }, (_, i) => (held.raws[i] ??= { bytes: new Uint8Array(0) }));
+  const device = gpu ? new DeviceBandStack(gpu, slots, plan.rowsPerBand * width, n) : null;
+  const scratch = device ? Array.from({ length: lanes }, (_, i) => held.floats(i, plan.rowsPerBand * width)) : [];
+  const buf = device ? null : held.floats(lanes, n * plan.rowsPerBand * width);
+  let scale: number[] | undefined;
   let rejected = 0;
-  let valid = 0;
+  let nan = 0;
   let reads = 0;
   const total = n * plan.bands.length;
-  for (const band of plan.bands) {
-    o.checkCancelled();
-    const pixels = band.rows * width;
-    await forEachLimit(files, o.workers, async (file, f) => {
+  try {
+    for (const band of plan.bands) {
       o.checkCancelled();
-      const rows = await readBand(file, band.y0, band.rows);
-      const at = f * pixels;
-      buf.set(rows, at);
-      if (o.subtract) {
-        const off = band.y0 * width;
-        for (let i = 0; i < pixels; i++) buf[at + i]! -= o.subtract[off + i]!;
+      const pixels = band.rows * width;
+      const free = Array.from({ length: lanes }, (_, i) => i);
+      await forEachLimit(files, lanes, async (file, f) => {
+        o.checkCancelled();
+        const lane = free.pop()!;
+        try {
+          const layout = (layouts[f] ??= await fileLayout(file));
+          const out = device ? scratch[lane]! : buf!;
+          const at = device ? 0 : f * pixels;
+          nan += await readBandInto(file, layout, band.y0, band.rows, out, at, o.subtract, raws[lane]!, subtractHasNaN);
+          if (normalize && single) levels![f] = stripLevel(out, at, width, height);
+          device?.upload(f, out, pixels);
+        } finally {
+          free.push(lane);
+        }
+      });
+      if (levels && !scale) {
+        levels.forEach((l, i) => {
+          if (!(l > 0)) throw new CalibrationError(`flat ${files[i]} has no signal above its offset (level ${l.toFixed(1)} ADU)`);
+        });
+        const ref = [...levels].sort((a, b) => a - b)[n >> 1]!;
+        scale = levels.map((l) => ref / l);
       }
-    });
-    const params: StackParams = {
-      width,
-      rows: band.rows,
-      frames: n,
-      method: n >= 3 ? 'sigma' : 'none',
-      low: o.kappa,
-      high: o.kappa,
-      maxIters: MASTER_MAX_ITERS,
-      minFraction: MASTER_MIN_FRACTION,
-      ...(scale ? { scale } : {}),
-    };
-    const input = buf.subarray(0, n * pixels);
-    const result = gpu ? await stackGpu(gpu, input, params) : stack(input, params);
-    master.set(result.mean, band.y0 * width);
-    for (let f = 0; f < n; f++) rejected += result.rejectedLow[f]! + result.rejectedHigh[f]!;
-    for (let i = 0; i < pixels; i++) valid += result.count[i]!;
-    reads += n;
-    o.onProgress?.(reads, total);
+      const params: StackParams = {
+        width,
+        rows: band.rows,
+        frames: n,
+        method: n >= 3 ? 'sigma' : 'none',
+        low: o.kappa,
+        high: o.kappa,
+        maxIters: MASTER_MAX_ITERS,
+        minFraction: MASTER_MIN_FRACTION,
+        ...(scale ? { scale } : {}),
+      };
+      if (device) {
+        await device.stack(params, master, band.y0 * width);
+      } else {
+        const result = stack(buf!.subarray(0, n * pixels), params);
+        master.set(result.mean, band.y0 * width);
+        for (let f = 0; f < n; f++) rejected += result.rejectedLow[f]! + result.rejectedHigh[f]!;
+      }
+      reads += n;
+      o.onProgress?.(reads, total);
+    }
+    if (device) for (const t of await device.tallies()) rejected += t;
+  } finally {
+    device?.release();
   }
-  valid += rejected;
+  // Every non-NaN sample is either a survivor or rejected (the stack kernels' contract).
+  const valid = n * width * height - nan;
   return { data: master, frames: n, rejectedFraction: valid > 0 ? rejected / valid : 0, rowsPerBand: plan.rowsPerBand, bands: plan.bands.length, levels, device: gpu ? 'gpu' : 'cpu' };
 }
 
@@ -293,10 +369,10 @@ export function subtractInPlace(a: Float32Array, b: Float32Array): void {
 /**
  * Divides a flat by its median: per Bayer phase (the 4 CFA sites separately, so the flat keeps
  * no colour of its own and lights keep their colour balance) for OSC, one median for mono.
- * Returns the medians (phase order (y & 1) * 2 + (x & 1) for OSC).
+ * `medians`: precomputed (flatMedians, on the worker pool), else counted here. Returns the medians
+ * (phase order (y & 1) * 2 + (x & 1) for OSC).
  */
-export function normalizeFlat(flat: Float32Array, width: number, height: number, cfa: boolean, key: string): number[] {
-  const medians = imageStats(flat, { width, height, mode: cfa ? 'bayer' : 'whole' }).map((s) => s.median);
+export function normalizeFlat(flat: Float32Array, width: number, height: number, cfa: boolean, key: string, medians = imageMedians(flat, { width, height, mode: cfa ? 'bayer' : 'whole' })): number[] {
   medians.forEach((m, p) => {
     if (!(m > 0) || !Number.isFinite(m)) throw new CalibrationError(`${key}: the flat's median${cfa ? ` at Bayer site ${p}` : ''} is ${m}, not a positive level (offset not removed, or not a flat)`);
   });
@@ -314,6 +390,12 @@ export function normalizeFlat(flat: Float32Array, width: number, height: number,
     for (let x = 1; x < width; x += 2) flat[row + x]! *= o;
   }
   return medians;
+}
+
+/** The medians normalizeFlat divides by, counted on the worker pool (identical values). */
+export function flatMedians(flat: Float32Array, width: number, height: number, cfa: boolean, workers: number): Promise<number[]> {
+  const params = { width, height, mode: cfa ? ('bayer' as const) : ('whole' as const) };
+  return isShared(flat) ? imageMediansPooled(sharedPool(workers), flat, params) : Promise.resolve(imageMedians(flat, params));
 }
 
 export interface MasterHeaderInfo {

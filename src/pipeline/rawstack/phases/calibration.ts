@@ -32,22 +32,24 @@
 
 import { mkdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { imageStats } from '../../../cpu/stats.js';
+import { imageMedians, imageMediansPooled } from '../../../cpu/stats.js';
 import { keys, readFitsImage, writeFits, type FitsHeader } from '../../../fits/index.js';
 import { GpuError } from '../../../gpu/errors.js';
 import { gpuFor } from '../../device-policy.js';
 import { CancelledError, failed, ok, skipped, type Phase, type PhaseContext } from '../../phase.js';
 import { DEFAULT_FLAT_FLOOR } from '../../../cpu/calibrate.js';
 import { exposeGc } from '../../../cpu/worker-gc.js';
-import { collectSharedPools, toShared } from '../../../cpu/worker-pool.js';
+import { collectSharedPools, isShared, sharedPool, toShared } from '../../../cpu/worker-pool.js';
 import type { CalibrateLightResult } from '../calibrate-light-task.js';
 import { calibratedHeader, FrameCalibrator, type CalibratedHeaderInfo } from '../calibration-apply.js';
 import {
   CalibrationError,
   combineFrames,
+  CombineScratch,
   firstHeader,
   headerSaysBiasCorrected,
   listCalibrationFrames,
+  flatMedians,
   loadMasterFile,
   masterHeader,
   normalizeFlat,
@@ -78,8 +80,17 @@ const active = (s: StageSource) => s.kind === 'folder' || s.kind === 'master';
 
 /** Median of a master (bias and dark levels for the saturation card). */
 function medianOf(data: Float32Array, width: number, height: number): number {
-  const m = imageStats(data, { width, height, mode: 'whole' })[0]?.median;
+  const m = imageMedians(data, { width, height, mode: 'whole' })[0];
   return Number.isFinite(m) ? m! : 0;
+}
+
+/**
+ * medianOf on the worker pool (identical value): the bias and dark levels are only needed by the
+ * lights, so the workers count while this thread reads and decodes the next master's frames.
+ */
+function medianLater(data: Float32Array, width: number, height: number, workers: number): Promise<number> {
+  if (!isShared(data)) return Promise.resolve(medianOf(data, width, height));
+  return imageMediansPooled(sharedPool(workers), data, { width, height, mode: 'whole' }).then(([m]) => (Number.isFinite(m) ? m! : 0));
 }
 
 function median(values: number[]): number {
@@ -91,11 +102,13 @@ function median(values: number[]): number {
 /** 99.9th percentile of a normalised flat from a strided sample (its brightest real response). */
 function flatHigh(flat: Float32Array): number {
   const step = Math.max(1, Math.floor(flat.length / 65536));
-  const s: number[] = [];
-  for (let i = step >> 1; i < flat.length; i += step) if (Number.isFinite(flat[i]!)) s.push(flat[i]!);
-  if (s.length === 0) return 1;
-  s.sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(0.999 * s.length))]!;
+  const s = new Float32Array(Math.ceil(flat.length / step));
+  let k = 0;
+  for (let i = step >> 1; i < flat.length; i += step) if (Number.isFinite(flat[i]!)) s[k++] = flat[i]!;
+  if (k === 0) return 1;
+  // A typed-array sort is numeric without a comparator (5x faster than sorting a number[]).
+  const sorted = s.subarray(0, k).sort();
+  return sorted[Math.min(k - 1, Math.floor(0.999 * k))]!;
 }
 
 function describeSource(s: StageSource): Record<string, unknown> {
@@ -223,8 +236,14 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   let unitsDone = 0;
   const combineProgress = (substep: string, files: number) => (reads: number, all: number) => ctx.progress(Math.floor(unitsDone + (files * reads) / all), total, substep);
 
+  // The largest set combined here: every master's device band is sized for it, so the masters
+  // reuse one pooled allocation (combineFrames only does so when it costs no extra band).
+  const combinedSets = [listed.bias, listed.darkflat, ...(flatGroups ? [...flatGroups.values()] : [listed.flat]), ...(sources.dark.kind === 'folder' ? usedGroups.map((g) => g.members) : [])];
+  const deviceSlots = Math.max(1, ...combinedSets.map((x) => x?.length ?? 0));
   // Masters held so far: budget left for the bands of the next combination.
   let heldBytes = 0;
+  // Host buffers of one combination, reused by the next (dropped after the masters).
+  let scratch: CombineScratch | null = new CombineScratch();
   const combine = async (stage: string, files: string[], extra: { subtract?: Float32Array | null; normalizeLevels?: boolean } = {}) => {
     const r = await combineFrames(files, {
       width,
@@ -233,6 +252,8 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
       budgetBytes: Math.max(budget - heldBytes - frameBytes, 0),
       gpu: stackGpuCtx,
       workers,
+      deviceSlots,
+      scratch: scratch ?? undefined,
       ...extra,
       checkCancelled: () => ctx.checkCancelled(),
       onProgress: combineProgress(`master_${stage}`, files.length),
@@ -243,10 +264,15 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   };
   const details: Record<string, Record<string, unknown>> = {};
   const rel = (name: string) => `outputs/masters/${name}`;
-  const written = async (stage: string, name: string, data: Float32Array, header: FitsHeader) => {
-    const file = await writeMaster(mastersDir, name, width, height, data, header);
+  // Master files are written while the next master is combined (a master's data does not change
+  // once its write starts); every write is awaited before the lights, and a failed one fails the phase.
+  const writes: Promise<unknown>[] = [];
+  const written = (stage: string, name: string, data: Float32Array, header: FitsHeader): string => {
+    const pending = writeMaster(mastersDir, name, width, height, data, header);
+    pending.catch(() => undefined); // awaited below; an earlier failure must not leave it unhandled
+    writes.push(pending);
     addArtifact(state, `master_${stage}`, PHASE, rel(name));
-    return file;
+    return join(mastersDir, name);
   };
 
   // 1. Bias.
@@ -258,7 +284,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     bias = r.data;
     biasName = 'master_bias.fits';
     const header = masterHeader(firstHeaders.bias ?? null, { imageType: 'Master Bias', frames: r.frames, exptime: null, temperature: null, kappa: cal.master_rejection_sigma, source: sources.bias.path! });
-    state.masters.bias = await written('bias', biasName, bias, header);
+    state.masters.bias = written('bias', biasName, bias, header);
     details.bias = { ...details.bias, ...combineDetails(r), master: rel(biasName) };
   } else if (sources.bias.kind === 'master') {
     bias = (await loadMasterFile(sources.bias, size)).data;
@@ -266,7 +292,14 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     biasName = basename(sources.bias.path!);
     state.masters.bias = sources.bias.path;
   }
-  const biasLevel = bias ? medianOf(bias, width, height) : 0;
+  // Levels computed on the worker pool meanwhile; awaited (with the writes) before the lights.
+  const levelJobs: Promise<unknown>[] = [];
+  const later = <T>(job: Promise<T>): Promise<T> => {
+    job.catch(() => undefined); // awaited below; an earlier failure must not leave it unhandled
+    levelJobs.push(job);
+    return job;
+  };
+  const biasLevelJob = later(bias ? medianLater(bias, width, height, workers) : Promise.resolve(0));
 
   // 2. Darks: only the groups some light uses.
   const darks = new Map<number, Float32Array>();
@@ -303,7 +336,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
           cards: [['BIASCORR', bias !== null]],
           history: bias ? [`skystack CALIBRATION: bias ${biasName} subtracted (dark - bias)`] : [],
         });
-        await written('dark', g.name, data, header);
+        written('dark', g.name, data, header);
         Object.assign(row, combineDetails(r), { master: rel(g.name) });
       } else {
         data = darkFile!.data;
@@ -312,7 +345,8 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
         row.master = sources.dark.path;
       }
       darks.set(g.id, data);
-      darkLevels.set(g.id, medianOf(data, width, height));
+      const id = g.id;
+      later(medianLater(data, width, height, workers).then((level) => darkLevels.set(id, level)));
     }
     const lightsOf = (g: DarkGroup) => [...selections.values()].filter((s) => s.groupId === g.id).length;
     const mostUsed = [...usedGroups].sort((a, b) => lightsOf(b) - lightsOf(a) || a.id - b.id)[0];
@@ -339,7 +373,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
       darkflat = r.data;
       darkflatName = 'master_darkflat.fits';
       const header = masterHeader(firstHeaders.darkflat ?? null, { imageType: 'Master Dark Flat', frames: r.frames, exptime: null, temperature: null, kappa: cal.master_rejection_sigma, source: sources.darkflat.path! });
-      state.masters.darkflat = await written('darkflat', darkflatName, darkflat, header);
+      state.masters.darkflat = written('darkflat', darkflatName, darkflat, header);
       details.darkflat = { ...details.darkflat, ...combineDetails(r), master: rel(darkflatName) };
     } else {
       darkflat = (await loadMasterFile(sources.darkflat, size)).data;
@@ -384,9 +418,9 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
       ctx.checkCancelled();
       const name = k ? `master_flat_${k.replace(/[^A-Za-z0-9_+-]/g, '_')}.fits` : 'master_flat.fits';
       const combined = await combine('flat', files, { subtract: offset, normalizeLevels: true });
-      const siteMedians = normalizeFlat(combined.data, width, height, cfa, sources.flat.key ?? 'flat');
+      const siteMedians = normalizeFlat(combined.data, width, height, cfa, sources.flat.key ?? 'flat', await flatMedians(combined.data, width, height, cfa, workers));
       const header = flatMasterHeader(await firstHeader(files[0]!), combined.frames, offsetName, siteMedians);
-      const file = await written('flat', name, combined.data, header);
+      const file = written('flat', name, combined.data, header);
       flats.set(k, combined.data);
       flatNames.set(k, name);
       perFilter[k || 'none'] = { ...combineDetails(combined), master: rel(name), lights: [...lightFlatKey.values()].filter((x) => x === k).length, site_medians: siteMedians.map((m) => Number(m.toFixed(4))) };
@@ -416,14 +450,14 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
       else offsetApplied = 'none (master file used as written)';
     }
     if (offsetApplied === null) ctx.warn('flat_offset_not_removed', 'no bias or dark-flat master: the flat keeps its offset, so vignetting and dust are under-corrected');
-    const siteMedians = normalizeFlat(flat, width, height, cfa, sources.flat.key ?? 'flat');
+    const siteMedians = normalizeFlat(flat, width, height, cfa, sources.flat.key ?? 'flat', await flatMedians(flat, width, height, cfa, workers));
     // Releases the darkflat: only the normalised flat is needed from here on.
     if (darkflat) heldBytes -= frameBytes;
     darkflat = null;
     if (sources.flat.kind === 'folder') {
       flatName = 'master_flat.fits';
       const header = flatMasterHeader(firstHeaders.flat ?? null, combined!.frames, offsetName, siteMedians);
-      state.masters.flat = await written('flat', flatName, flat, header);
+      state.masters.flat = written('flat', flatName, flat, header);
       details.flat = { ...details.flat, ...combineDetails(combined!), master: rel(flatName), levels: combined!.levels?.map((l) => Number(l.toFixed(2))) ?? null };
     } else {
       flatName = basename(sources.flat.path!);
@@ -432,6 +466,10 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     details.flat = { ...details.flat, offset: offsetApplied, normalized_by: cfa ? 'cfa_site' : 'whole', site_medians: siteMedians.map((m) => Number(m.toFixed(4))) };
   }
   const flatTop = flatGroups ? Math.max(1, ...[...flats.values()].map(flatHigh)) : flat ? flatHigh(flat) : 1;
+  await Promise.all([...writes, ...levelJobs]);
+  const biasLevel = await biasLevelJob;
+  // The combinations' host scratch goes with the collection below.
+  scratch = null;
   const mastersMs = performance.now() - t0;
 
   // The masters' band buffers are dead: the device pool's (host memory on a software adapter)
