@@ -265,7 +265,8 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   const details: Record<string, Record<string, unknown>> = {};
   const rel = (name: string) => `outputs/masters/${name}`;
   // Master files are written while the next master is combined (a master's data does not change
-  // once its write starts); every write is awaited before the lights, and a failed one fails the phase.
+  // once its write starts); the writes are awaited after the lights (which never read the master
+  // files: the last master's flush overlaps them), and a failed one fails the phase.
   const writes: Promise<unknown>[] = [];
   const written = (stage: string, name: string, data: Float32Array, header: FitsHeader): string => {
     const pending = writeMaster(mastersDir, name, width, height, data, header);
@@ -466,7 +467,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     details.flat = { ...details.flat, offset: offsetApplied, normalized_by: cfa ? 'cfa_site' : 'whole', site_medians: siteMedians.map((m) => Number(m.toFixed(4))) };
   }
   const flatTop = flatGroups ? Math.max(1, ...[...flats.values()].map(flatHigh)) : flat ? flatHigh(flat) : 1;
-  await Promise.all([...writes, ...levelJobs]);
+  await Promise.all(levelJobs);
   const biasLevel = await biasLevelJob;
   // The combinations' host scratch goes with the collection below.
   scratch = null;
@@ -601,6 +602,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
       calibrator.dispose();
     }
   }
+  await Promise.all(writes);
   const lightsMs = performance.now() - t1;
   const summary: Record<string, unknown> = {
     ...details,
