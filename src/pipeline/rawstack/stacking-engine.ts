@@ -119,6 +119,8 @@ interface RawRead {
   data: Float32Array;
   srcY0: number;
   srcRows: number;
+  /** The recycled row buffer the read went into (`data` is a view of it, or a fresh array). */
+  buffer: Float32Array;
 }
 
 /** Rows a band's slots hold (owned + halo) and, inside them, the owned ones. */
@@ -151,6 +153,12 @@ export class BandEngine {
   private readonly pool: WorkerPool | null;
   private readonly store: SlotStore;
   private readonly pending = new Set<Promise<unknown>>();
+  /**
+   * Row buffers for reads, recycled once a frame's putFrame has consumed its read (every store
+   * copies or uses the rows before putFrame resolves): at most the reads in flight plus one
+   * exist, instead of a fresh array per frame and band left to the garbage collector.
+   */
+  private readonly rowBuffers: Float32Array[] = [];
   /** Reads started during the previous band for the band named (see runBand's `next`). */
   private early: { band: Band; reads: Map<number, Promise<RawRead | null>> } | null = null;
 
@@ -201,7 +209,14 @@ export class BandEngine {
   private startRead(f: StackFrame, w: Work): Promise<RawRead | null> {
     const r = this.readRange(f, w);
     if (r.srcRows === 0) return Promise.resolve(null);
-    const p = this.o.readers.use(f.source, (reader) => reader.readRows(r.readY0, r.readRows, { planes: [0] })).then((b) => ({ readY0: r.readY0, data: b.data, srcY0: r.srcY0, srcRows: r.srcRows }));
+    const target = this.rowBuffers.pop() ?? new Float32Array(this.o.maxReadRows * this.o.frameWidth);
+    const p = this.o.readers.readRowsInto(f.source, r.readY0, r.readRows, target).then(
+      (data) => ({ readY0: r.readY0, data, srcY0: r.srcY0, srcRows: r.srcRows, buffer: target }),
+      (e: unknown) => {
+        this.rowBuffers.push(target);
+        throw e;
+      },
+    );
     this.pending.add(p);
     const forget = () => this.pending.delete(p);
     p.then(forget, forget);
@@ -260,6 +275,7 @@ export class BandEngine {
         this.timings.cosmetic += performance.now() - t;
       }
       await this.store.putFrame(f, w, raw, data, this.timings);
+      this.rowBuffers.push(raw.buffer);
     }
     if (next) {
       // The next band's first reads overlap this band's pre-mask and stack (at most `ahead`

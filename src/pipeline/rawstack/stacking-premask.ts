@@ -82,6 +82,17 @@ export interface PremaskArgs {
   nanCount?: Uint32Array;
 }
 
+/**
+ * The screen's per-pixel scratch, kept per thread across calls: a pool worker allocates almost
+ * nothing else, so a fresh array per call stayed uncollected (2 MB per call on a 2048-wide
+ * band, tens of MB per worker by a run's last bands).
+ */
+let screenScratch = new Float32Array(0);
+function screenOf(n: number): Float32Array {
+  if (screenScratch.length < n) screenScratch = new Float32Array(n);
+  return screenScratch.subarray(0, n);
+}
+
 /** Seeds and growth of frames [f0, f1) (independent per frame). */
 export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
   const { width: W, rows: R, band, median: M, mask, level: L } = a;
@@ -98,14 +109,14 @@ export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
   // against the threshold by less than 2^-22 · (|M| + 2·(max(hi, lo) + t)); the screen keeps
   // a margin of 2e-6 · (|M| + 2·(max(hi, lo) + t)), half of it for storing it as f32 (one more
   // rounding of at most 2^-24 · t). Samples the screen does not clear go through the exact f32
-  // rule, so the result is the same. One f32 per pixel (the only per-call scratch: a worker
-  // allocates it per call, so it is kept to the size the tolerance array had).
+  // rule, so the result is the same. One f32 per pixel (the only per-call scratch, reused per
+  // thread: screenOf).
   let kMax = 0;
   for (let f = f0; f < f1; f++) {
     const sig = a.sigma[f]!;
     if (sig > 0) kMax = Math.max(kMax, f32(a.kHigh * sig), f32(a.kLow * sig));
   }
-  const screen = new Float32Array(plane);
+  const screen = screenOf(plane);
   for (let i = 0; i < plane; i++) {
     const m = M[i]!;
     const t = f32(alpha * f32(Math.abs(f32(m - level))));
