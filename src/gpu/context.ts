@@ -273,6 +273,49 @@ export class GpuContext {
     }
   }
 
+  /**
+   * Reads byte ranges of `buffer` (`regions`, in order, offsets and sizes multiples of 4) packed
+   * one after another into `target`, e.g. the same rows of every frame's slot. Goes through one
+   * staging buffer of `stagingBytes` (capped at READBACK_CHUNK_BYTES; default the regions'
+   * total), one submit and one map per staging buffer's worth: a caller that reads ranges of
+   * varying size passes a constant here so the pool keeps reusing one buffer.
+   */
+  async readRegionsInto(buffer: GPUBuffer, regions: { offset: number; bytes: number }[], target: ArrayBufferView, stagingBytes?: number): Promise<void> {
+    const total = regions.reduce((n, r) => n + r.bytes, 0);
+    if (total > target.byteLength) throw new GpuError('BAD_ARGUMENT', `readRegionsInto: ${total} bytes of regions exceed the target's ${target.byteLength}`);
+    if (regions.some((r) => r.offset % 4 !== 0 || r.bytes % 4 !== 0)) throw new GpuError('BAD_ARGUMENT', 'readRegionsInto: region offsets and sizes must be multiples of 4');
+    const out = new Uint8Array(target.buffer, target.byteOffset, total);
+    const chunk = Math.max(4, Math.min(READBACK_CHUNK_BYTES, Math.ceil((stagingBytes ?? total) / 4) * 4));
+    let done = 0;
+    let next = 0;
+    let within = 0;
+    while (done < total) {
+      this.check();
+      const size = Math.min(chunk, total - done);
+      const staging = this.pool.acquire(chunk, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'readback');
+      try {
+        const encoder = this.device.createCommandEncoder({ label: 'readback regions' });
+        for (let filled = 0; filled < size; ) {
+          const r = regions[next]!;
+          const n = Math.min(r.bytes - within, size - filled);
+          if (n > 0) encoder.copyBufferToBuffer(buffer, r.offset + within, staging, filled, n);
+          filled += n;
+          within += n;
+          if (within === r.bytes) (next++, (within = 0));
+        }
+        this.submit(encoder);
+        await staging.mapAsync(GPUMapMode.READ, 0, size);
+        this.check();
+        out.set(new Uint8Array(staging.getMappedRange(0, size)), done);
+        staging.unmap();
+      } finally {
+        if (staging.mapState === 'mapped') staging.unmap();
+        this.pool.release(staging);
+      }
+      done += size;
+    }
+  }
+
   private async readBatch(reads: { buffer: GPUBuffer; target: ArrayBufferView; offset?: number }[]): Promise<void> {
     this.check();
     const encoder = this.device.createCommandEncoder({ label: 'readback' });

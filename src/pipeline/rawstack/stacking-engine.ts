@@ -34,7 +34,7 @@ import { debayerBilinear, resolveDebayer, type DebayerPlanes } from '../../cpu/d
 import type { StackMethod } from '../../cpu/stack.js';
 import { sourceRowsFor, type WarpKernel, type WarpParams } from '../../cpu/warp.js';
 import { isShared, sharedFloat32, sharedPool, type PoolKernel, type WorkerPool } from '../../cpu/worker-pool.js';
-import type { GpuContext } from '../../gpu/context.js';
+import { READBACK_CHUNK_BYTES, type GpuContext } from '../../gpu/context.js';
 import { debayerBilinearResident } from '../../gpu/kernels/debayer.js';
 import { stackResident, type SrcLayout } from '../../gpu/kernels/stack.js';
 import { warpBilinearGpu, warpBilinearResident, warpLanczos3Gpu, warpLanczos3Resident } from '../../gpu/kernels/warp.js';
@@ -43,7 +43,7 @@ import type { Band } from '../../gpu/band-planner.js';
 import { cosmeticCorrect } from './stacking-cosmetic.js';
 import { stackRows, superpixelRows, warpRows, type StackRowsArgs, type SuperpixelArgs, type WarpRowsArgs } from './stacking-kernels.js';
 import { phaseChannels } from './channel-stats.js';
-import { ALPHA as PREMASK_ALPHA, compactOwned, premaskApply, premaskFlag, type PremaskArgs } from './stacking-premask.js';
+import { ALPHA as PREMASK_ALPHA, compactOwned, GROW as PREMASK_GROW, premaskApply, premaskFlag, type PremaskArgs } from './stacking-premask.js';
 import type { ReaderCache } from './stacking-readers.js';
 import type { StackFrame } from './stacking-setup.js';
 
@@ -73,7 +73,7 @@ export interface EngineOptions {
    * one round trip of a channel's slots when the stack runs on the device (on llvmpipe the
    * branchy WGSL is ~7× slower than that round trip plus the TypeScript, measured).
    */
-  premask: { sigma: number[][]; level: number[]; onDevice: boolean; indexCapacity?: number | null } | null;
+  premask: { sigma: number[][]; level: number[]; onDevice: boolean; indexCapacity?: number | null; chunkRows?: number | null } | null;
   perFrameCosmetic: { sigma: number } | null;
   workers: number;
   /** Contexts per kernel (null = TypeScript). */
@@ -392,6 +392,12 @@ async function warpOnHost(o: EngineOptions, f: StackFrame, w: Work, src: Source,
   else warpRows(args, 0, w.rows);
 }
 
+/**
+ * Owned rows per chunk of the host pre-mask beside a device stack (see DeviceStore): a chunk's
+ * rows of every frame, with the growth halo, fit one readback staging buffer.
+ */
+export const premaskChunkRows = (frames: number, width: number): number => Math.max(8, Math.floor(READBACK_CHUNK_BYTES / (4 * frames * width)) - 2 * PREMASK_GROW);
+
 /** Slot indices the host pre-mask may hand to the device per band and channel (see DeviceStore). */
 export const nanIndexCapacity = (frames: number, ownedRows: number, width: number): number => Math.max(1024, Math.ceil((frames * ownedRows * width) / 32));
 
@@ -416,7 +422,7 @@ async function premaskHost(
   rejected: Uint32Array,
   counts: BigUint64Array,
   pool: WorkerPool | null,
-  nan: { index: Uint32Array; count: Uint32Array } | null = null,
+  nan: { index: Uint32Array; count: Uint32Array; of?: { plane: number; row0: number } } | null = null,
 ): Promise<Float32Array> {
   const N = o.frames.length;
   const pm = o.premask!;
@@ -442,6 +448,7 @@ async function premaskHost(
     // Only counts[1] (masked) is used: the valid count comes from the stack's tallies.
     countValid: false,
     ...(nan ? { nanIndex: nan.index, nanCount: nan.count } : {}),
+    ...(nan?.of ? { nanIndexOf: nan.of } : {}),
   };
   if (pool) {
     await pool.run(PREMASK_FLAG, args, 0, N, { chunksPerWorker: 2, reused: true });
@@ -590,9 +597,17 @@ class DeviceStore implements SlotStore {
   private readonly mask: GPUBuffer | null;
   private readonly compact: GPUBuffer | null;
   private readonly premaskTallies: GPUBuffer[];
-  /** Host pre-mask: one channel's slots, mask and median on the host; per-channel tallies and counts. */
+  /**
+   * Host pre-mask: a chunk of one channel's slots (chunkRows owned rows and the growth halo of
+   * every frame) and its mask, the channel's median; per-channel tallies and counts. The band
+   * is masked chunk by chunk, so the host never holds a copy of the whole band beside the
+   * device's (on a software adapter both are host memory: the copy was ~60 MB at 30 frames ×
+   * 2048 px × 250 rows), except after an index-list overflow (fullBand, allocated on demand).
+   */
   private readonly hostBand: Float32Array | null;
   private readonly hostMask: Uint8Array | null;
+  private readonly chunkRows: number;
+  private fullBand: { band: Float32Array; mask: Uint8Array } | null = null;
   private readonly hostMedian: Float32Array | null;
   private readonly hostPremaskRejected: Uint32Array[];
   private readonly hostPremaskCounts: BigUint64Array[];
@@ -646,8 +661,10 @@ class DeviceStore implements SlotStore {
     this.compact = onDevice ? take(N * o.maxOwnedRows * W * 4, 'premask compact') : null;
     this.premaskTallies = onDevice ? Array.from({ length: C }, (_, c) => zeroed(2 * N, `premask tallies ${c}`)) : [];
     const f32 = (n: number) => (sh ? sharedFloat32(n) : new Float32Array(n));
-    this.hostBand = onHost ? f32(N * o.maxWorkRows * W) : null;
-    this.hostMask = onHost ? sharedU8(N * o.maxWorkRows * W, sh) : null;
+    this.chunkRows = Math.min(o.maxOwnedRows, o.premask?.chunkRows ?? premaskChunkRows(N, W));
+    const chunkWorkRows = Math.min(o.maxWorkRows, this.chunkRows + 2 * PREMASK_GROW);
+    this.hostBand = onHost ? f32(N * chunkWorkRows * W) : null;
+    this.hostMask = onHost ? sharedU8(N * chunkWorkRows * W, sh) : null;
     this.hostMedian = onHost ? f32(o.maxWorkRows * W) : null;
     this.hostPremaskRejected = Array.from({ length: C }, () => sharedU32(2 * N, sh));
     this.hostPremaskCounts = Array.from({ length: C }, () => sharedU64(2, sh));
@@ -728,6 +745,63 @@ class DeviceStore implements SlotStore {
     timings.warp += performance.now() - t;
   }
 
+  /**
+   * Host pre-mask of channel `c`'s work band (`src`, its slots on the device), chunk by chunk:
+   * each chunk's owned rows with GROW halo rows (all a pixel's mask depends on: seeds are per
+   * sample, growth reaches GROW px) of every frame come back, are flagged and applied, and the
+   * masked samples' indices (in the work band's layout) join nanIndex; the device band is left
+   * untouched until every chunk is read. When the indices overflow nanIndex, the tallies are
+   * restored and the whole band is masked on the host at once (fullBand, uploaded by the
+   * caller). Returns the ms spent reading back.
+   */
+  private async premaskChunks(c: number, w: Work, src: GPUBuffer, median: Float32Array): Promise<number> {
+    const o = this.o;
+    const N = o.frames.length;
+    const W = o.width;
+    const rejected = this.hostPremaskRejected[c]!;
+    const counts = this.hostPremaskCounts[c]!;
+    const savedRejected = rejected.slice();
+    const savedCounts = counts.slice();
+    const nan = { index: this.nanIndex!, count: this.nanCount!, of: { plane: w.rows * W, row0: 0 } };
+    this.nanCount![0] = 0;
+    let transfer = 0;
+    const end = w.ownedY0 + w.ownedRows;
+    const chunks = Math.ceil(w.ownedRows / this.chunkRows);
+    const step = Math.ceil(w.ownedRows / chunks);
+    for (let a = w.ownedY0; a < end && this.nanCount![0]! <= this.nanIndex!.length; a += step) {
+      const b = Math.min(end, a + step);
+      const r0 = Math.max(0, a - PREMASK_GROW);
+      const rows = Math.min(w.rows, b + PREMASK_GROW) - r0;
+      const band = this.hostBand!.subarray(0, N * rows * W);
+      const t = performance.now();
+      await this.ctx.readRegionsInto(
+        src,
+        o.frames.map((_, f) => ({ offset: (f * w.rows + r0) * W * 4, bytes: rows * W * 4 })),
+        band,
+        this.hostBand!.byteLength,
+      );
+      transfer += performance.now() - t;
+      nan.of.row0 = r0;
+      const chunk: Work = { y0: w.y0 + r0, rows, ownedY0: a - r0, ownedRows: b - a };
+      await premaskHost(o, c, chunk, band, median.subarray(r0 * W, (r0 + rows) * W), this.hostMask!, rejected, counts, this.pool, nan);
+    }
+    if (this.nanCount![0]! <= this.nanIndex!.length) return transfer;
+    // Overflow: the device band is still unmasked; mask all of it on the host.
+    rejected.set(savedRejected);
+    counts.set(savedCounts);
+    const sh = this.pool !== null;
+    this.fullBand ??= { band: sh ? sharedFloat32(N * o.maxWorkRows * W) : new Float32Array(N * o.maxWorkRows * W), mask: sharedU8(N * o.maxWorkRows * W, sh) };
+    const band = this.fullBand.band.subarray(0, N * w.rows * W);
+    const t = performance.now();
+    await this.ctx.readInto(src, band);
+    transfer += performance.now() - t;
+    this.nanCount![0] = 0;
+    await premaskHost(o, c, w, band, median, this.fullBand.mask, rejected, counts, this.pool, { index: this.nanIndex!, count: this.nanCount! });
+    // Keep nanCount over capacity so the caller uploads the band even if this pass listed fewer.
+    this.nanCount![0] = Math.max(this.nanCount![0]!, this.nanIndex!.length + 1);
+    return transfer;
+  }
+
   /** Encodes a stack dispatch of `rows` rows from `src` (frames × rows × width) into mean/count. */
   private async stack(c: number, src: GPUBuffer, rows: number, method: StackMethod, rejected: GPUBuffer, encoder: GPUCommandEncoder, layout: SrcLayout = { rows, row0: 0 }): Promise<void> {
     const o = this.o;
@@ -804,14 +878,9 @@ class DeviceStore implements SlotStore {
       await ctx.done();
       const t1 = performance.now();
       const median = this.hostMedian!.subarray(0, w.rows * W);
-      const band = this.hostBand!.subarray(0, N * w.rows * W);
-      await ctx.readManyInto([
-        { buffer: this.mean, target: median },
-        { buffer: src, target: band },
-      ]);
+      await ctx.readInto(this.mean, median);
       const t2 = performance.now();
-      this.nanCount![0] = 0;
-      await premaskHost(o, c, w, band, median, this.hostMask!, this.hostPremaskRejected[c]!, this.hostPremaskCounts[c]!, this.pool, { index: this.nanIndex!, count: this.nanCount! });
+      const transfer = await this.premaskChunks(c, w, src, median);
       const t3 = performance.now();
       encoder = ctx.device.createCommandEncoder({ label: 'stacking band' });
       const masked = this.nanCount![0]!;
@@ -819,13 +888,13 @@ class DeviceStore implements SlotStore {
         ctx.write(this.nanIndexBuffer!, this.nanIndex!.subarray(0, masked));
         await scatterNanResident(ctx, this.nanIndexBuffer!, masked, src, N * w.rows * W, encoder);
       } else {
-        ctx.write(src, band); // too many to list: the whole (pre-masked) work band
+        ctx.write(src, this.fullBand!.band.subarray(0, N * w.rows * W)); // too many to list: the whole (pre-masked) work band
       }
-      const t4 = performance.now();
+      const t4s = performance.now();
       timings.premask_median += t1 - t0;
-      timings.premask_transfer += t2 - t1 + (t4 - t3);
-      timings.premask_mask += t3 - t2;
-      timings.premask += t4 - t0;
+      timings.premask_transfer += t2 - t1 + transfer + (t4s - t3);
+      timings.premask_mask += t3 - t2 - transfer;
+      timings.premask += t4s - t0;
     }
     const t = performance.now();
     await this.stack(c, src, w.ownedRows, o.rejection.method, this.rejected[c]!, encoder, layout);

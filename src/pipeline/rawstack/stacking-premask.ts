@@ -80,6 +80,11 @@ export interface PremaskArgs {
    */
   nanIndex?: Uint32Array;
   nanCount?: Uint32Array;
+  /**
+   * When `band` holds rows [row0, row0 + rows) of a larger band of `plane` samples per frame
+   * (a row chunk of it), nanIndex gets indices into that larger band. Default: `band` itself.
+   */
+  nanIndexOf?: { plane: number; row0: number };
 }
 
 /**
@@ -246,8 +251,11 @@ export function premaskApply(a: PremaskArgs, r0: number, r1: number): void {
   let masked = 0;
   const record = a.nanIndex !== undefined && a.nanCount !== undefined;
   const list: number[] = [];
+  const map = a.nanIndexOf;
   for (let f = 0; f < N; f++) {
     const base = f * plane + from;
+    // Index i of `band` is i + shift in the band the indices refer to.
+    const shift = map ? f * (map.plane - plane) + map.row0 * W : 0;
     for (let j = 0; j < count; j++) {
       if (nm[j] === 0) continue;
       const i = base + idx[j]!;
@@ -256,7 +264,7 @@ export function premaskApply(a: PremaskArgs, r0: number, r1: number): void {
       const v = band[i]!;
       if (v !== v) continue;
       band[i] = NaN;
-      if (record) list.push(i);
+      if (record) list.push(i + shift);
       masked++;
       if (t === SEED_HIGH || t === GROWN_HIGH || t === STRONG_HIGH) high[f]!++;
       else low[f]!++;

@@ -47,9 +47,14 @@ export const STACKING_OPEN_FILES = 64;
 /**
  * Overrides for tests: where the pre-mask runs (null: by device kind); how many masked-sample
  * indices the host pre-mask may send to the device per band and channel (null: the engine's
- * capacity; beyond it the band is uploaded whole).
+ * capacity; beyond it the band is uploaded whole); owned rows per chunk of that host pre-mask
+ * (null: what one readback staging buffer holds).
  */
-export const stackingOptions: { premaskOnDevice: boolean | null; premaskIndexCapacity: number | null } = { premaskOnDevice: null, premaskIndexCapacity: null };
+export const stackingOptions: { premaskOnDevice: boolean | null; premaskIndexCapacity: number | null; premaskChunkRows: number | null } = {
+  premaskOnDevice: null,
+  premaskIndexCapacity: null,
+  premaskChunkRows: null,
+};
 
 const MiB = 1024 * 1024;
 const round = (v: number, d = 3) => (Number.isFinite(v) ? Math.round(v * 10 ** d) / 10 ** d : null);
@@ -174,7 +179,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     if (sigma.some((row) => row.some((s) => !(s > 0)))) ctx.warn('premask_noise', 'pixel noise could not be measured on some frames; the pre-mask skips them');
     // WGSL pre-mask on a hardware GPU; on a software adapter the TypeScript one is faster.
     const onDevice = stackingOptions.premaskOnDevice ?? (stackCtx?.info.kind === 'gpu');
-    premask = { sigma, level, onDevice: onDevice && stackCtx !== null, indexCapacity: stackingOptions.premaskIndexCapacity };
+    premask = { sigma, level, onDevice: onDevice && stackCtx !== null, indexCapacity: stackingOptions.premaskIndexCapacity, chunkRows: stackingOptions.premaskChunkRows };
   }
   const workers = c.runtime_limits.parallel_workers;
   const budgetBytes = c.runtime_limits.memory_budget * MiB;
