@@ -103,6 +103,37 @@ test('reader cache: at most `capacity` files open, every read right, LRU reuse',
   });
 });
 
+test('reader cache: readRowsInto decodes float32 rows into the caller buffer, other data through readRows', async () => {
+  await withTempDir('readers-into', async (dir) => {
+    const W = 5;
+    const H = 7;
+    const values = Float32Array.from({ length: W * H }, (_, i) => (i % 3 === 0 ? NaN : i * 1.5 - 7));
+    const f32 = join(dir, 'f32.fits');
+    const u16 = join(dir, 'u16.fits');
+    await writeFits(f32, { width: W, height: H, data: values });
+    await writeFits(u16, { width: W, height: H, data: Uint16Array.from({ length: W * H }, (_, i) => 60000 + i) });
+    const cache = new ReaderCache(1); // two files through one slot: reopens, closes both handles
+    const target = new Float32Array(4 * W + 3).fill(-1);
+    for (let round = 0; round < 2; round++) {
+      const got = await cache.readRowsInto(f32, 2, 4, target);
+      assert.is(got.buffer, target.buffer, 'float32 rows land in the caller buffer');
+      assert.is(got.length, 4 * W);
+      const want = await cache.use(f32, (r) => r.readRows(2, 4));
+      assert.equal(Array.from(got).map(String), Array.from(want.data).map(String));
+      const ints = await cache.readRowsInto(u16, 1, 2, target);
+      assert.is.not(ints.buffer, target.buffer, 'scaled integer data goes through readRows');
+      assert.equal(Array.from(ints), Array.from({ length: 2 * W }, (_, i) => 60000 + W + i));
+    }
+    const small = await cache.readRowsInto(f32, 0, H, target);
+    assert.is.not(small.buffer, target.buffer, 'rows beyond the target: a fresh array');
+    assert.equal(Array.from(small).map(String), Array.from(values).map(String));
+    let failed = false;
+    await cache.readRowsInto(f32, 5, 4, target).catch(() => (failed = true));
+    assert.ok(failed, 'rows outside the image fail');
+    await cache.closeAll();
+  });
+});
+
 /** A plane with a gradient sky, Gaussian-ish stars (FWHM ~2.5 px), noise, hot and cold pixels. */
 function scene(W: number, H: number, cfa: boolean) {
   const rnd = seededRandom(7);

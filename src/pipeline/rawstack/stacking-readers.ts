@@ -1,7 +1,8 @@
 // Open FITS readers for STACKING's band loop: every band reads a few rows of every frame, so
 // readers stay open across bands, but a 1000-frame run must not hold 1000 file descriptors. An
-// LRU keeps at most `capacity` readers open (default 64, far below the usual 1024 fd limit) and
-// closes the least recently used one when another is needed.
+// LRU keeps at most `capacity` files open (default 64; two descriptors each once readRowsInto
+// has read them, far below the usual 1024 fd limit) and closes the least recently used one
+// when another is needed.
 // Invariants: a reader handed out by get() stays open until the promise chain that uses it has
 // finished (readers in use are never evicted: `busy` counts), closeAll() closes everything and is
 // idempotent; a failed open is not cached (the next get() retries and reports the error again).
