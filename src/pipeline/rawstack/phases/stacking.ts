@@ -198,7 +198,10 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
       readHalo: halo,
       haloRows: premask ? PREMASK_GROW : 0,
       // The pre-mask's mask byte, and on the device path its compacted copy of one channel's
-      // slots (device pre-mask) or the host copy of one channel's slots (host pre-mask).
+      // slots (device pre-mask). The host pre-mask beside a device stack now holds only an
+      // 8 MiB row chunk of the band and its mask (PREMASK_CHUNK_BYTES), yet keeps these 5 B
+      // reserved: they also size the binding check, so reserving less would let the bands (and
+      // the peak, by ~75 MiB on the 30 × 2048 px bench) grow; the plan stays as measured.
       extraBytesPerFramePixel: (extraBytes = premask ? (device && stackCtx ? 5 : 1) : 0),
       // Host pre-mask beside a device stack: the masked samples' index lists (host and device,
       // u32 for 1/32 of a band's owned samples each: nanIndexCapacity).
