@@ -16,7 +16,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { frameMetrics, type FrameMetrics } from '../src/algorithms/frame-metrics.js';
 import { detectStars } from '../src/algorithms/stars.js';
-import { FitsReader, keys } from '../src/fits/index.js';
+import { keys } from '../src/fits/index.js';
+import { readPlane } from '../src/pipeline/rawstack/frame-tasks.js';
 
 const DEFAULT_DIR = '/tmp/prof/a/runs/run_20261121_141220/outputs/calibrated';
 const DEFAULT_FILES = [1, 2, 3, 4].map((i) => `${DEFAULT_DIR}/cal_0000${i}.fit`);
@@ -45,15 +46,7 @@ const median = (a: number[]): number => {
   return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-async function read(file: string) {
-  const reader = await FitsReader.open(file);
-  try {
-    const band = await reader.readRows(0, reader.height, { planes: [0] });
-    return { data: band.data, width: reader.width, height: reader.height, header: reader.header };
-  } finally {
-    await reader.close();
-  }
-}
+const read = readPlane;
 
 type Detect = typeof detectStars;
 if (values.against) {

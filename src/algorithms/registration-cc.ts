@@ -86,33 +86,83 @@ export type CcResult =
 
 /** Builds the correlation proxy of one image plane (row-major, `width`×`height`). */
 export function makeCcProxy(plane: Float32Array, width: number, height: number, options: CcProxyOptions = {}): CcProxy {
-  const bin = Math.max(1, Math.floor(options.bin ?? 2));
-  const tile = Math.max(4, Math.floor(options.backgroundTile ?? 32));
-  const percentile = options.clipPercentile ?? 99.9;
-  const sigma = options.smoothSigma ?? 1;
-  const floorSigmas = options.noiseFloorSigmas === undefined ? 0 : options.noiseFloorSigmas;
-  const pw = Math.max(1, Math.floor(width / bin));
-  const ph = Math.max(1, Math.floor(height / bin));
-  const { data, hasNaN } = binPlane(plane, width, height, bin, pw, ph);
-  subtractBackground(data, pw, ph, tile);
-  const levels = clipLevels(data, percentile);
-  const kernel = sigma > 0 ? gaussianKernel(sigma) : null;
-  // The floor sits at the background plus k·σ of the noise as it is after the blur.
-  const floor = floorSigmas === null ? -Infinity : levels.median + floorSigmas * levels.sigma * (kernel ? kernel.noiseGain : 1);
-  // Clip, blur and floor in two passes over the proxy (rows, then columns).
-  blurClipFloor(data, pw, ph, levels.lo, levels.hi, floor, kernel, hasNaN);
-  return { width: pw, height: ph, bin, fullWidth: width, fullHeight: height, data };
+  const builder = new CcProxyBuilder(width, height, options);
+  builder.addRows(0, plane.subarray(0, builder.rowsUsed * width));
+  return builder.finish();
 }
 
-/** Mean of each bin×bin block over its finite pixels; NaN when it has none. */
-function binPlane(plane: Float32Array, width: number, _height: number, bin: number, pw: number, ph: number): { data: Float32Array; hasNaN: boolean } {
+/**
+ * The same proxy from bands of rows, so the full-resolution plane never has to be in memory at
+ * once (QUALITY_ANALYSIS reads frames band by band). Bands must come in order, start on a
+ * multiple of `bin` and hold whole multiples of `bin` rows (except rows beyond `rowsUsed`,
+ * which the proxy ignores); the result is identical to makeCcProxy on the whole plane.
+ */
+export class CcProxyBuilder {
+  readonly bin: number;
+  readonly pw: number;
+  readonly ph: number;
+  /** Full-resolution rows the proxy covers (ph·bin); rows below are not needed. */
+  readonly rowsUsed: number;
+  private readonly data: Float32Array;
+  private hasNaN = false;
+  private nextRow = 0;
+
+  constructor(
+    readonly width: number,
+    readonly height: number,
+    private readonly options: CcProxyOptions = {},
+  ) {
+    this.bin = Math.max(1, Math.floor(options.bin ?? 2));
+    this.pw = Math.max(1, Math.floor(width / this.bin));
+    this.ph = Math.max(1, Math.floor(height / this.bin));
+    this.rowsUsed = Math.min(height, this.ph * this.bin);
+    this.data = new Float32Array(this.pw * this.ph);
+  }
+
+  /** Rows y0 … y0 + rows.length/width − 1 of the plane. */
+  addRows(y0: number, rows: Float32Array): void {
+    const n = Math.floor(rows.length / this.width);
+    if (y0 !== this.nextRow || y0 % this.bin !== 0) throw new Error(`CcProxyBuilder: rows must come in order from a multiple of ${this.bin} (expected ${this.nextRow}, got ${y0})`);
+    const usable = Math.min(n, this.rowsUsed - y0);
+    if (usable <= 0) return;
+    // Only the last band may end inside a block (an image less than `bin` rows high).
+    if (usable % this.bin !== 0 && y0 + usable < this.rowsUsed) throw new Error(`CcProxyBuilder: a band of ${usable} rows is not a multiple of ${this.bin}`);
+    const py0 = y0 / this.bin;
+    const pRows = Math.ceil(usable / this.bin);
+    if (binRows(rows, this.width, this.bin, this.pw, pRows, this.data.subarray(py0 * this.pw, (py0 + pRows) * this.pw))) this.hasNaN = true;
+    this.nextRow = y0 + usable;
+  }
+
+  finish(): CcProxy {
+    if (this.nextRow < this.rowsUsed) throw new Error(`CcProxyBuilder: rows ${this.nextRow}..${this.rowsUsed - 1} are missing`);
+    const { pw, ph, data, options } = this;
+    const tile = Math.max(4, Math.floor(options.backgroundTile ?? 32));
+    const percentile = options.clipPercentile ?? 99.9;
+    const sigma = options.smoothSigma ?? 1;
+    const floorSigmas = options.noiseFloorSigmas === undefined ? 0 : options.noiseFloorSigmas;
+    subtractBackground(data, pw, ph, tile);
+    const levels = clipLevels(data, percentile);
+    const kernel = sigma > 0 ? gaussianKernel(sigma) : null;
+    // The floor sits at the background plus k·σ of the noise as it is after the blur.
+    const floor = floorSigmas === null ? -Infinity : levels.median + floorSigmas * levels.sigma * (kernel ? kernel.noiseGain : 1);
+    // Clip, blur and floor in two passes over the proxy (rows, then columns).
+    blurClipFloor(data, pw, ph, levels.lo, levels.hi, floor, kernel, this.hasNaN);
+    return { width: pw, height: ph, bin: this.bin, fullWidth: this.width, fullHeight: this.height, data };
+  }
+}
+
+/**
+ * Mean of each bin×bin block over its finite pixels (NaN when it has none) for `pRows` proxy
+ * rows from `plane` (which starts at the first full-resolution row of those blocks), into `out`.
+ * Returns whether some block had no finite pixel.
+ */
+function binRows(plane: Float32Array, width: number, bin: number, pw: number, pRows: number, out: Float32Array): boolean {
   const sum = new Float64Array(pw);
   const cnt = new Int32Array(pw);
-  const out = new Float32Array(pw * ph);
   let hasNaN = false;
   if (bin === 2) {
     // The default: one 2×2 cell per output; a non-finite sum sends the cell to the slow path.
-    for (let py = 0; py < ph; py++) {
+    for (let py = 0; py < pRows; py++) {
       const r0 = 2 * py * width;
       const r1 = r0 + width;
       for (let px = 0; px < pw; px++) {
@@ -134,9 +184,9 @@ function binPlane(plane: Float32Array, width: number, _height: number, bin: numb
         if (c === 0) hasNaN = true;
       }
     }
-    return { data: out, hasNaN };
+    return hasNaN;
   }
-  for (let py = 0; py < ph; py++) {
+  for (let py = 0; py < pRows; py++) {
     sum.fill(0);
     cnt.fill(0);
     for (let dy = 0; dy < bin; dy++) {
@@ -162,7 +212,7 @@ function binPlane(plane: Float32Array, width: number, _height: number, bin: numb
       if (cnt[px] === 0) hasNaN = true;
     }
   }
-  return { data: out, hasNaN };
+  return hasNaN;
 }
 
 /** Subtracts a bilinear interpolation of tile medians (finite pixels only). */

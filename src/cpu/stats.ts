@@ -278,22 +278,7 @@ async function resolveMiddlesAsync(groups: number, counts: number[], hist: Uint3
  * for mode 'whole', four (Bayer phases (y & 1) * 2 + (x & 1)) for 'bayer'.
  */
 export function imageStats(data: Float32Array, params: StatsParams): PlaneStats[] {
-  const { width, height } = params;
-  checkDims(data.length, width, height);
-  const { groups: G, runs } = runsFor(params);
-  const bits = new Uint32Array(data.buffer, data.byteOffset, width * height);
-  // acc per group: count, sum, min key, max key.
-  const acc = new Float64Array(4 * G);
-  for (let g = 0; g < G; g++) acc[4 * g + 2] = 0xffffffff;
-  const hist = new Uint32Array(G * BINS);
-  for (const r of runs) valuePass(bits, data, r, acc, hist);
-  const counts = Array.from({ length: G }, (_, g) => acc[4 * g]!);
-  const med = resolveMiddles(G, counts, hist, (top, hist2) => {
-    for (const r of runs) {
-      const [t0, t1] = top[r.group]!;
-      if (t0 >= 0) valuePass2(bits, r, t0, t1, hist2);
-    }
-  });
+  const { G, runs, bits, acc, hist, counts, med } = valueStats(data, params);
   // Deviation keys from each group's f32 centre.
   const centers = med.lo.map((lo, g) => deviationCenter(lo, med.hi[g]!));
   const scratch = new Float32Array(CHUNK);
@@ -325,10 +310,17 @@ export function imageStats(data: Float32Array, params: StatsParams): PlaneStats[
  * two deviation passes), for callers that need a level and not a spread (calibration masters).
  */
 export function imageMedians(data: Float32Array, params: StatsParams): number[] {
+  const { counts, med } = valueStats(data, params);
+  return counts.map((count, g) => (count === 0 ? NaN : (med.lo[g]! + med.hi[g]!) / 2));
+}
+
+/** The value passes shared by imageStats and imageMedians: counts, sums, extremes and medians per group. */
+function valueStats(data: Float32Array, params: StatsParams) {
   const { width, height } = params;
   checkDims(data.length, width, height);
   const { groups: G, runs } = runsFor(params);
   const bits = new Uint32Array(data.buffer, data.byteOffset, width * height);
+  // acc per group: count, sum, min key, max key.
   const acc = new Float64Array(4 * G);
   for (let g = 0; g < G; g++) acc[4 * g + 2] = 0xffffffff;
   const hist = new Uint32Array(G * BINS);
@@ -340,7 +332,7 @@ export function imageMedians(data: Float32Array, params: StatsParams): number[] 
       if (t0 >= 0) valuePass2(bits, r, t0, t1, hist2);
     }
   });
-  return counts.map((count, g) => (count === 0 ? NaN : (med.lo[g]! + med.hi[g]!) / 2));
+  return { G, runs, bits, acc, hist, counts, med };
 }
 
 /** Arguments of the pooled median passes (medianRowsPass); arrays in shared memory. */

@@ -7,10 +7,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { composeAffine, identity, type Affine } from '../../src/algorithms/affine.js';
-import { makeCcProxy, registrationCc, type CcProxy } from '../../src/algorithms/registration-cc.js';
+import { CcProxyBuilder, makeCcProxy, registrationCc, type CcProxy } from '../../src/algorithms/registration-cc.js';
 import { readFitsImage } from '../../src/fits/index.js';
 import { generateDataset, type Truth } from '../../fixtures/generator/index.js';
-import { withTempDir } from '../helpers/tmp.js';
+import { seededRandom, withTempDir } from '../helpers/tmp.js';
 import { similarityAbout, trueMatrix } from './star-lists.js';
 
 const W = 1024;
@@ -103,6 +103,28 @@ test('reference against itself is 1; NaN regions are excluded; no overlap is a t
   const flat = makeCcProxy(new Float32Array(W * H).fill(7), W, H);
   const none = registrationCc(set.proxies[0]!, flat, identity());
   assert.equal([none.ok, none.ok ? '' : none.code], [false, 'no_signal']);
+});
+
+test('a proxy built band by band equals the whole-plane proxy (bins 2 and 3, odd sizes, NaN blocks)', () => {
+  const rnd = seededRandom(77);
+  for (const [w, h, bin, band] of [[203, 157, 2, 16], [203, 157, 3, 9], [64, 1, 2, 2], [128, 96, 2, 128]] as const) {
+    const plane = new Float32Array(w * h);
+    for (let i = 0; i < plane.length; i++) plane[i] = 100 + 20 * rnd() + (i % 97 === 0 ? 5000 : 0);
+    // A whole NaN block (the slow, renormalising blur path) and single NaN pixels.
+    for (let y = 10; y < Math.min(h, 16); y++) for (let x = 30; x < 40; x++) plane[y * w + x] = NaN;
+    plane[Math.min(h - 1, 3) * w + 5] = NaN;
+    const whole = makeCcProxy(plane, w, h, { bin });
+    const builder = new CcProxyBuilder(w, h, { bin });
+    for (let y0 = 0; y0 < builder.rowsUsed; y0 += band) builder.addRows(y0, plane.subarray(y0 * w, Math.min(h, y0 + band) * w));
+    const banded = builder.finish();
+    assert.equal([banded.width, banded.height, banded.bin], [whole.width, whole.height, whole.bin]);
+    assert.ok(banded.data.every((v, i) => Object.is(v, whole.data[i])), `${w}x${h} bin ${bin}: identical values`);
+  }
+  // Out-of-order bands are refused, and a missing band is noticed.
+  const b = new CcProxyBuilder(64, 64, { bin: 2 });
+  assert.throws(() => b.addRows(2, new Float32Array(64 * 2)), /in order/);
+  b.addRows(0, new Float32Array(64 * 32));
+  assert.throws(() => b.finish(), /missing/);
 });
 
 test.run();

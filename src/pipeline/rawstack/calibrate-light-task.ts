@@ -11,7 +11,10 @@
 // calibrated file exists only when the result is ok.
 
 import { calibrate } from '../../cpu/calibrate.js';
-import { readFitsImage, writeFits } from '../../fits/index.js';
+import { isMainThread } from 'node:worker_threads';
+import { FitsReader, writeFits, type FitsHeader } from '../../fits/index.js';
+import type { ImageLayout } from '../../fits/layout.js';
+import { readBandInto } from './calibration-bands.js';
 import { calibratedHeader, type CalibratedHeaderInfo } from './calibration-apply.js';
 import { detectBlank } from './channel-stats.js';
 import { analyzePlane, premeasuredTransferables, type AnalysisSpec, type Premeasured } from './frame-analysis.js';
@@ -39,24 +42,52 @@ export type CalibrateLightResult =
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
+/**
+ * A frame worker's light and raw-byte buffers, reused by its next light (tasks run one at a time
+ * per worker): two frame-sized allocations less per light, which the worker's collector would
+ * otherwise have to find. On the main thread (one worker) nothing is kept between lights.
+ */
+let reusable: { light: Float32Array; raw: { bytes: Uint8Array } } | null = null;
+let inUse = false;
+
 export async function calibrateLight(task: CalibrateLightTask): Promise<CalibrateLightResult> {
   const t0 = performance.now();
-  let image;
-  try {
-    image = await readFitsImage(task.file, 'float32');
-  } catch (e) {
-    return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: message(e) };
-  }
   const { width, height } = task;
-  if (image.width !== width || image.height !== height || image.planes !== 1) {
-    return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: `is ${image.width}x${image.height}x${image.planes}, expected ${width}x${height}x1` };
+  const keep = !isMainThread && !inUse;
+  if (keep) inUse = true;
+  try {
+    let layout: ImageLayout;
+    let lightHeader: FitsHeader;
+    let data: Float32Array;
+    try {
+      const reader = await FitsReader.open(task.file);
+      await reader.close();
+      layout = reader.layout;
+      lightHeader = reader.header;
+      if (reader.width !== width || reader.height !== height || reader.planes !== 1) {
+        return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: `is ${reader.width}x${reader.height}x${reader.planes}, expected ${width}x${height}x1` };
+      }
+      const bufs = keep && reusable?.light.length === width * height ? reusable : { light: new Float32Array(width * height), raw: { bytes: new Uint8Array(0) } };
+      if (keep) reusable = bufs;
+      data = bufs.light;
+      // Decoded straight into the light buffer (same values as readFitsImage: calibration-bands.ts).
+      await readBandInto(task.file, layout, 0, height, data, 0, null, bufs.raw);
+    } catch (e) {
+      return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: message(e) };
+    }
+    return await calibrateDecoded(task, data, lightHeader, t0);
+  } finally {
+    if (keep) inUse = false;
   }
-  const check = detectBlank(image.data, width, height);
+}
+
+async function calibrateDecoded(task: CalibrateLightTask, data: Float32Array, lightHeader: FitsHeader, t0: number): Promise<CalibrateLightResult> {
+  const { width, height } = task;
+  const check = detectBlank(data, width, height);
   if (check.blank) return { kind: 'calibrate', ok: false, code: 'blank_frame', detail: check.detail! };
   const t1 = performance.now();
-  const data = image.data;
   calibrate(data, { ...(task.bias ? { bias: task.bias } : {}), ...(task.dark ? { dark: task.dark } : {}), ...(task.flat ? { flat: task.flat } : {}) }, { darkScale: task.darkScale, flatFloor: task.flatFloor }, data);
-  const header = calibratedHeader(image.header, task.header);
+  const header = calibratedHeader(lightHeader, task.header);
   const t2 = performance.now();
   try {
     // Not flushed: an intermediate the run regenerates (writeFits `durable`).

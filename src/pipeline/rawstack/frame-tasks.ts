@@ -8,7 +8,7 @@
 //   analyze  read plane 0 → channel statistics and measure in one read (frame-analysis.ts
 //            analyzePlane): CFA_CHANNEL_PREP when CALIBRATION did not already measure the frame.
 //   calibrate CALIBRATION's light: calibrate, write, analyze (calibrate-light-task.ts).
-//   cc       read plane 0 → makeCcProxy → registrationCc against the reference proxy (shared
+//   cc       read plane 0 band by band into its proxy (ccProxyOfFile) → registrationCc against the reference proxy (shared
 //            memory, built once per run by the caller) under the frame's registration matrix.
 //   register registerStars(reference stars, frame stars) on packed star lists (no pixels):
 //            REGISTRATION's matching, CPU-bound, so it runs on the workers too.
@@ -17,7 +17,7 @@
 // Invariants: a bad frame is a typed result ({ok: false, code, detail}), never an exception;
 // exceptions mean bugs. Results are structured-clone friendly (typed arrays, plain objects).
 
-import { makeCcProxy, registrationCc, type CcProxy } from '../../algorithms/registration-cc.js';
+import { CcProxyBuilder, registrationCc, type CcProxy } from '../../algorithms/registration-cc.js';
 import type { Affine } from '../../algorithms/affine.js';
 import type { StarPoint } from '../../algorithms/match.js';
 import { registerStars, type RegistrationResult } from '../../algorithms/registration.js';
@@ -120,9 +120,27 @@ export async function readPlane(file: string): Promise<Plane> {
   }
 }
 
-/** The correlation proxy of a frame (QUALITY_ANALYSIS builds the reference's with this). */
-export function ccProxyOf(plane: Plane, bin: number): CcProxy {
-  return makeCcProxy(plane.data, plane.width, plane.height, { bin });
+/** Full-resolution rows read at a time while building a correlation proxy from a file. */
+const CC_READ_ROWS = 128;
+
+/**
+ * The correlation proxy of a frame's plane 0, read band by band (CC_READ_ROWS rows: ~1 MiB at
+ * 2048 px instead of the whole frame in memory; the same proxy as makeCcProxy on the plane).
+ * QUALITY_ANALYSIS builds the reference's with this too. Throws FitsError when the file fails.
+ */
+export async function ccProxyOfFile(file: string, bin: number): Promise<CcProxy> {
+  const reader = await FitsReader.open(file);
+  try {
+    const builder = new CcProxyBuilder(reader.width, reader.height, { bin });
+    const step = Math.max(bin, CC_READ_ROWS - (CC_READ_ROWS % bin));
+    for (let y0 = 0; y0 < builder.rowsUsed; y0 += step) {
+      const rows = Math.min(step, reader.height - y0);
+      builder.addRows(y0, (await reader.readRows(y0, rows, { planes: [0] })).data);
+    }
+    return builder.finish();
+  } finally {
+    await reader.close();
+  }
 }
 
 async function readOrFail(file: string): Promise<Plane | { error: string }> {
@@ -152,10 +170,15 @@ async function analyzeFrame(task: AnalyzeTask): Promise<AnalyzeTaskResult> {
 
 export async function correlateFrame(task: CcTask): Promise<CcTaskResult> {
   const t0 = performance.now();
-  const plane = await readOrFail(task.file);
+  let proxy: CcProxy;
+  try {
+    proxy = await ccProxyOfFile(task.file, task.bin);
+  } catch (e) {
+    if (!isFitsError(e)) throw e;
+    return { kind: 'cc', ok: false, code: 'unreadable', detail: e.message, ms: { read: performance.now() - t0, cc: 0 } };
+  }
+  // Reading and binning are one band loop now: `read` is the proxy's, `cc` the correlation's.
   const t1 = performance.now();
-  if ('error' in plane) return { kind: 'cc', ok: false, code: 'unreadable', detail: plane.error, ms: { read: t1 - t0, cc: 0 } };
-  const proxy = ccProxyOf(plane, task.bin);
   const r = registrationCc(task.reference, proxy, task.matrix);
   const ms = { read: t1 - t0, cc: performance.now() - t1 };
   return r.ok ? { kind: 'cc', ok: true, cc: r.cc, overlap: r.overlap, ms } : { kind: 'cc', ok: false, code: 'cc_failed', detail: `${r.code}: ${r.detail}`, ms };

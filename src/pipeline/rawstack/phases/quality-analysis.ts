@@ -1,7 +1,8 @@
 // QUALITY_ANALYSIS (never skipped): completes each registered frame's quality record.
 // 1. registration_cc (registration-cc.ts): the reference's correlation proxy is built once,
-//    put in shared memory and handed to every task; each frame (pixelSource, one frame in memory
-//    per worker, `runtime_limits.parallel_workers` at a time) gets its own proxy, warped onto the
+//    put in shared memory and handed to every task; each frame (pixelSource, read band by band
+//    straight into its proxy: a quarter-frame proxy per worker, not the frame,
+//    `runtime_limits.parallel_workers` at a time) gets its own proxy, warped onto the
 //    reference's with its registration matrix and correlated. Bin CC_BIN = 2 for mono and OSC
 //    (even, so on a mosaic every proxy pixel mixes one whole Bayer cell: a luminance proxy).
 //    The reference scores 1 by definition; a correlation that cannot be computed scores 0 (the
@@ -22,7 +23,7 @@ import { scoreFrames } from '../../../algorithms/frame-metrics.js';
 import { toShared } from '../../../cpu/worker-pool.js';
 import { isFitsError } from '../../../fits/index.js';
 import { failed, ok, type Phase } from '../../phase.js';
-import { ccProxyOf, readPlane, type CcTaskResult } from '../frame-tasks.js';
+import { ccProxyOfFile, type CcTaskResult } from '../frame-tasks.js';
 import { FrameWorkers, mapFrames } from '../frame-workers.js';
 import { medianOf, metricsView } from '../quality-artifacts.js';
 import { filterGroups, groupReference } from '../queue.js';
@@ -58,15 +59,13 @@ export const qualityAnalysisPhase: Phase<RawStackState> = {
       for (const group of groups) {
         const gref = groupReference(state, group.frames) ?? reference;
         const tr = performance.now();
-        let refPlane;
+        let refProxy;
         try {
-          refPlane = await readPlane(pixelSource(gref));
+          refProxy = await ccProxyOfFile(pixelSource(gref), CC_BIN);
         } catch (e) {
           if (isFitsError(e)) return failed('input_error', `the reference frame ${gref.name} can no longer be read: ${e.message}`);
           throw e;
         }
-        const refProxy = ccProxyOf(refPlane, CC_BIN);
-        refPlane = undefined;
         // Shared memory: workers read the same proxy instead of each receiving a copy.
         const sharedRef = { ...refProxy, data: toShared(refProxy.data) };
         refMs += performance.now() - tr;
