@@ -127,4 +127,28 @@ gpuTest('readManyInto: a read over READBACK_CHUNK_BYTES comes back whole through
   }
 });
 
+gpuTest('readRegionsInto: ranges of a buffer come back packed in order, through staging smaller than the total and across region boundaries', async () => {
+  const ctx = gpu.ctx!;
+  const n = 10000;
+  const src = Float32Array.from({ length: n }, (_, i) => i * 0.25 - 3);
+  const buf = ctx.upload(src);
+  try {
+    // Rows 3..9 of 5 "frames" of 20 rows × 100 px, and an empty region.
+    const regions = [0, 1, 2, 3, 4].map((f) => ({ offset: (f * 2000 + 300) * 4, bytes: 700 * 4 }));
+    regions.splice(2, 0, { offset: 0, bytes: 0 });
+    const want = regions.flatMap((r) => Array.from(src.subarray(r.offset / 4, (r.offset + r.bytes) / 4)));
+    for (const staging of [undefined, 1000 * 4, 999 * 4 + 2]) {
+      const got = new Float32Array(want.length + 3).fill(-1);
+      await ctx.readRegionsInto(buf, regions, got, staging);
+      assert.equal(Array.from(got.subarray(0, want.length)), want, `staging ${staging}`);
+      assert.equal(Array.from(got.subarray(want.length)), [-1, -1, -1], 'nothing past the packed regions');
+    }
+    let threw = false;
+    await ctx.readRegionsInto(buf, regions, new Float32Array(10)).catch(() => (threw = true));
+    assert.ok(threw, 'a target shorter than the regions is refused');
+  } finally {
+    ctx.pool.release(buf);
+  }
+});
+
 test.run();
