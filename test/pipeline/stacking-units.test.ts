@@ -3,8 +3,9 @@
 // planes and on Bayer mosaics (hot/cold pixels replaced, stars untouched), the pre-mask.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFits } from '../../src/fits/index.js';
+import { isFitsError, writeFits } from '../../src/fits/index.js';
 import { cosmeticCorrect, estimateNoise } from '../../src/pipeline/rawstack/stacking-cosmetic.js';
 import { normalizationFor } from '../../src/pipeline/rawstack/stacking-normalization.js';
 import { compactOwned, premaskApply, premaskFlag, GROW } from '../../src/pipeline/rawstack/stacking-premask.js';
@@ -131,6 +132,13 @@ test('reader cache: readRowsInto decodes float32 rows into the caller buffer, ot
     await cache.readRowsInto(f32, 5, 4, target).catch(() => (failed = true));
     assert.ok(failed, 'rows outside the image fail');
     await cache.closeAll();
+    // The in-place read's own handle fails like the reader's reads: a FitsError, and not kept.
+    const gone = new ReaderCache(4);
+    await gone.use(f32, async () => undefined);
+    await rm(f32);
+    const err = await gone.readRowsInto(f32, 0, 2, target).catch((e: unknown) => e);
+    assert.ok(isFitsError(err) && err.code === 'FITS_NOT_FOUND', `missing file: ${String(err)}`);
+    await gone.closeAll();
   });
 });
 

@@ -66,14 +66,27 @@ export class ReaderCache {
         return (await reader.readRows(y0, rows, { planes: [0] })).data;
       }
       const entry = this.open.get(file)!;
-      entry.fh ??= open(file, 'r');
-      const fh = await entry.fh;
       const bytes = new Uint8Array(target.buffer, target.byteOffset, 4 * n);
       let done = 0;
-      while (done < bytes.byteLength) {
-        const { bytesRead } = await fh.read(bytes, done, bytes.byteLength - done, dataOffset + 4 * y0 * width + done);
-        if (bytesRead === 0) break;
-        done += bytesRead;
+      try {
+        if (!entry.fh) {
+          entry.fh = open(file, 'r');
+          // A failed open is not kept: the next read retries (and reports it again).
+          entry.fh.catch(() => {
+            if (this.open.get(file) === entry) entry.fh = null;
+          });
+        }
+        const fh = await entry.fh;
+        while (done < bytes.byteLength) {
+          const { bytesRead } = await fh.read(bytes, done, bytes.byteLength - done, dataOffset + 4 * y0 * width + done);
+          if (bytesRead === 0) break;
+          done += bytesRead;
+        }
+      } catch (e) {
+        // The same error type as the reader's own reads (STACKING reports FitsError as a frame's
+        // input error, anything else as a bug).
+        const code = (e as NodeJS.ErrnoException)?.code;
+        throw new FitsError(code === 'ENOENT' ? 'FITS_NOT_FOUND' : 'FITS_UNREADABLE', file, `${code ?? 'I/O error'}: ${(e as Error)?.message ?? String(e)}`);
       }
       if (done < bytes.byteLength) throw new FitsError('FITS_TRUNCATED_DATA', file, `file ended while reading pixel data (got ${done} of ${bytes.byteLength} bytes)`);
       return decodeSamples(bytes, 'float32', 4) as Float32Array;
