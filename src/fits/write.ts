@@ -82,7 +82,7 @@ export async function writeFits(file: string, image: ImageToWrite, options: Writ
     if (e instanceof RangeError) throw new FitsError('FITS_BAD_HEADER', file, e.message);
     throw e;
   }
-  const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const tmp = partialWriteName(file);
   let fh: FileHandle | undefined;
   try {
     fh = await open(tmp, 'wx');
@@ -119,6 +119,20 @@ export async function writeFits(file: string, image: ImageToWrite, options: Writ
     if (e instanceof FitsError) throw e;
     throw new FitsError('FITS_WRITE_FAILED', file, (e as Error).message);
   }
+}
+
+/** The temporary name a write of `file` goes to before the rename (hidden, beside it). */
+export function partialWriteName(file: string): string {
+  return join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+}
+
+/**
+ * Whether a directory entry is a writeFits temporary file: one is left behind only when the
+ * writing process or thread dies mid-write (a terminated worker), and callers that own the
+ * folder remove them.
+ */
+export function isPartialWrite(name: string): boolean {
+  return /^\..+\.\d+\.[0-9a-f]{8}\.tmp$/.test(name);
 }
 
 /** Rounds and clamps float samples into 0..65535 for a 16-bit unsigned image (NaN → 0). */

@@ -1,8 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFile, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
-import { FitsHeader, FitsReader, readFitsImage, readFitsNative, writeFits, type PixelArray } from '../../src/fits/index.js';
+import { basename, join } from 'node:path';
+import { FitsHeader, FitsReader, isPartialWrite, partialWriteName, readFitsImage, readFitsNative, writeFits, type PixelArray } from '../../src/fits/index.js';
 import { seededRandom, withTempDir } from '../helpers/tmp.js';
 
 type Maker = { name: string; bitpix: number; make: (n: number, rnd: () => number) => PixelArray };
@@ -67,6 +67,13 @@ test('a write without the flush (durable: false) stores the same bytes and leave
     assert.ok((await readFile(join(dir, 'a.fits'))).equals(await readFile(join(dir, 'b.fits'))));
     assert.equal((await readdir(dir)).sort(), ['a.fits', 'b.fits']);
   });
+});
+
+test('temporary write names are recognised, finished files are not', () => {
+  const tmp = partialWriteName('/runs/x/outputs/calibrated/cal_00003.fit');
+  assert.ok(tmp.startsWith('/runs/x/outputs/calibrated/.cal_00003.fit.'));
+  assert.ok(isPartialWrite(basename(tmp)));
+  for (const name of ['cal_00003.fit', '.hidden', 'cal_00003.fit.tmp', '.cal_00003.fit.12.xyz.tmp']) assert.not.ok(isPartialWrite(name), name);
 });
 
 test('uint16 physical values are exact in float32 (int16 + 32768 convention)', async () => {

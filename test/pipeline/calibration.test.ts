@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateDataset, type Truth } from '../../fixtures/generator/index.js';
 import { renderFlat } from '../../fixtures/generator/optics.js';
-import { FitsHeader, writeFits } from '../../src/fits/index.js';
+import { FitsHeader, readFitsImage, writeFits } from '../../src/fits/index.js';
 import { GpuError } from '../../src/gpu/errors.js';
 import { ok, type Phase } from '../../src/pipeline/phase.js';
 import type { RawStackState } from '../../src/pipeline/rawstack/state.js';
@@ -307,6 +307,34 @@ test('cancellation between frames: the phase ends error/cancelled, no further fr
   assert.is(run.end('REPORT')!.status, 'ok');
   assert.equal(await readdir(join(run.result.runDir, 'outputs/calibrated')), ['cal_00001.fit', 'cal_00002.fit']);
   assert.is(run.lines.at(-1)!.type, 'run_end');
+});
+
+test('cancellation with frame workers: cancelled within seconds, only whole calibrated frames are left', async () => {
+  const controller = new AbortController();
+  let abortedAt = 0;
+  const run = await runPhasesOn(config({ ...dirs(oscDir), runtime_limits: { parallel_workers: 2 } }), {
+    runsDir: join(root, 'runs'),
+    phases: ONLY_CAL,
+    signal: controller.signal,
+    onEvent: (l) => {
+      if (l.type === 'frame' && l.phase === 'CALIBRATION' && abortedAt === 0) {
+        abortedAt = performance.now();
+        controller.abort();
+      }
+    },
+  });
+  const endedAt = performance.now();
+  const end = run.end('CALIBRATION')!;
+  assert.equal([end.status, end.reason], ['error', 'cancelled']);
+  assert.ok(endedAt - abortedAt < 5000, `cancel took ${(endedAt - abortedAt).toFixed(0)} ms`);
+  // A worker terminated mid-write leaves no temporary file; what is there reads back whole.
+  const left = await readdir(join(run.result.runDir, 'outputs/calibrated'));
+  assert.ok(left.every((n) => /^cal_\d{5}\.fit$/.test(n)), left.join(', '));
+  assert.ok(left.length < 4, `${left.length} frames written before the cancel took effect`);
+  for (const n of left) {
+    const img = await readFitsImage(join(run.result.runDir, 'outputs/calibrated', n), 'float32');
+    assert.equal([img.width, img.height], [W, H]);
+  }
 });
 
 test('a light that fails to calibrate is excluded as calibration_failed and the run goes on', async () => {

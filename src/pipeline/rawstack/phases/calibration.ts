@@ -30,10 +30,10 @@
 // Writes: state.masters, frame.calibratedFile, frame.darkUsed, state.summaries.CALIBRATION and
 // artifacts for the masters written (outputs/masters/master_{bias,dark_<exp>s,flat,darkflat}.fits).
 
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { imageMedians, imageMediansPooled } from '../../../cpu/stats.js';
-import { keys, readFitsImage, writeFits, type FitsHeader } from '../../../fits/index.js';
+import { isPartialWrite, keys, readFitsImage, writeFits, type FitsHeader } from '../../../fits/index.js';
 import { GpuError } from '../../../gpu/errors.js';
 import { gpuFor } from '../../device-policy.js';
 import { CancelledError, failed, ok, skipped, type Phase, type PhaseContext } from '../../phase.js';
@@ -575,6 +575,11 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
       );
     } finally {
       await frameWorkers.close();
+      // A worker terminated mid-write (cancel, error) leaves writeFits' temporary file behind:
+      // the folder keeps only finished frames.
+      for (const name of await readdir(calDir).catch(() => [] as string[])) {
+        if (isPartialWrite(name)) await unlink(join(calDir, name)).catch(() => undefined);
+      }
     }
   } else {
     try {
