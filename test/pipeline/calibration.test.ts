@@ -15,6 +15,7 @@ import { GpuError } from '../../src/gpu/errors.js';
 import { ok, type Phase } from '../../src/pipeline/phase.js';
 import type { RawStackState } from '../../src/pipeline/rawstack/state.js';
 import { imageStats } from '../../src/cpu/stats.js';
+import { calibrate, DEFAULT_FLAT_FLOOR } from '../../src/cpu/calibrate.js';
 import { calibratedHeader, FrameCalibrator } from '../../src/pipeline/rawstack/calibration-apply.js';
 import { combineFrames } from '../../src/pipeline/rawstack/calibration-masters.js';
 import { groupDarks, selectDark, type DarkFrameHeader } from '../../src/pipeline/rawstack/dark-select.js';
@@ -432,8 +433,9 @@ gpuTest('the WGSL calibrator (masters resident on the device) matches the TypeSc
   };
   const masters = { bias: fill((i) => 800 + (i % 7)), flat: fill((i) => (i % 97 === 0 ? 0.01 : 0.8 + (i % 13) / 40)), darks: new Map([[0, fill((i) => (i % 101) / 10)]]) };
   const light = Float32Array.from({ length: n }, (_, i) => 900 + ((i * 7919) % 3000));
-  const cpu = await new FrameCalibrator(masters, null, 2).calibrate(light, 0, 0.4);
-  const dev = new FrameCalibrator(masters, gpu.ctx, 2);
+  // The reference: the TypeScript calibrate of the light task.
+  const cpu = calibrate(light, { bias: masters.bias, dark: masters.darks.get(0)!, flat: masters.flat }, { darkScale: 0.4, flatFloor: DEFAULT_FLAT_FLOOR });
+  const dev = new FrameCalibrator(masters, gpu.ctx!);
   try {
     for (let k = 0; k < 2; k++) {
       const got = await dev.calibrate(light, 0, 0.4);

@@ -1,14 +1,13 @@
 // Applying the masters to one light (CALIBRATION): out = (light − bias − darkScale·dark) / flatN,
 // NaN where the normalised flat is dead (≤ DEFAULT_FLAT_FLOOR), with the calibrate kernel in
 // WGSL (masters uploaded once and kept resident on the device, one light up and one result down
-// per frame) or in TypeScript on the worker pool, as the device policy says; and the header of
+// per frame; the TypeScript path is CALIBRATION's light task, calibrate-light-task.ts); and the header of
 // the calibrated frame (the light's cards plus CALIBRAT, BIASCORR, DARKCORR, FLATCORR, DARKSEL,
 // DARKSCAL and HISTORY; SATURATE/DATAMAX moved to the calibrated scale).
 // Invariant: the masters are never modified; a calibrator holds device buffers only between
 // its creation and dispose().
 
-import { calibrateParallel, DEFAULT_FLAT_FLOOR, type CalibrationMasters } from '../../cpu/calibrate.js';
-import { toShared } from '../../cpu/worker-pool.js';
+import { DEFAULT_FLAT_FLOOR } from '../../cpu/calibrate.js';
 import type { FitsHeader } from '../../fits/index.js';
 import type { GpuContext } from '../../gpu/context.js';
 import { calibrateResident, type CalibrationMasterBuffers } from '../../gpu/kernels/calibrate.js';
@@ -23,67 +22,49 @@ export interface AppliedMasters {
   flats?: Map<string, Float32Array>;
 }
 
+/** The calibrate kernel with the masters resident on one device (the GPU path of CALIBRATION). */
 export class FrameCalibrator {
   private readonly buffers = new Map<string, GPUBuffer>();
 
   constructor(
     readonly masters: AppliedMasters,
-    /** Device for the calibrate kernel, or null for the TypeScript path. */
-    readonly gpu: GpuContext | null,
-    readonly workers: number,
+    readonly gpu: GpuContext,
   ) {}
-
-  get device(): 'gpu' | 'cpu' {
-    return this.gpu ? 'gpu' : 'cpu';
-  }
 
   private resident(key: string, data: Float32Array): GPUBuffer {
     let b = this.buffers.get(key);
-    if (!b) this.buffers.set(key, (b = this.gpu!.upload(data)));
+    if (!b) this.buffers.set(key, (b = this.gpu.upload(data)));
     return b;
   }
 
   /**
-   * Calibrates `light` (any memory) and returns a new array with the result. `flatKey`: per-filter
-   * flats (masters.flats; null = no flat for this light); absent: the one flat (masters.flat).
-   * `consume`: the caller no longer needs `light`, so a shared `light` is calibrated in place on
-   * the TypeScript path (no frame-sized output allocation per light).
+   * Calibrates `light` and returns a new array with the result. `flatKey`: per-filter flats
+   * (masters.flats; null = no flat for this light); absent: the one flat (masters.flat).
    */
-  async calibrate(light: Float32Array, darkGroup: number | null, darkScale: number, flatKey?: string | null, consume = false): Promise<Float32Array> {
+  async calibrate(light: Float32Array, darkGroup: number | null, darkScale: number, flatKey?: string | null): Promise<Float32Array> {
     const dark = darkGroup !== null ? this.masters.darks.get(darkGroup) : undefined;
     if (darkGroup !== null && !dark) throw new Error(`no dark master for group ${darkGroup}`);
     const flat = flatKey === undefined ? this.masters.flat : flatKey === null ? null : (this.masters.flats?.get(flatKey) ?? null);
     if (typeof flatKey === 'string' && !flat) throw new Error(`no flat master for ${flatKey}`);
     const flatId = flatKey === undefined ? 'flat' : `flat:${flatKey}`;
     const params = { darkScale, flatFloor: DEFAULT_FLAT_FLOOR };
-    if (this.gpu) {
-      const ctx = this.gpu;
-      const bufs: CalibrationMasterBuffers = {};
-      if (this.masters.bias) bufs.bias = this.resident('bias', this.masters.bias);
-      if (flat) bufs.flat = this.resident(flatId, flat);
-      if (dark) bufs.dark = this.resident(`dark${darkGroup}`, dark);
-      const lightBuf = ctx.upload(light);
-      const out = ctx.storage(light.length * 4, 'calibrated');
-      try {
-        await calibrateResident(ctx, lightBuf, bufs, out, light.length, params);
-        return await ctx.readFloat32(out, light.length);
-      } finally {
-        ctx.pool.release(lightBuf);
-        ctx.pool.release(out);
-      }
+    const ctx = this.gpu;
+    const bufs: CalibrationMasterBuffers = {};
+    if (this.masters.bias) bufs.bias = this.resident('bias', this.masters.bias);
+    if (flat) bufs.flat = this.resident(flatId, flat);
+    if (dark) bufs.dark = this.resident(`dark${darkGroup}`, dark);
+    const lightBuf = ctx.upload(light);
+    const out = ctx.storage(light.length * 4, 'calibrated');
+    try {
+      await calibrateResident(ctx, lightBuf, bufs, out, light.length, params);
+      return await ctx.readFloat32(out, light.length);
+    } finally {
+      ctx.pool.release(lightBuf);
+      ctx.pool.release(out);
     }
-    const masters: CalibrationMasters = {};
-    if (this.masters.bias) masters.bias = this.masters.bias;
-    if (flat) masters.flat = flat;
-    if (dark) masters.dark = dark;
-    const shared = toShared(light);
-    // In place when `light` was already shared would overwrite the caller's data unless it is
-    // handed over (`consume`); the copy made by toShared is ours to overwrite.
-    return calibrateParallel(shared, masters, params, { workers: this.workers }, shared === light && !consume ? undefined : shared);
   }
 
   dispose(): void {
-    if (!this.gpu) return;
     for (const b of this.buffers.values()) this.gpu.pool.release(b);
     this.buffers.clear();
   }

@@ -132,8 +132,8 @@ export function measurePlane(plane: Plane, spec: MeasureSpec, readMs: number): M
   };
 }
 
-/** The size check and CFA phase of a frame from its header (before or after reading its pixels). */
-export function channelsPhaseOf(header: FitsHeader, width: number, height: number, file: string, spec: ChannelsSpec): { ok: true; phase: CfaPattern | null } | { ok: false; detail: string } {
+/** The size check and CFA phase of a frame from its header. */
+function channelsPhaseOf(header: FitsHeader, width: number, height: number, file: string, spec: ChannelsSpec): { ok: true; phase: CfaPattern | null } | { ok: false; detail: string } {
   if (width !== spec.width || height !== spec.height) return { ok: false, detail: `${file} is ${width}x${height}, expected ${spec.width}x${spec.height}` };
   if (!spec.pattern) return { ok: true, phase: null };
   const off = keys.bayerOffset(header);

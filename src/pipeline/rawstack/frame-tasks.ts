@@ -12,8 +12,6 @@
 //            memory, built once per run by the caller) under the frame's registration matrix.
 //   register registerStars(reference stars, frame stars) on packed star lists (no pixels):
 //            REGISTRATION's matching, CPU-bound, so it runs on the workers too.
-//   channels read plane 0 → measureChannels (CFA_CHANNEL_PREP's per-channel robust statistics;
-//            OSC: by the frame's effective CFA phase from its own header).
 // Invariants: a bad frame is a typed result ({ok: false, code, detail}), never an exception;
 // exceptions mean bugs. Results are structured-clone friendly (typed arrays, plain objects).
 
@@ -23,15 +21,11 @@ import type { StarPoint } from '../../algorithms/match.js';
 import { registerStars, type RegistrationResult } from '../../algorithms/registration.js';
 import { FitsReader, isFitsError } from '../../fits/index.js';
 import { calibrateLight, calibrateLightTransferables, type CalibrateLightResult, type CalibrateLightTask } from './calibrate-light-task.js';
-import { measureChannels, MONO_PHASES, phaseChannels } from './channel-stats.js';
 import {
   analyzePlane,
-  channelsPhaseOf,
   measurePlane,
   premeasuredTransferables,
   type AnalysisSpec,
-  type ChannelsSpec,
-  type ChannelsTaskResult,
   type MeasureResult,
   type MeasureSpec,
   type Plane,
@@ -82,13 +76,8 @@ export interface RegisterTaskResult {
   ms: number;
 }
 
-export interface ChannelsTask extends ChannelsSpec {
-  kind: 'channels';
-  file: string;
-}
-
-export type FrameTask = MeasureTask | CcTask | RegisterTask | ChannelsTask | AnalyzeTask | CalibrateLightTask;
-export type FrameTaskResult = MeasureResult | CcTaskResult | RegisterTaskResult | ChannelsTaskResult | AnalyzeTaskResult | CalibrateLightResult;
+export type FrameTask = MeasureTask | CcTask | RegisterTask | AnalyzeTask | CalibrateLightTask;
+export type FrameTaskResult = MeasureResult | CcTaskResult | RegisterTaskResult | AnalyzeTaskResult | CalibrateLightResult;
 
 /** (x, y, flux) triplets of a star list, for tasks and results (exact: f64). */
 export function packStars(stars: readonly StarPoint[]): Float64Array {
@@ -184,36 +173,10 @@ export async function correlateFrame(task: CcTask): Promise<CcTaskResult> {
   return r.ok ? { kind: 'cc', ok: true, cc: r.cc, overlap: r.overlap, ms } : { kind: 'cc', ok: false, code: 'cc_failed', detail: `${r.code}: ${r.detail}`, ms };
 }
 
-export async function channelStatsOf(task: ChannelsTask): Promise<ChannelsTaskResult> {
-  const t0 = performance.now();
-  let data: Float32Array;
-  let phase: ReturnType<typeof channelsPhaseOf>;
-  try {
-    const reader = await FitsReader.open(task.file);
-    try {
-      // Size and CFA phase from the header: a frame of the wrong size is not read at all.
-      phase = channelsPhaseOf(reader.header, reader.width, reader.height, task.file, task);
-      if (!phase.ok) return { kind: 'channels', ok: false, code: 'size_mismatch', detail: phase.detail, ms: { read: performance.now() - t0, stats: 0 } };
-      data = (await reader.readRows(0, task.height, { planes: [0] })).data;
-    } finally {
-      await reader.close();
-    }
-  } catch (e) {
-    // Only file problems are the frame's fault; anything else is a bug.
-    if (!isFitsError(e)) throw e;
-    return { kind: 'channels', ok: false, code: 'unreadable', detail: e.message, ms: { read: performance.now() - t0, stats: 0 } };
-  }
-  const t1 = performance.now();
-  const stats = measureChannels(data, task.width, task.height, phase.phase ? phaseChannels(phase.phase) : MONO_PHASES, task.channels);
-  return { kind: 'channels', ok: true, stats, phase: phase.phase, ms: { read: t1 - t0, stats: performance.now() - t1 } };
-}
-
 export async function runFrameTask(task: FrameTask): Promise<FrameTaskResult> {
   switch (task.kind) {
     case 'register':
       return registerFrame(task);
-    case 'channels':
-      return channelStatsOf(task);
     case 'measure':
       return measureFrame(task);
     case 'analyze':

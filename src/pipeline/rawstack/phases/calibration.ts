@@ -486,7 +486,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   if (heldBytes + perFrame > budget) {
     ctx.warn('memory_budget', `the masters (${(heldBytes / MiB).toFixed(0)} MiB) and one light in flight need ${((heldBytes + perFrame) / MiB).toFixed(0)} MiB, above runtime_limits.memory_budget = ${c.runtime_limits.memory_budget} MiB`);
   }
-  const calibrator = new FrameCalibrator({ bias, flat, darks, ...(flatGroups ? { flats } : {}) }, gpuFor(state.gpu, 'calibrate'), workers);
+  const calibrateGpu = gpuFor(state.gpu, 'calibrate');
   let calibrated = 0;
   let failedFrames = 0;
   let blank = 0;
@@ -528,7 +528,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     ctx.frame(frame.index, frame.name, 'excluded', code, { detail });
   };
 
-  if (calibrator.device === 'cpu') {
+  if (!calibrateGpu) {
     // TypeScript path: each light is read, calibrated, written and measured (stars, channel
     // statistics: premeasure.ts) on a frame worker, so the main thread only dispatches and the
     // calibrated frame is never read back by CFA_CHANNEL_PREP or REFERENCE_SELECTION. The
@@ -582,6 +582,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
       }
     }
   } else {
+    const calibrator = new FrameCalibrator({ bias, flat, darks, ...(flatGroups ? { flats } : {}) }, calibrateGpu);
     try {
       await forEachLimit(lights, lanes, async (frame: FrameRecord) => {
         ctx.checkCancelled();
@@ -592,7 +593,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
           const check = detectBlank(image.data, width, height);
           if (check.blank) return onExcluded(frame, 'blank_frame', check.detail!);
           ctx.checkCancelled();
-          const out = await calibrator.calibrate(image.data, plan.sel ? plan.sel.groupId : null, plan.scale, plan.flatKey, true);
+          const out = await calibrator.calibrate(image.data, plan.sel ? plan.sel.groupId : null, plan.scale, plan.flatKey);
           await writeFits(plan.file, { width, height, data: out }, { header: calibratedHeader(image.header, plan.header), durable: false });
           onCalibrated(frame, plan);
         } catch (e) {
@@ -616,7 +617,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     frames_blank: blank,
     calibrated_dir: 'outputs/calibrated',
     masters_dir: 'outputs/masters',
-    device: { stack: stackGpuCtx ? 'gpu' : 'cpu', calibrate: calibrator.device },
+    device: { stack: stackGpuCtx ? 'gpu' : 'cpu', calibrate: calibrateGpu ? 'gpu' : 'cpu' },
     // Lights whose stars and channel statistics were measured here (CFA_CHANNEL_PREP and
     // REFERENCE_SELECTION then read nothing for them).
     frames_measured: measured,
