@@ -16,9 +16,13 @@ export async function isExecutable(file: string): Promise<boolean> {
   }
 }
 
-/** `configured` when given (and executable), else the first of `names` found on PATH. */
+/**
+ * `configured` when given: a path (with a `/`) must be executable itself, a bare name is looked
+ * up on PATH like the defaults; else the first of `names` found on PATH.
+ */
 export async function findBinary(configured: string, names: readonly string[], extraDirs: readonly string[] = []): Promise<string | null> {
-  if (configured) return (await isExecutable(configured)) ? configured : null;
+  if (configured.includes('/')) return (await isExecutable(configured)) ? configured : null;
+  if (configured) names = [configured];
   const dirs = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), ...extraDirs];
   for (const name of names) for (const dir of dirs) if (await isExecutable(join(dir, name))) return join(dir, name);
   return null;

@@ -44,9 +44,15 @@ export async function lookupSolvers(cfg: SolverConfig): Promise<SolverLookup[]> 
   return out;
 }
 
-function modes(input: SolveInput): ('hinted' | 'blind')[] {
+/**
+ * The attempts for one solver: hinted first when the header gives hints that solver can use
+ * (astrometry.net: a position or a scale; ASTAP: a position, since a scale alone gives it the same
+ * arguments as its blind attempt), then blind.
+ */
+function modes(solver: SolverName, input: SolveInput): ('hinted' | 'blind')[] {
   const h = input.hints;
-  const hasHint = (h.ra !== undefined && h.dec !== undefined) || h.scaleArcsec !== undefined;
+  const position = h.ra !== undefined && h.dec !== undefined;
+  const hasHint = solver === 'astap' ? position : position || h.scaleArcsec !== undefined;
   return hasHint ? ['hinted', 'blind'] : ['blind'];
 }
 
@@ -120,7 +126,7 @@ export async function plateSolve(cfg: SolverConfig, input: SolveInput, lookups?:
   try {
     for (const install of installs) {
       const prepared = new Map<string, string>();
-      for (const mode of modes(input)) {
+      for (const mode of modes(install.solver, input)) {
         if (install.solver === 'astrometry_net' && input.stars.length < 4) break;
         const solved = await attemptOne(install, mode, input, dir, deadline, prepared, attempts);
         if (solved) return { solver: install.solver, wcs: solved.wcs, index: solved.index, binary: install.binary, dataDir: install.dataDir, attempts, durationMs: Date.now() - started };
