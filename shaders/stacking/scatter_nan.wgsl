@@ -5,8 +5,9 @@
 //           used); 2 read_write array<f32> dst (the frame slots).
 // Workgroup: WG x 1 x 1; grid x = ceil((count − first) / WG), at most the per-dimension limit
 //            (the wrapper splits longer lists into dispatches with increasing `first`).
-// Precision: exact (the quiet-NaN bit pattern is stored). Indices past dst's end are clamped by
-//            the robustness of the binding, never written outside; the wrapper checks them.
+// Precision: exact (the quiet-NaN bit pattern is stored). Precondition (the caller's): every index
+//            lies inside dst; robustness keeps a wrong one inside the binding but may land it on
+//            another element, and the wrapper checks only the buffer sizes.
 
 struct Params {
   count: u32,   // entries in `indices`

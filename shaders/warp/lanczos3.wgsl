@@ -71,7 +71,7 @@ struct Params {
   src_height: u32,                 // full source height
   src_y0: u32,                     // first source row held in `src`
   src_rows: u32,                   // source rows held in `src`
-  flip: u32,                       // GROUP = 4 only: 1 takes each group's pixels right to left
+  flip: u32,                       // GROUP >= 4 only: 1 takes each group's pixels right to left
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

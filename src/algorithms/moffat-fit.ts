@@ -384,15 +384,10 @@ export class MoffatFitter {
     let lambda = 1e-3;
     let it = 0;
     let converged = false;
-    // Relative χ² drop of the last accepted step. Once it is tiny the fit sits at the minimum
-    // within the accuracy of the approximate Jacobian (pixel factor held constant), where damped
-    // steps no longer lower χ²: 3 refused attempts then end the fit instead of 12.
-    let lastDrop = Infinity;
     for (; it < maxIterations && !converged; it++) {
       this.normal(patch, p);
       let improved = false;
-      const attempts = lastDrop <= 1e-4 ? 3 : 12;
-      for (let attempt = 0; attempt < attempts; attempt++) {
+      for (let attempt = 0; attempt < 12; attempt++) {
         if (!this.solveStep(lambda, NaN)) {
           lambda *= 10;
           continue;
@@ -419,7 +414,6 @@ export class MoffatFitter {
           improved = true;
           const moved = Math.abs(this.step[2]!) + Math.abs(this.step[3]!);
           if (drop <= FIT_DROP * chi || (moved < 1e-6 && drop <= 1e-6 * chi)) converged = true;
-          lastDrop = chi > 0 ? drop / chi : 0;
           chi = c2;
           break;
         }

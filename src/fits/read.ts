@@ -191,15 +191,9 @@ export class FitsReader {
 
   /** The whole image as physical values (BZERO/BSCALE applied, BLANK → NaN). */
   async readImage(dtype: 'float64'): Promise<FitsImage<Float64Array>>;
-  async readImage(dtype?: 'float32', options?: ReadImageOptions): Promise<FitsImage<Float32Array>>;
-  async readImage(dtype: FloatType = 'float32', options: ReadImageOptions = {}): Promise<FitsImage<Float32Array | Float64Array>> {
+  async readImage(dtype?: 'float32'): Promise<FitsImage<Float32Array>>;
+  async readImage(dtype: FloatType = 'float32'): Promise<FitsImage<Float32Array | Float64Array>> {
     const { width, height, planes } = this.layout;
-    if (options.shared && dtype === 'float32') {
-      // Straight into shared memory (worker-pool kernels need it): no second copy by the caller.
-      const out = new Float32Array(new SharedArrayBuffer(width * height * planes * 4));
-      for (let p = 0; p < planes; p++) toPhysical(await this.readSamples(p * width * height * this.layout.bytesPerSample, width * height), this.layout, out, p * width * height);
-      return { file: this.file, header: this.header, layout: this.layout, width, height, planes, data: out };
-    }
     if (planes === 1 && dtype === 'float32' && nativeIsPhysicalFloat32(this.layout)) {
       const data = (await this.readSamples(0, width * height)) as Float32Array;
       return { file: this.file, header: this.header, layout: this.layout, width, height, planes, data };
@@ -245,11 +239,6 @@ export class FitsReader {
   }
 }
 
-export interface ReadImageOptions {
-  /** float32 only: the pixels in a SharedArrayBuffer (for worker-pool kernels). Default false. */
-  shared?: boolean;
-}
-
 async function withReader<T>(file: string, f: (r: FitsReader) => Promise<T>): Promise<T> {
   const reader = await FitsReader.open(file);
   try {
@@ -265,9 +254,9 @@ export function readFitsHeader(file: string): Promise<{ header: FitsHeader; layo
 }
 
 export function readFitsImage(file: string, dtype: 'float64'): Promise<FitsImage<Float64Array>>;
-export function readFitsImage(file: string, dtype?: 'float32', options?: ReadImageOptions): Promise<FitsImage<Float32Array>>;
-export function readFitsImage(file: string, dtype: FloatType = 'float32', options: ReadImageOptions = {}): Promise<FitsImage<Float32Array | Float64Array>> {
-  return withReader(file, (r): Promise<FitsImage<Float32Array | Float64Array>> => (dtype === 'float64' ? r.readImage('float64') : r.readImage('float32', options)));
+export function readFitsImage(file: string, dtype?: 'float32'): Promise<FitsImage<Float32Array>>;
+export function readFitsImage(file: string, dtype: FloatType = 'float32'): Promise<FitsImage<Float32Array | Float64Array>> {
+  return withReader(file, (r): Promise<FitsImage<Float32Array | Float64Array>> => (dtype === 'float64' ? r.readImage('float64') : r.readImage('float32')));
 }
 
 export function readFitsNative(file: string): Promise<{ header: FitsHeader; layout: ImageLayout; data: PixelArray }> {

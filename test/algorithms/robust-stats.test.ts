@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { MAD_TO_SIGMA, medianInPlace, planeStats, selectInPlace } from '../../src/algorithms/robust-stats.js';
+import { MAD_TO_SIGMA, medianInPlace, medianInPlaceF32, planeStats, selectInPlace, selectInPlaceF32 } from '../../src/algorithms/robust-stats.js';
 import { seededRandom } from '../helpers/tmp.js';
 
 const sortedMedian = (values: number[]) => {
@@ -65,6 +65,20 @@ test('statistics of a sub-range and of an all-NaN plane', () => {
   const empty = planeStats(Float32Array.from([NaN, NaN]));
   assert.is(empty.count, 0);
   assert.ok(Number.isNaN(empty.median));
+});
+
+test('the Float32-only selection and median equal the general ones (ties, ±0, odd and even lengths)', () => {
+  const rnd = seededRandom(31);
+  for (const n of [1, 2, 7, 64, 501, 1000]) {
+    const base = Float32Array.from({ length: n }, (_, i) => (i % 5 === 0 ? 0 : i % 7 === 0 ? -0 : Math.round(rnd() * 20) - 10 + (i % 3 === 0 ? 0.5 : 0)));
+    assert.ok(Object.is(medianInPlaceF32(base.slice()), medianInPlace(base.slice())), `median n=${n}`);
+    for (const k of [0, n >> 1, n - 1]) {
+      const a = base.slice();
+      const b = base.slice();
+      assert.ok(Object.is(selectInPlaceF32(a, k), selectInPlace(b, k)), `select n=${n} k=${k}`);
+      assert.equal(Array.from(a).map(String), Array.from(b).map(String), `same partition n=${n} k=${k}`);
+    }
+  }
 });
 
 test.run();

@@ -1,6 +1,6 @@
 // CALIBRATION's per-light work as one frame task (runs on a frame worker, or on the main thread
 // with one worker): read the light → blank check → (light − bias − scale·dark) / flatN in place
-// (cpu/calibrate.ts, the same range function as the worker-pool path: bit-identical) → write
+// (cpu/calibrate.ts, the TypeScript reference of the calibrate kernel) → write
 // outputs/calibrated/cal_NNNNN.fit (atomic) → measure the calibrated plane while it is still in
 // memory (frame-analysis.ts: channel statistics and stars), so CFA_CHANNEL_PREP and
 // REFERENCE_SELECTION do not read and decode the frame again.
@@ -12,7 +12,7 @@
 
 import { calibrate } from '../../cpu/calibrate.js';
 import { isMainThread } from 'node:worker_threads';
-import { FitsReader, writeFits, type FitsHeader } from '../../fits/index.js';
+import { readFitsHeader, writeFits, type FitsHeader } from '../../fits/index.js';
 import type { ImageLayout } from '../../fits/layout.js';
 import { readBandInto } from './calibration-bands.js';
 import { calibratedHeader, type CalibratedHeaderInfo } from './calibration-apply.js';
@@ -48,37 +48,29 @@ const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
  * otherwise have to find. On the main thread (one worker) nothing is kept between lights.
  */
 let reusable: { light: Float32Array; raw: { bytes: Uint8Array } } | null = null;
-let inUse = false;
 
 export async function calibrateLight(task: CalibrateLightTask): Promise<CalibrateLightResult> {
   const t0 = performance.now();
   const { width, height } = task;
-  const keep = !isMainThread && !inUse;
-  if (keep) inUse = true;
+  // A frame worker runs one task at a time (FrameWorkers), so its buffers are free here.
+  const keep = !isMainThread;
+  let layout: ImageLayout;
+  let lightHeader: FitsHeader;
+  let data: Float32Array;
   try {
-    let layout: ImageLayout;
-    let lightHeader: FitsHeader;
-    let data: Float32Array;
-    try {
-      const reader = await FitsReader.open(task.file);
-      await reader.close();
-      layout = reader.layout;
-      lightHeader = reader.header;
-      if (reader.width !== width || reader.height !== height || reader.planes !== 1) {
-        return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: `is ${reader.width}x${reader.height}x${reader.planes}, expected ${width}x${height}x1` };
-      }
-      const bufs = keep && reusable?.light.length === width * height ? reusable : { light: new Float32Array(width * height), raw: { bytes: new Uint8Array(0) } };
-      if (keep) reusable = bufs;
-      data = bufs.light;
-      // Decoded straight into the light buffer (same values as readFitsImage: calibration-bands.ts).
-      await readBandInto(task.file, layout, 0, height, data, 0, null, bufs.raw);
-    } catch (e) {
-      return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: message(e) };
+    ({ header: lightHeader, layout } = await readFitsHeader(task.file));
+    if (layout.width !== width || layout.height !== height || layout.planes !== 1) {
+      return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: `is ${layout.width}x${layout.height}x${layout.planes}, expected ${width}x${height}x1` };
     }
-    return await calibrateDecoded(task, data, lightHeader, t0);
-  } finally {
-    if (keep) inUse = false;
+    const bufs = keep && reusable?.light.length === width * height ? reusable : { light: new Float32Array(width * height), raw: { bytes: new Uint8Array(0) } };
+    if (keep) reusable = bufs;
+    data = bufs.light;
+    // Decoded straight into the light buffer (same values as readFitsImage: calibration-bands.ts).
+    await readBandInto(task.file, layout, 0, height, data, 0, null, bufs.raw);
+  } catch (e) {
+    return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: message(e) };
   }
+  return await calibrateDecoded(task, data, lightHeader, t0);
 }
 
 async function calibrateDecoded(task: CalibrateLightTask, data: Float32Array, lightHeader: FitsHeader, t0: number): Promise<CalibrateLightResult> {

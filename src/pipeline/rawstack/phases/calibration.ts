@@ -293,7 +293,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     biasName = basename(sources.bias.path!);
     state.masters.bias = sources.bias.path;
   }
-  // Levels computed on the worker pool meanwhile; awaited (with the writes) before the lights.
+  // Levels computed on the worker pool meanwhile; awaited before the lights (the writes after them).
   const levelJobs: Promise<unknown>[] = [];
   const later = <T>(job: Promise<T>): Promise<T> => {
     job.catch(() => undefined); // awaited below; an earlier failure must not leave it unhandled
@@ -540,6 +540,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     const sFlats = new Map([...flats].map(([k, v]) => [k, toShared(v)] as const));
     const spec = analysisSpecOf(state);
     const frameWorkers = new FrameWorkers(lanes);
+    const plans = new Map<number, LightPlan>();
     try {
       await mapFrames(
         lights,
@@ -547,6 +548,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
         ctx.signal,
         (frame) => {
           const plan = planOf(frame);
+          plans.set(frame.index, plan);
           const lightFlat = plan.flatKey === undefined ? sFlat : plan.flatKey === null ? null : (sFlats.get(plan.flatKey) ?? null);
           return frameWorkers.run({
             kind: 'calibrate',
@@ -565,7 +567,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
         },
         (frame, r) => {
           if (r.ok) {
-            onCalibrated(frame, planOf(frame));
+            onCalibrated(frame, plans.get(frame.index)!);
             frame.premeasured = r.premeasured;
             measured++;
             for (const k of Object.keys(stepMs) as (keyof typeof stepMs)[]) stepMs[k].push(r.ms[k]);
