@@ -15,6 +15,7 @@ import { ApiError } from '../errors.js';
 import { isInside, PATH_FIELD_MAX, resolveInside } from '../paths.js';
 import { page, PageQuery, type ApiRegistry } from '../registry.js';
 import { eventsFile, listRuns, parseEventText, phaseStatuses, readEvents, readRunRecord, RUN_ID_RE, type RunSummary } from '../run-index.js';
+import { csvRecords } from '../../ui/csv.js';
 
 export const VIEW_LIMIT = 8 * 1024 * 1024;
 
@@ -319,17 +320,14 @@ function followEvents(file: string, after: number, out: PassThrough, gone: () =>
   step();
 }
 
-/** frame_quality.csv rows with numbers parsed (the file is ours: no quoted commas). */
+/**
+ * frame_quality.csv rows with numbers parsed. The CSV reading is the UI's RFC 4180 parser
+ * (src/ui/csv.ts, plain TypeScript without DOM): the file quotes names that hold commas.
+ */
 export function parseCsv(text: string): Record<string, string | number | null>[] {
-  const lines = text.trim().split('\n');
-  const head = (lines.shift() ?? '').split(',');
-  return lines.map((l) => {
-    const cells = l.split(',');
+  return csvRecords(text.trim()).map((r) => {
     const row: Record<string, string | number | null> = {};
-    head.forEach((h, i) => {
-      const v = cells[i] ?? '';
-      row[h] = v === '' ? null : /^-?\d+(\.\d+)?(e-?\d+)?$/i.test(v) ? Number(v) : v;
-    });
+    for (const [h, v] of Object.entries(r)) row[h] = v === '' ? null : /^-?\d+(\.\d+)?(e-?\d+)?$/i.test(v) ? Number(v) : v;
     return row;
   });
 }
