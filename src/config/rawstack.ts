@@ -172,6 +172,13 @@ const ReportSchema = z.strictObject({
   formats: z.array(looseEnum(['json', 'markdown', 'html'])).min(1).default(['json', 'markdown', 'html']),
 });
 
+const OutputSchema = z.strictObject({
+  keep_calibrated_frames: z
+    .boolean()
+    .default(true)
+    .describe('keep outputs/calibrated/cal_NNNNN.fit; false: calibrated frames live in a scratch folder of the run that is removed when the run ends'),
+});
+
 const RuntimeLimitsSchema = z.strictObject({
   parallel_workers: z.number().int().min(1).max(256).default(2).describe('concurrent file decoding and CPU work'),
   memory_budget: z.number().int().min(64).max(1024 * 1024).default(1024).describe('MiB for band buffers (GPU and host); sets band height'),
@@ -212,6 +219,7 @@ export const RawStackConfigSchema = z.strictObject({
   pcc: PccSchema.prefault({}),
   hypermetric_stretch: HmsSchema.prefault({}),
   report: ReportSchema.prefault({}),
+  output: OutputSchema.prefault({}),
   runtime_limits: RuntimeLimitsSchema.prefault({}),
 });
 

@@ -1,6 +1,7 @@
 // Run folders (seed "Raw Stack run folder", DESIGN §5): `<runs_dir>/<run_name>_YYYYMMDD_HHMMSS`,
 // `run` when the name is empty, a numeric suffix on collision (created with mkdir, which is
 // atomic, so two runs started in the same second never share a folder), and run.json.
+// `runFolderAt` is the one place that knows the folder's layout.
 
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -21,6 +22,23 @@ export interface RunFolder {
   runDir: string;
   outputsDir: string;
   artifactsDir: string;
+  /**
+   * The run's scratch space (hidden, so artifact listings skip it): files a phase needs only
+   * while the run lasts, such as calibrated frames a run does not keep. The run removes it when
+   * it ends, whatever the status.
+   */
+  scratchDir: string;
+}
+
+/** The paths of the run folder `runDir` (no file system access). */
+export function runFolderAt(runDir: string, runId: string): RunFolder {
+  return {
+    runId,
+    runDir,
+    outputsDir: join(runDir, 'outputs'),
+    artifactsDir: join(runDir, 'artifacts', 'preprocess'),
+    scratchDir: join(runDir, '.scratch'),
+  };
 }
 
 /** Run names become folder names: keep letters, digits, `-`, `_` and `.`; never a path. */
@@ -47,11 +65,10 @@ export async function createRunFolder(runsDir: string, runName: string, now = ne
       if ((e as NodeJS.ErrnoException).code === 'EEXIST') continue;
       throw e;
     }
-    const outputsDir = join(runDir, 'outputs');
-    const artifactsDir = join(runDir, 'artifacts', 'preprocess');
-    await mkdir(outputsDir, { recursive: true });
-    await mkdir(artifactsDir, { recursive: true });
-    return { runId, runDir, outputsDir, artifactsDir };
+    const folder = runFolderAt(runDir, runId);
+    await mkdir(folder.outputsDir, { recursive: true });
+    await mkdir(folder.artifactsDir, { recursive: true });
+    return folder;
   }
   throw new Error(`could not create a run folder for ${base} in ${runsDir}`);
 }

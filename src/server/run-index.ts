@@ -3,13 +3,13 @@
 // process ended without closing it (cancel by kill, server restart): the open phase gets a
 // phase_end {status: error, reason} and the run a run_end, so every run's events are closed.
 
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeJsonAtomic } from '../pipeline/atomic.js';
 import type { EventLine, RunStatus } from '../pipeline/events.js';
 import { RAWSTACK_PHASES } from '../pipeline/rawstack/phase-list.js';
-import type { RunRecord } from '../pipeline/run-folder.js';
+import { runFolderAt, type RunRecord } from '../pipeline/run-folder.js';
 
 export const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -112,6 +112,9 @@ export function phaseStatuses(lines: EventLine[], order: readonly string[] = RAW
  * with `status`, and sets run.json's status. Idempotent (nothing happens after a run_end).
  */
 export async function closeRun(runDir: string, status: RunStatus, reason: 'cancelled' | 'interrupted' | 'crashed', kind = 'rawstack'): Promise<boolean> {
+  // The run's process is gone: its scratch files (unkept calibrated frames) go too, also when a
+  // killed process could not remove them itself. rm removes a planted symlink, never its target.
+  await rm(runFolderAt(runDir, '').scratchDir, { recursive: true, force: true }).catch(() => undefined);
   const lines = await readEvents(runDir);
   const rec = await readRunRecord(runDir);
   if (lines.some((l) => l.type === 'run_end')) {

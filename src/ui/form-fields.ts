@@ -30,6 +30,7 @@ export const FORM_FIELDS: readonly FormField[] = [
   f('input_mode', 'input_mode', 'select'),
   f('bayer_pattern', 'bayer_pattern', 'select'),
   f('checksums', 'checksums', 'checkbox'),
+  f('keep_calibrated_frames', 'output.keep_calibrated_frames', 'checkbox'),
   // calibration
   f('use_bias', 'calibration.use_bias', 'checkbox'),
   f('bias_use_master', 'calibration.bias_use_master', 'checkbox'),

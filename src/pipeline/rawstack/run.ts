@@ -3,6 +3,7 @@
 // and cancellation semantics, and closes run.json with the final status. The caller (CLI or a
 // job child process) owns the AbortSignal and receives every event line as it is written.
 
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RawStackConfig } from '../../config/rawstack.js';
 import { exposeGc } from '../../cpu/worker-gc.js';
@@ -120,5 +121,8 @@ export async function runRawStack(config: RawStackConfig, options: RawStackRunOp
   } finally {
     events.close();
     gpu?.destroy();
+    // Scratch files (calibrated frames a run does not keep) go whatever the status; the phases
+    // have ended, and cancelled frame workers with them, so nothing writes there any more.
+    await rm(folder.scratchDir, { recursive: true, force: true }).catch(() => undefined);
   }
 }

@@ -68,7 +68,7 @@ async function rawstack(spec: Extract<JobSpec, { kind: 'rawstack' }>, signal: Ab
   const parsed = parseRawStackConfig(spec.config);
   if (!parsed.ok) throw new Error(`invalid configuration: ${parsed.issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
   const { runRawStack } = await import('../../pipeline/rawstack/run.js');
-  const { join } = await import('node:path');
+  const { runFolderAt } = await import('../../pipeline/run-folder.js');
   const total = RAWSTACK_PHASES.length;
   let done = 0;
   let current: string | null = null;
@@ -83,7 +83,7 @@ async function rawstack(spec: Extract<JobSpec, { kind: 'rawstack' }>, signal: Ab
       void send({ type: 'progress', phase: line.phase, fraction: done / total, persist: true });
     }
   };
-  const folder = { runId: spec.run_id, runDir: spec.run_dir, outputsDir: join(spec.run_dir, 'outputs'), artifactsDir: join(spec.run_dir, 'artifacts', 'preprocess') };
+  const folder = runFolderAt(spec.run_dir, spec.run_id);
   const result = await runRawStack(parsed.config, { folder, jobId: spec.job_id, signal, onEvent });
   const failed = result.phases.filter((p) => p.status === 'error').map((p) => `${p.phase}${p.reason ? ` (${p.reason})` : ''}`);
   await send({

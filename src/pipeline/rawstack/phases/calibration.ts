@@ -1,7 +1,8 @@
 // CALIBRATION (seed "Calibration", DESIGN §8): builds or loads the bias, dark, dark-flat and flat
 // masters and writes every included light, calibrated, as float32 FITS to
 // outputs/calibrated/cal_NNNNN.fit (NNNNN = frame index + 1, the light's 1-based position in
-// input order). Skipped (`not_configured`) when no calibration source is configured: lights pass
+// input order; in the run's scratch folder instead when output.keep_calibrated_frames is false).
+// Skipped (`not_configured`) when no calibration source is configured: lights pass
 // on unchanged; `disabled` when sources are configured but every stage is switched off.
 // Order and rules:
 //   1. bias master (folder: sigma-clipped mean; or a master file);
@@ -149,7 +150,10 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   }
   const t0 = performance.now();
   const mastersDir = join(state.folder.outputsDir, 'masters');
-  const calDir = join(state.folder.outputsDir, 'calibrated');
+  // output.keep_calibrated_frames = false: the frames live in the run's scratch folder, which the
+  // run removes when it ends (run.ts), so they cost disk only while the run needs them.
+  const keepCalibrated = c.output.keep_calibrated_frames;
+  const calDir = keepCalibrated ? join(state.folder.outputsDir, 'calibrated') : join(state.folder.scratchDir, 'calibrated');
   await mkdir(mastersDir, { recursive: true });
   await mkdir(calDir, { recursive: true });
   const stackGpuCtx = gpuFor(state.gpu, 'stack');
@@ -617,7 +621,8 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     frames_calibrated: calibrated,
     frames_failed: failedFrames,
     frames_blank: blank,
-    calibrated_dir: 'outputs/calibrated',
+    calibrated_dir: keepCalibrated ? 'outputs/calibrated' : null,
+    calibrated_frames_kept: keepCalibrated,
     masters_dir: 'outputs/masters',
     device: { stack: stackGpuCtx ? 'gpu' : 'cpu', calibrate: calibrateGpu ? 'gpu' : 'cpu' },
     // Lights whose stars and channel statistics were measured here (CFA_CHANNEL_PREP and
