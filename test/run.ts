@@ -1,30 +1,34 @@
 // Test entry point (`npm test`): runs every compiled `test/**/*.test.js` with uvu in one
-// process and closes with the plain `N passed, N failed, N skipped` line CI reads.
+// process, streaming its progress as it goes, and closes with the plain
+// `N passed, N failed, N skipped` line CI reads.
 // An optional argument filters test files by a regular expression on their path.
 
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-// Dawn prints these from native code on every adapter request (DESIGN §4); they are expected.
+// Dawn prints these from native code on every adapter request (DESIGN "GPU strategy" in docs);
+// they are expected, so they are counted instead of shown.
 const DAWN_NOISE = /^Warning: (maxDynamic(Uniform|Storage)BuffersPerPipelineLayout artificially reduced|Couldn't load Vulkan)/;
 
-function withoutDawnNoise(text: string): string {
-  const kept: string[] = [];
+/** Line filter for stderr: drops Dawn's expected warnings and the native trace lines after them. */
+function dawnNoiseFilter(): { keep(line: string): boolean; hidden(): number } {
   let hidden = 0;
   let skipTrace = false;
-  for (const line of text.split('\n')) {
-    if (DAWN_NOISE.test(line)) {
-      hidden++;
-      skipTrace = true;
-      continue;
-    }
-    if (skipTrace && (/^\s+at operator\(\)/.test(line) || line.trim() === '')) continue;
-    skipTrace = false;
-    kept.push(line);
-  }
-  if (hidden > 0) kept.push(`(${hidden} expected Dawn adapter warnings hidden)`);
-  return kept.join('\n') + '\n';
+  return {
+    keep(line) {
+      if (DAWN_NOISE.test(line)) {
+        hidden++;
+        skipTrace = true;
+        return false;
+      }
+      if (skipTrace && (/^\s+at operator\(\)/.test(line) || line.trim() === '')) return false;
+      skipTrace = false;
+      return true;
+    },
+    hidden: () => hidden,
+  };
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -32,15 +36,29 @@ const uvuBin = join(here, '..', '..', 'node_modules', 'uvu', 'bin.js');
 const filter = process.argv[2];
 const pattern = filter ? `(?:${filter}).*\\.test\\.js$` : '\\.test\\.js$';
 
-const child = spawnSync(process.execPath, [uvuBin, here, pattern, '-i', 'run\\.js', '--no-color'], {
-  encoding: 'utf8',
-  stdio: ['ignore', 'pipe', 'pipe'],
-  maxBuffer: 256 * 1024 * 1024,
-});
-process.stdout.write(child.stdout ?? '');
-process.stderr.write(withoutDawnNoise(child.stderr ?? ''));
+const child = spawn(process.execPath, [uvuBin, here, pattern, '-i', 'run\\.js', '--no-color'], { stdio: ['ignore', 'pipe', 'pipe'] });
 
-const count = (label: string) => Number(new RegExp(`${label}:\\s+(\\d+)`).exec(child.stdout ?? '')?.[1] ?? NaN);
+// uvu's stdout is its progress (a line per suite) and summary: passed through as it comes, and
+// kept for the summary counts. stderr goes through the Dawn filter line by line.
+let stdoutText = '';
+child.stdout.setEncoding('utf8');
+child.stdout.on('data', (chunk: string) => {
+  stdoutText += chunk;
+  process.stdout.write(chunk);
+});
+const noise = dawnNoiseFilter();
+const stderrLines = createInterface({ input: child.stderr });
+stderrLines.on('line', (line) => {
+  if (noise.keep(line)) process.stderr.write(line + '\n');
+});
+
+const [exitCode] = (await Promise.all([
+  new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code))),
+  new Promise<void>((resolve) => stderrLines.on('close', () => resolve())),
+])) as [number | null, void];
+if (noise.hidden() > 0) process.stderr.write(`(${noise.hidden()} expected Dawn adapter warnings hidden)\n`);
+
+const count = (label: string) => Number(new RegExp(`${label}:\\s+(\\d+)`).exec(stdoutText)?.[1] ?? NaN);
 const total = count('Total');
 const passed = count('Passed');
 const skipped = count('Skipped');
@@ -50,6 +68,6 @@ if (Number.isNaN(total) || Number.isNaN(passed)) {
   process.exit(1);
 }
 const failed = total - passed;
-const ok = failed === 0 && child.status === 0;
+const ok = failed === 0 && exitCode === 0;
 console.log(`\n${passed} passed, ${ok ? failed : Math.max(failed, 1)} failed, ${Number.isNaN(skipped) ? 0 : skipped} skipped`);
 process.exit(ok ? 0 : 1);
