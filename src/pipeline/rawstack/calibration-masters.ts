@@ -26,12 +26,12 @@ import { stack, type StackParams } from '../../cpu/stack.js';
 import { imageMedians, imageMediansPooled } from '../../cpu/stats.js';
 import { isShared, sharedFloat32, sharedPool } from '../../cpu/worker-pool.js';
 import { FitsHeader, FitsReader, isFitsError, readFitsImage, writeFits } from '../../fits/index.js';
-import type { ImageLayout } from '../../fits/layout.js';
 import { planBands } from '../../gpu/band-planner.js';
 import type { GpuContext } from '../../gpu/context.js';
 import { GpuError } from '../../gpu/errors.js';
 import { maxStackFrames } from '../../gpu/kernels/stack.js';
-import { DeviceBandStack, fileLayout, hasNaN, levelStrips, readBandInto, stripLevel } from './calibration-bands.js';
+import { DeviceBandStack, hasNaN, levelStrips, readBandInto, stripLevel } from './calibration-bands.js';
+import { ReaderCache } from './stacking-readers.js';
 import { scanFolder, ScanError, type FrameInfo } from '../scan.js';
 import { forEachLimit } from '../concurrency.js';
 
@@ -271,7 +271,9 @@ export async function combineFrames(files: readonly string[], o: CombineOptions)
   }
   const subtractHasNaN = o.subtract ? hasNaN(o.subtract) : false;
   const master = sharedFloat32(width * height);
-  const layouts: (ImageLayout | undefined)[] = new Array<ImageLayout | undefined>(n);
+  // Readers stay open across bands (an LRU of them): a header is parsed once per file, and a
+  // gzip-compressed file's inflate stream moves on from band to band instead of restarting.
+  const readers = new ReaderCache();
   const lanes = Math.max(1, Math.min(Math.floor(o.workers) || 1, n));
   const held = o.scratch ?? new CombineScratch();
   const raws = Array.from({ length: lanes }, (_, i) => (held.raws[i] ??= { bytes: new Uint8Array(0) }));
@@ -292,10 +294,9 @@ export async function combineFrames(files: readonly string[], o: CombineOptions)
         o.checkCancelled();
         const lane = free.pop()!;
         try {
-          const layout = (layouts[f] ??= await fileLayout(file));
           const out = device ? scratch[lane]! : buf!;
           const at = device ? 0 : f * pixels;
-          nan += await readBandInto(file, layout, band.y0, band.rows, out, at, o.subtract, raws[lane]!, subtractHasNaN);
+          nan += await readers.use(file, (reader) => readBandInto(reader, band.y0, band.rows, out, at, o.subtract, raws[lane]!, subtractHasNaN));
           if (normalize && single) levels![f] = stripLevel(out, at, width, height);
           device?.upload(f, out, pixels);
         } finally {
@@ -333,6 +334,7 @@ export async function combineFrames(files: readonly string[], o: CombineOptions)
     if (device) for (const t of await device.tallies()) rejected += t;
   } finally {
     device?.release();
+    await readers.closeAll();
   }
   // Every non-NaN sample is either a survivor or rejected (the stack kernels' contract).
   const valid = n * width * height - nan;
