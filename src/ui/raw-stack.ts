@@ -415,7 +415,7 @@ function wire(): void {
   byId('browse-runs').addEventListener('click', () => void pick('runs_dir', 'dir', 'Output folder (runs dir)'));
   for (const b of document.querySelectorAll<HTMLButtonElement>('.browse-dir')) b.addEventListener('click', () => void pick(b.dataset.target!, 'dir', b.getAttribute('aria-label') ?? 'Choose a folder'));
   for (const b of document.querySelectorAll<HTMLButtonElement>('.browse-file')) {
-    const filter = b.dataset.filter === 'yaml' ? /\.ya?ml$/i : /\.(fits?|fts)$/i;
+    const filter = b.dataset.filter === 'yaml' ? /\.ya?ml$/i : /\.(fits?|fts)(\.gz)?$|\.fz$/i;
     b.addEventListener('click', () => void pick(b.dataset.target!, 'file', b.getAttribute('aria-label') ?? 'Choose a file', filter));
   }
   byId('queue-add').addEventListener('click', () => void addToQueue());

@@ -5,7 +5,8 @@
 // lights themselves. With bias, darks and flats compressed too, masters and calibrated frames
 // come out identical. A broken file among the lights is excluded and its frame event carries
 // its FITS error code; the default `*.fits` on a folder of .fit files fails INPUT_SCAN with
-// pattern_mismatch and the pattern that takes them.
+// pattern_mismatch and the pattern that takes them (and a calibration folder of .fz frames under
+// the calibration default names calibration.pattern "*.fz").
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -157,6 +158,15 @@ test('lights as .fits, .fit and fpack .fz: same decisions, reference and stack; 
     assert.is(calEnd(calPlain)?.status, 'ok');
     assert.is(calEnd(calFz)?.status, 'ok');
     sameDecisions(calPlain, calFz, '.fz with compressed calibration frames');
+    // The calibration folders' default pattern misses .fz frames: the error says which pattern takes them.
+    const calMiss = await runRawStack(config({ lights_dir: fz, pattern: '*.fz', bias_dir: join(dir, 'fzcal', 'bias') }), { runsDir: join(dir, 'runs'), device: 'cpu' });
+    const calMissEnd = (await readFile(join(calMiss.runDir, 'artifacts', 'preprocess', 'events.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.type === 'phase_end' && l.phase === 'CALIBRATION')!;
+    assert.equal([calMissEnd.status, calMissEnd.reason], ['error', 'calibration_error']);
+    assert.match(String(calMissEnd.message), /holds no file matching "\*\.fit;\*\.fits;\*\.fts", but 8 × \.fz \(calibration\.pattern "\*\.fz" takes them\)/);
   });
 });
 

@@ -32,6 +32,7 @@ import { GpuError } from '../../gpu/errors.js';
 import { maxStackFrames } from '../../gpu/kernels/stack.js';
 import { DeviceBandStack, hasNaN, levelStrips, readBandInto, stripLevel } from './calibration-bands.js';
 import { ReaderCache } from './stacking-readers.js';
+import { folderPatternHint } from '../fits-names.js';
 import { scanFolder, ScanError, type FrameInfo } from '../scan.js';
 import { forEachLimit } from '../concurrency.js';
 
@@ -112,7 +113,12 @@ export async function listCalibrationFrames(
     good.push(f);
   }
   if (good.length === 0) {
-    const what = scanned.length === 0 ? `holds no file matching "${pattern}"` : `holds no readable FITS image matching "${pattern}" (${scanned.length} unreadable)`;
+    // FITS files the pattern misses (.fz, .fits.gz, ...): say which, and the pattern that takes them.
+    const hint = scanned.length === 0 ? await folderPatternHint(dir, pattern) : null;
+    const what =
+      scanned.length === 0
+        ? `holds no file matching "${pattern}"${hint ? `, but ${hint.found.map((f) => `${f.count} × ${f.extension}`).join(', ')} (calibration.pattern "${hint.suggested_pattern}" takes them)` : ''}`
+        : `holds no readable FITS image matching "${pattern}" (${scanned.length} unreadable)`;
     throw new CalibrationError(`${source.key} "${dir}" ${what}`);
   }
   for (const f of good) {
