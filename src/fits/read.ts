@@ -119,11 +119,15 @@ export class FitsReader {
       const magic = new Uint8Array(2);
       await readExactly(fh, magic, 0);
       const gzip = magic[0] === GZIP_MAGIC[0] && magic[1] === GZIP_MAGIC[1];
-      src = gzip ? new GzipSource(fh, file) : new FileSource(fh, info.size, file);
+      if (gzip) {
+        // The inflate stream opens the file itself (once per start): this handle is done.
+        await fh.close();
+        src = new GzipSource(file);
+      } else src = new FileSource(fh, info.size, file);
       const { header, layout, tiled } = await locateImage(src, file, gzip);
       return new FitsReader(file, src, header, layout, tiled);
     } catch (e) {
-      await (src ? src.close() : fh.close()).catch(() => undefined);
+      await (src ? src.close() : fh.close().catch(() => undefined)).catch(() => undefined);
       throw isFitsError(e) ? e : osError(e, file);
     }
   }

@@ -4,11 +4,13 @@
 // read behind it restarts the stream from the file's first byte. The pipeline reads lights
 // front to back (header, then row bands in order), so a whole pass costs one inflate.
 // Memory: the current 64 KiB output chunk plus the stream's own buffers, whatever the file size.
+// File descriptors: one while a stream is open (each start opens the file anew: a stream's
+// handle closes with it), none once the reader is closed.
 // Invariants: reads are serialised (the stream has one cursor); a stream that fails (truncated
 // file, corrupt data) fails every later read with the same FitsError until it is restarted by a
 // read behind it, which fails again the same way.
 
-import type { FileHandle } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { FitsError, isFitsError } from '../errors.js';
@@ -20,6 +22,7 @@ export class GzipSource implements ByteSource {
   readonly size = undefined;
   readonly random = false;
   private stream: Readable | null = null;
+  private raw: Readable | null = null;
   private chunks: AsyncIterator<Buffer> | null = null;
   private chunk: Buffer = Buffer.alloc(0);
   /** Stream position of chunk[0]. */
@@ -30,10 +33,7 @@ export class GzipSource implements ByteSource {
   /** Times the stream was (re)started: tests check that forward reads never restart it. */
   starts = 0;
 
-  constructor(
-    private readonly fh: FileHandle,
-    private readonly file: string,
-  ) {}
+  constructor(private readonly file: string) {}
 
   read(into: Uint8Array, position: number): Promise<number> {
     const run = this.queue.then(() => this.readNow(into, position));
@@ -41,12 +41,21 @@ export class GzipSource implements ByteSource {
     return run;
   }
 
-  private restart(): void {
+  private stop(): void {
+    this.raw?.destroy();
     this.stream?.destroy();
-    const raw = this.fh.createReadStream({ start: 0, autoClose: false, highWaterMark: CHUNK });
+    this.raw = null;
+    this.stream = null;
+    this.chunks = null;
+  }
+
+  private restart(): void {
+    this.stop();
+    const raw = createReadStream(this.file, { highWaterMark: CHUNK });
     const gunzip = createGunzip({ chunkSize: CHUNK });
     raw.on('error', (e) => gunzip.destroy(e));
     raw.pipe(gunzip);
+    this.raw = raw;
     this.stream = gunzip;
     this.chunks = gunzip[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
     this.chunk = Buffer.alloc(0);
@@ -99,9 +108,6 @@ export class GzipSource implements ByteSource {
   }
 
   async close(): Promise<void> {
-    this.stream?.destroy();
-    this.stream = null;
-    this.chunks = null;
-    await this.fh.close().catch(() => undefined);
+    this.stop();
   }
 }
