@@ -1,5 +1,6 @@
 // Raw Stack on light files as capture programs write them (issue 15 "files"): one generated mono
-// session stored as .fits, as .fit (some upper-case), and tile-compressed with fpack (.fz), runs
+// session stored as .fits, as .fit (some upper-case), gzip-compressed (.fits.gz) and
+// tile-compressed with fpack (.fz), runs
 // through STACKING with the same frame decisions, the same reference and a bit-identical stack
 // (fpack's Rice is lossless on integers): without calibration STACKING reads the compressed
 // lights themselves. With bias, darks and flats compressed too, masters and calibrated frames
@@ -12,6 +13,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { generateDataset } from '../../fixtures/generator/index.js';
 import { parseRawStackConfig, type RawStackConfig } from '../../src/config/rawstack.js';
 import { readFitsImage } from '../../src/fits/index.js';
@@ -116,6 +118,18 @@ test('lights as .fits, .fit and fpack .fz: same decisions, reference and stack; 
     const asFit = await runFolder(join(dir, 'runs'), { lights_dir: fit, pattern: '*.fit' });
     sameDecisions(plain, asFit, '.fit');
     assert.is((brokenEvent(asFit) as { code?: string }).code, 'FITS_TRUNCATED_DATA');
+
+    // gzip-compressed lights: STACKING reads them through the inflate stream. The broken one's
+    // header inflates fine (INPUT_SCAN keeps it), its pixels do not: CFA_CHANNEL_PREP excludes
+    // it, and its frame event there carries FITS_TRUNCATED_DATA too.
+    const gz = join(dir, 'gz');
+    await mkdir(gz);
+    for (const n of (await readdir(lights)).filter((f) => f.endsWith('.fits') && !f.startsWith(BROKEN))) await writeFile(join(gz, `${n}.gz`), gzipSync(await readFile(join(lights, n))));
+    await writeFile(join(gz, `${BROKEN}.fits.gz`), gzipSync(good).subarray(0, 6000));
+    const asGz = await runFolder(join(dir, 'runs'), { lights_dir: gz, pattern: '*.fits.gz' });
+    sameDecisions(plain, asGz, '.fits.gz');
+    const prepEvent = asGz.events.find((l) => l.type === 'frame' && l.phase === 'CFA_CHANNEL_PREP' && String(l.file).startsWith(BROKEN)) as { outcome?: string; code?: string } | undefined;
+    assert.equal([prepEvent?.outcome, prepEvent?.code], ['excluded', 'FITS_TRUNCATED_DATA']);
 
     // The seed's default pattern on the .fit folder: INPUT_SCAN names what it found.
     const mismatch = await runRawStack(config({ lights_dir: fit }), { runsDir: join(dir, 'runs'), device: 'cpu' });

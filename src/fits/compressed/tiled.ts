@@ -190,6 +190,7 @@ export class TiledImage {
    */
   async readInto(plane: number, y0: number, rows: number, out: PixelArray, at = 0): Promise<void> {
     const { width, tileH } = this;
+    if (rows <= 0) return;
     const first = Math.floor(y0 / tileH);
     const last = Math.floor((y0 + rows - 1) / tileH);
     for (let tr = first; tr <= last; tr++) {
