@@ -1,6 +1,8 @@
 // `skystack inspect <file> [--json]`: dimensions, BITPIX, header cards and per-plane robust
 // statistics of a FITS image, in the spirit of fitsheader/imstat. Reads one plane at a time so
-// large cubes need only one plane of memory.
+// large cubes need only one plane of memory. Integer images are read in double precision
+// (BZERO/BSCALE applied there), so min/max/mean are exact where float32 would round
+// (BITPIX 32 values above 2^24); float32 images stay float32.
 
 import { planeStats, type PlaneStats } from '../algorithms/robust-stats.js';
 import { formatCard, FitsReader, type CardValue, type FitsHeader, type ImageLayout } from '../fits/index.js';
@@ -9,6 +11,9 @@ export interface InspectReport {
   file: string;
   bitpix: number;
   naxis: number[];
+  /** HDU holding the image (0 = primary) and its compression (null, 'gzip', a ZCMPTYPE, 'gzip+…'). */
+  hdu: number;
+  compression: string | null;
   header: { key: string; value: string | number | boolean | null; comment: string | null }[];
   planes: { min: number | null; max: number | null; mean: number | null; median: number | null; sigma: number | null }[];
 }
@@ -37,14 +42,17 @@ export async function inspectFile(file: string): Promise<InspectResult> {
   try {
     const { layout } = reader;
     const stats: PlaneStats[] = [];
+    const exact = layout.storage !== 'float32';
     for (let p = 0; p < layout.planes; p++) {
-      const band = await reader.readRows(0, layout.height, { planes: [p] });
+      const band = exact ? await reader.readRows(0, layout.height, { planes: [p], dtype: 'float64' }) : await reader.readRows(0, layout.height, { planes: [p] });
       stats.push(planeStats(band.data));
     }
     const report: InspectReport = {
       file,
       bitpix: layout.bitpix,
       naxis: layout.axes,
+      hdu: layout.hdu,
+      compression: layout.compression,
       header: headerEntries(reader.header),
       planes: stats.map((s) => ({ min: finiteOrNull(s.min), max: finiteOrNull(s.max), mean: finiteOrNull(s.mean), median: finiteOrNull(s.median), sigma: finiteOrNull(s.sigma) })),
     };
@@ -68,7 +76,9 @@ export function renderInspectText(result: InspectResult): string {
   lines.push(`File:    ${file}`);
   const scaling = reader.bzero !== 0 || reader.bscale !== 1 ? `, BZERO ${reader.bzero}, BSCALE ${reader.bscale}` : '';
   lines.push(`Image:   ${report.naxis.join(' x ')}  BITPIX ${report.bitpix} (${reader.storage}${scaling})`);
-  lines.push(`Layout:  header ${reader.dataOffset} bytes, data ${reader.dataBytes} bytes`);
+  const where = reader.hdu === 0 ? 'primary HDU' : `extension ${reader.hdu}`;
+  if (reader.compression === null) lines.push(`Layout:  ${where}, data at byte ${reader.dataOffset}, ${reader.dataBytes} bytes`);
+  else lines.push(`Layout:  ${where}, ${reader.compression} compressed, ${reader.dataBytes} bytes decompressed`);
   lines.push('');
   lines.push(`Header (${header.cards.length} cards):`);
   for (const card of header.cards) for (const image of formatCard(card)) lines.push(`  ${image.trimEnd()}`);

@@ -7,7 +7,6 @@ export type FitsErrorCode =
   | 'FITS_UNREADABLE' // permission or I/O error from the OS
   | 'FITS_EMPTY' // zero-length file
   | 'FITS_NOT_FITS' // first card is not SIMPLE (and not a known container)
-  | 'FITS_GZIP_UNSUPPORTED' // gzip-compressed file (.fits.gz)
   | 'FITS_NONSTANDARD' // SIMPLE = F
   | 'FITS_TRUNCATED_HEADER' // file ends inside a header block
   | 'FITS_MISSING_END' // header blocks end without an END card
@@ -17,8 +16,10 @@ export type FitsErrorCode =
   | 'FITS_BAD_BITPIX' // BITPIX not one of 8, 16, 32, 64, -32, -64
   | 'FITS_BAD_NAXIS' // NAXIS or NAXISn out of range
   | 'FITS_UNSUPPORTED_NAXIS' // NAXIS other than 2 or 3 for an image
-  | 'FITS_NO_PRIMARY_IMAGE' // primary HDU holds no image (data only in extensions)
-  | 'FITS_COMPRESSED_UNSUPPORTED' // tile-compressed image (.fz, ZIMAGE = T)
+  | 'FITS_NO_IMAGE' // no HDU holds an image (primary without data and no IMAGE or tile-compressed extension)
+  | 'FITS_COMPRESSION_UNSUPPORTED' // tile-compression algorithm not read (HCOMPRESS_1, PLIO_1, an unknown ZCMPTYPE)
+  | 'FITS_COMPRESSED_LAYOUT_UNSUPPORTED' // tiled image variant not read (64-bit integer tiles, tiles across planes, unknown ZQUANTIZ)
+  | 'FITS_COMPRESSED_CORRUPT' // compressed data that cannot be decoded (bad gzip stream, tile of the wrong size, descriptor outside the heap)
   | 'FITS_RANDOM_GROUPS_UNSUPPORTED' // GROUPS = T
   | 'FITS_TRUNCATED_DATA' // file ends before the data array does
   | 'FITS_TOO_LARGE' // data array larger than this process can hold

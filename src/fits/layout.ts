@@ -1,5 +1,5 @@
-// Where the primary image lives in a FITS file and how its samples are stored, derived from
-// the mandatory keywords. Everything that can be wrong with those keywords is refused here,
+// Where an image lives in a FITS file and how its samples are stored, derived from the
+// mandatory keywords. Everything that can be wrong with those keywords is refused here,
 // before a single pixel byte is read or allocated.
 
 import { BLOCK_LENGTH } from './card.js';
@@ -26,8 +26,14 @@ export interface ImageLayout {
   blank: number | bigint | undefined;
   storage: StorageKind;
   bytesPerSample: number;
+  /** Byte offset of the samples in the FITS byte stream (after gunzip for .gz); for a tiled image, of its table. */
   dataOffset: number;
+  /** Bytes of the samples once decompressed (width × height × planes × bytesPerSample). */
   dataBytes: number;
+  /** The HDU holding the image: 0 = primary, n = n-th extension. */
+  hdu: number;
+  /** How the samples are stored: null = as they are; 'gzip' (whole file), a ZCMPTYPE (tiles), or 'gzip+RICE_1'. */
+  compression: string | null;
 }
 
 /** Element count above which one typed array cannot hold the image. */
@@ -67,12 +73,13 @@ export function isUnsignedConvention(layout: ImageLayout): boolean {
 }
 
 /**
- * Validates the primary header of an image HDU and computes its layout.
- * `headerBytes` is the length of the header blocks; `fileSize` guards against truncated data.
- * A primary HDU without data (NAXIS = 0 or a zero axis) is reported by the caller, which can
- * look at the extensions to tell a compressed file from an extension-only one.
+ * Validates the header of an image HDU and computes its layout.
+ * `dataOffset` is where its data starts; `fileSize` guards against truncated data (Infinity
+ * where the size is not known up front: gzip streams, tiled images).
+ * An HDU without data (NAXIS = 0 or a zero axis) is 'no-data': the caller looks for the image
+ * in the extensions.
  */
-export function imageLayout(header: FitsHeader, headerBytes: number, fileSize: number, file: string): ImageLayout | 'no-data' {
+export function imageLayout(header: FitsHeader, dataOffset: number, fileSize: number, file: string): ImageLayout | 'no-data' {
   const bitpixRaw = integerKey(header, 'BITPIX', file);
   if (!BITPIX_VALUES.includes(bitpixRaw as Bitpix)) {
     throw new FitsError('FITS_BAD_BITPIX', file, `BITPIX = ${bitpixRaw} is not one of 8, 16, 32, 64, -32, -64`);
@@ -116,11 +123,11 @@ export function imageLayout(header: FitsHeader, headerBytes: number, fileSize: n
     throw new FitsError('FITS_TOO_LARGE', file, `image of ${axes.join('x')} samples exceeds ${MAX_ELEMENTS} elements`);
   }
   const dataBytes = elements * bytesPerSample;
-  if (headerBytes + dataBytes > fileSize) {
+  if (dataOffset + dataBytes > fileSize) {
     throw new FitsError(
       'FITS_TRUNCATED_DATA',
       file,
-      `data needs ${dataBytes} bytes after the ${headerBytes}-byte header but the file has ${Math.max(0, fileSize - headerBytes)}`,
+      `data needs ${dataBytes} bytes after the header but the file has ${Math.max(0, fileSize - dataOffset)}`,
     );
   }
   return {
@@ -134,8 +141,10 @@ export function imageLayout(header: FitsHeader, headerBytes: number, fileSize: n
     blank,
     storage: storageKind(bitpix, bscale, bzero),
     bytesPerSample,
-    dataOffset: headerBytes,
+    dataOffset,
     dataBytes,
+    hdu: 0,
+    compression: null,
   };
 }
 

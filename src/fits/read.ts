@@ -1,14 +1,20 @@
-// Reading the primary image of a FITS file: header alone (scans), whole image, or a range of
-// rows (band streaming) without touching the rest of the file.
-// Every failure is a FitsError naming the file; reads are bounded by the file size, so a
-// hostile or truncated file can neither hang the reader nor make it allocate beyond the file.
+// Reading the image of a FITS file: header alone (scans), whole image, or a range of rows (band
+// streaming) without touching the rest of the file. The image may be the primary HDU, the first
+// image extension, or a tile-compressed image (hdu.ts), in a plain or gzip-compressed file
+// (source.ts, compressed/gzip-source.ts); callers see the same reader for all of them.
+// Every failure is a FitsError naming the file; reads are bounded by the file size (or by what
+// the decompressed stream actually holds), so a hostile or truncated file can neither hang the
+// reader nor make it allocate beyond what its header describes and its data backs.
 
 import { open, stat, type FileHandle } from 'node:fs/promises';
-import { BLOCK_LENGTH, CARD_LENGTH, CARDS_PER_BLOCK } from './card.js';
+import { GzipSource } from './compressed/gzip-source.js';
+import type { TiledImage } from './compressed/tiled.js';
 import { FitsError, isFitsError } from './errors.js';
-import { FitsHeader } from './header.js';
-import { imageLayout, paddedDataBytes, type ImageLayout } from './layout.js';
+import type { FitsHeader } from './header.js';
+import { locateImage } from './hdu.js';
+import type { ImageLayout, StorageKind } from './layout.js';
 import { decodeSamples, nativeIsPhysicalFloat32, toPhysical, type PixelArray } from './samples.js';
+import { FileSource, osError, readExactly, type ByteSource } from './source.js';
 
 export type FloatType = 'float32' | 'float64';
 
@@ -33,100 +39,60 @@ export interface RowBand<T extends Float32Array | Float64Array = Float32Array> {
   data: T;
 }
 
-function osError(e: unknown, file: string): FitsError {
-  const code = (e as NodeJS.ErrnoException)?.code;
-  if (code === 'ENOENT') return new FitsError('FITS_NOT_FOUND', file, 'no such file');
-  if (code === 'EISDIR') return new FitsError('FITS_NOT_A_FILE', file, 'is a directory');
-  return new FitsError('FITS_UNREADABLE', file, `${code ?? 'I/O error'}: ${(e as Error)?.message ?? String(e)}`);
+export interface RowScratch {
+  /** Reusable bytes; replaced by a larger buffer when a read needs more. */
+  bytes: Uint8Array;
 }
 
-async function readExactly(fh: FileHandle, into: Uint8Array, position: number): Promise<number> {
-  let done = 0;
-  while (done < into.byteLength) {
-    const { bytesRead } = await fh.read(into, done, into.byteLength - done, position + done);
-    if (bytesRead === 0) break;
-    done += bytesRead;
-  }
-  return done;
+/** `bytes` bytes of `scratch` (grown when short), or of a fresh buffer without scratch. */
+function scratchBytes(scratch: RowScratch | undefined, bytes: number): Uint8Array {
+  if (!scratch) return new Uint8Array(bytes);
+  if (scratch.bytes.byteLength < bytes) scratch.bytes = new Uint8Array(bytes);
+  return scratch.bytes.subarray(0, bytes);
 }
 
-const ASCII = new TextDecoder('latin1');
-
-/** Reads header blocks starting at `position` up to the END card. */
-async function readHeaderAt(fh: FileHandle, position: number, fileSize: number, file: string): Promise<{ header: FitsHeader; bytes: number }> {
-  const images: string[] = [];
-  let offset = position;
-  const block = new Uint8Array(BLOCK_LENGTH);
-  for (;;) {
-    if (offset >= fileSize) throw new FitsError('FITS_MISSING_END', file, `header has no END card (file ends after ${images.length} cards)`);
-    const got = await readExactly(fh, block, offset);
-    if (got < BLOCK_LENGTH) {
-      throw new FitsError('FITS_TRUNCATED_HEADER', file, `file ends ${got} bytes into a 2880-byte header block`);
-    }
-    const text = ASCII.decode(block);
-    let ended = false;
-    for (let i = 0; i < CARDS_PER_BLOCK; i++) {
-      const image = text.slice(i * CARD_LENGTH, (i + 1) * CARD_LENGTH);
-      images.push(image);
-      if (image.startsWith('END') && image.slice(3).trim() === '') {
-        ended = true;
-        break;
-      }
-    }
-    offset += BLOCK_LENGTH;
-    if (ended) break;
+/** A typed array of the storage kind over `bytes` (aligned: scratch buffers start at offset 0). */
+function nativeView(storage: StorageKind, bytes: Uint8Array, n: number): PixelArray {
+  const { buffer, byteOffset } = bytes;
+  switch (storage) {
+    case 'uint8':
+      return new Uint8Array(buffer, byteOffset, n);
+    case 'int8':
+      return new Int8Array(buffer, byteOffset, n);
+    case 'int16':
+      return new Int16Array(buffer, byteOffset, n);
+    case 'uint16':
+      return new Uint16Array(buffer, byteOffset, n);
+    case 'int32':
+      return new Int32Array(buffer, byteOffset, n);
+    case 'uint32':
+      return new Uint32Array(buffer, byteOffset, n);
+    case 'int64':
+      return new BigInt64Array(buffer, byteOffset, n);
+    case 'uint64':
+      return new BigUint64Array(buffer, byteOffset, n);
+    case 'float32':
+      return new Float32Array(buffer, byteOffset, n);
+    case 'float64':
+      return new Float64Array(buffer, byteOffset, n);
   }
-  const parsed = FitsHeader.parseImages(images);
-  if ('problem' in parsed) throw new FitsError('FITS_BAD_CARD', file, `header card ${parsed.cardIndex + 1}: ${parsed.problem}`);
-  return { header: parsed.header, bytes: offset - position };
 }
 
 const GZIP_MAGIC = [0x1f, 0x8b];
 
-async function checkPrimarySignature(fh: FileHandle, fileSize: number, file: string): Promise<void> {
-  if (fileSize === 0) throw new FitsError('FITS_EMPTY', file, 'file is empty');
-  const head = new Uint8Array(Math.min(CARD_LENGTH, fileSize));
-  await readExactly(fh, head, 0);
-  if (head[0] === GZIP_MAGIC[0] && head[1] === GZIP_MAGIC[1]) {
-    throw new FitsError('FITS_GZIP_UNSUPPORTED', file, 'gzip-compressed FITS is not supported yet; decompress it first (gunzip)');
-  }
-  const text = ASCII.decode(head);
-  if (text.startsWith('XTENSION')) throw new FitsError('FITS_NOT_FITS', file, 'starts with an XTENSION card, not a primary header');
-  if (!/^SIMPLE  = /.test(text)) throw new FitsError('FITS_NOT_FITS', file, 'does not start with "SIMPLE  =" (not a FITS file)');
-  if (text.length < CARD_LENGTH) throw new FitsError('FITS_TRUNCATED_HEADER', file, `file has only ${fileSize} bytes`);
-  const simple = text.slice(10, 30).trim().split('/')[0]!.trim();
-  if (simple === 'F') throw new FitsError('FITS_NONSTANDARD', file, 'SIMPLE = F: the file does not conform to the FITS standard');
-  if (simple !== 'T') throw new FitsError('FITS_NOT_FITS', file, `SIMPLE has value "${simple}", expected T`);
-}
-
-/** Explains a primary HDU without data by looking at the first extension. */
-async function explainMissingImage(fh: FileHandle, header: FitsHeader, headerBytes: number, fileSize: number, file: string): Promise<never> {
-  const next = headerBytes + paddedDataBytes(header);
-  if (next < fileSize) {
-    let ext: FitsHeader | undefined;
-    try {
-      ext = (await readHeaderAt(fh, next, fileSize, file)).header;
-    } catch (e) {
-      if (!isFitsError(e)) throw e;
-    }
-    if (ext?.getBoolean('ZIMAGE') === true) {
-      throw new FitsError('FITS_COMPRESSED_UNSUPPORTED', file, 'tile-compressed image (fpack/.fz) is not supported yet; decompress it with funpack first');
-    }
-    const kind = ext?.getString('XTENSION')?.trim();
-    if (kind !== undefined) {
-      throw new FitsError('FITS_NO_PRIMARY_IMAGE', file, `primary HDU holds no image; the first extension is ${kind} (only primary images are read)`);
-    }
-  }
-  throw new FitsError('FITS_NO_PRIMARY_IMAGE', file, 'primary HDU holds no image data (NAXIS = 0 or a zero-length axis)');
-}
-
-/** An open FITS file whose primary header and image layout have been validated. */
+/**
+ * An open FITS file whose image (primary HDU, first image extension or tile-compressed image;
+ * the file itself or gzip-compressed) has been located and its layout validated.
+ * Every pixel read of the project goes through readNativeRows / readRowsInto (or the whole-image
+ * helpers built on them), so plain, gzip and tiled files are read the same way everywhere.
+ */
 export class FitsReader {
   private constructor(
     readonly file: string,
-    private readonly fh: FileHandle,
+    private readonly src: ByteSource,
     readonly header: FitsHeader,
     readonly layout: ImageLayout,
+    private readonly tiled: TiledImage | null,
   ) {}
 
   static async open(file: string): Promise<FitsReader> {
@@ -144,17 +110,24 @@ export class FitsReader {
     } catch (e) {
       throw osError(e, file);
     }
+    let src: ByteSource | null = null;
     try {
-      const stat = await fh.stat();
-      if (stat.isDirectory()) throw new FitsError('FITS_NOT_A_FILE', file, 'is a directory');
-      if (!stat.isFile()) throw new FitsError('FITS_NOT_A_FILE', file, 'is not a regular file');
-      await checkPrimarySignature(fh, stat.size, file);
-      const { header, bytes } = await readHeaderAt(fh, 0, stat.size, file);
-      const layout = imageLayout(header, bytes, stat.size, file);
-      if (layout === 'no-data') await explainMissingImage(fh, header, bytes, stat.size, file);
-      return new FitsReader(file, fh, header, layout as ImageLayout);
+      const info = await fh.stat();
+      if (info.isDirectory()) throw new FitsError('FITS_NOT_A_FILE', file, 'is a directory');
+      if (!info.isFile()) throw new FitsError('FITS_NOT_A_FILE', file, 'is not a regular file');
+      if (info.size === 0) throw new FitsError('FITS_EMPTY', file, 'file is empty');
+      const magic = new Uint8Array(2);
+      await readExactly(fh, magic, 0);
+      const gzip = magic[0] === GZIP_MAGIC[0] && magic[1] === GZIP_MAGIC[1];
+      if (gzip) {
+        // The inflate stream opens the file itself (once per start): this handle is done.
+        await fh.close();
+        src = new GzipSource(file);
+      } else src = new FileSource(fh, info.size, file);
+      const { header, layout, tiled } = await locateImage(src, file, gzip);
+      return new FitsReader(file, src, header, layout, tiled);
     } catch (e) {
-      await fh.close().catch(() => undefined);
+      await (src ? src.close() : fh.close().catch(() => undefined)).catch(() => undefined);
       throw isFitsError(e) ? e : osError(e, file);
     }
   }
@@ -169,24 +142,76 @@ export class FitsReader {
     return this.layout.planes;
   }
 
-  private async readSamples(byteOffset: number, samples: number): Promise<PixelArray> {
-    const { storage, bytesPerSample } = this.layout;
-    const bytes = new Uint8Array(samples * bytesPerSample);
-    let got: number;
-    try {
-      got = await readExactly(this.fh, bytes, this.layout.dataOffset + byteOffset);
-    } catch (e) {
-      throw osError(e, this.file);
+  private checkRange(y0: number, rows: number, planes: readonly number[]): void {
+    const { height, planes: planeCount } = this.layout;
+    if (!Number.isInteger(y0) || !Number.isInteger(rows) || y0 < 0 || rows < 0 || y0 + rows > height) {
+      throw new FitsError('FITS_ROW_RANGE', this.file, `rows ${y0}..${y0 + rows - 1} lie outside 0..${height - 1}`);
     }
+    for (const p of planes) {
+      if (!Number.isInteger(p) || p < 0 || p >= planeCount) throw new FitsError('FITS_ROW_RANGE', this.file, `plane ${p} lies outside 0..${planeCount - 1}`);
+    }
+  }
+
+  /** `count` samples from sample index `first` (planes and rows in file order) of a plain image. */
+  private async plainNative(first: number, count: number, scratch: RowScratch | undefined): Promise<PixelArray> {
+    const { storage, bytesPerSample, dataOffset } = this.layout;
+    const bytes = scratchBytes(scratch, count * bytesPerSample);
+    const got = await this.src.read(bytes, dataOffset + first * bytesPerSample);
     if (got < bytes.byteLength) {
       throw new FitsError('FITS_TRUNCATED_DATA', this.file, `file ended while reading pixel data (got ${got} of ${bytes.byteLength} bytes)`);
     }
     return decodeSamples(bytes, storage, bytesPerSample);
   }
 
+  /**
+   * Rows [y0, y0 + rows) of one plane (default 0) as stored values in their native type
+   * (unsigned conventions applied, no BZERO/BSCALE/BLANK otherwise): a view into `scratch`'s
+   * bytes when given (valid until its next use), else into a fresh buffer.
+   */
+  async readNativeRows(y0: number, rows: number, options: { plane?: number; scratch?: RowScratch } = {}): Promise<PixelArray> {
+    const plane = options.plane ?? 0;
+    this.checkRange(y0, rows, [plane]);
+    const { width, height, storage, bytesPerSample } = this.layout;
+    const n = rows * width;
+    if (!this.tiled) return this.plainNative((plane * height + y0) * width, n, options.scratch);
+    const out = nativeView(storage, scratchBytes(options.scratch, n * bytesPerSample), n);
+    await this.tiled.readInto(plane, y0, rows, out);
+    return out;
+  }
+
+  /**
+   * Rows [y0, y0 + rows) of one plane (default 0) as physical float32 values (BZERO/BSCALE
+   * applied in double precision, BLANK → NaN) written to out[at ..]. Plain float32 files are read
+   * straight into `out`'s memory; other kinds decode through `scratch` (reused when given).
+   */
+  async readRowsInto(y0: number, rows: number, out: Float32Array, options: { at?: number; plane?: number; scratch?: RowScratch } = {}): Promise<void> {
+    const plane = options.plane ?? 0;
+    const at = options.at ?? 0;
+    this.checkRange(y0, rows, [plane]);
+    const { width, height } = this.layout;
+    const n = rows * width;
+    if (!Number.isInteger(at) || at < 0 || at + n > out.length) throw new RangeError(`readRowsInto: ${n} samples do not fit at ${at} of a ${out.length}-sample array`);
+    if (!this.tiled && nativeIsPhysicalFloat32(this.layout)) {
+      // The file's bytes are the values: read them into their final place and swap in place.
+      const bytes = new Uint8Array(out.buffer, out.byteOffset + 4 * at, 4 * n);
+      const got = await this.src.read(bytes, this.layout.dataOffset + 4 * (plane * height + y0) * width);
+      if (got < bytes.byteLength) {
+        throw new FitsError('FITS_TRUNCATED_DATA', this.file, `file ended while reading pixel data (got ${got} of ${bytes.byteLength} bytes)`);
+      }
+      decodeSamples(bytes, 'float32', 4);
+      return;
+    }
+    const native = await this.readNativeRows(y0, rows, { plane, ...(options.scratch ? { scratch: options.scratch } : {}) });
+    toPhysical(native, this.layout, out, at);
+  }
+
   /** The stored values exactly, in their native type (unsigned conventions applied). */
   async readNative(): Promise<PixelArray> {
-    return this.readSamples(0, this.layout.dataBytes / this.layout.bytesPerSample);
+    const { width, height, planes, storage, bytesPerSample } = this.layout;
+    if (!this.tiled) return this.plainNative(0, width * height * planes, undefined);
+    const out = nativeView(storage, new Uint8Array(width * height * planes * bytesPerSample), width * height * planes);
+    for (let p = 0; p < planes; p++) await this.tiled.readInto(p, 0, height, out, p * width * height);
+    return out;
   }
 
   /** The whole image as physical values (BZERO/BSCALE applied, BLANK → NaN). */
@@ -194,48 +219,40 @@ export class FitsReader {
   async readImage(dtype?: 'float32'): Promise<FitsImage<Float32Array>>;
   async readImage(dtype: FloatType = 'float32'): Promise<FitsImage<Float32Array | Float64Array>> {
     const { width, height, planes } = this.layout;
-    if (planes === 1 && dtype === 'float32' && nativeIsPhysicalFloat32(this.layout)) {
-      const data = (await this.readSamples(0, width * height)) as Float32Array;
-      return { file: this.file, header: this.header, layout: this.layout, width, height, planes, data };
-    }
-    const out = dtype === 'float64' ? new Float64Array(width * height * planes) : new Float32Array(width * height * planes);
-    // One plane at a time keeps the temporary sample buffer at one plane's size.
-    for (let p = 0; p < planes; p++) {
-      const native = await this.readSamples(p * width * height * this.layout.bytesPerSample, width * height);
-      toPhysical(native, this.layout, out, p * width * height);
-    }
-    return { file: this.file, header: this.header, layout: this.layout, width, height, planes, data: out };
+    const band = dtype === 'float64' ? await this.readRows(0, height, { dtype: 'float64' }) : await this.readRows(0, height);
+    return { file: this.file, header: this.header, layout: this.layout, width, height, planes, data: band.data };
   }
 
   /** Rows [y0, y0 + rows) of the given planes (default all), as physical values. */
   async readRows(y0: number, rows: number, options?: { planes?: number[]; dtype?: 'float32' }): Promise<RowBand<Float32Array>>;
   async readRows(y0: number, rows: number, options: { planes?: number[]; dtype: 'float64' }): Promise<RowBand<Float64Array>>;
   async readRows(y0: number, rows: number, options: { planes?: number[]; dtype?: FloatType } = {}): Promise<RowBand<Float32Array | Float64Array>> {
-    const { width, height, planes: planeCount, bytesPerSample } = this.layout;
+    const { width, planes: planeCount } = this.layout;
     const planes = options.planes ?? Array.from({ length: planeCount }, (_, i) => i);
-    if (!Number.isInteger(y0) || !Number.isInteger(rows) || y0 < 0 || rows < 0 || y0 + rows > height) {
-      throw new FitsError('FITS_ROW_RANGE', this.file, `rows ${y0}..${y0 + rows - 1} lie outside 0..${height - 1}`);
-    }
-    for (const p of planes) {
-      if (!Number.isInteger(p) || p < 0 || p >= planeCount) throw new FitsError('FITS_ROW_RANGE', this.file, `plane ${p} lies outside 0..${planeCount - 1}`);
-    }
+    this.checkRange(y0, rows, planes);
     const n = rows * width;
     if (planes.length === 1 && options.dtype !== 'float64' && nativeIsPhysicalFloat32(this.layout)) {
       // The decoded samples are the values: no second frame-sized array and copy.
-      const data = (await this.readSamples((planes[0]! * height + y0) * width * bytesPerSample, n)) as Float32Array;
+      const data = (await this.readNativeRows(y0, rows, { plane: planes[0]! })) as Float32Array;
       return { y0, rows, width, planes, data };
     }
     const out = options.dtype === 'float64' ? new Float64Array(n * planes.length) : new Float32Array(n * planes.length);
+    // One plane at a time keeps the temporary sample buffer at one band's size.
+    const scratch: RowScratch = { bytes: new Uint8Array(0) };
     for (let i = 0; i < planes.length; i++) {
-      const offset = (planes[i]! * height + y0) * width * bytesPerSample;
-      const native = await this.readSamples(offset, n);
+      const native = await this.readNativeRows(y0, rows, { plane: planes[i]!, scratch });
       toPhysical(native, this.layout, out, i * n);
     }
     return { y0, rows, width, planes, data: out };
   }
 
+  /** Decoding work so far, for tests and diagnostics: tiles decompressed, gzip stream (re)starts. */
+  get stats(): { tilesDecoded: number; inflateStarts: number } {
+    return { tilesDecoded: this.tiled?.tilesDecoded ?? 0, inflateStarts: this.src instanceof GzipSource ? this.src.starts : 0 };
+  }
+
   async close(): Promise<void> {
-    await this.fh.close().catch(() => undefined);
+    await this.src.close();
   }
 }
 

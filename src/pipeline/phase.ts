@@ -19,6 +19,7 @@ export type ReasonCode =
   // errors
   | 'cancelled'
   | 'no_frames' // nothing left to process
+  | 'pattern_mismatch' // INPUT_SCAN: the file pattern matches nothing, but the folder holds FITS files it does not take
   | 'input_error' // missing folder, unreadable or mismatched inputs
   | 'calibration_error'
   | 'registration_error'

@@ -73,6 +73,12 @@ function unwrapConfig(data: unknown): JsonObject {
   return (d ?? {}) as JsonObject;
 }
 
+/** A folder scan's (or INPUT_SCAN's) hint: the pattern matched nothing, this one takes the FITS files there. */
+export interface PatternHintView {
+  suggested_pattern: string;
+  message: string;
+}
+
 export interface StartResult {
   job_id: string;
   run_id?: string | null;
@@ -190,11 +196,13 @@ export const api = {
     return { path: at, parent, entries };
   },
   /** Header scan of a folder (POST /api/files/scan): frame count and the detected colour mode. */
-  scan: async (path: string, pattern: string): Promise<{ frames: number; colorMode: string | null; filters: string[] }> => {
+  scan: async (path: string, pattern: string): Promise<{ frames: number; colorMode: string | null; filters: string[]; hint: PatternHintView | null }> => {
     const data = await request<JsonObject>('POST', '/api/files/scan', { path, pattern, max_frames: 0 });
+    const h = data.pattern_hint as JsonObject | null | undefined;
+    const hint = h && typeof h.suggested_pattern === 'string' && typeof h.message === 'string' ? { suggested_pattern: h.suggested_pattern, message: h.message } : null;
     const summary = (data.summary ?? {}) as JsonObject;
     const filters = Array.isArray(summary.filters) ? summary.filters.map((f) => (typeof f === 'string' ? f : String((f as JsonObject)?.filter ?? (f as JsonObject)?.name ?? ''))).filter(Boolean) : [];
-    return { frames: typeof summary.frames === 'number' ? summary.frames : 0, colorMode: typeof summary.color_mode === 'string' ? summary.color_mode : null, filters };
+    return { frames: typeof summary.frames === 'number' ? summary.frames : 0, colorMode: typeof summary.color_mode === 'string' ? summary.color_mode : null, filters, hint };
   },
   grant: (path: string): Promise<unknown> => request('GET', `/api/files/grant?path=${enc(path)}`),
 };

@@ -14,6 +14,7 @@ import { frameRows, renderFrameTable, type FrameRow, type Overrides } from './fr
 import { followJob, type Follower } from './live.js';
 import { renderArtifactLinks, renderChips, renderLog } from './monitor-views.js';
 import { ParamEditor } from './param-editor.js';
+import { showPatternHint, wirePatternHint } from './pattern-hint.js';
 import { RunQueue } from './run-queue.js';
 import { RunState } from './run-state.js';
 
@@ -260,6 +261,7 @@ function follow(id: string, knownRunId: string | null): void {
       if (runId) byId('monitor-run').textContent = `${runId} (job ${id})`;
       renderRun();
       if (line.type === 'phase_end') {
+        if (line.reason === 'pattern_mismatch' && typeof line.suggested_pattern === 'string') showPatternHint({ suggested_pattern: line.suggested_pattern, message: String(line.message ?? '') });
         void refreshArtifacts();
         if (line.phase === 'REPORT') reportBtn.disabled = false;
       }
@@ -365,7 +367,8 @@ async function addToQueue(): Promise<void> {
     if (mode === 'auto' && scan.colorMode) mode = scan.colorMode;
     filter = scan.filters.length === 1 ? (scan.filters[0] ?? null) : null;
     note = ` ${scan.frames} frame${scan.frames === 1 ? '' : 's'} match ${pattern}${scan.colorMode ? ` (${scan.colorMode})` : ''}.`;
-    if (scan.frames === 0) note = ` Warning: no file matches ${pattern} there.`;
+    if (scan.frames === 0) note = ` Warning: no file matches ${pattern} there.${scan.hint ? ` Found FITS files that ${scan.hint.suggested_pattern} takes (button under the pattern field).` : ''}`;
+    showPatternHint(scan.frames === 0 ? scan.hint : null);
   } catch (e) {
     note = ` (not scanned: ${errText(e)})`;
   }
@@ -412,10 +415,11 @@ function wire(): void {
   byId('browse-runs').addEventListener('click', () => void pick('runs_dir', 'dir', 'Output folder (runs dir)'));
   for (const b of document.querySelectorAll<HTMLButtonElement>('.browse-dir')) b.addEventListener('click', () => void pick(b.dataset.target!, 'dir', b.getAttribute('aria-label') ?? 'Choose a folder'));
   for (const b of document.querySelectorAll<HTMLButtonElement>('.browse-file')) {
-    const filter = b.dataset.filter === 'yaml' ? /\.ya?ml$/i : /\.(fits?|fts)$/i;
+    const filter = b.dataset.filter === 'yaml' ? /\.ya?ml$/i : /\.(fits?|fts)(\.gz)?$|\.fz$/i;
     b.addEventListener('click', () => void pick(b.dataset.target!, 'file', b.getAttribute('aria-label') ?? 'Choose a file', filter));
   }
   byId('queue-add').addEventListener('click', () => void addToQueue());
+  wirePatternHint();
   byId('btn-clear-overrides').addEventListener('click', () => void writeOverrides((o) => Object.keys(o).forEach((k) => delete o[k]), 'Manual overrides cleared.'));
 }
 

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FitsHeader, writeFits } from '../../src/fits/index.js';
+import { FitsHeader, readFitsNative, writeFits } from '../../src/fits/index.js';
 import { withTempDir } from '../helpers/tmp.js';
 
 const cli = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
@@ -66,6 +66,31 @@ test('inspect prints a readable table; bad input exits non-zero with one line na
     assert.is(usage.status, 2);
     assert.is(run('frobnicate').status, 2);
   });
+});
+
+test('inspect of integer images: exact min/max/mean in double precision (BITPIX 32 near 2^31, a compressed int32 file)', async () => {
+  await withTempDir('inspect-i32', async (dir) => {
+    // Values float32 cannot hold: 2147483000 + k rounds to multiples of 128 in float32.
+    const data = Int32Array.from({ length: 12 }, (_, i) => 2147483000 + 11 * i);
+    data[5] = -2147483000;
+    const file = join(dir, 'i32.fits');
+    await writeFits(file, { width: 4, height: 3, data });
+    const j = JSON.parse(run('inspect', file, '--json').stdout);
+    const sum = data.reduce((a, v) => a + v, 0);
+    assert.equal([j.planes[0].min, j.planes[0].max, j.planes[0].mean], [-2147483000, 2147483121, sum / 12]);
+    assert.equal([j.hdu, j.compression], [0, null]);
+  });
+  // astropy's GZIP_2 int32 tiles (fixtures/compressed): the same exact statistics as its native values.
+  const fz = fileURLToPath(new URL('../../../fixtures/compressed/gzip2_i32.fits', import.meta.url));
+  const r = run('inspect', fz, '--json');
+  assert.is(r.status, 0, r.stderr);
+  const j = JSON.parse(r.stdout);
+  const native = Array.from((await readFitsNative(fz)).data as Int32Array);
+  assert.equal([j.hdu, j.compression, j.bitpix], [1, 'GZIP_2', 32]);
+  assert.is(j.planes[0].min, Math.min(...native));
+  assert.is(j.planes[0].max, Math.max(...native));
+  assert.is(j.planes[0].mean, native.reduce((a, v) => a + v, 0) / native.length);
+  assert.match(run('inspect', fz).stdout, /Layout:\s+extension 1, GZIP_2 compressed/);
 });
 
 test.run();

@@ -4,10 +4,11 @@
 // and stripLevel must read the same strips as a file-based level.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { medianInPlace } from '../../src/algorithms/robust-stats.js';
 import { FitsReader, writeFits, type PixelArray } from '../../src/fits/index.js';
-import { fileLayout, hasNaN, levelStrips, readBandInto, stripLevel } from '../../src/pipeline/rawstack/calibration-bands.js';
+import { hasNaN, levelStrips, readBandInto, stripLevel } from '../../src/pipeline/rawstack/calibration-bands.js';
 import { seededRandom, withTempDir } from '../helpers/tmp.js';
 
 const W = 37;
@@ -60,27 +61,31 @@ for (const [kind, make] of kinds) {
     await withTempDir('cal-bands', async (dir) => {
       const file = join(dir, `${kind}.fits`);
       await writeFits(file, { width: W, height: H, data: make(seededRandom(kind.length)) });
-      const layout = await fileLayout(file);
+      const reader = await FitsReader.open(file);
       const raw = { bytes: new Uint8Array(0) };
-      for (const sub of [null, offsetMaster(3, false), offsetMaster(4, true)]) {
-        for (const [y0, rows] of [
-          [0, H],
-          [4, 6],
-          [H - 3, 3],
-        ] as const) {
-          const out = new Float32Array(5 + rows * W).fill(-1);
-          const nan = await readBandInto(file, layout, y0, rows, out, 5, sub, raw);
-          const want = await expected(file, y0, rows, sub);
-          sameBits(out.subarray(5), want, `${kind} rows ${y0}+${rows} ${sub ? 'minus offset' : 'plain'}`);
-          assert.is(out[4], -1, 'nothing written before `at`');
-          assert.is(nan, want.filter((v) => v !== v).length, 'NaN count');
-          if (sub && !hasNaN(sub)) {
-            // The caller's promise that the offset has no NaN: same values, nothing counted.
-            const fast = new Float32Array(5 + rows * W);
-            assert.is(await readBandInto(file, layout, y0, rows, fast, 5, sub, raw, false), nan);
-            sameBits(fast.subarray(5), want, `${kind} rows ${y0}+${rows} offset without NaN`);
+      try {
+        for (const sub of [null, offsetMaster(3, false), offsetMaster(4, true)]) {
+          for (const [y0, rows] of [
+            [0, H],
+            [4, 6],
+            [H - 3, 3],
+          ] as const) {
+            const out = new Float32Array(5 + rows * W).fill(-1);
+            const nan = await readBandInto(reader, y0, rows, out, 5, sub, raw);
+            const want = await expected(file, y0, rows, sub);
+            sameBits(out.subarray(5), want, `${kind} rows ${y0}+${rows} ${sub ? 'minus offset' : 'plain'}`);
+            assert.is(out[4], -1, 'nothing written before `at`');
+            assert.is(nan, want.filter((v) => v !== v).length, 'NaN count');
+            if (sub && !hasNaN(sub)) {
+              // The caller's promise that the offset has no NaN: same values, nothing counted.
+              const fast = new Float32Array(5 + rows * W);
+              assert.is(await readBandInto(reader, y0, rows, fast, 5, sub, raw, false), nan);
+              sameBits(fast.subarray(5), want, `${kind} rows ${y0}+${rows} offset without NaN`);
+            }
           }
         }
+      } finally {
+        await reader.close();
       }
     });
   });
@@ -90,11 +95,16 @@ test('readBandInto: a truncated file is a FITS_TRUNCATED_DATA error', async () =
   await withTempDir('cal-bands', async (dir) => {
     const file = join(dir, 'a.fits');
     await writeFits(file, { width: W, height: H, data: new Uint16Array(W * H) });
-    const layout = await fileLayout(file);
-    // Rows past the data and its block padding (a file cut short after its header was read).
-    const err = await readBandInto(file, { ...layout, height: H + 40 }, H, 40, new Float32Array(40 * W), 0, null, { bytes: new Uint8Array(0) }).catch((e: Error) => e);
-    assert.instance(err, Error);
-    assert.match(String((err as Error).message), /FITS_TRUNCATED_DATA|ended while reading/);
+    const reader = await FitsReader.open(file);
+    try {
+      // A file cut short after its header was read: the last rows are gone.
+      await truncate(file, 2880 + 2 * W * 5);
+      const err = await readBandInto(reader, 10, 5, new Float32Array(5 * W), 0, null, { bytes: new Uint8Array(0) }).catch((e: Error) => e);
+      assert.instance(err, Error);
+      assert.match(String((err as Error).message), /FITS_TRUNCATED_DATA/);
+    } finally {
+      await reader.close();
+    }
   });
 });
 

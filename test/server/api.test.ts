@@ -3,9 +3,10 @@
 // files list/grant/scan. A real server on an ephemeral port, raw HTTP requests.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { generateDataset } from '../../fixtures/generator/index.js';
 import type { RunningServer } from '../../src/server/app.js';
 import { http, testServer, tinyLights, type Res } from './helpers.js';
@@ -267,6 +268,40 @@ test('files: roots, listing with FITS marked, grant (persisted as a root), scan 
   const oscScan = await http(base, 'POST', '/api/files/scan', { body: { path: join(osc, 'lights') } });
   assert.is(oscScan.json.summary.color_mode, 'OSC');
   assert.is(oscScan.json.summary.bayer_pattern, 'GBRG');
+});
+
+test('files: .fit/.fts/.fits.gz/.fz are listed as FITS; a scan whose pattern misses them gives pattern_hint and its pattern works', async () => {
+  const fit = join(data, 'fit-lights');
+  await mkdir(fit);
+  for (const [from, to] of [
+    ['light_00001.fits', 'L_001.fit'],
+    ['light_00002.fits', 'L_002.FIT'],
+    ['light_00003.fits', 'L_003.fit'],
+  ]) await copyFile(join(lights, from!), join(fit, to!));
+  await writeFile(join(fit, 'L_004.fits.gz'), gzipSync(await readFile(join(lights, 'light_00004.fits'))));
+  await writeFile(join(fit, 'notes.txt'), 'observing log');
+  const list = await http(base, 'GET', `/api/files/list?path=${encodeURIComponent(fit)}`);
+  assert.equal(
+    list.json.entries.map((e: { name: string; fits: boolean }) => [e.name, e.fits]),
+    [['L_001.fit', true], ['L_002.FIT', true], ['L_003.fit', true], ['L_004.fits.gz', true], ['notes.txt', false]],
+  );
+  const miss = await http(base, 'POST', '/api/files/scan', { body: { path: fit, pattern: '*.fits' } });
+  assert.is(miss.status, 200, miss.text);
+  assert.is(miss.json.summary.frames, 0);
+  assert.equal(miss.json.pattern_hint.suggested_pattern, '*.fit;*.fits.gz');
+  assert.equal(miss.json.pattern_hint.found, [{ extension: '.fit', count: 3 }, { extension: '.fits.gz', count: 1 }]);
+  assert.equal(miss.json.pattern_hint.examples, ['L_001.fit', 'L_002.FIT', 'L_003.fit']);
+  assert.equal(miss.json.warnings.map((w: { code: string }) => w.code), ['pattern_mismatch']);
+  const hit = await http(base, 'POST', '/api/files/scan', { body: { path: fit, pattern: miss.json.pattern_hint.suggested_pattern } });
+  assert.equal([hit.json.summary.frames, hit.json.summary.readable, hit.json.pattern_hint], [4, 4, null]);
+  // A folder without FITS files keeps the plain no_frames warning.
+  const none = await http(base, 'POST', '/api/files/scan', { body: { path: fit, pattern: '*.cr2' } });
+  assert.is(none.json.pattern_hint.suggested_pattern, '*.fit;*.fits.gz', 'FITS files there: still a hint');
+  const empty = join(data, 'no-fits');
+  await mkdir(empty);
+  await writeFile(join(empty, 'a.txt'), 'x');
+  const nothing = await http(base, 'POST', '/api/files/scan', { body: { path: empty, pattern: '*.fits' } });
+  assert.equal([nothing.json.pattern_hint, nothing.json.warnings.map((w: { code: string }) => w.code)], [null, ['no_frames']]);
 });
 
 test('hostile paths: files list, grant and scan never reach outside the allowed roots', async () => {

@@ -8,7 +8,7 @@
 
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { apiJson, ARTIFACT_DIR, shot, skipReason, startUiEnv, type UiEnv } from './harness.js';
@@ -243,6 +243,25 @@ run('folder browser picks the input folder; queue entries are added from it and 
   await page.click('#queue-body tr button');
   assert.is(await page.locator('#queue-body tr').count(), 0);
   assert.ok(await page.isVisible('#queue-empty'));
+});
+
+run('a folder of .fit files under the default *.fits: the hint names them and one click sets the pattern', async () => {
+  const fitDir = join(env!.dataDir, 'fit-lights');
+  await mkdir(fitDir, { recursive: true });
+  for (const n of ['light_00001', 'light_00002']) await copyFile(join(env!.lightsDir, `${n}.fits`), join(fitDir, `${n}.fit`));
+  await page.goto('/ui/');
+  await page.waitForFunction(() => (document.getElementById('params-json') as El).value.includes('"bge"'));
+  assert.ok(await page.isHidden('#pattern-hint'));
+  assert.is(await page.inputValue('#pattern'), '*.fits');
+  await page.fill('#lights_dir', fitDir);
+  await page.dispatchEvent('#lights_dir', 'change');
+  await page.locator('#pattern-hint:not([hidden])').waitFor();
+  assert.match((await page.textContent('#pattern-hint')) ?? '', /holds 2 FITS files \(2 × \.fit: light_00001\.fit, light_00002\.fit\); the pattern "\*\.fit" takes them/);
+  assert.is(await page.textContent('#pattern-hint-use'), 'Use pattern *.fit');
+  await shot(page, 'pattern-hint', false);
+  await page.click('#pattern-hint-use');
+  assert.is(await page.inputValue('#pattern'), '*.fit');
+  await page.locator('#pattern-hint').waitFor({ state: 'hidden' });
 });
 
 run('start a run from the form (through a queue entry): every phase reaches its final state; Report and Run Monitor enabled', async () => {

@@ -12,9 +12,7 @@
 
 import { calibrate } from '../../cpu/calibrate.js';
 import { isMainThread } from 'node:worker_threads';
-import { readFitsHeader, writeFits, type FitsHeader } from '../../fits/index.js';
-import type { ImageLayout } from '../../fits/layout.js';
-import { readBandInto } from './calibration-bands.js';
+import { FitsReader, isFitsError, writeFits, type FitsErrorCode, type FitsHeader } from '../../fits/index.js';
 import { calibratedHeader, type CalibratedHeaderInfo } from './calibration-apply.js';
 import { detectBlank } from './channel-stats.js';
 import { analyzePlane, premeasuredTransferables, type AnalysisSpec, type Premeasured } from './frame-analysis.js';
@@ -38,7 +36,8 @@ export interface CalibrateLightTask {
 
 export type CalibrateLightResult =
   | { kind: 'calibrate'; ok: true; premeasured: Premeasured; ms: { read: number; calibrate: number; write: number; analyze: number } }
-  | { kind: 'calibrate'; ok: false; code: 'blank_frame' | 'calibration_failed'; detail: string };
+  /** fitsCode: the light could not be read (the FitsError's code, for the frame event). */
+  | { kind: 'calibrate'; ok: false; code: 'blank_frame' | 'calibration_failed'; detail: string; fitsCode?: FitsErrorCode };
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
@@ -54,21 +53,26 @@ export async function calibrateLight(task: CalibrateLightTask): Promise<Calibrat
   const { width, height } = task;
   // A frame worker runs one task at a time (FrameWorkers), so its buffers are free here.
   const keep = !isMainThread;
-  let layout: ImageLayout;
   let lightHeader: FitsHeader;
   let data: Float32Array;
   try {
-    ({ header: lightHeader, layout } = await readFitsHeader(task.file));
-    if (layout.width !== width || layout.height !== height || layout.planes !== 1) {
-      return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: `is ${layout.width}x${layout.height}x${layout.planes}, expected ${width}x${height}x1` };
+    const reader = await FitsReader.open(task.file);
+    try {
+      const { layout } = reader;
+      lightHeader = reader.header;
+      if (layout.width !== width || layout.height !== height || layout.planes !== 1) {
+        return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: `is ${layout.width}x${layout.height}x${layout.planes}, expected ${width}x${height}x1` };
+      }
+      const bufs = keep && reusable?.light.length === width * height ? reusable : { light: new Float32Array(width * height), raw: { bytes: new Uint8Array(0) } };
+      if (keep) reusable = bufs;
+      data = bufs.light;
+      // Decoded straight into the light buffer (same values as readFitsImage).
+      await reader.readRowsInto(0, height, data, { scratch: bufs.raw });
+    } finally {
+      await reader.close();
     }
-    const bufs = keep && reusable?.light.length === width * height ? reusable : { light: new Float32Array(width * height), raw: { bytes: new Uint8Array(0) } };
-    if (keep) reusable = bufs;
-    data = bufs.light;
-    // Decoded straight into the light buffer (same values as readFitsImage: calibration-bands.ts).
-    await readBandInto(task.file, layout, 0, height, data, 0, null, bufs.raw);
   } catch (e) {
-    return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: message(e) };
+    return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: message(e), ...(isFitsError(e) ? { fitsCode: e.code } : {}) };
   }
   return await calibrateDecoded(task, data, lightHeader, t0);
 }

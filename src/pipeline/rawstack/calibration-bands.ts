@@ -2,29 +2,21 @@
 // decoded straight into the caller's array with the offset master subtracted in the same pass,
 // the robust level of a decoded frame, and the device side of a band stack whose buffers
 // outlive one master.
-// Why not FitsReader.readRows: it allocates a fresh float array per call (then copied into the
-// band and subtracted in two more passes); here the raw bytes go into one reused buffer and are
-// decoded once into their final place, with the same arithmetic (decodeSamples + toPhysical,
-// then f32(value - offset)), so masters are bit-identical to the old path.
+// Reading goes through FitsReader's row-range reads (readNativeRows / readRowsInto), so plain,
+// gzip and tile-compressed calibration files are read alike. Why not FitsReader.readRows: it
+// allocates a fresh float array per call (then copied into the band and subtracted in two more
+// passes); here the samples are decoded in one reused buffer and written once into their final
+// place, with the same arithmetic (native samples → physical, then f32(value - offset)), so
+// masters are bit-identical to a readRows-based path.
 // Invariants: a DeviceBandStack's rejected tallies accumulate over every band it stacks; its
 // buffers come from the context's pool and go back with release() (same sizes next master:
 // reused, not re-created).
 
-import { open } from 'node:fs/promises';
 import { medianInPlace } from '../../algorithms/robust-stats.js';
-import { FitsError, FitsReader, type StorageKind } from '../../fits/index.js';
-import type { ImageLayout } from '../../fits/layout.js';
-import { decodeSamples, toPhysical } from '../../fits/samples.js';
+import type { FitsReader, RowScratch, StorageKind } from '../../fits/index.js';
 import type { StackParams } from '../../cpu/stack.js';
 import type { GpuContext } from '../../gpu/context.js';
 import { stackResident } from '../../gpu/kernels/stack.js';
-
-/** Layout of a calibration file, validated once (header parse) and reused for every band. */
-export async function fileLayout(file: string): Promise<ImageLayout> {
-  const reader = await FitsReader.open(file);
-  await reader.close();
-  return reader.layout;
-}
 
 /** Storage kinds whose decoded values can never be NaN (integers, unless BLANK is set). */
 function integerStorage(storage: StorageKind): boolean {
@@ -32,67 +24,36 @@ function integerStorage(storage: StorageKind): boolean {
 }
 
 /**
- * Reads rows [y0, y0 + rows) of plane 0 of `file` into out[at ..], as physical f32 values minus
- * `subtract[y0 * width ..]` when given. `raw` is reusable scratch of at least rows × width ×
- * bytesPerSample bytes (a larger one is allocated when it is short). `subtractHasNaN = false`
- * (the caller checked the offset master once) skips counting NaN results where none can occur.
+ * Reads rows [y0, y0 + rows) of plane 0 of `reader`'s image into out[at ..], as physical f32
+ * values minus `subtract[y0 * width ..]` when given. `raw` is reusable scratch (grown when short).
+ * `subtractHasNaN = false` (the caller checked the offset master once) skips counting NaN
+ * results where none can occur.
  * Returns the NaN samples written (no data: BLANK, NaN pixels, NaN in the offset master).
  */
 export async function readBandInto(
-  file: string,
-  layout: ImageLayout,
+  reader: FitsReader,
   y0: number,
   rows: number,
   out: Float32Array,
   at: number,
   subtract: Float32Array | null | undefined,
-  raw: { bytes: Uint8Array },
+  raw: RowScratch,
   subtractHasNaN = true,
 ): Promise<number> {
-  const { width, bytesPerSample } = layout;
+  const { layout } = reader;
+  const { width } = layout;
   const count = rows * width;
-  const length = count * bytesPerSample;
-  if (raw.bytes.byteLength < length) raw.bytes = new Uint8Array(length);
-  const bytes = raw.bytes.subarray(0, length);
-  const position = layout.dataOffset + y0 * width * bytesPerSample;
-  let got = 0;
-  const fh = await open(file, 'r');
-  try {
-    while (got < length) {
-      const { bytesRead } = await fh.read(bytes, got, length - got, position + got);
-      if (bytesRead === 0) break;
-      got += bytesRead;
-    }
-  } finally {
-    await fh.close();
-  }
-  if (got < length) throw new FitsError('FITS_TRUNCATED_DATA', file, `file ended while reading pixel data (got ${got} of ${length} bytes)`);
   if (layout.storage === 'uint16' && layout.blank === undefined) {
-    // Camera frames: unsigned 16-bit. The value is the byte-swapped word with its sign bit
-    // flipped (what decodeSamples + toPhysical compute): both done on whole buffers (the flip
-    // two samples per 32-bit word), then converted by the typed-array copy, which is several
-    // times faster than a per-sample loop.
-    Buffer.from(bytes.buffer, bytes.byteOffset, length).swap16();
-    flipSignBits16(bytes, count);
-    const words = new Uint16Array(bytes.buffer, bytes.byteOffset, count);
+    // Camera frames: unsigned 16-bit words are the values; with an offset master the
+    // subtraction is the conversion's only pass.
+    const words = (await reader.readNativeRows(y0, rows, { scratch: raw })) as Uint16Array;
     if (subtract) return subtractHasNaN ? minusCountNaN(words, out, at, count, subtract, y0 * width) : minus(words, out, at, count, subtract, y0 * width);
     out.set(words, at);
     return 0;
   }
-  toPhysical(decodeSamples(bytes, layout.storage, bytesPerSample), layout, out, at);
+  await reader.readRowsInto(y0, rows, out, { at, scratch: raw });
   if (subtract) return subtractCountNaN(out, at, count, subtract, y0 * width);
   return integerStorage(layout.storage) && layout.blank === undefined ? 0 : countNaN(out, at, count);
-}
-
-/** XORs 0x8000 into `count` native-order 16-bit words (`bytes` 4-byte aligned, as fresh buffers are). */
-function flipSignBits16(bytes: Uint8Array, count: number): void {
-  const pairs = count >>> 1;
-  const w = new Uint32Array(bytes.buffer, bytes.byteOffset, pairs);
-  for (let i = 0; i < pairs; i++) w[i] = w[i]! ^ 0x80008000;
-  if (count & 1) {
-    const last = new Uint16Array(bytes.buffer, bytes.byteOffset + 2 * (count - 1), 1);
-    last[0] = last[0]! ^ 0x8000;
-  }
 }
 
 /** out[at + i] = f32(words[i] − sub[from + i]) (an integer below 2^16 is exact in f32). */

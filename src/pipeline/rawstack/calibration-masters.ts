@@ -26,12 +26,13 @@ import { stack, type StackParams } from '../../cpu/stack.js';
 import { imageMedians, imageMediansPooled } from '../../cpu/stats.js';
 import { isShared, sharedFloat32, sharedPool } from '../../cpu/worker-pool.js';
 import { FitsHeader, FitsReader, isFitsError, readFitsImage, writeFits } from '../../fits/index.js';
-import type { ImageLayout } from '../../fits/layout.js';
 import { planBands } from '../../gpu/band-planner.js';
 import type { GpuContext } from '../../gpu/context.js';
 import { GpuError } from '../../gpu/errors.js';
 import { maxStackFrames } from '../../gpu/kernels/stack.js';
-import { DeviceBandStack, fileLayout, hasNaN, levelStrips, readBandInto, stripLevel } from './calibration-bands.js';
+import { DeviceBandStack, hasNaN, levelStrips, readBandInto, stripLevel } from './calibration-bands.js';
+import { ReaderCache } from './stacking-readers.js';
+import { folderPatternHint } from '../fits-names.js';
 import { scanFolder, ScanError, type FrameInfo } from '../scan.js';
 import { forEachLimit } from '../concurrency.js';
 
@@ -112,7 +113,12 @@ export async function listCalibrationFrames(
     good.push(f);
   }
   if (good.length === 0) {
-    const what = scanned.length === 0 ? `holds no file matching "${pattern}"` : `holds no readable FITS image matching "${pattern}" (${scanned.length} unreadable)`;
+    // FITS files the pattern misses (.fz, .fits.gz, ...): say which, and the pattern that takes them.
+    const hint = scanned.length === 0 ? await folderPatternHint(dir, pattern) : null;
+    const what =
+      scanned.length === 0
+        ? `holds no file matching "${pattern}"${hint ? `, but ${hint.found.map((f) => `${f.count} × ${f.extension}`).join(', ')} (calibration.pattern "${hint.suggested_pattern}" takes them)` : ''}`
+        : `holds no readable FITS image matching "${pattern}" (${scanned.length} unreadable)`;
     throw new CalibrationError(`${source.key} "${dir}" ${what}`);
   }
   for (const f of good) {
@@ -271,7 +277,9 @@ export async function combineFrames(files: readonly string[], o: CombineOptions)
   }
   const subtractHasNaN = o.subtract ? hasNaN(o.subtract) : false;
   const master = sharedFloat32(width * height);
-  const layouts: (ImageLayout | undefined)[] = new Array<ImageLayout | undefined>(n);
+  // Readers stay open across bands (an LRU of them): a header is parsed once per file, and a
+  // gzip-compressed file's inflate stream moves on from band to band instead of restarting.
+  const readers = new ReaderCache();
   const lanes = Math.max(1, Math.min(Math.floor(o.workers) || 1, n));
   const held = o.scratch ?? new CombineScratch();
   const raws = Array.from({ length: lanes }, (_, i) => (held.raws[i] ??= { bytes: new Uint8Array(0) }));
@@ -292,10 +300,9 @@ export async function combineFrames(files: readonly string[], o: CombineOptions)
         o.checkCancelled();
         const lane = free.pop()!;
         try {
-          const layout = (layouts[f] ??= await fileLayout(file));
           const out = device ? scratch[lane]! : buf!;
           const at = device ? 0 : f * pixels;
-          nan += await readBandInto(file, layout, band.y0, band.rows, out, at, o.subtract, raws[lane]!, subtractHasNaN);
+          nan += await readers.use(file, (reader) => readBandInto(reader, band.y0, band.rows, out, at, o.subtract, raws[lane]!, subtractHasNaN));
           if (normalize && single) levels![f] = stripLevel(out, at, width, height);
           device?.upload(f, out, pixels);
         } finally {
@@ -333,6 +340,7 @@ export async function combineFrames(files: readonly string[], o: CombineOptions)
     if (device) for (const t of await device.tallies()) rejected += t;
   } finally {
     device?.release();
+    await readers.closeAll();
   }
   // Every non-NaN sample is either a survivor or rejected (the stack kernels' contract).
   const valid = n * width * height - nan;

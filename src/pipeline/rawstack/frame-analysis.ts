@@ -65,6 +65,8 @@ export interface MeasureFailure {
   ok: false;
   code: 'unreadable' | 'no_stars';
   detail: string;
+  /** The FitsError code when the file could not be read (for the frame event). */
+  fitsCode?: string;
   /** Present when the frame was read and measured but holds no star (background and noise are known). */
   metrics: FrameMetrics | null;
   ms: { read: number; detect: number };
@@ -74,7 +76,7 @@ export type MeasureResult = MeasureOk | MeasureFailure;
 
 export type ChannelsTaskResult =
   | { kind: 'channels'; ok: true; stats: FrameChannelStats; /** Effective CFA phase (OSC), else null. */ phase: CfaPattern | null; ms: { read: number; stats: number } }
-  | { kind: 'channels'; ok: false; code: 'unreadable' | 'size_mismatch'; detail: string; ms: { read: number; stats: number } };
+  | { kind: 'channels'; ok: false; code: 'unreadable' | 'size_mismatch'; detail: string; fitsCode?: string; ms: { read: number; stats: number } };
 
 /** What to measure on a plane in memory; null parts are not measured. */
 export interface AnalysisSpec {

@@ -47,7 +47,7 @@ export interface AnalyzeTask {
 
 export type AnalyzeTaskResult =
   | { kind: 'analyze'; ok: true; premeasured: Premeasured }
-  | { kind: 'analyze'; ok: false; code: 'unreadable'; detail: string; ms: { read: number } };
+  | { kind: 'analyze'; ok: false; code: 'unreadable'; detail: string; fitsCode: string; ms: { read: number } };
 
 export interface CcTask {
   kind: 'cc';
@@ -61,7 +61,7 @@ export interface CcTask {
 
 export type CcTaskResult =
   | { kind: 'cc'; ok: true; cc: number; overlap: number; ms: { read: number; cc: number } }
-  | { kind: 'cc'; ok: false; code: 'unreadable' | 'cc_failed'; detail: string; ms: { read: number; cc: number } };
+  | { kind: 'cc'; ok: false; code: 'unreadable' | 'cc_failed'; detail: string; fitsCode?: string; ms: { read: number; cc: number } };
 
 export interface RegisterTask {
   kind: 'register';
@@ -132,11 +132,11 @@ export async function ccProxyOfFile(file: string, bin: number): Promise<CcProxy>
   }
 }
 
-async function readOrFail(file: string): Promise<Plane | { error: string }> {
+async function readOrFail(file: string): Promise<Plane | { error: string; code: string }> {
   try {
     return await readPlane(file);
   } catch (e) {
-    if (isFitsError(e)) return { error: e.message };
+    if (isFitsError(e)) return { error: e.message, code: e.code };
     throw e;
   }
 }
@@ -145,7 +145,7 @@ export async function measureFrame(task: MeasureTask): Promise<MeasureResult> {
   const t0 = performance.now();
   const plane = await readOrFail(task.file);
   const readMs = performance.now() - t0;
-  if ('error' in plane) return { kind: 'measure', ok: false, code: 'unreadable', detail: plane.error, metrics: null, ms: { read: readMs, detect: 0 } };
+  if ('error' in plane) return { kind: 'measure', ok: false, code: 'unreadable', detail: plane.error, fitsCode: plane.code, metrics: null, ms: { read: readMs, detect: 0 } };
   return measurePlane(plane, task, readMs);
 }
 
@@ -153,7 +153,7 @@ async function analyzeFrame(task: AnalyzeTask): Promise<AnalyzeTaskResult> {
   const t0 = performance.now();
   const plane = await readOrFail(task.file);
   const readMs = performance.now() - t0;
-  if ('error' in plane) return { kind: 'analyze', ok: false, code: 'unreadable', detail: plane.error, ms: { read: readMs } };
+  if ('error' in plane) return { kind: 'analyze', ok: false, code: 'unreadable', detail: plane.error, fitsCode: plane.code, ms: { read: readMs } };
   return { kind: 'analyze', ok: true, premeasured: analyzePlane(plane, task.file, task.spec, readMs) };
 }
 
@@ -164,7 +164,7 @@ export async function correlateFrame(task: CcTask): Promise<CcTaskResult> {
     proxy = await ccProxyOfFile(task.file, task.bin);
   } catch (e) {
     if (!isFitsError(e)) throw e;
-    return { kind: 'cc', ok: false, code: 'unreadable', detail: e.message, ms: { read: performance.now() - t0, cc: 0 } };
+    return { kind: 'cc', ok: false, code: 'unreadable', detail: e.message, fitsCode: e.code, ms: { read: performance.now() - t0, cc: 0 } };
   }
   // Reading and binning are one band loop now: `read` is the proxy's, `cc` the correlation's.
   const t1 = performance.now();

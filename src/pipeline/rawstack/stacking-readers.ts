@@ -1,23 +1,21 @@
 // Open FITS readers for STACKING's band loop: every band reads a few rows of every frame, so
 // readers stay open across bands, but a 1000-frame run must not hold 1000 file descriptors. An
-// LRU keeps at most `capacity` files open (default 64; two descriptors each once readRowsInto
-// has read them, far below the usual 1024 fd limit) and closes the least recently used one
-// when another is needed.
+// LRU keeps at most `capacity` files open (default 64, one descriptor each, far below the usual
+// 1024 fd limit) and closes the least recently used one when another is needed. An open reader
+// also keeps what makes the next band cheap: a gzip file's inflate position, a tiled file's
+// decoded tile row.
 // Invariants: a reader handed out by get() stays open until the promise chain that uses it has
 // finished (readers in use are never evicted: `busy` counts), closeAll() closes everything and is
 // idempotent; a failed open is not cached (the next get() retries and reports the error again).
 // readRowsInto reads rows into a caller's buffer (the band loop recycles a few), so a band of
 // 30 frames does not leave 30 dead row arrays for the garbage collector: on a 2048-wide frame
-// they were ~2 MB each and tens of MB of them were alive at STACKING's peak RSS.
+// they were ~2 MB each and tens of MB of them were alive at STACKING's peak RSS. Integer and
+// compressed files decode through scratch buffers the cache recycles (one per read in flight).
 
-import { open, type FileHandle } from 'node:fs/promises';
-import { FitsError, FitsReader } from '../../fits/index.js';
-import { decodeSamples, nativeIsPhysicalFloat32 } from '../../fits/samples.js';
+import { FitsReader, type RowScratch } from '../../fits/index.js';
 
 interface Entry {
   reader: Promise<FitsReader>;
-  /** A second handle for readRowsInto (FitsReader keeps its own private), opened on first use. */
-  fh: Promise<FileHandle> | null;
   busy: number;
 }
 
@@ -39,7 +37,7 @@ export class ReaderCache {
       await this.evict();
       this.opens++;
       const reader = FitsReader.open(file);
-      entry = { reader, fh: null, busy: 0 };
+      entry = { reader, busy: 0 };
       this.open.set(file, entry);
       reader.catch(() => {
         if (this.open.get(file) === entry) this.open.delete(file);
@@ -54,44 +52,26 @@ export class ReaderCache {
   }
 
   /**
-   * Rows [y0, y0 + rows) of plane 0 as physical float32 values, decoded in place into `target`
-   * (returns a view of it) when the file stores plain float32 samples and `target` holds them;
-   * otherwise (scaled or integer data, too small a target) a fresh array from readRows.
+   * Rows [y0, y0 + rows) of plane 0 as physical float32 values, decoded into `target` (returns a
+   * view of it): plain float32 files straight into its memory, other kinds (integers, gzip,
+   * tiles) through a recycled scratch buffer. A target too small for the rows: a fresh array.
    */
   async readRowsInto(file: string, y0: number, rows: number, target: Float32Array): Promise<Float32Array> {
     return this.use(file, async (reader) => {
-      const { width, height, dataOffset } = reader.layout;
-      const n = rows * width;
-      if (!nativeIsPhysicalFloat32(reader.layout) || n > target.length || !Number.isInteger(y0) || !Number.isInteger(rows) || y0 < 0 || rows < 0 || y0 + rows > height) {
-        return (await reader.readRows(y0, rows, { planes: [0] })).data;
-      }
-      const entry = this.open.get(file)!;
-      const bytes = new Uint8Array(target.buffer, target.byteOffset, 4 * n);
-      let done = 0;
+      const n = rows * reader.width;
+      if (!(n <= target.length)) return (await reader.readRows(y0, rows, { planes: [0] })).data;
+      const scratch = this.scratch.pop() ?? { bytes: new Uint8Array(0) };
       try {
-        if (!entry.fh) {
-          entry.fh = open(file, 'r');
-          // A failed open is not kept: the next read retries (and reports it again).
-          entry.fh.catch(() => {
-            if (this.open.get(file) === entry) entry.fh = null;
-          });
-        }
-        const fh = await entry.fh;
-        while (done < bytes.byteLength) {
-          const { bytesRead } = await fh.read(bytes, done, bytes.byteLength - done, dataOffset + 4 * y0 * width + done);
-          if (bytesRead === 0) break;
-          done += bytesRead;
-        }
-      } catch (e) {
-        // The same error type as the reader's own reads (STACKING reports FitsError as a frame's
-        // input error, anything else as a bug).
-        const code = (e as NodeJS.ErrnoException)?.code;
-        throw new FitsError(code === 'ENOENT' ? 'FITS_NOT_FOUND' : 'FITS_UNREADABLE', file, `${code ?? 'I/O error'}: ${(e as Error)?.message ?? String(e)}`);
+        await reader.readRowsInto(y0, rows, target, { scratch });
+      } finally {
+        this.scratch.push(scratch);
       }
-      if (done < bytes.byteLength) throw new FitsError('FITS_TRUNCATED_DATA', file, `file ended while reading pixel data (got ${done} of ${bytes.byteLength} bytes)`);
-      return decodeSamples(bytes, 'float32', 4) as Float32Array;
+      return target.subarray(0, n);
     });
   }
+
+  /** Scratch buffers of integer and compressed reads, one per read in flight at most. */
+  private readonly scratch: RowScratch[] = [];
 
   private async evict(): Promise<void> {
     if (this.open.size < this.capacity) return;
@@ -106,10 +86,11 @@ export class ReaderCache {
   async closeAll(): Promise<void> {
     const entries = [...this.open.values()];
     this.open.clear();
+    this.scratch.length = 0;
     await Promise.all(entries.map(closeEntry));
   }
 }
 
 async function closeEntry(e: Entry): Promise<void> {
-  await Promise.all([e.reader.then((r) => r.close()).catch(() => undefined), e.fh?.then((h) => h.close()).catch(() => undefined)]);
+  await e.reader.then((r) => r.close()).catch(() => undefined);
 }

@@ -15,7 +15,7 @@
 import { identity, invertAffine, type Affine } from '../../algorithms/affine.js';
 import { cfaPhase, redSite, type CfaPattern } from '../../cpu/debayer.js';
 import { KERNEL_SUPPORT, sourceRowsFor, type WarpKernel } from '../../cpu/warp.js';
-import { keys, readFitsHeader, type FitsHeader } from '../../fits/index.js';
+import { isFitsError, keys, readFitsHeader, type FitsHeader } from '../../fits/index.js';
 import { planBands, type BandPlan } from '../../gpu/band-planner.js';
 import { GpuError } from '../../gpu/errors.js';
 import { forEachLimit } from '../concurrency.js';
@@ -171,7 +171,7 @@ export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: R
       if (!headers.has(f)) headers.set(f, (await readFitsHeader(f.file)).header);
     } catch (e) {
       exclude(f, 'unreadable', `cannot open for stacking: ${(e as Error).message}`);
-      ctx.frame(f.index, f.name, 'excluded', 'unreadable');
+      ctx.frame(f.index, f.name, 'excluded', isFitsError(e) ? e.code : 'unreadable', { exclusion: 'unreadable', detail: (e as Error).message });
       return;
     }
     const h = headers.get(f)!;

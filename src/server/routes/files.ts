@@ -3,8 +3,9 @@
 // as a `link` with no size or time, so nothing about the outside is revealed.
 
 import { lstat, readdir, realpath, stat } from 'node:fs/promises';
-import { extname, join } from 'node:path';
+import { join } from 'node:path';
 import { z } from 'zod';
+import { fitsExtension, folderPatternHint } from '../../pipeline/fits-names.js';
 import { decideColorMode, scanFolder, summarizeScan, type FrameInfo } from '../../pipeline/scan.js';
 import { queryOf, jsonBody } from '../body.js';
 import type { AppContext } from '../context.js';
@@ -12,12 +13,11 @@ import { ApiError } from '../errors.js';
 import { isInside, MAX_PATH, PATH_FIELD_MAX } from '../paths.js';
 import type { ApiRegistry } from '../registry.js';
 
-const FITS_EXT = new Set(['.fit', '.fits', '.fts', '.fz']);
 const MAX_ENTRIES = 5000;
 
+/** .fit/.fits/.fts in any case, gzip-compressed (.fits.gz) or fpack'd (.fz, .fits.fz). */
 export function isFitsName(name: string): boolean {
-  const lower = name.toLowerCase();
-  return FITS_EXT.has(extname(lower)) || /\.(fit|fits|fts)\.fz$/.test(lower);
+  return fitsExtension(name) !== null;
 }
 
 /** Folders nobody may grant: system trees, and anything holding the server's own state. */
@@ -116,12 +116,14 @@ export function fileRoutes(api: ApiRegistry, app: AppContext): void {
       tag: 'files',
       summary: 'scan a folder for frames (headers only)',
       body: ScanBody,
-      responses: { 200: 'frames and summary', 400: 'bad body', 403: 'outside the allowed roots', 422: 'missing or not a folder' },
+      responses: { 200: 'frames and summary; pattern_hint when the pattern matches nothing but FITS files of another extension are there', 400: 'bad body', 403: 'outside the allowed roots', 422: 'missing or not a folder' },
     },
     async (ctx) => {
       const body = await jsonBody(ctx, ScanBody);
       const dir = await app.guard.resolve(body.path, { kind: 'dir' });
       const frames = await scanFolder(dir, { pattern: body.pattern, maxFrames: body.max_frames, checksums: body.checksums, concurrency: 4 });
+      // The condition INPUT_SCAN fails with (pattern_mismatch), so the form can offer the pattern first.
+      const hint = frames.length === 0 ? await folderPatternHint(dir, body.pattern) : null;
       const summary = summarizeScan(frames);
       const good = frames.filter((f): f is FrameInfo => f.ok);
       const color = good[0] ? decideColorMode(good[0], 'auto', 'auto') : null;
@@ -156,7 +158,11 @@ export function fileRoutes(api: ApiRegistry, app: AppContext): void {
           groups: [...groups.values()].sort((a, b) => b.count - a.count),
           unreadable: summary.unreadable,
         },
-        warnings: [...summary.warnings, ...(summary.total === 0 ? [{ code: 'no_frames', message: `no file matches ${body.pattern}` }] : [])],
+        pattern_hint: hint,
+        warnings: [
+          ...summary.warnings,
+          ...(summary.total === 0 ? [hint ? { code: 'pattern_mismatch', message: hint.message, suggested_pattern: hint.suggested_pattern } : { code: 'no_frames', message: `no file matches ${body.pattern}` }] : []),
+        ],
       };
     },
   );

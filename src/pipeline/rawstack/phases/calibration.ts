@@ -34,7 +34,7 @@
 import { mkdir, readdir, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { imageMedians, imageMediansPooled } from '../../../cpu/stats.js';
-import { isPartialWrite, keys, readFitsImage, writeFits, type FitsHeader } from '../../../fits/index.js';
+import { isFitsError, isPartialWrite, keys, readFitsImage, writeFits, type FitsHeader } from '../../../fits/index.js';
 import { GpuError } from '../../../gpu/errors.js';
 import { gpuFor } from '../../device-policy.js';
 import { CancelledError, failed, ok, skipped, type Phase, type PhaseContext } from '../../phase.js';
@@ -525,11 +525,12 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     calibrated++;
     ctx.frame(frame.index, frame.name, 'ok', undefined, { calibrated: `outputs/calibrated/${plan.name}`, ...(plan.group ? { dark: plan.group.name, dark_scale: Number(plan.scale.toFixed(6)) } : {}) });
   };
-  const onExcluded = (frame: FrameRecord, code: 'blank_frame' | 'calibration_failed', detail: string) => {
+  /** fitsCode: the light could not be read; its frame event carries that specific code. */
+  const onExcluded = (frame: FrameRecord, code: 'blank_frame' | 'calibration_failed', detail: string, fitsCode?: string) => {
     if (code === 'blank_frame') blank++;
     else failedFrames++;
     exclude(frame, code, detail);
-    ctx.frame(frame.index, frame.name, 'excluded', code, { detail });
+    ctx.frame(frame.index, frame.name, 'excluded', fitsCode ?? code, fitsCode ? { detail, exclusion: code } : { detail });
   };
 
   if (!calibrateGpu) {
@@ -575,7 +576,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
             frame.premeasured = r.premeasured;
             measured++;
             for (const k of Object.keys(stepMs) as (keyof typeof stepMs)[]) stepMs[k].push(r.ms[k]);
-          } else onExcluded(frame, r.code, r.detail);
+          } else onExcluded(frame, r.code, r.detail, r.fitsCode);
           ctx.progress(++unitsDone, total, 'lights');
         },
       );
@@ -604,7 +605,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
           onCalibrated(frame, plan);
         } catch (e) {
           if (e instanceof CancelledError || e instanceof GpuError) throw e;
-          onExcluded(frame, 'calibration_failed', e instanceof Error ? e.message : String(e));
+          onExcluded(frame, 'calibration_failed', e instanceof Error ? e.message : String(e), isFitsError(e) ? e.code : undefined);
         } finally {
           unitsDone++;
           ctx.progress(unitsDone, total, 'lights');

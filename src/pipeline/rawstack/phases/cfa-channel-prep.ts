@@ -60,7 +60,8 @@ export const cfaChannelPrepPhase: Phase<RawStackState> = {
       if (!r.ok) {
         exclude(frame, r.code, r.detail);
         excluded[r.code] = (excluded[r.code] ?? 0) + 1;
-        ctx.frame(frame.index, frame.name, 'excluded', r.code, { detail: r.detail });
+        // An unreadable file's event carries its FITS error code; the exclusion stays `unreadable`.
+        ctx.frame(frame.index, frame.name, 'excluded', r.fitsCode ?? r.code, { detail: r.detail, ...(r.fitsCode ? { exclusion: r.code } : {}) });
         return;
       }
       if (r.phase) phases.set(r.phase, (phases.get(r.phase) ?? 0) + 1);
@@ -98,7 +99,7 @@ export const cfaChannelPrepPhase: Phase<RawStackState> = {
           }
           const file = pixelSource(frame);
           const r = (await workers.run({ kind: 'analyze', file, spec })) as AnalyzeTaskResult;
-          if (!r.ok) return { kind: 'channels', ok: false, code: r.code, detail: r.detail, ms: { read: r.ms.read, stats: 0 } };
+          if (!r.ok) return { kind: 'channels', ok: false, code: r.code, detail: r.detail, fitsCode: r.fitsCode, ms: { read: r.ms.read, stats: 0 } };
           // The stars measured on this read wait for REFERENCE_SELECTION.
           frame.premeasured = { ...r.premeasured, channels: null };
           return r.premeasured.channels!;

@@ -8,8 +8,13 @@
 // all. All entries must share one colour mode and frame size (majority size; others
 // size_mismatch). A missing folder of an active entry, or no active entry, is an input error.
 // No queue entries: the single input folder (lights_dir) as before, state.queue stays null.
+// A pattern that matches nothing in a folder holding FITS files of another extension (`*.fits`
+// on a folder of .fit files) fails with `pattern_mismatch`, naming what was found and the
+// pattern that takes it (fits-names.ts); unreadable files are excluded (`unreadable`) and their
+// frame events carry the file's specific FITS error code (FITS_TRUNCATED_DATA, FITS_EMPTY, ...).
 
 import { failed, ok, type Phase, type PhaseContext, type PhaseOutcome } from '../../phase.js';
+import { folderPatternHint, type PatternHint } from '../../fits-names.js';
 import { decideColorMode, scanFolder, ScanError, summarizeScan, type FrameInfo, type ScannedFrame } from '../../scan.js';
 import { entryLabel, filterKey } from '../queue.js';
 import { exclude, newFrameRecord, type QueueEntryState, type RawStackState } from '../state.js';
@@ -37,7 +42,11 @@ export const inputScanPhase: Phase<RawStackState> = {
       throw e;
     }
     ctx.checkCancelled();
-    if (scanned.length === 0) return failed('no_frames', `no file in ${c.lights_dir} matches "${c.pattern}"`);
+    if (scanned.length === 0) {
+      const hint = await folderPatternHint(c.lights_dir, c.pattern);
+      if (hint) return failed('pattern_mismatch', `${c.lights_dir}: ${hint.message}`, hintDetails(hint));
+      return failed('no_frames', `no file in ${c.lights_dir} matches "${c.pattern}"`);
+    }
     const summary = summarizeScan(scanned);
     const reference = summary.sizes[0];
     state.frames = scanned.map((f) => newFrameRecord(f.index, f.file, f.name, f.ok ? f : null));
@@ -48,7 +57,7 @@ export const inputScanPhase: Phase<RawStackState> = {
       } else if (reference && (f.width !== reference.width || f.height !== reference.height || f.planes !== reference.planes)) {
         exclude(record, 'size_mismatch', `${f.width}x${f.height}x${f.planes} differs from the majority size ${reference.width}x${reference.height}x${reference.planes}`);
       }
-      ctx.frame(record.index, record.name, record.status === 'included' ? 'ok' : 'excluded', record.exclusions[0]?.code, f.ok ? { width: f.width, height: f.height, exptime: f.exptime } : undefined);
+      ctx.frame(record.index, record.name, record.status === 'included' ? 'ok' : 'excluded', frameCode(f, record.exclusions[0]?.code), f.ok ? { width: f.width, height: f.height, exptime: f.exptime } : unreadableDetail(f));
     }
     const usable = state.frames.filter((f) => f.status === 'included');
     if (usable.length === 0 || !reference) return failed('no_frames', `none of the ${scanned.length} matching files is a readable FITS image`, { unreadable: summary.unreadable.length });
@@ -90,6 +99,7 @@ async function scanQueue(ctx: PhaseContext<RawStackState>): Promise<PhaseOutcome
 
   // Scan each active entry; frames are renumbered across entries in queue order.
   const scanned: { frame: ScannedFrame; entry: QueueEntryState }[] = [];
+  const hints: { entry: QueueEntryState; hint: PatternHint }[] = [];
   let total = 0;
   for (const e of active) {
     let frames: ScannedFrame[];
@@ -113,13 +123,19 @@ async function scanQueue(ctx: PhaseContext<RawStackState>): Promise<PhaseOutcome
     ctx.checkCancelled();
     e.frames_found = frames.length;
     if (frames.length === 0) {
-      e.message = `no file matches "${e.pattern}"`;
-      ctx.warn('queue_entry_empty', `queue entry ${entryLabel(e)}: no file in ${e.input_dir} matches "${e.pattern}"`);
+      const hint = await folderPatternHint(e.input_dir, e.pattern);
+      if (hint) hints.push({ entry: e, hint });
+      e.message = hint ? hint.message : `no file matches "${e.pattern}"`;
+      ctx.warn('queue_entry_empty', `queue entry ${entryLabel(e)}: ${hint ? `${e.input_dir}: ${hint.message}` : `no file in ${e.input_dir} matches "${e.pattern}"`}`);
     }
     for (const f of frames) scanned.push({ frame: f, entry: e });
     total += frames.length;
   }
-  if (scanned.length === 0) return failed('no_frames', `no file in the ${active.length} active queue entries matches their patterns`);
+  if (scanned.length === 0) {
+    const first = hints[0];
+    if (first) return failed('pattern_mismatch', `queue entry ${entryLabel(first.entry)}: ${first.entry.input_dir}: ${first.hint.message}`, { ...hintDetails(first.hint), queue_entry: first.entry.index });
+    return failed('no_frames', `no file in the ${active.length} active queue entries matches their patterns`);
+  }
   const renumbered = scanned.map(({ frame }, i) => ({ ...frame, index: i }) as ScannedFrame);
   const summary = summarizeScan(renumbered);
   const reference = summary.sizes[0];
@@ -135,7 +151,7 @@ async function scanQueue(ctx: PhaseContext<RawStackState>): Promise<PhaseOutcome
     else if (reference && (f.width !== reference.width || f.height !== reference.height || f.planes !== reference.planes)) {
       exclude(record, 'size_mismatch', `${f.width}x${f.height}x${f.planes} differs from the majority size ${reference.width}x${reference.height}x${reference.planes}`);
     }
-    ctx.frame(record.index, record.name, record.status === 'included' ? 'ok' : 'excluded', record.exclusions[0]?.code, f.ok ? { width: f.width, height: f.height, exptime: f.exptime, filter: record.filter, queue_entry: record.entry } : undefined);
+    ctx.frame(record.index, record.name, record.status === 'included' ? 'ok' : 'excluded', frameCode(f, record.exclusions[0]?.code), f.ok ? { width: f.width, height: f.height, exptime: f.exptime, filter: record.filter, queue_entry: record.entry } : unreadableDetail(f, record.entry));
   }
   const usable = state.frames.filter((f) => f.status === 'included');
   if (usable.length === 0 || !reference) return failed('no_frames', `none of the ${renumbered.length} matching files of the run queue is a readable FITS image`, { unreadable: summary.unreadable.length });
@@ -177,4 +193,19 @@ async function scanQueue(ctx: PhaseContext<RawStackState>): Promise<PhaseOutcome
   const queue = entries.map((e) => ({ index: e.index, filter: e.filter, label: e.label, input_dir: e.input_dir, pattern: e.pattern, active: e.active, status: e.status, frames_found: e.frames_found, frames_usable: e.frames_usable }));
   state.summaries.INPUT_SCAN = { frames_found: renumbered.length, frames_usable: usable.length, color_mode: decision.mode, color_source: decision.source, bayer_pattern: decision.bayer, width: reference.width, height: reference.height, queue, scan: summary };
   return ok({ frames_found: renumbered.length, frames_usable: usable.length, image_width: reference.width, image_height: reference.height, color_mode: decision.mode, bayer_pattern: decision.bayer, queue_entries: entries.length, queue_active: active.length, filters: [...new Set(active.map((e) => e.filter))] });
+}
+
+/** The phase_end details of a pattern_mismatch: what was found and the pattern that takes it. */
+function hintDetails(hint: PatternHint): Record<string, unknown> {
+  return { pattern: hint.pattern, suggested_pattern: hint.suggested_pattern, found: hint.found, examples: hint.examples };
+}
+
+/** A frame event's code: the FITS error of an unreadable file (specific), else the exclusion reason. */
+function frameCode(f: ScannedFrame, exclusion: string | undefined): string | undefined {
+  return f.ok ? exclusion : f.code;
+}
+
+function unreadableDetail(f: ScannedFrame, queueEntry?: number | null): Record<string, unknown> | undefined {
+  if (f.ok) return undefined;
+  return { exclusion: 'unreadable', detail: f.message, ...(queueEntry !== undefined && queueEntry !== null ? { queue_entry: queueEntry } : {}) };
 }

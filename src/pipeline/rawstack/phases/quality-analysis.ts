@@ -28,7 +28,7 @@ import { FrameWorkers, mapFrames } from '../frame-workers.js';
 import { medianOf, metricsView } from '../quality-artifacts.js';
 import { filterGroups, groupReference } from '../queue.js';
 import { writeRegistrationJson } from '../registration-artifact.js';
-import { exclude, includedFrames, pixelSource, type RawStackState } from '../state.js';
+import { exclude, includedFrames, pixelSource, type FrameRecord, type RawStackState } from '../state.js';
 
 /** Correlation proxy binning (even: whole Bayer cells on a mosaic). */
 export const CC_BIN = 2;
@@ -53,6 +53,8 @@ export const qualityAnalysisPhase: Phase<RawStackState> = {
     const groups = filterGroups(state, frames);
     const total = frames.length - groups.length;
     const workers = new FrameWorkers(Math.min(state.config.runtime_limits.parallel_workers, Math.max(1, total)));
+    /** Frames whose file failed to read, with the FitsError code their event carries. */
+    const readFailures = new Map<FrameRecord, string>();
     try {
       // Per filter group, against the group's own reference (the common one for its own group):
       // a correlation across filters would measure the filters' difference, not the frame.
@@ -85,6 +87,7 @@ export const qualityAnalysisPhase: Phase<RawStackState> = {
               f.metrics!.registration_cc = r.cc;
             } else if (r.code === 'unreadable') {
               exclude(f, 'unreadable', r.detail);
+              if (r.fitsCode) readFailures.set(f, r.fitsCode);
             } else {
               f.metrics!.registration_cc = 0;
               ccFailures.push(`${f.name}: ${r.detail}`);
@@ -108,7 +111,7 @@ export const qualityAnalysisPhase: Phase<RawStackState> = {
     }
     for (const f of frames) {
       if (f.status === 'included') ctx.frame(f.index, f.name, 'ok', undefined, metricsView(f.metrics));
-      else ctx.frame(f.index, f.name, 'excluded', f.exclusions[f.exclusions.length - 1]?.code);
+      else ctx.frame(f.index, f.name, 'excluded', readFailures.get(f) ?? f.exclusions[f.exclusions.length - 1]?.code);
     }
     await writeRegistrationJson(state, 'REGISTRATION');
 

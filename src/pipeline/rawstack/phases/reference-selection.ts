@@ -110,7 +110,7 @@ export const referenceSelectionPhase: Phase<RawStackState> = {
             f.stars = null;
             f.metrics = r.metrics ? { ...r.metrics, quality_score: 0 } : null;
             exclude(f, r.code, r.detail);
-            ctx.frame(f.index, f.name, 'excluded', r.code, metricsView(f.metrics));
+            ctx.frame(f.index, f.name, 'excluded', r.fitsCode ?? r.code, r.fitsCode ? { exclusion: r.code, detail: r.detail } : metricsView(f.metrics));
           }
           ctx.progress(++done, frames.length, 'stars');
         },
