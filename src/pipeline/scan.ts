@@ -44,22 +44,52 @@ export interface UnreadableFrame {
 
 export type ScannedFrame = FrameInfo | UnreadableFrame;
 
-/** Compiles `*.fits`, `light_*.fit;*.fits` (";"-separated alternatives) into a case-insensitive matcher. */
+/**
+ * Compiles `*.fits`, `light_*.fit;*.fits` (";"-separated alternatives) into a case-insensitive
+ * matcher: `*` matches any run of characters, `?` one character (a frame name is one path
+ * segment: a name holding `/` never matches). No RegExp: a backtracking engine takes
+ * exponential time on patterns such as `*a*a*a*a*b`, and patterns come from requests.
+ */
 export function globMatcher(pattern: string): (name: string) => boolean {
   const alternatives = pattern
     .split(';')
     .map((p) => p.trim())
     .filter((p) => p.length > 0)
-    .map((p) => {
-      let re = '';
-      for (const ch of p) {
-        if (ch === '*') re += '[^/]*';
-        else if (ch === '?') re += '[^/]';
-        else re += ch.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-      }
-      return new RegExp(`^${re}$`, 'i');
-    });
-  return (name) => alternatives.some((re) => re.test(name));
+    .map((p) => Array.from(p.toLowerCase()));
+  return (name) => {
+    if (name.includes('/')) return false;
+    const chars = Array.from(name.toLowerCase());
+    return alternatives.some((p) => wildcardMatch(p, chars));
+  };
+}
+
+/**
+ * The two-pointer wildcard walk. When a literal fails, only the most recent `*` takes one more
+ * character and the rest is retried after it: moving an earlier `*` can never help, because
+ * the text between two stars is matched at its leftmost place. So each name character is
+ * revisited at most once per pattern position: O(name × pattern) steps in the worst case.
+ */
+function wildcardMatch(p: string[], n: string[]): boolean {
+  let i = 0;
+  let j = 0;
+  let star = -1;
+  let resume = 0;
+  while (i < n.length) {
+    if (j < p.length && p[j] === '*') {
+      star = j++;
+      resume = i;
+    } else if (j < p.length && (p[j] === '?' || p[j] === n[i])) {
+      i++;
+      j++;
+    } else if (star >= 0) {
+      j = star + 1;
+      i = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (j < p.length && p[j] === '*') j++;
+  return j === p.length;
 }
 
 export function frameInfoFromHeader(index: number, file: string, header: FitsHeader, layout: { width: number; height: number; planes: number; bitpix: number; dataBytes: number }): FrameInfo {
