@@ -1,7 +1,9 @@
 // `skystack serve`: builds the Koa app from small middleware factories (error envelope,
-// hardening headers, Host/Origin checks, bearer token, static UI, routes) and the state it
-// needs (path guard with the allowed roots, stores, job manager, device probe), then listens.
-// Binding anywhere but loopback requires a token (DESIGN §7): one is generated when absent.
+// hardening headers, Host check, static UI, routes with their own token and cross-site guards,
+// 405 fallback) and the state it needs (path guard with the allowed roots, stores, job manager,
+// device probe), then listens. Binding anywhere but loopback requires a token (DESIGN §7): one
+// is generated when absent. Routing is strict and case-sensitive: `/api/x/` and `/API/x` are
+// not `/api/x` (404), so a path has one spelling.
 
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
@@ -12,11 +14,11 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import type { AppContext, ServerOptions } from './context.js';
 import { probeDevice } from './device-probe.js';
-import { ApiError, errorMiddleware } from './errors.js';
+import { errorMiddleware } from './errors.js';
 import { JobManager } from './jobs/manager.js';
 import { JobStore } from './jobs/store.js';
 import { PathGuard } from './paths.js';
-import { ApiRegistry } from './registry.js';
+import { ApiRegistry, methodNotAllowed } from './registry.js';
 import { configRoutes } from './routes/config.js';
 import { fileRoutes } from './routes/files.js';
 import { jobRoutes } from './routes/jobs.js';
@@ -25,7 +27,7 @@ import { preprocessingRoutes } from './routes/preprocessing.js';
 import { preprocessingImportFileRoutes } from './routes/preprocessing-import-file.js';
 import { runRoutes } from './routes/runs.js';
 import { systemRoutes } from './routes/system.js';
-import { allowedHostnames, hardeningHeaders, hostCheck, isLoopback, originCheck, tokenAuth, type Endpoint } from './security.js';
+import { allowedHostnames, crossSiteGuard, hardeningHeaders, hostCheck, isLoopback, tokenGuard, type Endpoint } from './security.js';
 import { ensureStateDir, GrantStore, ParameterStore } from './state.js';
 import { staticUi } from './static-ui.js';
 
@@ -78,8 +80,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const context: AppContext = { options, endpoint, runsDir, stateDir, guard, params, grants, jobs, jobStore, device: device.status, token, startedAt: new Date(), uiDir: options.uiDir ?? DEFAULT_UI_DIR, log };
 
   const koa = new Koa({ proxy: false });
-  const router = new Router();
-  const api = new ApiRegistry(router);
+  const router = new Router({ strict: true, sensitive: true });
+  const names = allowedHostnames(options.host, options.allowedHosts ?? []);
+  const requireToken = tokenGuard(token);
+  const api = new ApiRegistry(router, { crossSite: crossSiteGuard(endpoint, names), token: requireToken });
   systemRoutes(api, context);
   fileRoutes(api, context);
   jobRoutes(api, context);
@@ -89,25 +93,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   configRoutes(api, context);
   pccRoutes(api, context);
 
-  const names = allowedHostnames(options.host, options.allowedHosts ?? []);
   koa.use(errorMiddleware(log));
   koa.use(hardeningHeaders());
   koa.use(hostCheck(endpoint, names));
-  koa.use(originCheck(endpoint, names, (p) => p === '/api/files/grant'));
-  koa.use(tokenAuth(token, (p) => p === '/api/system/health' || p === '/' || p === '/ui' || p.startsWith('/ui/')));
-  koa.use(staticUi(context.uiDir));
+  koa.use(staticUi(context.uiDir)); // public: the UI asks for the token itself
+  koa.use(methodNotAllowed(router, requireToken));
   koa.use(router.routes());
-  koa.use(async (ctx, next) => {
-    await next();
-    // A known path with another method: 405 in the envelope (router.allowedMethods would answer bare).
-    if (ctx.status === 404 && ctx.body === undefined && ctx.path.startsWith('/api/')) {
-      const methods = router.stack.filter((l) => l.match(ctx.path)).flatMap((l) => l.methods);
-      if (methods.length > 0) {
-        ctx.set('Allow', [...new Set(methods)].join(', '));
-        throw new ApiError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}`, { allowed: [...new Set(methods)] });
-      }
-    }
-  });
   koa.on('error', (e: Error) => {
     if ((e as NodeJS.ErrnoException).code !== 'ECONNRESET' && (e as NodeJS.ErrnoException).code !== 'EPIPE') log(`koa: ${e.message}`);
   });

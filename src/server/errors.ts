@@ -79,7 +79,7 @@ export function sendError(ctx: Context, err: ApiError): void {
 
 /** Outermost middleware: converts every throw (and unmatched routes) into the envelope. */
 export function errorMiddleware(log: (message: string) => void) {
-  return async (ctx: Context, next: Next): Promise<void> => {
+  return async function answerErrors(ctx: Context, next: Next): Promise<void> {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw new ApiError('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);

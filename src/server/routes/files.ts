@@ -84,7 +84,7 @@ export function fileRoutes(api: ApiRegistry, app: AppContext): void {
   );
 
   api.add(
-    { method: 'get', path: '/api/files/grant', tag: 'files', summary: 'grant access to an absolute existing directory (persisted)', query: GrantQuery, responses: { 200: '{path, granted_at}', 403: 'refused (system folder, server state, bad path)', 422: 'missing or not a folder' } },
+    { method: 'get', path: '/api/files/grant', tag: 'files', summary: 'grant access to an absolute existing directory (persisted)', changesState: true, query: GrantQuery, responses: { 200: '{path, granted_at}', 403: 'refused (system folder, server state, bad path)', 422: 'missing or not a folder' } },
     async (ctx) => {
       const q = queryOf(ctx, GrantQuery);
       const text = q.path;
