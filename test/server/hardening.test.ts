@@ -202,7 +202,7 @@ test('3. links planted in a run folder reveal nothing outside the run folder', a
   await writeFile(join(outside, 'report.json'), '{"secret": "SECRET-REPORT"}');
   const outDir = join(outside, 'outdir');
   await mkdir(join(outDir, 'preprocess'), { recursive: true });
-  await writeFile(join(outDir, 'SECRET-FILE.txt'), 'SECRET-CONTENT');
+  await writeFile(join(outDir, 'hidden-file.txt'), 'SECRET-CONTENT');
   await copyFile(join(outside, 'events.jsonl'), join(outDir, 'preprocess', 'events.jsonl'));
   await copyFile(join(outside, 'frame_quality.csv'), join(outDir, 'preprocess', 'frame_quality.csv'));
   // run A: every file a link; run B: whole sub-folders are links; run C: the run folder itself is one
@@ -224,7 +224,7 @@ test('3. links planted in a run folder reveal nothing outside the run folder', a
   assert.is(list.status, 200);
   assert.not.match(list.text, leaks, `run list: ${list.text.slice(0, 300)}`);
   for (const id of ['evil_a', 'evil_b', 'evil_c']) {
-    for (const p of ['', '/logs', '/artifacts', '/report', '/artifacts/view?path=run.json', '/artifacts/view?path=artifacts/preprocess/events.jsonl', '/artifacts/view?path=outputs/SECRET-FILE.txt', '/artifacts/raw/run.json', '/artifacts/raw/outputs/SECRET-FILE.txt', '/artifacts/raw/artifacts/SECRET-FILE.txt']) {
+    for (const p of ['', '/logs', '/artifacts', '/report', '/artifacts/view?path=run.json', '/artifacts/view?path=artifacts/preprocess/events.jsonl', '/artifacts/view?path=outputs/hidden-file.txt', '/artifacts/raw/run.json', '/artifacts/raw/outputs/hidden-file.txt', '/artifacts/raw/artifacts/hidden-file.txt']) {
       const r = await http(base, 'GET', `/api/runs/${id}${p}`);
       assert.not.match(r.text, leaks, `${id}${p} → ${r.status} ${r.text.slice(0, 300)}`);
       assert.ok(r.status < 500, `${id}${p} → ${r.status}`);
@@ -239,6 +239,7 @@ test('3. links planted in a run folder reveal nothing outside the run folder', a
   assert.is(details.json.events, 0, 'a linked-out events file counts as none');
   const arts = await http(base, 'GET', '/api/runs/evil_b/artifacts');
   assert.equal(arts.json.items.map((i: { path: string }) => i.path), ['run.json']);
+  assert.equal((await http(base, 'GET', '/api/runs/evil_a/artifacts')).json.items, [], 'links are not artifacts');
 });
 
 test('4. a folder that contains a refused system folder cannot be granted', async () => {

@@ -10,6 +10,7 @@ import { validateTiledYaml } from '../../src/config/tiled.js';
 import { DawnNoiseFilter } from '../../src/server/jobs/dawn-noise.js';
 import { isInside, PathGuard, resolveInside } from '../../src/server/paths.js';
 import { rejectionFor } from '../../src/server/routes/config.js';
+import { listRunFiles, openRunFile, readRunText } from '../../src/server/run-files.js';
 import { closeRun } from '../../src/server/run-index.js';
 import { allowedHostnames, isLoopback, splitHost, tokensEqual } from '../../src/server/security.js';
 import { withTempDir } from '../helpers/tmp.js';
@@ -87,6 +88,40 @@ test('closeRun ends open phases and the run once, continuing seq', async () => {
     assert.is(lines[2].reason, 'cancelled');
     assert.equal(lines[3].failed_phases, ['INPUT_SCAN']);
     assert.is(JSON.parse(await readFile(join(dir, 'run.json'), 'utf8')).status, 'cancelled');
+  });
+});
+
+test('run files: one confined open; links out of the run folder read as missing and are never written through', async () => {
+  await withTempDir('runfiles', async (dir) => {
+    const run = join(dir, 'run');
+    const art = join(run, 'artifacts', 'preprocess');
+    await mkdir(art, { recursive: true });
+    await mkdir(join(dir, 'out'));
+    await writeFile(join(dir, 'out', 'secret.txt'), 'SECRET\n');
+    await writeFile(join(run, 'ok.txt'), 'fine');
+    await symlink(join(dir, 'out', 'secret.txt'), join(art, 'events.jsonl'));
+    await symlink(join(dir, 'out'), join(run, 'outputs'));
+    await symlink(join(run, 'ok.txt'), join(run, 'inner-link.txt'));
+    await writeFile(join(run, 'run.json'), JSON.stringify({ run_id: 'r', status: 'running', created_at: 'x' }));
+    assert.is(await readRunText(run, 'ok.txt'), 'fine');
+    assert.is(await readRunText(run, 'inner-link.txt'), 'fine', 'a link inside the run folder is followed');
+    assert.is(await readRunText(run, 'artifacts/preprocess/events.jsonl'), null);
+    assert.is(await readRunText(run, 'outputs/secret.txt'), null);
+    assert.is(await readRunText(run, 'missing.txt'), null);
+    const code = (rel: string, o = {}) => openRunFile(run, rel, o).then((f) => (f.fh.close(), 'ok'), (e) => e.code);
+    assert.is(await code('outputs/secret.txt'), 'PATH_NOT_ALLOWED');
+    assert.is(await code('../out/secret.txt'), 'PATH_NOT_ALLOWED');
+    assert.is(await code('artifacts'), 'NOT_A_FILE');
+    assert.is(await code('nothing.txt'), 'NOT_FOUND');
+    // the run folder itself reached through a link is refused
+    await symlink(run, join(dir, 'run-link'));
+    assert.is(await readRunText(join(dir, 'run-link'), 'ok.txt'), null);
+    // listing: regular files in real folders only
+    await writeFile(join(art, 'frame_quality.csv'), 'a\n');
+    assert.equal((await listRunFiles(run, ['artifacts', 'outputs'], ['run.json', 'inner-link.txt'], 100)).map((f) => f.path), ['run.json', 'artifacts/preprocess/frame_quality.csv']);
+    // closing the run appends nothing through the planted events link
+    assert.is(await closeRun(run, 'error', 'interrupted'), false);
+    assert.is(await readFile(join(dir, 'out', 'secret.txt'), 'utf8'), 'SECRET\n');
   });
 });
 

@@ -3,8 +3,6 @@
 // suggest parameter values from the machine and the data (each with its reason).
 
 import { availableParallelism, freemem, totalmem } from 'node:os';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { z } from 'zod';
 import { detectStars } from '../../algorithms/stars.js';
 import { frameMetrics } from '../../algorithms/frame-metrics.js';
@@ -17,6 +15,8 @@ import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { PATH_FIELD_MAX } from '../paths.js';
 import type { ApiRegistry } from '../registry.js';
+import { readRunText } from '../run-files.js';
+import { FRAME_QUALITY_REL } from '../run-index.js';
 import { findRun, parseCsv } from './runs.js';
 
 const SchemaQuery = z.strictObject({ kind: z.enum(['tiled', 'rawstack']).default('tiled') });
@@ -113,7 +113,8 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
         measured.source = 'scan figures from the request';
       } else if (body.run_id) {
         const dir = await findRun(app, body.run_id);
-        const rows = await readFile(join(dir, 'artifacts', 'preprocess', 'frame_quality.csv'), 'utf8').then(parseCsv, () => null);
+        const csv = await readRunText(dir, FRAME_QUALITY_REL);
+        const rows = csv === null ? null : parseCsv(csv);
         if (!rows) throw new ApiError('NOT_FOUND', `run ${body.run_id} has no frame_quality.csv`);
         const used = rows.filter((r) => r.status !== 'excluded');
         frames = used.length;
