@@ -6,7 +6,7 @@
 // not `/api/x` (404), so a path has one spelling.
 
 import { randomBytes } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, realpath } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +20,7 @@ import { JobStore } from './jobs/store.js';
 import { PathGuard } from './paths.js';
 import { ApiRegistry, methodNotAllowed } from './registry.js';
 import { configRoutes } from './routes/config.js';
-import { fileRoutes } from './routes/files.js';
+import { fileRoutes, grantRefusal } from './routes/files.js';
 import { jobRoutes } from './routes/jobs.js';
 import { pccRoutes } from './routes/pcc.js';
 import { preprocessingRoutes } from './routes/preprocessing.js';
@@ -68,7 +68,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const params = new ParameterStore(files.parameters);
   for (const w of await params.load()) log(w);
   const grants = new GrantStore(files.grants);
-  for (const g of await grants.load()) await guard.addRoot(g.path).catch(() => log(`grant ${g.path} no longer exists`));
+  for (const g of await grants.load()) {
+    const real = await realpath(g.path).catch(() => null);
+    if (real === null) {
+      log(`grant ${g.path} no longer exists`);
+      continue;
+    }
+    // Grants stored under an older, weaker rule are checked again.
+    const refusal = await grantRefusal(real, { guard, stateDir });
+    if (refusal) log(`grant ${g.path} ignored: it ${refusal}`);
+    else await guard.addRoot(real);
+  }
 
   const jobStore = new JobStore(files.jobs);
   const jobs = new JobManager({ store: jobStore, cliPath: CLI_PATH, maxConcurrent: options.maxConcurrentJobs, log, ...(options.childEnv ? { env: options.childEnv } : {}), ...(options.killGraceMs !== undefined ? { killGraceMs: options.killGraceMs } : {}) });

@@ -254,6 +254,17 @@ test('4. a folder that contains a refused system folder cannot be granted', asyn
   const ok = join(dir, 'grant-ok');
   await mkdir(ok);
   assert.is((await http(base, 'GET', `/api/files/grant?path=${encodeURIComponent(ok)}`)).status, 200);
+  // a grant stored under the older rule is not honoured at start
+  const state = join(dir, 'state-grants');
+  await mkdir(state, { recursive: true });
+  await writeFile(join(state, 'grants.json'), JSON.stringify([{ path: '/var', granted_at: '2026-01-01T00:00:00.000Z', granted_by: 'x' }, { path: ok, granted_at: '2026-01-01T00:00:00.000Z', granted_by: 'x' }]));
+  const s = await testServer({ runsDir: join(dir, 'runs-grants'), stateDir: state });
+  try {
+    const roots = (await http(s.url, 'GET', '/api/files/list')).json.entries.map((e: { path: string }) => e.path);
+    assert.ok(roots.includes(ok) && !roots.includes('/var'), roots.join(' '));
+  } finally {
+    await s.close();
+  }
 });
 
 test('5. deeply nested JSON and YAML get 400 NESTING_TOO_DEEP with a short message, never 500', async () => {
