@@ -1,9 +1,12 @@
 // Request bodies with a hard size limit (DESIGN §7: JSON and YAML up to 1 MiB). The limit is
 // checked against Content-Length before reading and against the bytes actually received
-// while reading, so a lying or chunked client cannot make the server buffer more.
+// while reading, so a lying or chunked client cannot make the server buffer more. Nesting is
+// bounded before parsing (MAX_NESTING levels, JSON and YAML alike): recursive parsers,
+// validators and the parameter merge never see a deeper document.
 
 import type { Context } from 'koa';
 import type { z } from 'zod';
+import { jsonDepth, MAX_NESTING, yamlDepth } from '../config/nesting.js';
 import { ApiError, validationError } from './errors.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -34,8 +37,10 @@ export async function jsonBody<S extends z.ZodType>(ctx: Context, schema: S): Pr
   let value: unknown = {};
   if (raw.length > 0) {
     if (type && !/^application\/(.+\+)?json\b/i.test(type)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `expected application/json, got ${type.split(';')[0]}`);
+    const text = raw.toString('utf8');
+    if (jsonDepth(text, MAX_NESTING) > MAX_NESTING) throw tooDeep('request body');
     try {
-      value = JSON.parse(raw.toString('utf8'));
+      value = JSON.parse(text);
     } catch (e) {
       throw new ApiError('MALFORMED_JSON', `request body is not valid JSON: ${(e as Error).message}`);
     }
@@ -43,6 +48,15 @@ export async function jsonBody<S extends z.ZodType>(ctx: Context, schema: S): Pr
   const r = schema.safeParse(value);
   if (!r.success) throw validationError(r.error, 'request body');
   return r.data;
+}
+
+function tooDeep(what: string): ApiError {
+  return new ApiError('NESTING_TOO_DEEP', `${what} nests deeper than ${MAX_NESTING} levels`, { limit: MAX_NESTING });
+}
+
+/** Refuses a YAML text nested deeper than MAX_NESTING (checked before any YAML parser runs). */
+export function checkYamlNesting(text: string, what = 'YAML'): void {
+  if (yamlDepth(text, MAX_NESTING) > MAX_NESTING) throw tooDeep(what);
 }
 
 /** Query parameters validated with `schema` (single values only; repeated keys are refused). */

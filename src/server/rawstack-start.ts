@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import { z } from 'zod';
 import { mergeLayers } from '../config/merge.js';
-import { parseRawStackConfig, QueueEntrySchema, type RawStackConfig } from '../config/rawstack.js';
+import { parseRawStackConfig, QueueEntrySchema, type ConfigIssue, type RawStackConfig } from '../config/rawstack.js';
 import { createRunFolder, writeRunRecord } from '../pipeline/run-folder.js';
 import type { AppContext } from './context.js';
 import { ApiError } from './errors.js';
@@ -55,17 +55,25 @@ async function confine(app: AppContext, config: RawStackConfig): Promise<void> {
   for (const [i, q] of config.queue.entries()) q.input_dir = await dir(q.input_dir, `queue.${i}.input_dir`);
 }
 
+export function invalidConfiguration(issues: ConfigIssue[]): ApiError {
+  return new ApiError('VALIDATION_ERROR', `invalid configuration: ${issues.slice(0, 5).map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, { issues });
+}
+
 export async function startRawStack(app: AppContext, body: RawStackStart, requestLabel: Record<string, unknown>): Promise<JobRecord> {
   const form: Record<string, unknown> = {};
   if (body.lights_dir !== undefined) form.lights_dir = body.lights_dir;
   if (body.pattern !== undefined) form.pattern = body.pattern;
   if (body.run_name !== undefined) form.run_name = body.run_name;
   if (body.queue !== undefined) form.queue = body.queue;
+  // The request's own layer is validated before it is merged: the merge then only ever combines
+  // documents of the schema's shape (and its depth is bounded at the body parser before that).
+  if (body.config !== undefined) {
+    const own = parseRawStackConfig(body.config);
+    if (!own.ok) throw invalidConfiguration(own.issues);
+  }
   const merged = mergeLayers(app.params.get()?.config as Record<string, unknown> | undefined, body.config, form);
   const parsed = parseRawStackConfig(merged);
-  if (!parsed.ok) {
-    throw new ApiError('VALIDATION_ERROR', `invalid configuration: ${parsed.issues.slice(0, 5).map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, { issues: parsed.issues });
-  }
+  if (!parsed.ok) throw invalidConfiguration(parsed.issues);
   const config = parsed.config;
   await confine(app, config);
   const runsText = body.runs_dir ?? (config.runs_dir || app.runsDir);

@@ -10,7 +10,7 @@ import { defaultRawStackConfig, rawStackJsonSchema } from '../../config/rawstack
 import { tiledJsonSchema, validateTiledYaml, YAML_LIMIT } from '../../config/tiled.js';
 import { readFitsImage } from '../../fits/index.js';
 import { decideColorMode, scanFolder, type FrameInfo } from '../../pipeline/scan.js';
-import { queryOf, readBody, jsonBody } from '../body.js';
+import { checkYamlNesting, queryOf, readBody, jsonBody } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { PATH_FIELD_MAX } from '../paths.js';
@@ -71,6 +71,7 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
       else if (['text/yaml', 'application/yaml', 'application/x-yaml', 'text/x-yaml', 'text/plain'].includes(type)) text = (await readBody(ctx, YAML_LIMIT)).toString('utf8');
       else throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `send the YAML as text/yaml or as JSON {yaml}, not ${type}`);
       if (Buffer.byteLength(text) > YAML_LIMIT) throw new ApiError('PAYLOAD_TOO_LARGE', `YAML larger than ${YAML_LIMIT} bytes`);
+      checkYamlNesting(text);
       const r = validateTiledYaml(text);
       ctx.body = { ok: r.ok, errors: r.errors, warnings: r.warnings };
     },

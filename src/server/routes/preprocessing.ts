@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { defaultRawStackConfig, parseRawStackConfig } from '../../config/rawstack.js';
 import { importFromTiled } from '../../config/tiled-import.js';
 import { readEvents, phaseStatuses } from '../run-index.js';
-import { jsonBody, queryOf } from '../body.js';
+import { checkYamlNesting, jsonBody, queryOf } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import type { ApiRegistry } from '../registry.js';
@@ -118,6 +118,7 @@ export function preprocessingRoutes(api: ApiRegistry, app: AppContext): void {
     },
     async (ctx) => {
       const body = await jsonBody(ctx, ImportBody);
+      checkYamlNesting(body.yaml);
       let doc: unknown;
       try {
         doc = parseYaml(body.yaml, { customTags: [], maxAliasCount: 100, uniqueKeys: true });
