@@ -2,6 +2,7 @@
 // (size, exposure, temperature, filter, Bayer pattern), whether they are readable at all, and a
 // summary with the groups users trip over (mixed sizes, exposures, filters). Reads headers
 // only, never pixel data; optional SHA-256 streams the file. Used by INPUT_SCAN and the scan API.
+// Under a read confinement (confine.ts) entries that resolve outside the roots are left out.
 
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -10,6 +11,7 @@ import { basename, join } from 'node:path';
 import { isFitsError, keys, readFitsHeader, type FitsErrorCode, type FitsHeader } from '../fits/index.js';
 import type { BayerPattern } from '../fits/keys.js';
 import { forEachLimit } from './concurrency.js';
+import { confinedNames, readConfinement, type ReadConfinement } from './confine.js';
 
 export interface FrameInfo {
   index: number;
@@ -130,6 +132,8 @@ export interface ScanOptions {
   concurrency?: number;
   signal?: AbortSignal;
   onProgress?: (done: number, total: number, frame: ScannedFrame) => void;
+  /** Keep only entries inside these roots (default: the process's, see confine.ts). */
+  confine?: ReadConfinement | null;
 }
 
 export class ScanError extends Error {
@@ -160,6 +164,8 @@ export async function scanFolder(dir: string, options: ScanOptions): Promise<Sca
   const match = globMatcher(options.pattern);
   const collator = new Intl.Collator('en', { numeric: true, sensitivity: 'base' });
   let files = names.filter((n) => match(n) && !n.startsWith('.')).sort(collator.compare);
+  const confine = options.confine === undefined ? readConfinement() : options.confine;
+  if (confine) files = await confinedNames(dir, files, confine);
   if (options.maxFrames && options.maxFrames > 0) files = files.slice(0, options.maxFrames);
 
   const out: ScannedFrame[] = new Array(files.length);

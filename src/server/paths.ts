@@ -81,6 +81,11 @@ export class PathGuard {
     return [...this.roots];
   }
 
+  /** Roots and denied folders, for scans that must stay inside them (pipeline/confine.ts). */
+  confinement(): { roots: string[]; denied: string[] } {
+    return { roots: [...this.roots], denied: [...this.denied] };
+  }
+
   /** The root that contains `real`, or null. */
   rootOf(real: string): string | null {
     if (this.isDenied(real)) return null;

@@ -86,7 +86,7 @@ export async function startRawStack(app: AppContext, body: RawStackStart, reques
   return app.jobs.submit(
     'rawstack',
     { ...requestLabel, lights_dir: config.lights_dir, pattern: config.pattern, run_name: config.run_name, runs_dir: runsDir },
-    { kind: 'rawstack', job_id: jobId, config: config as unknown as Record<string, unknown>, run_id: folder.runId, run_dir: folder.runDir },
+    { kind: 'rawstack', job_id: jobId, config: config as unknown as Record<string, unknown>, run_id: folder.runId, run_dir: folder.runDir, confine: app.guard.confinement() },
     { run_id: folder.runId, run_dir: folder.runDir },
     jobId,
   );

@@ -7,6 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseRawStackConfig } from '../../config/rawstack.js';
 import type { EventLine } from '../../pipeline/events.js';
+import { setReadConfinement } from '../../pipeline/confine.js';
 import { RAWSTACK_PHASES } from '../../pipeline/rawstack/phase-list.js';
 import type { ChildMessage, JobSpec } from './types.js';
 
@@ -67,6 +68,8 @@ async function dispatch(spec: JobSpec, signal: AbortSignal): Promise<number> {
 async function rawstack(spec: Extract<JobSpec, { kind: 'rawstack' }>, signal: AbortSignal): Promise<number> {
   const parsed = parseRawStackConfig(spec.config);
   if (!parsed.ok) throw new Error(`invalid configuration: ${parsed.issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
+  // The server's roots at submit: every frame scan of the run stays inside them (confine.ts).
+  if (spec.confine) setReadConfinement(spec.confine);
   const { runRawStack } = await import('../../pipeline/rawstack/run.js');
   const { join } = await import('node:path');
   const total = RAWSTACK_PHASES.length;

@@ -123,7 +123,7 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
         measured.source = `run ${body.run_id} frame_quality.csv`;
       } else if (body.input_dir) {
         const dir = await app.guard.resolve(body.input_dir, { field: 'input_dir', kind: 'dir' });
-        const scanned = await scanFolder(dir, { pattern: body.pattern, concurrency: 4 });
+        const scanned = await scanFolder(dir, { pattern: body.pattern, concurrency: 4, confine: app.guard.confinement() });
         const good = scanned.filter((f): f is FrameInfo => f.ok);
         frames = good.length;
         measured.source = `scan of ${dir}`;

@@ -140,7 +140,7 @@ export function fileRoutes(api: ApiRegistry, app: AppContext): void {
     async (ctx) => {
       const body = await jsonBody(ctx, ScanBody);
       const dir = await app.guard.resolve(body.path, { kind: 'dir' });
-      const frames = await scanFolder(dir, { pattern: body.pattern, maxFrames: body.max_frames, checksums: body.checksums, concurrency: 4 });
+      const frames = await scanFolder(dir, { pattern: body.pattern, maxFrames: body.max_frames, checksums: body.checksums, concurrency: 4, confine: app.guard.confinement() });
       const summary = summarizeScan(frames);
       const good = frames.filter((f): f is FrameInfo => f.ok);
       const color = good[0] ? decideColorMode(good[0], 'auto', 'auto') : null;
