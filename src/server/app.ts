@@ -12,6 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Router from '@koa/router';
 import Koa from 'koa';
+import { dropUnconfinedPaths } from './config-paths.js';
 import type { AppContext, ServerOptions } from './context.js';
 import { probeDevice } from './device-probe.js';
 import { errorMiddleware } from './errors.js';
@@ -79,6 +80,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (refusal) log(`grant ${g.path} ignored: it ${refusal}`);
     else await guard.addRoot(real);
   }
+  // Parameters stored under an older rule may name paths outside the roots: reset those.
+  for (const w of await params.sanitize((cfg) => dropUnconfinedPaths(guard, cfg))) log(w);
 
   const jobStore = new JobStore(files.jobs);
   const jobs = new JobManager({ store: jobStore, cliPath: CLI_PATH, maxConcurrent: options.maxConcurrentJobs, log, ...(options.childEnv ? { env: options.childEnv } : {}), ...(options.killGraceMs !== undefined ? { killGraceMs: options.killGraceMs } : {}) });

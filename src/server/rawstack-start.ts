@@ -12,6 +12,7 @@ import type { AppContext } from './context.js';
 import { ApiError } from './errors.js';
 import { newJobId } from './jobs/manager.js';
 import type { JobRecord } from './jobs/types.js';
+import { confineConfigPaths } from './config-paths.js';
 import { PATH_FIELD_MAX } from './paths.js';
 
 export const RawStackStartBody = z.strictObject({
@@ -25,34 +26,11 @@ export const RawStackStartBody = z.strictObject({
 export type RawStackStart = z.output<typeof RawStackStartBody>;
 
 async function confine(app: AppContext, config: RawStackConfig): Promise<void> {
-  const dir = async (value: string, field: string) => (value ? app.guard.resolve(value, { field, kind: 'dir' }) : value);
-  const file = async (value: string, field: string) => (value ? app.guard.resolve(value, { field, kind: 'file' }) : value);
   const active = config.queue.filter((q) => q.active);
   if (!config.lights_dir && active.length === 0) {
     throw new ApiError('VALIDATION_ERROR', 'lights_dir is required (or a queue with an active entry)', { issues: [{ path: 'lights_dir', code: 'required', message: 'required for a single-folder run' }] });
   }
-  config.lights_dir = await dir(config.lights_dir, 'lights_dir');
-  config.bias_dir = await dir(config.bias_dir, 'bias_dir');
-  config.darks_dir = await dir(config.darks_dir, 'darks_dir');
-  config.flats_dir = await dir(config.flats_dir, 'flats_dir');
-  config.darkflats_dir = await dir(config.darkflats_dir, 'darkflats_dir');
-  for (const k of ['bias_master', 'dark_master', 'flat_master', 'darkflat_master'] as const) config.calibration[k] = await file(config.calibration[k], `calibration.${k}`);
-  config.pcc.catalog_file = await file(config.pcc.catalog_file, 'pcc.catalog_file');
-  // Solver executables live outside the data roots (/usr/bin...): allow only the solvers' own
-  // program names, so a configuration cannot make a job run an arbitrary program.
-  const solver = (value: string, field: string, names: string[]) => {
-    if (!value) return value;
-    const name = value.split('/').pop() ?? '';
-    if (value.includes('\0') || value.split('/').includes('..') || !names.includes(name) || (value.includes('/') && !value.startsWith('/'))) {
-      throw new ApiError('PATH_NOT_ALLOWED', `${field}: only ${names.join(' or ')} (a name on PATH or an absolute path to it) is allowed`, { field });
-    }
-    return value;
-  };
-  config.astrometry.astrometry_net_bin = solver(config.astrometry.astrometry_net_bin, 'astrometry.astrometry_net_bin', ['solve-field']);
-  config.astrometry.astap_bin = solver(config.astrometry.astap_bin, 'astrometry.astap_bin', ['astap', 'astap_cli']);
-  config.astrometry.astrometry_net_data_dir = await dir(config.astrometry.astrometry_net_data_dir, 'astrometry.astrometry_net_data_dir');
-  config.astrometry.astap_data_dir = await dir(config.astrometry.astap_data_dir, 'astrometry.astap_data_dir');
-  for (const [i, q] of config.queue.entries()) q.input_dir = await dir(q.input_dir, `queue.${i}.input_dir`);
+  await confineConfigPaths(app.guard, config, 'start');
 }
 
 export function invalidConfiguration(issues: ConfigIssue[]): ApiError {

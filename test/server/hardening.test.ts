@@ -367,6 +367,7 @@ test('7. stored paths are confined, and /api/system/info is no existence oracle'
   ];
   for (const body of refused) {
     const r = await http(base, 'PATCH', '/api/tools/preprocessing/parameters', { body });
+    assert.is(r.status, 403, `PATCH ${JSON.stringify(body)} → ${r.status}`);
     envelope(r, 403, 'PATH_NOT_ALLOWED');
   }
   assert.not.match((await http(base, 'GET', '/api/tools/preprocessing/parameters')).text, /outside|\/etc/);
