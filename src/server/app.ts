@@ -7,12 +7,13 @@
 
 import { randomBytes } from 'node:crypto';
 import { mkdir, realpath } from 'node:fs/promises';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { dropUnconfinedPaths } from './config-paths.js';
+import { bodyDeadline, REQUEST_TIMEOUT_MS } from './body.js';
 import type { AppContext, ServerOptions } from './context.js';
 import { probeDevice } from './device-probe.js';
 import { errorMiddleware } from './errors.js';
@@ -106,7 +107,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   configRoutes(api, context);
   pccRoutes(api, context);
 
+  const requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   koa.use(errorMiddleware(log));
+  koa.use(bodyDeadline(requestTimeout));
   koa.use(hardeningHeaders());
   koa.use(hostCheck(endpoint, names));
   koa.use(staticUi(context.uiDir)); // public: the UI asks for the token itself
@@ -116,15 +119,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if ((e as NodeJS.ErrnoException).code !== 'ECONNRESET' && (e as NodeJS.ErrnoException).code !== 'EPIPE') log(`koa: ${e.message}`);
   });
 
-  const server = koa.listen(options.port, options.host);
+  // Node enforces the request timeout too, for requests whose body no handler reads (it checks
+  // every connectionsCheckingInterval). It covers receiving the request only: an SSE response
+  // streams after its request is complete, so it stays open as long as its run.
+  const server = createServer({ requestTimeout: requestTimeout + 2000, headersTimeout: requestTimeout, connectionsCheckingInterval: Math.min(1000, requestTimeout) }, koa.callback());
+  server.listen(options.port, options.host);
   await new Promise<void>((res, rej) => {
     server.once('listening', res);
     server.once('error', rej);
   });
   const addr = server.address();
   endpoint.port = typeof addr === 'object' && addr ? addr.port : options.port;
-  server.requestTimeout = 0; // SSE streams live as long as their run
-  server.headersTimeout = 30_000;
   const hostForUrl = options.host.includes(':') ? `[${options.host}]` : options.host === '0.0.0.0' ? '127.0.0.1' : options.host;
   return {
     url: `http://${hostForUrl}:${endpoint.port}`,

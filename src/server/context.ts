@@ -26,6 +26,8 @@ export interface ServerOptions {
   childEnv?: NodeJS.ProcessEnv;
   /** Grace between SIGTERM and SIGKILL on cancel. */
   killGraceMs?: number;
+  /** Time a client has to send a request's headers and body (default 30 s; SSE responses are not limited). */
+  requestTimeoutMs?: number;
   log?: (message: string) => void;
 }
 

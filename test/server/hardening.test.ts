@@ -398,6 +398,7 @@ test('8. a stalled request body is timed out; SSE streams stay open', async () =
     const post = await rawExchange(s.port, `POST /api/files/scan HTTP/1.1\r\n${host}Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"pa`, 8000);
     assert.ok(post.closed, `stalled POST body: socket still open (${post.text.slice(0, 120)})`);
     assert.match(post.text, /^HTTP\/1\.1 408/);
+    assert.match(post.text, /"code":"REQUEST_TIMEOUT"/, 'answered in the error envelope');
     // a route that never reads its body is cut off as well
     const del = await rawExchange(s.port, `DELETE /api/jobs/job_x0000000000 HTTP/1.1\r\n${host}Content-Length: 50\r\n\r\nab`, 8000);
     assert.ok(del.closed, 'stalled DELETE body: socket still open');
