@@ -18,6 +18,7 @@ import type { AppContext, ServerOptions } from './context.js';
 import { probeDevice } from './device-probe.js';
 import { errorMiddleware } from './errors.js';
 import { JobManager } from './jobs/manager.js';
+import { FwhmMeasurer } from './jobs/measure.js';
 import { JobStore } from './jobs/store.js';
 import { PathGuard } from './paths.js';
 import { ApiRegistry, methodNotAllowed } from './registry.js';
@@ -91,7 +92,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const device = probeDevice(CLI_PATH, options.childEnv ?? process.env);
 
   const endpoint: Endpoint = { host: options.host, port: options.port };
-  const context: AppContext = { options, endpoint, runsDir, stateDir, guard, params, grants, jobs, jobStore, device: device.status, token, startedAt: new Date(), uiDir: options.uiDir ?? DEFAULT_UI_DIR, log };
+  const fwhm = new FwhmMeasurer({ cliPath: CLI_PATH, ...(options.childEnv ? { env: options.childEnv } : {}) });
+  const context: AppContext = { options, endpoint, runsDir, stateDir, guard, params, grants, jobs, jobStore, device: device.status, fwhm, token, startedAt: new Date(), uiDir: options.uiDir ?? DEFAULT_UI_DIR, log };
 
   const koa = new Koa({ proxy: false });
   const router = new Router({ strict: true, sensitive: true });

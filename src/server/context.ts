@@ -3,6 +3,7 @@
 
 import type { DeviceStatus } from './device-probe.js';
 import type { JobManager } from './jobs/manager.js';
+import type { FwhmMeasurer } from './jobs/measure.js';
 import type { JobStore } from './jobs/store.js';
 import type { PathGuard } from './paths.js';
 import type { Endpoint } from './security.js';
@@ -42,6 +43,8 @@ export interface AppContext {
   jobs: JobManager;
   jobStore: JobStore;
   device: () => DeviceStatus;
+  /** FWHM of one frame, measured in a child process (config suggest). */
+  fwhm: FwhmMeasurer;
   token: string | null;
   startedAt: Date;
   uiDir: string;

@@ -4,11 +4,8 @@
 
 import { availableParallelism, freemem, totalmem } from 'node:os';
 import { z } from 'zod';
-import { detectStars } from '../../algorithms/stars.js';
-import { frameMetrics } from '../../algorithms/frame-metrics.js';
 import { defaultRawStackConfig, rawStackJsonSchema } from '../../config/rawstack.js';
 import { tiledJsonSchema, validateTiledYaml, YAML_LIMIT } from '../../config/tiled.js';
-import { readFitsImage } from '../../fits/index.js';
 import { decideColorMode, scanFolder, type FrameInfo } from '../../pipeline/scan.js';
 import { checkYamlNesting, queryOf, readBody, jsonBody } from '../body.js';
 import type { AppContext } from '../context.js';
@@ -31,7 +28,7 @@ const SuggestBody = z.strictObject({
     .describe('figures of a scan the client already has (POST /api/files/scan summary; fwhm in px when known)'),
 });
 
-/** Largest frame (pixels) measured in the server process for a FWHM suggestion. */
+/** Largest frame (pixels) measured for a FWHM suggestion (in a child process, see measure.ts). */
 const MEASURE_LIMIT_PIXELS = 12_000_000;
 
 interface Suggestion {
@@ -131,15 +128,17 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
         if (mid) {
           shortSide = Math.min(mid.width, mid.height);
           if (mid.width * mid.height <= MEASURE_LIMIT_PIXELS && mid.planes === 1) {
-            const img = await readFitsImage(mid.file);
+            // In a child process: star detection is whole-frame work (measure.ts).
             const color = decideColorMode(mid, 'auto', 'auto');
-            const det = detectStars(img.data, img.width, img.height, { cfa: color.mode === 'OSC' });
-            if (det.ok) {
-              fwhm = frameMetrics(det).fwhm;
+            const r = await app.fwhm.measure(mid.file, color.mode === 'OSC');
+            if (r.ok) {
+              fwhm = r.fwhm;
               measured.fwhm_frame = mid.name;
+            } else {
+              measured.fwhm_skipped = r.reason;
             }
           } else {
-            measured.fwhm_skipped = 'frame too large to measure in the server; pass run_id of a finished run';
+            measured.fwhm_skipped = 'frame too large to measure for a suggestion; pass run_id of a finished run';
           }
         }
       }
