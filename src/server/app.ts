@@ -22,6 +22,7 @@ import { FwhmMeasurer } from './jobs/measure.js';
 import { JobStore } from './jobs/store.js';
 import { PathGuard } from './paths.js';
 import { ApiRegistry, methodNotAllowed } from './registry.js';
+import { RunList } from './run-list.js';
 import { configRoutes } from './routes/config.js';
 import { fileRoutes, grantRefusal } from './routes/files.js';
 import { jobRoutes } from './routes/jobs.js';
@@ -92,8 +93,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const device = probeDevice(CLI_PATH, options.childEnv ?? process.env);
 
   const endpoint: Endpoint = { host: options.host, port: options.port };
+  // The run list is built in the background from the start, so the first listing is quick.
+  const runList = new RunList(runsDir);
+  void runList.list().catch((e: Error) => log(`run list: ${e.message}`));
   const fwhm = new FwhmMeasurer({ cliPath: CLI_PATH, ...(options.childEnv ? { env: options.childEnv } : {}) });
-  const context: AppContext = { options, endpoint, runsDir, stateDir, guard, params, grants, jobs, jobStore, device: device.status, fwhm, token, startedAt: new Date(), uiDir: options.uiDir ?? DEFAULT_UI_DIR, log };
+  const context: AppContext = { options, endpoint, runsDir, stateDir, guard, params, grants, jobs, jobStore, device: device.status, fwhm, runList, token, startedAt: new Date(), uiDir: options.uiDir ?? DEFAULT_UI_DIR, log };
 
   const koa = new Koa({ proxy: false });
   const router = new Router({ strict: true, sensitive: true });

@@ -6,6 +6,7 @@ import type { JobManager } from './jobs/manager.js';
 import type { FwhmMeasurer } from './jobs/measure.js';
 import type { JobStore } from './jobs/store.js';
 import type { PathGuard } from './paths.js';
+import type { RunList } from './run-list.js';
 import type { Endpoint } from './security.js';
 import type { GrantStore, ParameterStore } from './state.js';
 
@@ -43,6 +44,8 @@ export interface AppContext {
   jobs: JobManager;
   jobStore: JobStore;
   device: () => DeviceStatus;
+  /** The run list of GET /api/runs, kept in memory. */
+  runList: RunList;
   /** FWHM of one frame, measured in a child process (config suggest). */
   fwhm: FwhmMeasurer;
   token: string | null;

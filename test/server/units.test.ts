@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { validateTiledYaml } from '../../src/config/tiled.js';
@@ -12,6 +12,7 @@ import { isInside, PathGuard, resolveInside } from '../../src/server/paths.js';
 import { rejectionFor } from '../../src/server/routes/config.js';
 import { listRunFiles, openRunFile, readRunText } from '../../src/server/run-files.js';
 import { closeRun } from '../../src/server/run-index.js';
+import { RunList } from '../../src/server/run-list.js';
 import { allowedHostnames, isLoopback, splitHost, tokensEqual } from '../../src/server/security.js';
 import { withTempDir } from '../helpers/tmp.js';
 
@@ -122,6 +123,38 @@ test('run files: one confined open; links out of the run folder read as missing 
     // closing the run appends nothing through the planted events link
     assert.is(await closeRun(run, 'error', 'interrupted'), false);
     assert.is(await readFile(join(dir, 'out', 'secret.txt'), 'utf8'), 'SECRET\n');
+  });
+});
+
+test('run list: folders read again only when runs_dir changes, final runs not re-read, runs in progress and new folders followed', async () => {
+  await withTempDir('runlist', async (dir) => {
+    const runs = join(dir, 'runs');
+    await mkdir(runs);
+    const rec = (id: string, status: string, day: number) => JSON.stringify({ run_id: id, kind: 'rawstack', status, created_at: `2026-01-0${day}T00:00:00.000Z`, job_id: null });
+    const make = async (id: string, status: string, day: number) => {
+      await mkdir(join(runs, id), { recursive: true });
+      await writeFile(join(runs, id, 'run.json'), rec(id, status, day));
+    };
+    const list = new RunList(runs, 0);
+    const ids = async (jobs: Parameters<RunList['list']>[0] = []) => (await list.list(jobs)).map((r) => `${r.run_id}:${r.status}`);
+    await make('a', 'ok', 1);
+    await make('b', 'running', 2);
+    assert.equal(await ids(), ['b:running', 'a:ok']);
+    await writeFile(join(runs, 'a', 'run.json'), rec('a', 'error', 1));
+    assert.equal(await ids(), ['b:running', 'a:ok'], 'a final run is not read again');
+    await writeFile(join(runs, 'b', 'run.json'), rec('b', 'ok', 2));
+    assert.equal(await ids(), ['b:ok', 'a:ok'], 'a run in progress is');
+    await mkdir(join(runs, 'c'));
+    assert.equal(await ids(), ['b:ok', 'a:ok'], 'a folder without run.json is no run yet');
+    await writeFile(join(runs, 'c', 'run.json'), rec('c', 'pending', 3));
+    assert.equal(await ids(), ['c:pending', 'b:ok', 'a:ok'], 'but is looked at again');
+    await rm(join(runs, 'a'), { recursive: true });
+    assert.equal(await ids(), ['c:pending', 'b:ok']);
+    const elsewhere = join(dir, 'other', 'x_run');
+    await mkdir(elsewhere, { recursive: true });
+    await writeFile(join(elsewhere, 'run.json'), rec('x_run', 'running', 4));
+    assert.equal(await ids([{ run_id: 'x_run', run_dir: elsewhere, job_id: 'job_1' }]), ['x_run:running', 'c:pending', 'b:ok']);
+    assert.is((await list.list())[0]!.job_id, 'job_1');
   });
 });
 

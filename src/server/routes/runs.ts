@@ -15,7 +15,7 @@ import { ApiError } from '../errors.js';
 import { isInside, PATH_FIELD_MAX } from '../paths.js';
 import { page, PageQuery, type ApiRegistry } from '../registry.js';
 import { listRunFiles, openRunFile, readRunText } from '../run-files.js';
-import { EVENTS_REL, FRAME_QUALITY_REL, listRuns, parseEventText, phaseStatuses, readEvents, readRunRecord, RUN_ID_RE, type RunSummary } from '../run-index.js';
+import { EVENTS_REL, FRAME_QUALITY_REL, parseEventText, phaseStatuses, readEvents, readRunRecord, RUN_ID_RE, type RunSummary } from '../run-index.js';
 import { csvRecords } from '../../ui/csv.js';
 
 export const VIEW_LIMIT = 8 * 1024 * 1024;
@@ -44,16 +44,8 @@ export function artifactType(name: string): { type: string; mime: string } {
 
 /** All runs the API knows: runs_dir folders plus job run folders elsewhere, newest first. */
 export async function allRuns(app: AppContext): Promise<RunSummary[]> {
-  const runs = await listRuns(app.runsDir);
-  const seen = new Set(runs.map((r) => r.run_dir));
-  for (const job of app.jobs.list()) {
-    if (!job.run_dir || !job.run_id || seen.has(job.run_dir)) continue;
-    const rec = await readRunRecord(job.run_dir);
-    if (!rec) continue;
-    seen.add(job.run_dir);
-    runs.push({ run_id: job.run_id, kind: rec.kind, status: rec.status, created_at: rec.created_at, job_id: job.job_id, run_dir: job.run_dir });
-  }
-  return runs.sort((a, b) => b.created_at.localeCompare(a.created_at) || b.run_id.localeCompare(a.run_id));
+  const jobRuns = app.jobs.list().flatMap((j) => (j.run_dir && j.run_id ? [{ run_id: j.run_id, run_dir: j.run_dir, job_id: j.job_id }] : []));
+  return app.runList.list(jobRuns);
 }
 
 /** The run folder (realpath) for an id, confined to the runs dir or a job's run folder. */
