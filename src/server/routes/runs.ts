@@ -124,17 +124,16 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
       const q = queryOf(ctx, ViewQuery);
       const dir = await findRun(app, ctx.params.id!);
       const f = await openRunFile(dir, q.path);
+      const file = f.real;
+      const t = artifactType(file);
       let text: string;
       try {
-        const t = artifactType(f.real);
         if (!TEXT_TYPES.has(t.type)) throw new ApiError('UNSUPPORTED_TYPE', `${q.path} is ${t.type}; use the raw endpoint`, { type: t.type });
         if (f.size > VIEW_LIMIT) throw new ApiError('UNSUPPORTED_TYPE', `${q.path} is larger than ${VIEW_LIMIT} bytes; use the raw endpoint`, { size: f.size });
         text = await f.fh.readFile({ encoding: 'utf8' });
       } finally {
         await f.fh.close();
       }
-      const file = f.real;
-      const t = artifactType(file);
       const rel = relative(dir, file).split(sep).join('/');
       if (t.type === 'json') {
         try {
