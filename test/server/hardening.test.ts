@@ -328,6 +328,23 @@ test('6. file links inside an allowed folder are confined: scan and run see only
   assert.not.match(scan.text, /outside|passwd|90001|90002|90003/);
   assert.is(scan.json.summary.readable, 6);
 
+  // Paths named in requests: a link out of the roots is refused the same way whether its target
+  // exists or not (no existence oracle); a dangling link inside the roots is a missing file.
+  await writeFile(join(outside, 'exists.yaml'), 'a: 1\n');
+  await symlink(join(outside, 'exists.yaml'), join(data, 'to-existing.yaml'));
+  await symlink(join(outside, 'absent.yaml'), join(data, 'to-absent.yaml'));
+  await symlink('../outside/absent-too.yaml', join(data, 'to-absent-relative.yaml'));
+  await symlink(join(data, 'absent-inside.yaml'), join(data, 'to-absent-inside.yaml'));
+  const answer = async (name: string) => {
+    const r = await http(base, 'POST', '/api/tools/preprocessing/import-file', { body: { path: join(data, name) } });
+    return `${r.status} ${r.json?.error?.code}`;
+  };
+  assert.is(await answer('to-existing.yaml'), '403 PATH_NOT_ALLOWED');
+  assert.is(await answer('to-absent.yaml'), '403 PATH_NOT_ALLOWED');
+  assert.is(await answer('to-absent-relative.yaml'), '403 PATH_NOT_ALLOWED');
+  assert.is(await answer('to-absent-inside.yaml'), '422 PATH_NOT_FOUND');
+  assert.is((await http(base, 'GET', `/api/files/list?path=${encodeURIComponent(join(data, 'to-absent.yaml', 'x'))}`)).status, 403);
+
   const start = await http(base, 'POST', '/api/tools/preprocessing/run', {
     body: { lights_dir: mixed, pattern: 'light_0*.fits;light_90001.fits;light_90003.fits', run_name: 'linked', config: { frames_min: 1, postprocess: { astrometry: false, bge: false, pcc: false, hypermetric_stretch: false } } },
   });

@@ -63,6 +63,20 @@ test('path guard: roots, prefixes that are not parents, symlinks, denied state d
     assert.is(await resolveInside(join(dir, 'root'), 'sub/f.txt', { kind: 'file' }), join(dir, 'root', 'sub', 'f.txt'));
     assert.is(await resolveInside(join(dir, 'root'), 'sub', { kind: 'file' }).catch((e) => e.code), 'NOT_A_FILE');
     assert.is(await resolveInside(join(dir, 'root'), 'C:\\\\x').catch((e) => e.code), 'PATH_NOT_ALLOWED');
+    // links out are refused whether their target exists or not; dangling links inside are missing
+    await symlink(join(dir, 'root-sibling', 'absent'), join(dir, 'root', 'dangling-out'));
+    await symlink('../root-sibling/absent', join(dir, 'root', 'dangling-out-rel'));
+    await symlink('sub/absent', join(dir, 'root', 'dangling-in'));
+    await symlink('out/x', join(dir, 'root', 'via-link-out')); // through the `out` link to the sibling
+    await symlink('loop-b', join(dir, 'root', 'loop-a'));
+    await symlink('loop-a', join(dir, 'root', 'loop-b'));
+    assert.is(await code(join(dir, 'root', 'dangling-out')), 'PATH_NOT_ALLOWED');
+    assert.is(await code(join(dir, 'root', 'dangling-out'), { mustExist: false }), 'PATH_NOT_ALLOWED');
+    assert.is(await code(join(dir, 'root', 'dangling-out-rel', 'deeper')), 'PATH_NOT_ALLOWED');
+    assert.is(await code(join(dir, 'root', 'via-link-out')), 'PATH_NOT_ALLOWED');
+    assert.is(await code(join(dir, 'root', 'dangling-in')), 'PATH_NOT_FOUND');
+    assert.is(await g.resolve(join(dir, 'root', 'dangling-in'), { mustExist: false }), join(dir, 'root', 'sub', 'absent'));
+    assert.is(await code(join(dir, 'root', 'loop-a')), 'UNREADABLE_INPUT');
   });
 });
 
