@@ -8,6 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
+import { jsonDepth, MAX_NESTING, yamlDepth } from '../config/nesting.js';
 import { mergeLayers, setPath } from '../config/merge.js';
 import { parseRawStackConfig } from '../config/rawstack.js';
 import type { EventLine } from '../pipeline/events.js';
@@ -60,6 +61,7 @@ export async function runRawStackCli(argv: string[]): Promise<number> {
       throw new UsageError(`cannot read --config ${values.config}: ${(e as Error).message}`);
     }
     const yaml = /\.ya?ml$/i.test(values.config);
+    if ((yaml ? yamlDepth(text, MAX_NESTING) : jsonDepth(text, MAX_NESTING)) > MAX_NESTING) throw new UsageError(`--config ${values.config} nests deeper than ${MAX_NESTING} levels`);
     try {
       // YAML without custom tags (DESIGN §7); a document that is not a mapping is refused below.
       fileLayer = (yaml ? parseYaml(text, { customTags: [] }) : JSON.parse(text)) as Record<string, unknown>;

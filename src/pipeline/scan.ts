@@ -2,6 +2,7 @@
 // (size, exposure, temperature, filter, Bayer pattern), whether they are readable at all, and a
 // summary with the groups users trip over (mixed sizes, exposures, filters). Reads headers
 // only, never pixel data; optional SHA-256 streams the file. Used by INPUT_SCAN and the scan API.
+// Under a read confinement (confine.ts) entries that resolve outside the roots are left out.
 
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -10,6 +11,7 @@ import { basename, join } from 'node:path';
 import { isFitsError, keys, readFitsHeader, type FitsErrorCode, type FitsHeader } from '../fits/index.js';
 import type { BayerPattern } from '../fits/keys.js';
 import { forEachLimit } from './concurrency.js';
+import { confinedNames, readConfinement, type ReadConfinement } from './confine.js';
 
 export interface FrameInfo {
   index: number;
@@ -44,22 +46,52 @@ export interface UnreadableFrame {
 
 export type ScannedFrame = FrameInfo | UnreadableFrame;
 
-/** Compiles `*.fits`, `light_*.fit;*.fits` (";"-separated alternatives) into a case-insensitive matcher. */
+/**
+ * Compiles `*.fits`, `light_*.fit;*.fits` (";"-separated alternatives) into a case-insensitive
+ * matcher: `*` matches any run of characters, `?` one character (a frame name is one path
+ * segment: a name holding `/` never matches). No RegExp: a backtracking engine takes
+ * exponential time on patterns such as `*a*a*a*a*b`, and patterns come from requests.
+ */
 export function globMatcher(pattern: string): (name: string) => boolean {
   const alternatives = pattern
     .split(';')
     .map((p) => p.trim())
     .filter((p) => p.length > 0)
-    .map((p) => {
-      let re = '';
-      for (const ch of p) {
-        if (ch === '*') re += '[^/]*';
-        else if (ch === '?') re += '[^/]';
-        else re += ch.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-      }
-      return new RegExp(`^${re}$`, 'i');
-    });
-  return (name) => alternatives.some((re) => re.test(name));
+    .map((p) => Array.from(p.toLowerCase()));
+  return (name) => {
+    if (name.includes('/')) return false;
+    const chars = Array.from(name.toLowerCase());
+    return alternatives.some((p) => wildcardMatch(p, chars));
+  };
+}
+
+/**
+ * The two-pointer wildcard walk. When a literal fails, only the most recent `*` takes one more
+ * character and the rest is retried after it: moving an earlier `*` can never help, because
+ * the text between two stars is matched at its leftmost place. So each name character is
+ * revisited at most once per pattern position: O(name × pattern) steps in the worst case.
+ */
+function wildcardMatch(p: string[], n: string[]): boolean {
+  let i = 0;
+  let j = 0;
+  let star = -1;
+  let resume = 0;
+  while (i < n.length) {
+    if (j < p.length && p[j] === '*') {
+      star = j++;
+      resume = i;
+    } else if (j < p.length && (p[j] === '?' || p[j] === n[i])) {
+      i++;
+      j++;
+    } else if (star >= 0) {
+      j = star + 1;
+      i = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (j < p.length && p[j] === '*') j++;
+  return j === p.length;
 }
 
 export function frameInfoFromHeader(index: number, file: string, header: FitsHeader, layout: { width: number; height: number; planes: number; bitpix: number; dataBytes: number }): FrameInfo {
@@ -100,6 +132,8 @@ export interface ScanOptions {
   concurrency?: number;
   signal?: AbortSignal;
   onProgress?: (done: number, total: number, frame: ScannedFrame) => void;
+  /** Keep only entries inside these roots (default: the process's, see confine.ts). */
+  confine?: ReadConfinement | null;
 }
 
 export class ScanError extends Error {
@@ -130,6 +164,8 @@ export async function scanFolder(dir: string, options: ScanOptions): Promise<Sca
   const match = globMatcher(options.pattern);
   const collator = new Intl.Collator('en', { numeric: true, sensitivity: 'base' });
   let files = names.filter((n) => match(n) && !n.startsWith('.')).sort(collator.compare);
+  const confine = options.confine === undefined ? readConfinement() : options.confine;
+  if (confine) files = await confinedNames(dir, files, confine);
   if (options.maxFrames && options.maxFrames > 0) files = files.slice(0, options.maxFrames);
 
   const out: ScannedFrame[] = new Array(files.length);

@@ -1,31 +1,37 @@
 // `skystack serve`: builds the Koa app from small middleware factories (error envelope,
-// hardening headers, Host/Origin checks, bearer token, static UI, routes) and the state it
-// needs (path guard with the allowed roots, stores, job manager, device probe), then listens.
-// Binding anywhere but loopback requires a token (DESIGN §7): one is generated when absent.
+// hardening headers, Host check, static UI, routes with their own token and cross-site guards,
+// 405 fallback) and the state it needs (path guard with the allowed roots, stores, job manager,
+// device probe), then listens. Binding anywhere but loopback requires a token (DESIGN §7): one
+// is generated when absent. Routing is strict and case-sensitive: `/api/x/` and `/API/x` are
+// not `/api/x` (404), so a path has one spelling.
 
 import { randomBytes } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
-import type { Server } from 'node:http';
+import { mkdir, realpath } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Router from '@koa/router';
 import Koa from 'koa';
+import { dropUnconfinedPaths } from './config-paths.js';
+import { bodyDeadline, REQUEST_TIMEOUT_MS } from './body.js';
 import type { AppContext, ServerOptions } from './context.js';
 import { probeDevice } from './device-probe.js';
-import { ApiError, errorMiddleware } from './errors.js';
+import { errorMiddleware } from './errors.js';
 import { JobManager } from './jobs/manager.js';
+import { FwhmMeasurer } from './jobs/measure.js';
 import { JobStore } from './jobs/store.js';
 import { PathGuard } from './paths.js';
-import { ApiRegistry } from './registry.js';
+import { ApiRegistry, methodNotAllowed } from './registry.js';
+import { RunList } from './run-list.js';
 import { configRoutes } from './routes/config.js';
-import { fileRoutes } from './routes/files.js';
+import { fileRoutes, grantRefusal } from './routes/files.js';
 import { jobRoutes } from './routes/jobs.js';
 import { pccRoutes } from './routes/pcc.js';
 import { preprocessingRoutes } from './routes/preprocessing.js';
 import { preprocessingImportFileRoutes } from './routes/preprocessing-import-file.js';
 import { runRoutes } from './routes/runs.js';
 import { systemRoutes } from './routes/system.js';
-import { allowedHostnames, hardeningHeaders, hostCheck, isLoopback, originCheck, tokenAuth, type Endpoint } from './security.js';
+import { allowedHostnames, crossSiteGuard, hardeningHeaders, hostCheck, isLoopback, tokenGuard, type Endpoint } from './security.js';
 import { ensureStateDir, GrantStore, ParameterStore } from './state.js';
 import { staticUi } from './static-ui.js';
 
@@ -66,7 +72,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const params = new ParameterStore(files.parameters);
   for (const w of await params.load()) log(w);
   const grants = new GrantStore(files.grants);
-  for (const g of await grants.load()) await guard.addRoot(g.path).catch(() => log(`grant ${g.path} no longer exists`));
+  for (const g of await grants.load()) {
+    const real = await realpath(g.path).catch(() => null);
+    if (real === null) {
+      log(`grant ${g.path} no longer exists`);
+      continue;
+    }
+    // Grants stored under an older, weaker rule are checked again.
+    const refusal = await grantRefusal(real, { guard, stateDir });
+    if (refusal) log(`grant ${g.path} ignored: it ${refusal}`);
+    else await guard.addRoot(real);
+  }
+  // Parameters stored under an older rule may name paths outside the roots: reset those.
+  for (const w of await params.sanitize((cfg) => dropUnconfinedPaths(guard, cfg))) log(w);
 
   const jobStore = new JobStore(files.jobs);
   const jobs = new JobManager({ store: jobStore, cliPath: CLI_PATH, maxConcurrent: options.maxConcurrentJobs, log, ...(options.childEnv ? { env: options.childEnv } : {}), ...(options.killGraceMs !== undefined ? { killGraceMs: options.killGraceMs } : {}) });
@@ -75,11 +93,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const device = probeDevice(CLI_PATH, options.childEnv ?? process.env);
 
   const endpoint: Endpoint = { host: options.host, port: options.port };
-  const context: AppContext = { options, endpoint, runsDir, stateDir, guard, params, grants, jobs, jobStore, device: device.status, token, startedAt: new Date(), uiDir: options.uiDir ?? DEFAULT_UI_DIR, log };
+  // The run list is built in the background from the start, so the first listing is quick.
+  const runList = new RunList(runsDir);
+  void runList.list().catch((e: Error) => log(`run list: ${e.message}`));
+  const fwhm = new FwhmMeasurer({ cliPath: CLI_PATH, ...(options.childEnv ? { env: options.childEnv } : {}) });
+  const context: AppContext = { options, endpoint, runsDir, stateDir, guard, params, grants, jobs, jobStore, device: device.status, fwhm, runList, token, startedAt: new Date(), uiDir: options.uiDir ?? DEFAULT_UI_DIR, log };
 
   const koa = new Koa({ proxy: false });
-  const router = new Router();
-  const api = new ApiRegistry(router);
+  const router = new Router({ strict: true, sensitive: true });
+  const names = allowedHostnames(options.host, options.allowedHosts ?? []);
+  const requireToken = tokenGuard(token);
+  const api = new ApiRegistry(router, { crossSite: crossSiteGuard(endpoint, names), token: requireToken });
   systemRoutes(api, context);
   fileRoutes(api, context);
   jobRoutes(api, context);
@@ -89,38 +113,29 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   configRoutes(api, context);
   pccRoutes(api, context);
 
-  const names = allowedHostnames(options.host, options.allowedHosts ?? []);
+  const requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   koa.use(errorMiddleware(log));
+  koa.use(bodyDeadline(requestTimeout));
   koa.use(hardeningHeaders());
   koa.use(hostCheck(endpoint, names));
-  koa.use(originCheck(endpoint, names, (p) => p === '/api/files/grant'));
-  koa.use(tokenAuth(token, (p) => p === '/api/system/health' || p === '/' || p === '/ui' || p.startsWith('/ui/')));
-  koa.use(staticUi(context.uiDir));
+  koa.use(staticUi(context.uiDir)); // public: the UI asks for the token itself
+  koa.use(methodNotAllowed(router, requireToken));
   koa.use(router.routes());
-  koa.use(async (ctx, next) => {
-    await next();
-    // A known path with another method: 405 in the envelope (router.allowedMethods would answer bare).
-    if (ctx.status === 404 && ctx.body === undefined && ctx.path.startsWith('/api/')) {
-      const methods = router.stack.filter((l) => l.match(ctx.path)).flatMap((l) => l.methods);
-      if (methods.length > 0) {
-        ctx.set('Allow', [...new Set(methods)].join(', '));
-        throw new ApiError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}`, { allowed: [...new Set(methods)] });
-      }
-    }
-  });
   koa.on('error', (e: Error) => {
     if ((e as NodeJS.ErrnoException).code !== 'ECONNRESET' && (e as NodeJS.ErrnoException).code !== 'EPIPE') log(`koa: ${e.message}`);
   });
 
-  const server = koa.listen(options.port, options.host);
+  // Node enforces the request timeout too, for requests whose body no handler reads (it checks
+  // every connectionsCheckingInterval). It covers receiving the request only: an SSE response
+  // streams after its request is complete, so it stays open as long as its run.
+  const server = createServer({ requestTimeout: requestTimeout + 2000, headersTimeout: requestTimeout, connectionsCheckingInterval: Math.min(1000, requestTimeout) }, koa.callback());
+  server.listen(options.port, options.host);
   await new Promise<void>((res, rej) => {
     server.once('listening', res);
     server.once('error', rej);
   });
   const addr = server.address();
   endpoint.port = typeof addr === 'object' && addr ? addr.port : options.port;
-  server.requestTimeout = 0; // SSE streams live as long as their run
-  server.headersTimeout = 30_000;
   const hostForUrl = options.host.includes(':') ? `[${options.host}]` : options.host === '0.0.0.0' ? '127.0.0.1' : options.host;
   return {
     url: `http://${hostForUrl}:${endpoint.port}`,

@@ -3,8 +3,10 @@
 
 import type { DeviceStatus } from './device-probe.js';
 import type { JobManager } from './jobs/manager.js';
+import type { FwhmMeasurer } from './jobs/measure.js';
 import type { JobStore } from './jobs/store.js';
 import type { PathGuard } from './paths.js';
+import type { RunList } from './run-list.js';
 import type { Endpoint } from './security.js';
 import type { GrantStore, ParameterStore } from './state.js';
 
@@ -26,6 +28,8 @@ export interface ServerOptions {
   childEnv?: NodeJS.ProcessEnv;
   /** Grace between SIGTERM and SIGKILL on cancel. */
   killGraceMs?: number;
+  /** Time a client has to send a request's headers and body (default 30 s; SSE responses are not limited). */
+  requestTimeoutMs?: number;
   log?: (message: string) => void;
 }
 
@@ -40,6 +44,10 @@ export interface AppContext {
   jobs: JobManager;
   jobStore: JobStore;
   device: () => DeviceStatus;
+  /** The run list of GET /api/runs, kept in memory. */
+  runList: RunList;
+  /** FWHM of one frame, measured in a child process (config suggest). */
+  fwhm: FwhmMeasurer;
   token: string | null;
   startedAt: Date;
   uiDir: string;

@@ -10,6 +10,7 @@ import type { z } from 'zod';
 export const ERROR_STATUS = {
   BAD_REQUEST: 400,
   MALFORMED_JSON: 400,
+  NESTING_TOO_DEEP: 400,
   VALIDATION_ERROR: 400,
   UNAUTHORIZED: 401,
   PATH_NOT_ALLOWED: 403,
@@ -17,6 +18,7 @@ export const ERROR_STATUS = {
   FORBIDDEN_ORIGIN: 403,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
+  REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
   RESUME_NOT_SUPPORTED: 409,
   JOB_FINISHED: 409,
@@ -79,7 +81,7 @@ export function sendError(ctx: Context, err: ApiError): void {
 
 /** Outermost middleware: converts every throw (and unmatched routes) into the envelope. */
 export function errorMiddleware(log: (message: string) => void) {
-  return async (ctx: Context, next: Next): Promise<void> => {
+  return async function answerErrors(ctx: Context, next: Next): Promise<void> {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw new ApiError('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);

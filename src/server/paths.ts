@@ -3,9 +3,10 @@
 // bytes, no NUL, absolute, no `..` segment; lexically inside an allowed root (so nothing
 // outside the roots is even stat()ed, and answers never reveal whether such a path exists);
 // then resolved with realpath (symlinks included) and checked again, so a link pointing out
-// of a root is refused. Roots are themselves realpath'd when they are added.
+// of a root is refused, whether its target exists or not. Roots are themselves realpath'd when
+// they are added.
 
-import { realpath, stat } from 'node:fs/promises';
+import { lstat, readlink, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, normalize, relative, resolve, sep } from 'node:path';
 import { ApiError } from './errors.js';
 
@@ -29,22 +30,48 @@ function checkText(input: unknown, field: string): string {
   return input;
 }
 
-async function existing(p: string): Promise<{ real: string; rest: string[] }> {
-  // realpath of the nearest existing ancestor, with the missing tail kept aside.
-  const rest: string[] = [];
-  let cur = p;
-  for (;;) {
+/** Links followed while locating one path before it counts as a loop (as the kernel's ELOOP). */
+const MAX_LINK_HOPS = 40;
+
+/**
+ * Where an absolute path leads: the realpath of its longest existing part, plus the missing
+ * rest. Resolved one component at a time, so a link is followed even when its target is missing
+ * (a dangling link leads where it points): whether a path leads out of the roots then never
+ * depends on whether its target exists, and the answer reveals nothing about existence outside.
+ */
+async function locate(p: string): Promise<{ real: string; rest: string[] }> {
+  let pending = p.split('/').filter((c) => c !== '' && c !== '.');
+  let real = '/';
+  let hops = 0;
+  while (pending.length > 0) {
+    const name = pending.shift()!;
+    if (name === '..') {
+      real = dirname(real);
+      continue;
+    }
+    const next = join(real, name);
+    let isLink: boolean;
     try {
-      return { real: await realpath(cur), rest };
+      isLink = (await lstat(next)).isSymbolicLink();
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT' && code !== 'ENOTDIR') throw new ApiError('UNREADABLE_INPUT', `cannot resolve ${p}: ${code ?? 'error'}`);
-      const parent = dirname(cur);
-      if (parent === cur) throw new ApiError('PATH_NOT_FOUND', `${p} does not exist`);
-      rest.unshift(basename(cur));
-      cur = parent;
+      // The rest does not exist; where it would be is lexical from here (a `..` in a link's
+      // target can climb above `real`: then the whole path counts as missing from `/`).
+      const where = normalize(join(real, name, ...pending));
+      const base = isInside(real, where) ? real : '/';
+      return { real: base, rest: relative(base, where).split(sep).filter((c) => c !== '') };
     }
+    if (isLink) {
+      if (++hops > MAX_LINK_HOPS) throw new ApiError('UNREADABLE_INPUT', `cannot resolve ${p}: too many links`);
+      const target = await readlink(next);
+      if (target.startsWith('/')) real = '/';
+      pending = [...target.split('/').filter((c) => c !== '' && c !== '.'), ...pending];
+      continue;
+    }
+    real = next;
   }
+  return { real, rest: [] };
 }
 
 export type PathKind = 'dir' | 'file' | 'any';
@@ -81,6 +108,11 @@ export class PathGuard {
     return [...this.roots];
   }
 
+  /** Roots and denied folders, for scans that must stay inside them (pipeline/confine.ts). */
+  confinement(): { roots: string[]; denied: string[] } {
+    return { roots: [...this.roots], denied: [...this.denied] };
+  }
+
   /** The root that contains `real`, or null. */
   rootOf(real: string): string | null {
     if (this.isDenied(real)) return null;
@@ -96,11 +128,12 @@ export class PathGuard {
     if (!isAbsolute(text)) refuse(`${field}: an absolute path is required`, { field });
     const lexical = normalize(text);
     if (!this.rootOf(lexical) && !(await this.lexicalAliasOfRoot(lexical))) refuse(`${field}: outside the allowed roots`, { field });
-    const { real, rest } = await existing(lexical);
-    if (!this.rootOf(real)) refuse(`${field}: resolves outside the allowed roots`, { field });
+    const { real, rest } = await locate(lexical);
+    const where = rest.length > 0 ? join(real, ...rest) : real;
+    if (!this.rootOf(where)) refuse(`${field}: resolves outside the allowed roots`, { field });
     if (rest.length > 0) {
       if (options.mustExist ?? true) throw new ApiError('PATH_NOT_FOUND', `${field}: ${text} does not exist`, { field });
-      return join(real, ...rest);
+      return where;
     }
     await checkKind(real, options.kind ?? 'any', field, text);
     return real;
@@ -113,8 +146,8 @@ export class PathGuard {
    */
   private async lexicalAliasOfRoot(lexical: string): Promise<boolean> {
     try {
-      const { real } = await existing(dirname(lexical));
-      const candidate = join(real, basename(lexical));
+      const { real, rest } = await locate(dirname(lexical));
+      const candidate = join(real, ...rest, basename(lexical));
       return this.rootOf(candidate) !== null;
     } catch {
       return false;

@@ -6,12 +6,13 @@
 import { mkdir } from 'node:fs/promises';
 import { z } from 'zod';
 import { mergeLayers } from '../config/merge.js';
-import { parseRawStackConfig, QueueEntrySchema, type RawStackConfig } from '../config/rawstack.js';
+import { parseRawStackConfig, QueueEntrySchema, type ConfigIssue, type RawStackConfig } from '../config/rawstack.js';
 import { createRunFolder, writeRunRecord } from '../pipeline/run-folder.js';
 import type { AppContext } from './context.js';
 import { ApiError } from './errors.js';
 import { newJobId } from './jobs/manager.js';
 import type { JobRecord } from './jobs/types.js';
+import { confineConfigPaths } from './config-paths.js';
 import { PATH_FIELD_MAX } from './paths.js';
 
 export const RawStackStartBody = z.strictObject({
@@ -25,34 +26,15 @@ export const RawStackStartBody = z.strictObject({
 export type RawStackStart = z.output<typeof RawStackStartBody>;
 
 async function confine(app: AppContext, config: RawStackConfig): Promise<void> {
-  const dir = async (value: string, field: string) => (value ? app.guard.resolve(value, { field, kind: 'dir' }) : value);
-  const file = async (value: string, field: string) => (value ? app.guard.resolve(value, { field, kind: 'file' }) : value);
   const active = config.queue.filter((q) => q.active);
   if (!config.lights_dir && active.length === 0) {
     throw new ApiError('VALIDATION_ERROR', 'lights_dir is required (or a queue with an active entry)', { issues: [{ path: 'lights_dir', code: 'required', message: 'required for a single-folder run' }] });
   }
-  config.lights_dir = await dir(config.lights_dir, 'lights_dir');
-  config.bias_dir = await dir(config.bias_dir, 'bias_dir');
-  config.darks_dir = await dir(config.darks_dir, 'darks_dir');
-  config.flats_dir = await dir(config.flats_dir, 'flats_dir');
-  config.darkflats_dir = await dir(config.darkflats_dir, 'darkflats_dir');
-  for (const k of ['bias_master', 'dark_master', 'flat_master', 'darkflat_master'] as const) config.calibration[k] = await file(config.calibration[k], `calibration.${k}`);
-  config.pcc.catalog_file = await file(config.pcc.catalog_file, 'pcc.catalog_file');
-  // Solver executables live outside the data roots (/usr/bin...): allow only the solvers' own
-  // program names, so a configuration cannot make a job run an arbitrary program.
-  const solver = (value: string, field: string, names: string[]) => {
-    if (!value) return value;
-    const name = value.split('/').pop() ?? '';
-    if (value.includes('\0') || value.split('/').includes('..') || !names.includes(name) || (value.includes('/') && !value.startsWith('/'))) {
-      throw new ApiError('PATH_NOT_ALLOWED', `${field}: only ${names.join(' or ')} (a name on PATH or an absolute path to it) is allowed`, { field });
-    }
-    return value;
-  };
-  config.astrometry.astrometry_net_bin = solver(config.astrometry.astrometry_net_bin, 'astrometry.astrometry_net_bin', ['solve-field']);
-  config.astrometry.astap_bin = solver(config.astrometry.astap_bin, 'astrometry.astap_bin', ['astap', 'astap_cli']);
-  config.astrometry.astrometry_net_data_dir = await dir(config.astrometry.astrometry_net_data_dir, 'astrometry.astrometry_net_data_dir');
-  config.astrometry.astap_data_dir = await dir(config.astrometry.astap_data_dir, 'astrometry.astap_data_dir');
-  for (const [i, q] of config.queue.entries()) q.input_dir = await dir(q.input_dir, `queue.${i}.input_dir`);
+  await confineConfigPaths(app.guard, config, 'start');
+}
+
+export function invalidConfiguration(issues: ConfigIssue[]): ApiError {
+  return new ApiError('VALIDATION_ERROR', `invalid configuration: ${issues.slice(0, 5).map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, { issues });
 }
 
 export async function startRawStack(app: AppContext, body: RawStackStart, requestLabel: Record<string, unknown>): Promise<JobRecord> {
@@ -61,11 +43,15 @@ export async function startRawStack(app: AppContext, body: RawStackStart, reques
   if (body.pattern !== undefined) form.pattern = body.pattern;
   if (body.run_name !== undefined) form.run_name = body.run_name;
   if (body.queue !== undefined) form.queue = body.queue;
+  // The request's own layer is validated before it is merged: the merge then only ever combines
+  // documents of the schema's shape (and its depth is bounded at the body parser before that).
+  if (body.config !== undefined) {
+    const own = parseRawStackConfig(body.config);
+    if (!own.ok) throw invalidConfiguration(own.issues);
+  }
   const merged = mergeLayers(app.params.get()?.config as Record<string, unknown> | undefined, body.config, form);
   const parsed = parseRawStackConfig(merged);
-  if (!parsed.ok) {
-    throw new ApiError('VALIDATION_ERROR', `invalid configuration: ${parsed.issues.slice(0, 5).map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, { issues: parsed.issues });
-  }
+  if (!parsed.ok) throw invalidConfiguration(parsed.issues);
   const config = parsed.config;
   await confine(app, config);
   const runsText = body.runs_dir ?? (config.runs_dir || app.runsDir);
@@ -78,7 +64,7 @@ export async function startRawStack(app: AppContext, body: RawStackStart, reques
   return app.jobs.submit(
     'rawstack',
     { ...requestLabel, lights_dir: config.lights_dir, pattern: config.pattern, run_name: config.run_name, runs_dir: runsDir },
-    { kind: 'rawstack', job_id: jobId, config: config as unknown as Record<string, unknown>, run_id: folder.runId, run_dir: folder.runDir },
+    { kind: 'rawstack', job_id: jobId, config: config as unknown as Record<string, unknown>, run_id: folder.runId, run_dir: folder.runDir, confine: app.guard.confinement() },
     { run_id: folder.runId, run_dir: folder.runDir },
     jobId,
   );

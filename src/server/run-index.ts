@@ -2,24 +2,30 @@
 // their events.jsonl, the phase statuses derived from the events, and closing a run whose
 // process ended without closing it (cancel by kill, server restart): the open phase gets a
 // phase_end {status: error, reason} and the run a run_end, so every run's events are closed.
+// Every file of a run folder is opened through run-files.ts (confined to the run folder).
 
-import { readdir, readFile, rm, stat } from 'node:fs/promises';
-import { appendFileSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeJsonAtomic } from '../pipeline/atomic.js';
 import type { EventLine, RunStatus } from '../pipeline/events.js';
 import { RAWSTACK_PHASES } from '../pipeline/rawstack/phase-list.js';
 import { runFolderAt, type RunRecord } from '../pipeline/run-folder.js';
+import { appendRunText, readRunText, statRunFile } from './run-files.js';
 
 export const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
-export function eventsFile(runDir: string): string {
-  return join(runDir, 'artifacts', 'preprocess', 'events.jsonl');
-}
+/** The events file, relative to the run folder. */
+export const EVENTS_REL = 'artifacts/preprocess/events.jsonl';
+/** The frame quality table, relative to the run folder. */
+export const FRAME_QUALITY_REL = 'artifacts/preprocess/frame_quality.csv';
 
+/** run.json, or null when missing, unparsable or not a confined regular file. */
 export async function readRunRecord(runDir: string): Promise<RunRecord | null> {
+  const text = await readRunText(runDir, 'run.json', 1024 * 1024);
+  if (text === null) return null;
   try {
-    return JSON.parse(await readFile(join(runDir, 'run.json'), 'utf8')) as RunRecord;
+    const rec = JSON.parse(text) as RunRecord;
+    return typeof rec === 'object' && rec !== null && !Array.isArray(rec) ? rec : null;
   } catch {
     return null;
   }
@@ -27,13 +33,8 @@ export async function readRunRecord(runDir: string): Promise<RunRecord | null> {
 
 /** Parsed event lines; a torn last line (being written) is left out. */
 export async function readEvents(runDir: string): Promise<EventLine[]> {
-  let text: string;
-  try {
-    text = await readFile(eventsFile(runDir), 'utf8');
-  } catch {
-    return [];
-  }
-  return parseEventText(text);
+  const text = await readRunText(runDir, EVENTS_REL);
+  return text === null ? [] : parseEventText(text);
 }
 
 export function parseEventText(text: string): EventLine[] {
@@ -65,16 +66,27 @@ export async function listRuns(runsDir: string): Promise<RunSummary[]> {
   for (const e of entries) {
     if (!e.isDirectory() || e.name.startsWith('.') || !RUN_ID_RE.test(e.name)) continue;
     const dir = join(runsDir, e.name);
-    const rec = await readRunRecord(dir);
-    let created = rec?.created_at;
-    if (!rec) {
-      const s = await stat(eventsFile(dir)).catch(() => null);
-      if (!s) continue;
-      created = s.mtime.toISOString();
-    }
-    out.push({ run_id: e.name, kind: rec?.kind ?? 'rawstack', status: rec?.status ?? 'unknown', created_at: created ?? '', job_id: rec?.job_id ?? null, run_dir: dir });
+    const summary = await summarizeRun(dir, e.name);
+    if (summary) out.push(summary);
   }
-  return out.sort((a, b) => b.created_at.localeCompare(a.created_at) || b.run_id.localeCompare(a.run_id));
+  return out.sort(newestFirst);
+}
+
+export function newestFirst(a: RunSummary, b: RunSummary): number {
+  return b.created_at.localeCompare(a.created_at) || b.run_id.localeCompare(a.run_id);
+}
+
+/** One run's list entry: from run.json, else from its events file's time; null when neither. */
+export async function summarizeRun(dir: string, runId: string, jobId: string | null = null): Promise<RunSummary | null> {
+  const rec = await readRunRecord(dir);
+  let created = typeof rec?.created_at === 'string' ? rec.created_at : undefined;
+  if (!rec) {
+    const s = await statRunFile(dir, EVENTS_REL);
+    if (!s) return null;
+    created = s.mtime.toISOString();
+  }
+  const str = (v: unknown, d: string) => (typeof v === 'string' ? v : d);
+  return { run_id: runId, kind: str(rec?.kind, 'rawstack'), status: str(rec?.status, 'unknown'), created_at: created ?? '', job_id: typeof rec?.job_id === 'string' ? rec.job_id : jobId, run_dir: dir };
 }
 
 export type PhaseView = { phase: string; status: 'pending' | 'running' | 'ok' | 'skipped' | 'error'; progress: number; reason?: string; message?: string; duration_ms?: number };
@@ -128,10 +140,10 @@ export async function closeRun(runDir: string, status: RunStatus, reason: 'cance
   let seq = lines.reduce((m, l) => Math.max(m, l.seq ?? 0), 0);
   const now = Date.now();
   // A process killed mid-write can leave a torn last line: start ours on a fresh line.
-  const text = await readFile(eventsFile(runDir), 'utf8').catch(() => '');
-  if (text.length > 0 && !text.endsWith('\n')) appendFileSync(eventsFile(runDir), '\n');
+  const text = (await readRunText(runDir, EVENTS_REL)) ?? '';
+  let out = text.length > 0 && !text.endsWith('\n') ? '\n' : '';
   const emit = (body: Record<string, unknown>) => {
-    appendFileSync(eventsFile(runDir), JSON.stringify({ seq: ++seq, ts: new Date().toISOString(), run_id: runId, ...body }) + '\n');
+    out += JSON.stringify({ seq: ++seq, ts: new Date().toISOString(), run_id: runId, ...body }) + '\n';
   };
   const startTs = lines[0] ? Date.parse(lines[0].ts) : now;
   if (!lines.some((l) => l.type === 'run_start')) emit({ type: 'run_start', kind, run_dir: runDir });
@@ -147,6 +159,8 @@ export async function closeRun(runDir: string, status: RunStatus, reason: 'cance
     failed.push(phase);
   }
   emit({ type: 'run_end', status, duration_ms: Math.max(0, now - startTs), failed_phases: failed, closed_by: 'server', reason });
+  // One append through the confined open: a planted events.jsonl link is never written through.
+  if (!(await appendRunText(runDir, EVENTS_REL, out))) return false;
   if (rec) {
     rec.status = status;
     await writeJsonAtomic(join(runDir, 'run.json'), rec);

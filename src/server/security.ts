@@ -1,11 +1,13 @@
-// Request gatekeeping (DESIGN §7), as three middleware factories applied before any route:
-// - hostCheck: the Host header must name this server (DNS rebinding defence);
-// - originCheck: state-changing requests (POST, PATCH, PUT, DELETE, and the grant) coming from
-//   a browser must carry this server's own Origin; a browser's cross-site marker without an
-//   Origin is refused too. Clients that are not browsers send neither header and pass;
-// - tokenAuth: when a token is configured, `Authorization: Bearer <token>` (constant-time
-//   comparison). GET requests may carry `?access_token=` instead, because EventSource and
-//   links opened in a new tab cannot set headers.
+// Request gatekeeping (DESIGN §7), as middleware factories:
+// - hostCheck (global): the Host header must name this server (DNS rebinding defence);
+// - crossSiteGuard (on each state-changing route, declared in registry.ts): a request coming
+//   from a browser must carry this server's own Origin; a browser's cross-site marker without
+//   an Origin is refused too. Clients that are not browsers send neither header and pass;
+// - tokenGuard (on each route that is not declared public): when a token is configured,
+//   `Authorization: Bearer <token>` (constant-time comparison). GET requests may carry
+//   `?access_token=` instead, because EventSource and links opened in a new tab cannot set headers.
+// The route guards sit on the route declarations, never behind a comparison of request paths:
+// whatever path text the router accepts for a route, the route's guards run.
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { hostname, networkInterfaces } from 'node:os';
@@ -51,7 +53,7 @@ export function splitHost(value: string): { name: string; port: number | null } 
 }
 
 export function hostCheck(endpoint: Endpoint, names: Set<string>) {
-  return async (ctx: Context, next: Next): Promise<void> => {
+  return async function checkHost(ctx: Context, next: Next): Promise<void> {
     const raw = ctx.get('host');
     const parsed = raw ? splitHost(raw) : null;
     if (!parsed || !names.has(parsed.name) || (parsed.port ?? 80) !== endpoint.port) {
@@ -61,26 +63,23 @@ export function hostCheck(endpoint: Endpoint, names: Set<string>) {
   };
 }
 
-const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
-export function originCheck(endpoint: Endpoint, names: Set<string>, alsoGuarded: (path: string) => boolean) {
-  return async (ctx: Context, next: Next): Promise<void> => {
-    if (STATE_CHANGING.has(ctx.method) || alsoGuarded(ctx.path)) {
-      const origin = ctx.get('origin');
-      if (origin) {
-        let ok = false;
-        try {
-          const u = new URL(origin);
-          const port = u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
-          ok = u.protocol === 'http:' && names.has(u.hostname.replace(/^\[|\]$/g, '').toLowerCase()) && port === endpoint.port;
-        } catch {
-          ok = false;
-        }
-        if (!ok) throw new ApiError('FORBIDDEN_ORIGIN', 'cross-origin request refused');
-      } else {
-        const site = ctx.get('sec-fetch-site');
-        if (site && site !== 'same-origin' && site !== 'none') throw new ApiError('FORBIDDEN_ORIGIN', 'cross-site request refused');
+/** Refuses requests a browser sends from another site (mounted on state-changing routes only). */
+export function crossSiteGuard(endpoint: Endpoint, names: Set<string>) {
+  return async function refuseCrossSite(ctx: Context, next: Next): Promise<void> {
+    const origin = ctx.get('origin');
+    if (origin) {
+      let ok = false;
+      try {
+        const u = new URL(origin);
+        const port = u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+        ok = u.protocol === 'http:' && names.has(u.hostname.replace(/^\[|\]$/g, '').toLowerCase()) && port === endpoint.port;
+      } catch {
+        ok = false;
       }
+      if (!ok) throw new ApiError('FORBIDDEN_ORIGIN', 'cross-origin request refused');
+    } else {
+      const site = ctx.get('sec-fetch-site');
+      if (site && site !== 'same-origin' && site !== 'none') throw new ApiError('FORBIDDEN_ORIGIN', 'cross-site request refused');
     }
     await next();
   };
@@ -94,9 +93,10 @@ export function tokensEqual(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b));
 }
 
-export function tokenAuth(token: string | null, exempt: (path: string) => boolean) {
-  return async (ctx: Context, next: Next): Promise<void> => {
-    if (token !== null && !exempt(ctx.path)) {
+/** Requires the bearer token when one is configured (mounted on every route not declared public). */
+export function tokenGuard(token: string | null) {
+  return async function requireToken(ctx: Context, next: Next): Promise<void> {
+    if (token !== null) {
       const header = ctx.get('authorization');
       const m = /^Bearer\s+(\S+)$/i.exec(header);
       const query = ctx.method === 'GET' && typeof ctx.query.access_token === 'string' ? ctx.query.access_token : null;
@@ -109,7 +109,7 @@ export function tokenAuth(token: string | null, exempt: (path: string) => boolea
 
 /** Response headers that keep browsers from sniffing or framing API answers. */
 export function hardeningHeaders() {
-  return async (ctx: Context, next: Next): Promise<void> => {
+  return async function setHardeningHeaders(ctx: Context, next: Next): Promise<void> {
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('X-Frame-Options', 'SAMEORIGIN');
     ctx.set('Referrer-Policy', 'no-referrer');

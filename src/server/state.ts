@@ -48,6 +48,11 @@ export class ParameterStore {
     return this.current;
   }
 
+  /** Applies `fix` to the loaded parameters in memory (the file is rewritten by the next set). */
+  async sanitize(fix: (config: RawStackConfig) => Promise<string[]>): Promise<string[]> {
+    return this.current ? fix(this.current.config) : [];
+  }
+
   async set(config: RawStackConfig): Promise<StoredParameters> {
     const next = { config, updated_at: new Date().toISOString() };
     await writeJsonAtomic(this.file, next);

@@ -24,7 +24,7 @@ const MIME: Record<string, string> = {
 };
 
 export function staticUi(uiDir: string) {
-  return async (ctx: Context, next: Next): Promise<void> => {
+  return async function serveUi(ctx: Context, next: Next): Promise<void> {
     if (ctx.path === '/' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
       ctx.redirect('/ui/');
       return;

@@ -25,7 +25,8 @@ export interface Res {
 }
 
 export function http(base: string, method: string, path: string, opts: { headers?: Record<string, string>; body?: unknown; raw?: string | Buffer } = {}): Promise<Res> {
-  const url = new URL(path, base);
+  // Host and port from `base` only: a path such as `//api/x` must not be read as another host.
+  const url = new URL(base);
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   let payload: Buffer | undefined;
   if (opts.raw !== undefined) payload = Buffer.isBuffer(opts.raw) ? opts.raw : Buffer.from(opts.raw);

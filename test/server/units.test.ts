@@ -3,14 +3,16 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { validateTiledYaml } from '../../src/config/tiled.js';
 import { DawnNoiseFilter } from '../../src/server/jobs/dawn-noise.js';
 import { isInside, PathGuard, resolveInside } from '../../src/server/paths.js';
 import { rejectionFor } from '../../src/server/routes/config.js';
+import { listRunFiles, openRunFile, readRunText } from '../../src/server/run-files.js';
 import { closeRun } from '../../src/server/run-index.js';
+import { RunList } from '../../src/server/run-list.js';
 import { allowedHostnames, isLoopback, splitHost, tokensEqual } from '../../src/server/security.js';
 import { withTempDir } from '../helpers/tmp.js';
 
@@ -61,6 +63,20 @@ test('path guard: roots, prefixes that are not parents, symlinks, denied state d
     assert.is(await resolveInside(join(dir, 'root'), 'sub/f.txt', { kind: 'file' }), join(dir, 'root', 'sub', 'f.txt'));
     assert.is(await resolveInside(join(dir, 'root'), 'sub', { kind: 'file' }).catch((e) => e.code), 'NOT_A_FILE');
     assert.is(await resolveInside(join(dir, 'root'), 'C:\\\\x').catch((e) => e.code), 'PATH_NOT_ALLOWED');
+    // links out are refused whether their target exists or not; dangling links inside are missing
+    await symlink(join(dir, 'root-sibling', 'absent'), join(dir, 'root', 'dangling-out'));
+    await symlink('../root-sibling/absent', join(dir, 'root', 'dangling-out-rel'));
+    await symlink('sub/absent', join(dir, 'root', 'dangling-in'));
+    await symlink('out/x', join(dir, 'root', 'via-link-out')); // through the `out` link to the sibling
+    await symlink('loop-b', join(dir, 'root', 'loop-a'));
+    await symlink('loop-a', join(dir, 'root', 'loop-b'));
+    assert.is(await code(join(dir, 'root', 'dangling-out')), 'PATH_NOT_ALLOWED');
+    assert.is(await code(join(dir, 'root', 'dangling-out'), { mustExist: false }), 'PATH_NOT_ALLOWED');
+    assert.is(await code(join(dir, 'root', 'dangling-out-rel', 'deeper')), 'PATH_NOT_ALLOWED');
+    assert.is(await code(join(dir, 'root', 'via-link-out')), 'PATH_NOT_ALLOWED');
+    assert.is(await code(join(dir, 'root', 'dangling-in')), 'PATH_NOT_FOUND');
+    assert.is(await g.resolve(join(dir, 'root', 'dangling-in'), { mustExist: false }), join(dir, 'root', 'sub', 'absent'));
+    assert.is(await code(join(dir, 'root', 'loop-a')), 'UNREADABLE_INPUT');
   });
 });
 
@@ -87,6 +103,72 @@ test('closeRun ends open phases and the run once, continuing seq', async () => {
     assert.is(lines[2].reason, 'cancelled');
     assert.equal(lines[3].failed_phases, ['INPUT_SCAN']);
     assert.is(JSON.parse(await readFile(join(dir, 'run.json'), 'utf8')).status, 'cancelled');
+  });
+});
+
+test('run files: one confined open; links out of the run folder read as missing and are never written through', async () => {
+  await withTempDir('runfiles', async (dir) => {
+    const run = join(dir, 'run');
+    const art = join(run, 'artifacts', 'preprocess');
+    await mkdir(art, { recursive: true });
+    await mkdir(join(dir, 'out'));
+    await writeFile(join(dir, 'out', 'secret.txt'), 'SECRET\n');
+    await writeFile(join(run, 'ok.txt'), 'fine');
+    await symlink(join(dir, 'out', 'secret.txt'), join(art, 'events.jsonl'));
+    await symlink(join(dir, 'out'), join(run, 'outputs'));
+    await symlink(join(run, 'ok.txt'), join(run, 'inner-link.txt'));
+    await writeFile(join(run, 'run.json'), JSON.stringify({ run_id: 'r', status: 'running', created_at: 'x' }));
+    assert.is(await readRunText(run, 'ok.txt'), 'fine');
+    assert.is(await readRunText(run, 'inner-link.txt'), 'fine', 'a link inside the run folder is followed');
+    assert.is(await readRunText(run, 'artifacts/preprocess/events.jsonl'), null);
+    assert.is(await readRunText(run, 'outputs/secret.txt'), null);
+    assert.is(await readRunText(run, 'missing.txt'), null);
+    const code = (rel: string, o = {}) => openRunFile(run, rel, o).then((f) => (f.fh.close(), 'ok'), (e) => e.code);
+    assert.is(await code('outputs/secret.txt'), 'PATH_NOT_ALLOWED');
+    assert.is(await code('../out/secret.txt'), 'PATH_NOT_ALLOWED');
+    assert.is(await code('artifacts'), 'NOT_A_FILE');
+    assert.is(await code('nothing.txt'), 'NOT_FOUND');
+    // the run folder itself reached through a link is refused
+    await symlink(run, join(dir, 'run-link'));
+    assert.is(await readRunText(join(dir, 'run-link'), 'ok.txt'), null);
+    // listing: regular files in real folders only
+    await writeFile(join(art, 'frame_quality.csv'), 'a\n');
+    assert.equal((await listRunFiles(run, ['artifacts', 'outputs'], ['run.json', 'inner-link.txt'], 100)).map((f) => f.path), ['run.json', 'artifacts/preprocess/frame_quality.csv']);
+    // closing the run appends nothing through the planted events link
+    assert.is(await closeRun(run, 'error', 'interrupted'), false);
+    assert.is(await readFile(join(dir, 'out', 'secret.txt'), 'utf8'), 'SECRET\n');
+  });
+});
+
+test('run list: folders read again only when runs_dir changes, final runs not re-read, runs in progress and new folders followed', async () => {
+  await withTempDir('runlist', async (dir) => {
+    const runs = join(dir, 'runs');
+    await mkdir(runs);
+    const rec = (id: string, status: string, day: number) => JSON.stringify({ run_id: id, kind: 'rawstack', status, created_at: `2026-01-0${day}T00:00:00.000Z`, job_id: null });
+    const make = async (id: string, status: string, day: number) => {
+      await mkdir(join(runs, id), { recursive: true });
+      await writeFile(join(runs, id, 'run.json'), rec(id, status, day));
+    };
+    const list = new RunList(runs, 0);
+    const ids = async (jobs: Parameters<RunList['list']>[0] = []) => (await list.list(jobs)).map((r) => `${r.run_id}:${r.status}`);
+    await make('a', 'ok', 1);
+    await make('b', 'running', 2);
+    assert.equal(await ids(), ['b:running', 'a:ok']);
+    await writeFile(join(runs, 'a', 'run.json'), rec('a', 'error', 1));
+    assert.equal(await ids(), ['b:running', 'a:ok'], 'a final run is not read again');
+    await writeFile(join(runs, 'b', 'run.json'), rec('b', 'ok', 2));
+    assert.equal(await ids(), ['b:ok', 'a:ok'], 'a run in progress is');
+    await mkdir(join(runs, 'c'));
+    assert.equal(await ids(), ['b:ok', 'a:ok'], 'a folder without run.json is no run yet');
+    await writeFile(join(runs, 'c', 'run.json'), rec('c', 'pending', 3));
+    assert.equal(await ids(), ['c:pending', 'b:ok', 'a:ok'], 'but is looked at again');
+    await rm(join(runs, 'a'), { recursive: true });
+    assert.equal(await ids(), ['c:pending', 'b:ok']);
+    const elsewhere = join(dir, 'other', 'x_run');
+    await mkdir(elsewhere, { recursive: true });
+    await writeFile(join(elsewhere, 'run.json'), rec('x_run', 'running', 4));
+    assert.equal(await ids([{ run_id: 'x_run', run_dir: elsewhere, job_id: 'job_1' }]), ['x_run:running', 'c:pending', 'b:ok']);
+    assert.is((await list.list())[0]!.job_id, 'job_1');
   });
 });
 

@@ -7,6 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseRawStackConfig } from '../../config/rawstack.js';
 import type { EventLine } from '../../pipeline/events.js';
+import { setReadConfinement } from '../../pipeline/confine.js';
 import { RAWSTACK_PHASES } from '../../pipeline/rawstack/phase-list.js';
 import type { ChildMessage, JobSpec } from './types.js';
 
@@ -29,6 +30,7 @@ export async function runJobChild(argv: string[]): Promise<number> {
     return 2;
   }
   if (specFile === '--probe-device') return probe();
+  if (specFile === '--measure-fwhm') return measureFwhm(argv.slice(1));
   const spec = JSON.parse(await readFile(specFile, 'utf8')) as JobSpec;
   const controller = new AbortController();
   process.on('SIGTERM', () => controller.abort());
@@ -67,6 +69,8 @@ async function dispatch(spec: JobSpec, signal: AbortSignal): Promise<number> {
 async function rawstack(spec: Extract<JobSpec, { kind: 'rawstack' }>, signal: AbortSignal): Promise<number> {
   const parsed = parseRawStackConfig(spec.config);
   if (!parsed.ok) throw new Error(`invalid configuration: ${parsed.issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
+  // The server's roots at submit: every frame scan of the run stays inside them (confine.ts).
+  if (spec.confine) setReadConfinement(spec.confine);
   const { runRawStack } = await import('../../pipeline/rawstack/run.js');
   const { runFolderAt } = await import('../../pipeline/run-folder.js');
   const total = RAWSTACK_PHASES.length;
@@ -93,6 +97,30 @@ async function rawstack(spec: Extract<JobSpec, { kind: 'rawstack' }>, signal: Ab
     details: { outputs: result.outputs, device: result.device.kind, phases: result.phases },
   });
   return result.status === 'ok' ? 0 : 1;
+}
+
+/**
+ * `skystack job --measure-fwhm FILE [--cfa]` (measure.ts): the frame's median FWHM from its star
+ * detection, printed as one JSON line `{fwhm}` or `{error}`.
+ */
+async function measureFwhm(args: string[]): Promise<number> {
+  const file = args[0];
+  if (!file) {
+    process.stdout.write(`${JSON.stringify({ error: 'no file given' })}\n`);
+    return 2;
+  }
+  const { readFitsImage } = await import('../../fits/index.js');
+  const { detectStars } = await import('../../algorithms/stars.js');
+  const { frameMetrics } = await import('../../algorithms/frame-metrics.js');
+  try {
+    const img = await readFitsImage(file);
+    const det = detectStars(img.data, img.width, img.height, { cfa: args.includes('--cfa') });
+    process.stdout.write(`${JSON.stringify(det.ok ? { fwhm: frameMetrics(det).fwhm } : { error: `no stars measured (${det.code})` })}\n`);
+    return 0;
+  } catch (e) {
+    process.stdout.write(`${JSON.stringify({ error: `the frame could not be read: ${(e as { code?: string }).code ?? 'error'}` })}\n`);
+    return 1;
+  }
 }
 
 /** `skystack job --probe-device`: acquires the device once, prints its info as JSON, releases it. */

@@ -2,6 +2,8 @@
 // restart; a spec is what the child process needs to do the work (written next to the
 // record before the child starts, handed over by file name, never through a shell).
 
+import type { ReadConfinement } from '../../pipeline/confine.js';
+
 export type JobKind = 'run' | 'resume' | 'rawstack' | 'scan' | 'pcc_run' | 'pcc_apply';
 export type JobState = 'pending' | 'running' | 'cancelling' | 'ok' | 'error' | 'cancelled';
 export const TERMINAL_STATES: ReadonlySet<JobState> = new Set(['ok', 'error', 'cancelled']);
@@ -33,7 +35,7 @@ export interface JobRecord {
 }
 
 export type JobSpec =
-  | { kind: 'rawstack'; job_id: string; config: Record<string, unknown>; run_id: string; run_dir: string }
+  | { kind: 'rawstack'; job_id: string; config: Record<string, unknown>; run_id: string; run_dir: string; confine?: ReadConfinement }
   | { kind: 'pcc_run'; input: string; output: string; catalog_file: string; diagnostics_file: string; config?: Record<string, unknown> }
   | { kind: 'pcc_apply'; input: string; output: string; matrix: number[][] };
 

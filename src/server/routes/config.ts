@@ -3,20 +3,17 @@
 // suggest parameter values from the machine and the data (each with its reason).
 
 import { availableParallelism, freemem, totalmem } from 'node:os';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { z } from 'zod';
-import { detectStars } from '../../algorithms/stars.js';
-import { frameMetrics } from '../../algorithms/frame-metrics.js';
 import { defaultRawStackConfig, rawStackJsonSchema } from '../../config/rawstack.js';
 import { tiledJsonSchema, validateTiledYaml, YAML_LIMIT } from '../../config/tiled.js';
-import { readFitsImage } from '../../fits/index.js';
 import { decideColorMode, scanFolder, type FrameInfo } from '../../pipeline/scan.js';
-import { queryOf, readBody, jsonBody } from '../body.js';
+import { checkYamlNesting, queryOf, readBody, jsonBody } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { PATH_FIELD_MAX } from '../paths.js';
 import type { ApiRegistry } from '../registry.js';
+import { readRunText } from '../run-files.js';
+import { FRAME_QUALITY_REL } from '../run-index.js';
 import { findRun, parseCsv } from './runs.js';
 
 const SchemaQuery = z.strictObject({ kind: z.enum(['tiled', 'rawstack']).default('tiled') });
@@ -31,7 +28,7 @@ const SuggestBody = z.strictObject({
     .describe('figures of a scan the client already has (POST /api/files/scan summary; fwhm in px when known)'),
 });
 
-/** Largest frame (pixels) measured in the server process for a FWHM suggestion. */
+/** Largest frame (pixels) measured for a FWHM suggestion (in a child process, see measure.ts). */
 const MEASURE_LIMIT_PIXELS = 12_000_000;
 
 interface Suggestion {
@@ -71,6 +68,7 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
       else if (['text/yaml', 'application/yaml', 'application/x-yaml', 'text/x-yaml', 'text/plain'].includes(type)) text = (await readBody(ctx, YAML_LIMIT)).toString('utf8');
       else throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `send the YAML as text/yaml or as JSON {yaml}, not ${type}`);
       if (Buffer.byteLength(text) > YAML_LIMIT) throw new ApiError('PAYLOAD_TOO_LARGE', `YAML larger than ${YAML_LIMIT} bytes`);
+      checkYamlNesting(text);
       const r = validateTiledYaml(text);
       ctx.body = { ok: r.ok, errors: r.errors, warnings: r.warnings };
     },
@@ -113,7 +111,8 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
         measured.source = 'scan figures from the request';
       } else if (body.run_id) {
         const dir = await findRun(app, body.run_id);
-        const rows = await readFile(join(dir, 'artifacts', 'preprocess', 'frame_quality.csv'), 'utf8').then(parseCsv, () => null);
+        const csv = await readRunText(dir, FRAME_QUALITY_REL);
+        const rows = csv === null ? null : parseCsv(csv);
         if (!rows) throw new ApiError('NOT_FOUND', `run ${body.run_id} has no frame_quality.csv`);
         const used = rows.filter((r) => r.status !== 'excluded');
         frames = used.length;
@@ -121,7 +120,7 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
         measured.source = `run ${body.run_id} frame_quality.csv`;
       } else if (body.input_dir) {
         const dir = await app.guard.resolve(body.input_dir, { field: 'input_dir', kind: 'dir' });
-        const scanned = await scanFolder(dir, { pattern: body.pattern, concurrency: 4 });
+        const scanned = await scanFolder(dir, { pattern: body.pattern, concurrency: 4, confine: app.guard.confinement() });
         const good = scanned.filter((f): f is FrameInfo => f.ok);
         frames = good.length;
         measured.source = `scan of ${dir}`;
@@ -129,15 +128,17 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
         if (mid) {
           shortSide = Math.min(mid.width, mid.height);
           if (mid.width * mid.height <= MEASURE_LIMIT_PIXELS && mid.planes === 1) {
-            const img = await readFitsImage(mid.file);
+            // In a child process: star detection is whole-frame work (measure.ts).
             const color = decideColorMode(mid, 'auto', 'auto');
-            const det = detectStars(img.data, img.width, img.height, { cfa: color.mode === 'OSC' });
-            if (det.ok) {
-              fwhm = frameMetrics(det).fwhm;
+            const r = await app.fwhm.measure(mid.file, color.mode === 'OSC');
+            if (r.ok) {
+              fwhm = r.fwhm;
               measured.fwhm_frame = mid.name;
+            } else {
+              measured.fwhm_skipped = r.reason;
             }
           } else {
-            measured.fwhm_skipped = 'frame too large to measure in the server; pass run_id of a finished run';
+            measured.fwhm_skipped = 'frame too large to measure for a suggestion; pass run_id of a finished run';
           }
         }
       }

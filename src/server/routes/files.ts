@@ -23,6 +23,25 @@ export function isFitsName(name: string): boolean {
 /** Folders nobody may grant: system trees, and anything holding the server's own state. */
 const SYSTEM_DIRS = ['/proc', '/sys', '/dev', '/etc', '/boot', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/usr', '/run', '/root', '/var/run', '/var/lib'];
 
+let systemDirsReal: Promise<string[]> | null = null;
+/** The system folders as written and as resolved (`/lib` is `/usr/lib` on merged-/usr systems). */
+function systemDirs(): Promise<string[]> {
+  systemDirsReal ??= Promise.all(SYSTEM_DIRS.map((d) => realpath(d).catch(() => d))).then((r) => [...new Set([...SYSTEM_DIRS, ...r])]);
+  return systemDirsReal;
+}
+
+/**
+ * Why the folder `real` (a realpath) cannot be granted, or null. Refused: a system folder, a
+ * folder inside one, and a folder containing one (granting `/var` would open `/var/lib`); the
+ * same for the server's state folder. Checked on every grant and again for stored grants at start.
+ */
+export async function grantRefusal(real: string, app: Pick<AppContext, 'guard' | 'stateDir'>): Promise<string | null> {
+  const system = await systemDirs();
+  if (real === '/' || system.some((d) => isInside(d, real) || isInside(real, d))) return 'is or contains a system folder and cannot be granted';
+  if (app.guard.isDenied(real) || isInside(real, app.stateDir)) return "holds the server's state and cannot be granted";
+  return null;
+}
+
 const ListQuery = z.strictObject({ path: z.string().max(PATH_FIELD_MAX).optional(), hidden: z.enum(['true', 'false']).default('false') });
 const GrantQuery = z.strictObject({ path: z.string().max(PATH_FIELD_MAX) });
 const ScanBody = z.strictObject({
@@ -84,7 +103,7 @@ export function fileRoutes(api: ApiRegistry, app: AppContext): void {
   );
 
   api.add(
-    { method: 'get', path: '/api/files/grant', tag: 'files', summary: 'grant access to an absolute existing directory (persisted)', query: GrantQuery, responses: { 200: '{path, granted_at}', 403: 'refused (system folder, server state, bad path)', 422: 'missing or not a folder' } },
+    { method: 'get', path: '/api/files/grant', tag: 'files', summary: 'grant access to an absolute existing directory (persisted)', changesState: true, query: GrantQuery, responses: { 200: '{path, granted_at}', 403: 'refused (system folder, server state, bad path)', 422: 'missing or not a folder' } },
     async (ctx) => {
       const q = queryOf(ctx, GrantQuery);
       const text = q.path;
@@ -100,8 +119,8 @@ export function fileRoutes(api: ApiRegistry, app: AppContext): void {
       }
       const s = await stat(real);
       if (!s.isDirectory()) throw new ApiError('NOT_A_DIRECTORY', `${text} is not a folder`);
-      if (real === '/' || SYSTEM_DIRS.some((d) => isInside(d, real))) throw new ApiError('PATH_NOT_ALLOWED', `${text} is a system folder and cannot be granted`);
-      if (app.guard.isDenied(real) || isInside(real, app.stateDir)) throw new ApiError('PATH_NOT_ALLOWED', `${text} holds the server's state and cannot be granted`);
+      const refusal = await grantRefusal(real, app);
+      if (refusal) throw new ApiError('PATH_NOT_ALLOWED', `${text} ${refusal}`);
       const grant = { path: real, granted_at: new Date().toISOString(), granted_by: app.token ? 'bearer token' : `loopback ${ctx.ip}` };
       await app.grants.add(grant);
       await app.guard.addRoot(real);
@@ -121,7 +140,7 @@ export function fileRoutes(api: ApiRegistry, app: AppContext): void {
     async (ctx) => {
       const body = await jsonBody(ctx, ScanBody);
       const dir = await app.guard.resolve(body.path, { kind: 'dir' });
-      const frames = await scanFolder(dir, { pattern: body.pattern, maxFrames: body.max_frames, checksums: body.checksums, concurrency: 4 });
+      const frames = await scanFolder(dir, { pattern: body.pattern, maxFrames: body.max_frames, checksums: body.checksums, concurrency: 4, confine: app.guard.confinement() });
       // The condition INPUT_SCAN fails with (pattern_mismatch), so the form can offer the pattern first.
       const hint = frames.length === 0 ? await folderPatternHint(dir, body.pattern) : null;
       const summary = summarizeScan(frames);

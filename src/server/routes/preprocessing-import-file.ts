@@ -9,7 +9,7 @@ import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { defaultRawStackConfig } from '../../config/rawstack.js';
 import { importFromTiled } from '../../config/tiled-import.js';
-import { BODY_LIMIT, jsonBody } from '../body.js';
+import { BODY_LIMIT, checkYamlNesting, jsonBody } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { MAX_PATH } from '../paths.js';
@@ -49,6 +49,7 @@ export function preprocessingImportFileRoutes(api: ApiRegistry, app: AppContext)
       const body = await jsonBody(ctx, ImportFileBody);
       const file = await app.guard.resolve(body.path, { field: 'path', kind: 'file' });
       const text = await readLimited(file, BODY_LIMIT);
+      checkYamlNesting(text, `the YAML file`);
       let doc: unknown;
       try {
         doc = parseYaml(text, { customTags: [], maxAliasCount: 100, uniqueKeys: true });

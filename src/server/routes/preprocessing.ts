@@ -6,8 +6,9 @@ import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { defaultRawStackConfig, parseRawStackConfig } from '../../config/rawstack.js';
 import { importFromTiled } from '../../config/tiled-import.js';
+import { confineConfigPaths } from '../config-paths.js';
 import { readEvents, phaseStatuses } from '../run-index.js';
-import { jsonBody, queryOf } from '../body.js';
+import { checkYamlNesting, jsonBody, queryOf } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import type { ApiRegistry } from '../registry.js';
@@ -35,7 +36,7 @@ export function preprocessingRoutes(api: ApiRegistry, app: AppContext): void {
       tag: 'preprocessing',
       summary: 'validate the JSON configuration and store it for further Raw Stack starts',
       body: z.record(z.string(), z.unknown()),
-      responses: { 200: '{config, source: "stored", updated_at}', 400: 'VALIDATION_ERROR naming each bad key' },
+      responses: { 200: '{config, source: "stored", updated_at}', 400: 'VALIDATION_ERROR naming each bad key', 403: 'a path outside the allowed roots' },
       response: ParametersSchema,
     },
     async (ctx) => {
@@ -47,6 +48,9 @@ export function preprocessingRoutes(api: ApiRegistry, app: AppContext): void {
       if (!parsed.ok) {
         throw new ApiError('VALIDATION_ERROR', `invalid configuration: ${parsed.issues.slice(0, 5).map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, { issues: parsed.issues });
       }
+      // Stored paths are confined like a run's (existence aside): nothing outside the roots is
+      // ever stored, so nothing probes it later (/api/system/info).
+      await confineConfigPaths(app.guard, parsed.config, 'store');
       const stored = await app.params.set(parsed.config);
       ctx.body = { config: stored.config, source: 'stored', updated_at: stored.updated_at };
     },
@@ -118,6 +122,7 @@ export function preprocessingRoutes(api: ApiRegistry, app: AppContext): void {
     },
     async (ctx) => {
       const body = await jsonBody(ctx, ImportBody);
+      checkYamlNesting(body.yaml);
       let doc: unknown;
       try {
         doc = parseYaml(body.yaml, { customTags: [], maxAliasCount: 100, uniqueKeys: true });

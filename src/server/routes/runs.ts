@@ -2,9 +2,9 @@
 // logs (event lines, ?tail=), artifacts (list, view, raw), the quality report, and the SSE
 // stream of events. Runs are the folders under runs_dir plus the run folders of known jobs
 // (a run started with another runs_dir inside the roots). Raw Stack runs show like any run.
+// Every file of a run folder is opened through run-files.ts (confined to the run folder).
 
-import { createReadStream } from 'node:fs';
-import { open, readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { z } from 'zod';
@@ -12,9 +12,10 @@ import type { EventLine } from '../../pipeline/events.js';
 import { queryOf } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { isInside, PATH_FIELD_MAX, resolveInside } from '../paths.js';
+import { isInside, PATH_FIELD_MAX } from '../paths.js';
 import { page, PageQuery, type ApiRegistry } from '../registry.js';
-import { eventsFile, listRuns, parseEventText, phaseStatuses, readEvents, readRunRecord, RUN_ID_RE, type RunSummary } from '../run-index.js';
+import { listRunFiles, openRunFile, readRunText } from '../run-files.js';
+import { EVENTS_REL, FRAME_QUALITY_REL, parseEventText, phaseStatuses, readEvents, readRunRecord, RUN_ID_RE, type RunSummary } from '../run-index.js';
 import { csvRecords } from '../../ui/csv.js';
 
 export const VIEW_LIMIT = 8 * 1024 * 1024;
@@ -43,16 +44,8 @@ export function artifactType(name: string): { type: string; mime: string } {
 
 /** All runs the API knows: runs_dir folders plus job run folders elsewhere, newest first. */
 export async function allRuns(app: AppContext): Promise<RunSummary[]> {
-  const runs = await listRuns(app.runsDir);
-  const seen = new Set(runs.map((r) => r.run_dir));
-  for (const job of app.jobs.list()) {
-    if (!job.run_dir || !job.run_id || seen.has(job.run_dir)) continue;
-    const rec = await readRunRecord(job.run_dir);
-    if (!rec) continue;
-    seen.add(job.run_dir);
-    runs.push({ run_id: job.run_id, kind: rec.kind, status: rec.status, created_at: rec.created_at, job_id: job.job_id, run_dir: job.run_dir });
-  }
-  return runs.sort((a, b) => b.created_at.localeCompare(a.created_at) || b.run_id.localeCompare(a.run_id));
+  const jobRuns = app.jobs.list().flatMap((j) => (j.run_dir && j.run_id ? [{ run_id: j.run_id, run_dir: j.run_dir, job_id: j.job_id }] : []));
+  return app.runList.list(jobRuns);
 }
 
 /** The run folder (realpath) for an id, confined to the runs dir or a job's run folder. */
@@ -67,20 +60,6 @@ export async function findRun(app: AppContext, id: string): Promise<string> {
     if (s?.isDirectory()) return real;
   }
   throw new ApiError('NOT_FOUND', `no run ${id}`);
-}
-
-async function walk(root: string, dir: string, out: { path: string; size: number; mtime: string }[], limit: number): Promise<void> {
-  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
-    if (out.length >= limit || e.name.startsWith('.')) continue;
-    const full = join(dir, e.name);
-    if (e.isDirectory()) await walk(root, full, out, limit);
-    else if (e.isFile()) {
-      const s = await stat(full).catch(() => null);
-      if (s) out.push({ path: relative(root, full).split(sep).join('/'), size: s.size, mtime: s.mtime.toISOString() });
-    }
-    // symlinks are not listed: an artifact is a file the run wrote
-  }
 }
 
 const LogsQuery = z.strictObject({ tail: z.coerce.number().int().min(1).max(100000).optional(), limit: z.coerce.number().int().min(1).max(100000).optional(), offset: z.coerce.number().int().min(0).default(0) });
@@ -128,12 +107,7 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
 
   api.add({ method: 'get', path: '/api/runs/:id/artifacts', tag: 'runs', summary: 'files of the run (artifacts/ and outputs/)', responses: { 200: '{items, total}', 404: 'no such run' } }, async (ctx) => {
     const dir = await findRun(app, ctx.params.id!);
-    const files: { path: string; size: number; mtime: string }[] = [];
-    for (const sub of ['artifacts', 'outputs']) await walk(dir, join(dir, sub), files, 10000);
-    for (const top of ['run.json']) {
-      const s = await stat(join(dir, top)).catch(() => null);
-      if (s?.isFile()) files.unshift({ path: top, size: s.size, mtime: s.mtime.toISOString() });
-    }
+    const files = await listRunFiles(dir, ['artifacts', 'outputs'], ['run.json'], 10000);
     const base = `/api/runs/${encodeURIComponent(ctx.params.id!)}/artifacts`;
     ctx.body = {
       items: files.map((f) => {
@@ -149,12 +123,17 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
     async (ctx) => {
       const q = queryOf(ctx, ViewQuery);
       const dir = await findRun(app, ctx.params.id!);
-      const file = await resolveInside(dir, q.path, { kind: 'file' });
+      const f = await openRunFile(dir, q.path);
+      const file = f.real;
       const t = artifactType(file);
-      if (!TEXT_TYPES.has(t.type)) throw new ApiError('UNSUPPORTED_TYPE', `${q.path} is ${t.type}; use the raw endpoint`, { type: t.type });
-      const s = await stat(file);
-      if (s.size > VIEW_LIMIT) throw new ApiError('UNSUPPORTED_TYPE', `${q.path} is larger than ${VIEW_LIMIT} bytes; use the raw endpoint`, { size: s.size });
-      const text = await readFile(file, 'utf8');
+      let text: string;
+      try {
+        if (!TEXT_TYPES.has(t.type)) throw new ApiError('UNSUPPORTED_TYPE', `${q.path} is ${t.type}; use the raw endpoint`, { type: t.type });
+        if (f.size > VIEW_LIMIT) throw new ApiError('UNSUPPORTED_TYPE', `${q.path} is larger than ${VIEW_LIMIT} bytes; use the raw endpoint`, { size: f.size });
+        text = await f.fh.readFile({ encoding: 'utf8' });
+      } finally {
+        await f.fh.close();
+      }
       const rel = relative(dir, file).split(sep).join('/');
       if (t.type === 'json') {
         try {
@@ -178,28 +157,32 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
       const raw = ctx.params.path as unknown;
       const rel = Array.isArray(raw) ? raw.join('/') : String(raw ?? '');
       const dir = await findRun(app, ctx.params.id!);
-      const file = await resolveInside(dir, rel, { kind: 'file' });
+      const f = await openRunFile(dir, rel);
+      const file = f.real;
       const t = artifactType(file);
-      const s = await stat(file);
       ctx.type = t.mime;
-      ctx.length = s.size;
+      ctx.length = f.size;
       if (t.type === 'html' || t.type === 'svg') {
         // Our reports use inline styles and data: images only; nothing may run or load.
         ctx.set('Content-Security-Policy', "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; frame-ancestors 'self'");
       }
       if (t.type === 'fits' || t.type === 'binary') ctx.set('Content-Disposition', `attachment; filename="${file.split(sep).pop()!.replace(/[^A-Za-z0-9._-]/g, '_')}"`);
-      ctx.body = createReadStream(file);
+      // The stream reads the descriptor that was checked (and closes it when done).
+      ctx.body = f.fh.createReadStream();
     },
   );
 
   api.add({ method: 'get', path: '/api/runs/:id/report', tag: 'runs', summary: 'quality report: frame table and summary', responses: { 200: 'report', 404: 'no such run' } }, async (ctx) => {
     const dir = await findRun(app, ctx.params.id!);
-    const art = join(dir, 'artifacts', 'preprocess');
-    const frames = await readFile(join(art, 'frame_quality.csv'), 'utf8').then(parseCsv, () => null);
-    const report = await readFile(join(art, 'preprocessing_report.json'), 'utf8').then(
-      (t) => JSON.parse(t) as unknown,
-      () => null,
-    );
+    const csv = await readRunText(dir, FRAME_QUALITY_REL);
+    const frames = csv === null ? null : parseCsv(csv);
+    const reportText = await readRunText(dir, 'artifacts/preprocess/preprocessing_report.json');
+    let report: unknown = null;
+    try {
+      report = reportText === null ? null : (JSON.parse(reportText) as unknown);
+    } catch {
+      report = null; // being written
+    }
     const lines = await readEvents(dir);
     const status = phaseStatuses(lines);
     const rows = frames ?? [];
@@ -246,13 +229,13 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
       ctx.set('Cache-Control', 'no-cache');
       ctx.set('X-Accel-Buffering', 'no');
       ctx.body = stream;
-      followEvents(eventsFile(dir), after, stream, () => ctx.req.destroyed);
+      followEvents(dir, after, stream, () => ctx.req.destroyed);
     },
   );
 }
 
-/** Tails `file` from byte 0, sending lines with seq > after; ends after run_end. */
-function followEvents(file: string, after: number, out: PassThrough, gone: () => boolean): void {
+/** Tails the run's events file from byte 0, sending lines with seq > after; ends after run_end. */
+function followEvents(runDir: string, after: number, out: PassThrough, gone: () => boolean): void {
   let offset = 0;
   let partial = '';
   let closed = false;
@@ -270,9 +253,9 @@ function followEvents(file: string, after: number, out: PassThrough, gone: () =>
     if (gone()) return close();
     let fh;
     try {
-      fh = await open(file, 'r');
+      ({ fh } = await openRunFile(runDir, EVENTS_REL));
     } catch {
-      return; // run not started yet
+      return; // run not started yet (or a link out of the run folder: the same to a client)
     }
     try {
       const s = await fh.stat();

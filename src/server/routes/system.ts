@@ -52,7 +52,7 @@ export function systemRoutes(api: ApiRegistry, app: AppContext): void {
   );
 
   api.add(
-    { method: 'get', path: '/api/system/health', tag: 'system', summary: 'health check', responses: { 200: 'healthy', 503: 'runs dir not writable' } },
+    { method: 'get', path: '/api/system/health', tag: 'system', summary: 'health check', public: true, responses: { 200: 'healthy', 503: 'runs dir not writable' } },
     async (ctx) => {
       const writable = await access(app.runsDir, constants.W_OK).then(() => true, () => false);
       const d = app.device();
