@@ -16,6 +16,12 @@ function looseEnum<const T extends readonly [string, ...string[]]>(values: T, al
 
 const path = z.string().max(4096);
 
+/**
+ * Every FITS file name a calibration folder may hold (plain, gzip-compressed, fpack'd), in any
+ * letter case: a calibration folder holds calibration frames only, so it takes them all.
+ */
+export const ANY_FITS_PATTERN = '*.fit;*.fits;*.fts;*.fit.gz;*.fits.gz;*.fts.gz;*.fz';
+
 export const BAYER_PATTERN_VALUES = ['auto', 'RGGB', 'GBRG', 'GRBG', 'BGGR'] as const;
 export const INPUT_MODE_VALUES = ['auto', 'OSC', 'MONO'] as const;
 
@@ -40,7 +46,7 @@ const CalibrationSchema = z.strictObject({
   dark_master: path.default(''),
   flat_master: path.default(''),
   darkflat_master: path.default(''),
-  pattern: z.string().max(256).default('*.fit;*.fits;*.fts').describe('";"-separated patterns selecting calibration frames'),
+  pattern: z.string().max(256).default(ANY_FITS_PATTERN).describe('";"-separated patterns selecting calibration frames'),
   dark_auto_select: z.boolean().default(true).describe('filter darks by exposure time (and temperature) from the FITS headers'),
   dark_match_exposure_tolerance_percent: z.number().min(0).max(100).default(8),
   dark_match_use_temp: z.boolean().default(false),

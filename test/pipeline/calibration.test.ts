@@ -282,7 +282,7 @@ test('a missing or empty calibration folder and a master of another size are err
   await mkdir(empty, { recursive: true });
   const e2 = (await runPhasesOn(config({ ...dirs(oscDir), flats_dir: empty }), { runsDir: join(root, 'runs'), phases: ONLY_CAL })).end('CALIBRATION')!;
   assert.equal([e2.status, e2.reason], ['error', 'calibration_error']);
-  assert.match(String(e2.message), `flats_dir "${empty}" holds no file matching "*.fit;*.fits;*.fts"`);
+  assert.match(String(e2.message), `flats_dir "${empty}" holds no file matching "*.fit;*.fits;*.fts;*.fit.gz;*.fits.gz;*.fts.gz;*.fz"`);
   const small = join(root, 'small_bias.fits');
   await writeFits(small, { width: 64, height: 48, data: new Float32Array(64 * 48).fill(800) });
   const e3 = (await runPhasesOn(config({ ...dirs(oscDir), calibration: { bias_use_master: true, bias_master: small } }), { runsDir: join(root, 'runs'), phases: ONLY_CAL })).end('CALIBRATION')!;

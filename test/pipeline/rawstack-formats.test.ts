@@ -7,7 +7,7 @@
 // come out identical. A broken file among the lights is excluded and its frame event carries
 // its FITS error code; the default `*.fits` on a folder of .fit files fails INPUT_SCAN with
 // pattern_mismatch and the pattern that takes them (and a calibration folder of .fz frames under
-// the calibration default names calibration.pattern "*.fz").
+// a calibration pattern that misses them names calibration.pattern "*.fz").
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -166,14 +166,14 @@ test('lights as .fits, .fit and fpack .fz: same decisions, reference and stack; 
       bias_dir: join(dir, 'fzcal', 'bias'),
       darks_dir: join(dir, 'fzcal', 'darks'),
       flats_dir: join(dir, 'fzcal', 'flats'),
-      calibration: { pattern: '*.fz' },
     });
     const calEnd = (o: Outcome) => o.events.find((l) => l.type === 'phase_end' && l.phase === 'CALIBRATION') as { status?: string } | undefined;
     assert.is(calEnd(calPlain)?.status, 'ok');
     assert.is(calEnd(calFz)?.status, 'ok');
     sameDecisions(calPlain, calFz, '.fz with compressed calibration frames');
-    // The calibration folders' default pattern misses .fz frames: the error says which pattern takes them.
-    const calMiss = await runRawStack(config({ lights_dir: fz, pattern: '*.fz', bias_dir: join(dir, 'fzcal', 'bias') }), { runsDir: join(dir, 'runs'), device: 'cpu' });
+    // The calibration folders' default takes every FITS name (above); a pattern that misses the
+    // .fz frames gets an error saying which pattern takes them.
+    const calMiss = await runRawStack(config({ lights_dir: fz, pattern: '*.fz', bias_dir: join(dir, 'fzcal', 'bias'), calibration: { pattern: '*.fit;*.fits;*.fts' } }), { runsDir: join(dir, 'runs'), device: 'cpu' });
     const calMissEnd = (await readFile(join(calMiss.runDir, 'artifacts', 'preprocess', 'events.jsonl'), 'utf8'))
       .trim()
       .split('\n')

@@ -4,7 +4,7 @@
 
 import { availableParallelism, freemem, totalmem } from 'node:os';
 import { z } from 'zod';
-import { defaultRawStackConfig, rawStackJsonSchema } from '../../config/rawstack.js';
+import { ANY_FITS_PATTERN, defaultRawStackConfig, rawStackJsonSchema } from '../../config/rawstack.js';
 import { tiledJsonSchema, validateTiledYaml, YAML_LIMIT } from '../../config/tiled.js';
 import { decideColorMode, scanFolder, type FrameInfo } from '../../pipeline/scan.js';
 import { checkYamlNesting, queryOf, readBody, jsonBody } from '../body.js';
@@ -20,7 +20,7 @@ const SchemaQuery = z.strictObject({ kind: z.enum(['tiled', 'rawstack']).default
 const ValidateJson = z.strictObject({ yaml: z.string() });
 const SuggestBody = z.strictObject({
   input_dir: z.string().max(PATH_FIELD_MAX).optional().describe('folder with lights to measure'),
-  pattern: z.string().min(1).max(256).default('*.fit;*.fits;*.fts'),
+  pattern: z.string().min(1).max(256).default(ANY_FITS_PATTERN),
   run_id: z.string().max(200).optional().describe('use the frame table of this run instead of measuring'),
   scan: z
     .strictObject({ frames: z.number().int().min(0), width: z.number().int().min(1).optional(), height: z.number().int().min(1).optional(), fwhm: z.number().positive().optional() })

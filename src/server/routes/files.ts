@@ -9,6 +9,7 @@ import { fitsExtension, folderPatternHint } from '../../pipeline/fits-names.js';
 import { decideColorMode, scanFolder, summarizeScan, type FrameInfo } from '../../pipeline/scan.js';
 import { queryOf, jsonBody } from '../body.js';
 import type { AppContext } from '../context.js';
+import { ANY_FITS_PATTERN } from '../../config/rawstack.js';
 import { ApiError } from '../errors.js';
 import { isInside, MAX_PATH, PATH_FIELD_MAX } from '../paths.js';
 import type { ApiRegistry } from '../registry.js';
@@ -46,7 +47,7 @@ const ListQuery = z.strictObject({ path: z.string().max(PATH_FIELD_MAX).optional
 const GrantQuery = z.strictObject({ path: z.string().max(PATH_FIELD_MAX) });
 const ScanBody = z.strictObject({
   path: z.string().max(PATH_FIELD_MAX).describe('folder with frames (absolute, inside the allowed roots)'),
-  pattern: z.string().min(1).max(256).default('*.fit;*.fits;*.fts').describe('";"-separated globs'),
+  pattern: z.string().min(1).max(256).default(ANY_FITS_PATTERN).describe('";"-separated globs'),
   max_frames: z.number().int().min(0).max(100000).default(0),
   checksums: z.boolean().default(false),
 });
