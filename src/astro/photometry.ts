@@ -5,7 +5,8 @@
 //
 // Centroids are found on the channel sum so all three channels share one aperture (colour ratios
 // then carry no position error). Rejections are reported by reason so the diagnostics can say why
-// few stars were usable.
+// few stars were usable; saturated and non-linear stars are refused (SaturationTest below),
+// because a clipped core is clipped in every channel alike and pulls the star's colour to grey.
 
 import { MAD_TO_SIGMA, medianInPlace } from '../algorithms/robust-stats.js';
 
@@ -177,19 +178,49 @@ export function findPeak(p: Planes, x0: number, y0: number, search: number, wind
   return { x: cx, y: cy, significance: (best - sky) / lumNoise, fwhm, peak: best };
 }
 
-export type RejectReason = 'edge' | 'no_data' | 'saturated' | 'crowded_annulus' | 'low_snr' | 'few_sky_pixels';
+export type RejectReason = 'edge' | 'no_data' | 'saturated' | 'nonlinear' | 'crowded_annulus' | 'low_snr' | 'few_sky_pixels';
 
 export interface Measurement {
   flux: [number, number, number];
   sky: [number, number, number];
   snr: [number, number, number];
+  /** Brightest aperture sample per channel (absolute level, sky included). */
+  peak: [number, number, number];
 }
 
-/** Aperture photometry at (cx, cy); a reject reason when the star is unusable. */
-export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: ChannelStats[], minSnr: number): Measurement | RejectReason {
+/**
+ * How aperture() tells saturated and non-linear stars (either makes colour ratios drift toward 1:
+ * every channel's core is clipped at about the same level).
+ * - `level[c]`: samples at or above it are in the sensor's non-linear range (from the SATURATE
+ *   card, scaled by the caller); null when unknown.
+ * - the channel maximum of the image (ChannelStats.max): a peak within 5 % of it is clipped data.
+ * - a flat top: more samples within PLATEAU_FRACTION of the peak than a star of this FWHM can
+ *   have (a Gaussian has 2π·σ²·q of them within a fraction q of its peak, under one pixel for
+ *   q = 2 % and FWHM 7 px) — a saturated core, wherever the flat field moved its clip level.
+ */
+export interface SaturationTest {
+  level: [number | null, number | null, number | null];
+  fwhm: number;
+}
+
+/** Fraction below the peak that counts as the same level for the flat-top test. */
+export const PLATEAU_FRACTION = 0.02;
+
+/** Samples within PLATEAU_FRACTION of the peak that mark a flat top for a star of this FWHM. */
+export function plateauLimit(fwhm: number): number {
+  const sigma = fwhm / 2.3548;
+  return Math.max(5, Math.ceil(3 + 3 * 2 * Math.PI * sigma * sigma * PLATEAU_FRACTION));
+}
+
+export type ApertureResult = Measurement | { reject: RejectReason; peak?: [number, number, number] };
+
+export const isMeasurement = (r: ApertureResult): r is Measurement => !('reject' in r);
+
+/** Aperture photometry at (cx, cy); a reject reason (with the peaks for saturated stars) when the star is unusable. */
+export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: ChannelStats[], minSnr: number, sat?: SaturationTest): ApertureResult {
   const { width, height } = p;
   const ro = r.outer;
-  if (cx - ro < 0 || cy - ro < 0 || cx + ro >= width - 1 || cy + ro >= height - 1) return 'edge';
+  if (cx - ro < 0 || cy - ro < 0 || cx + ro >= width - 1 || cy + ro >= height - 1) return { reject: 'edge' };
   const ra2 = r.aperture * r.aperture;
   const ri2 = r.inner * r.inner;
   const ro2 = ro * ro;
@@ -198,19 +229,22 @@ export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: Cha
   const annMax = Math.ceil(Math.PI * (ro + 1.5) ** 2);
   const ann = [new Float64Array(annMax), new Float64Array(annMax), new Float64Array(annMax)];
   const annN = [0, 0, 0];
-  const peak = [-Infinity, -Infinity, -Infinity];
+  const apMax = Math.ceil(Math.PI * (r.aperture + 1.5) ** 2);
+  const ap = [new Float64Array(apMax), new Float64Array(apMax), new Float64Array(apMax)];
+  const peak: [number, number, number] = [-Infinity, -Infinity, -Infinity];
   for (let y = Math.floor(cy - ro); y <= Math.ceil(cy + ro); y++) {
     for (let x = Math.floor(cx - ro); x <= Math.ceil(cx + ro); x++) {
       const d2 = (x - cx) ** 2 + (y - cy) ** 2;
       const i = y * width + x;
       if (d2 <= ra2) {
-        area++;
         for (let c = 0; c < 3; c++) {
           const v = p.c[c as 0 | 1 | 2][i]!;
-          if (v - v !== 0) return 'no_data';
+          if (v - v !== 0) return { reject: 'no_data' };
           sums[c]! += v;
+          ap[c]![area] = v;
           if (v > peak[c]!) peak[c] = v;
         }
+        area++;
       } else if (d2 >= ri2 && d2 <= ro2) {
         for (let c = 0; c < 3; c++) {
           const v = p.c[c as 0 | 1 | 2][i]!;
@@ -219,8 +253,12 @@ export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: Cha
       }
     }
   }
-  for (let c = 0; c < 3; c++) if (peak[c]! >= 0.95 * stats[c]!.max && stats[c]!.max > stats[c]!.sky) return 'saturated';
-  if (annN.some((k) => k < 10)) return 'few_sky_pixels';
+  for (let c = 0; c < 3; c++) {
+    if (peak[c]! >= 0.95 * stats[c]!.max && stats[c]!.max > stats[c]!.sky) return { reject: 'saturated', peak };
+    const lvl = sat?.level[c];
+    if (lvl !== null && lvl !== undefined && peak[c]! >= lvl) return { reject: 'nonlinear', peak };
+  }
+  if (annN.some((k) => k < 10)) return { reject: 'few_sky_pixels' };
   const flux: [number, number, number] = [0, 0, 0];
   const sky: [number, number, number] = [0, 0, 0];
   const snr: [number, number, number] = [0, 0, 0];
@@ -229,12 +267,23 @@ export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: Cha
     const med = quantileSorted(s, 0.5);
     const iqr = quantileSorted(s, 0.75) - quantileSorted(s, 0.25);
     // A clean annulus has IQR ≈ 1.35σ; a neighbour or nebula edge in it makes the sky unreliable.
-    if (iqr > 4 * 1.349 * stats[c]!.noise) return 'crowded_annulus';
+    if (iqr > 4 * 1.349 * stats[c]!.noise) return { reject: 'crowded_annulus' };
     sky[c] = med;
+    if (sat) {
+      // Flat top: only tested on stars far above the noise, where a real profile is smooth.
+      const amp = peak[c]! - med;
+      if (amp > 50 * stats[c]!.noise) {
+        const cut = peak[c]! - PLATEAU_FRACTION * amp;
+        let n = 0;
+        const a = ap[c]!;
+        for (let k = 0; k < area; k++) if (a[k]! >= cut) n++;
+        if (n >= plateauLimit(sat.fwhm)) return { reject: 'saturated', peak };
+      }
+    }
     flux[c] = sums[c]! - area * med;
     const sigma = stats[c]!.noise * Math.sqrt(area + (area * area * Math.PI) / (2 * s.length));
     snr[c] = sigma > 0 ? flux[c]! / sigma : Infinity;
   }
-  if (snr.some((s) => !(s >= minSnr))) return 'low_snr';
-  return { flux, sky, snr };
+  if (snr.some((v) => !(v >= minSnr))) return { reject: 'low_snr' };
+  return { flux, sky, snr, peak };
 }

@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { readCatalogCsv } from '../../src/astro/catalog-csv.js';
+import { readCatalogCsv } from '../../src/astro/catalog/csv.js';
 import { siegelLine } from '../../src/astro/pcc-fit.js';
 import { applyColorMatrixToFile, isPccError, runPccOnFile, type PccErrorCode } from '../../src/astro/pcc-file.js';
 import { blackbodyRgb, bvToTeff, whiteReference } from '../../src/astro/star-color.js';
@@ -231,20 +231,47 @@ test('runPccOnFile failures: no WCS, no catalogue stars, too few stars, bad resi
     const far = join(dir, 'far.csv');
     await writeFile(far, catalogCsv(fx.stars.map((s) => ({ ...s, ra: (s.ra + 90) % 360 }))));
     await rejects(runPccOnFile({ input, output: out, catalogFile: far }), 'PCC_NO_CATALOG_STARS');
-    // Only 6 stars in the catalogue.
+    // Only 6 stars in the catalogue: fewer catalogue stars on the image than min_stars.
     const few = join(dir, 'few.csv');
     await writeFile(few, catalogCsv(fx.stars.slice(0, 6)));
-    await rejects(runPccOnFile({ input, output: out, catalogFile: few, diagnosticsFile }), 'PCC_TOO_FEW_STARS');
+    const eFew = await rejects(runPccOnFile({ input, output: out, catalogFile: few, diagnosticsFile }), 'PCC_NO_CATALOG_STARS');
+    assert.match(eFew.message, /only 6 catalogue stars .* need ≥ 10/);
+    // 14 catalogue stars on the image, but where the image has none (moved 60 px): found too few.
+    const moved = join(dir, 'moved.csv');
+    await writeFile(moved, catalogCsv(fx.stars.slice(0, 14).map((s) => ({ ...s, dec: s.dec + (60 * 2.1) / 3600 }))));
+    await rejects(runPccOnFile({ input, output: out, catalogFile: moved, diagnosticsFile }), 'PCC_TOO_FEW_STARS');
     const d = JSON.parse(await readFile(diagnosticsFile, 'utf8'));
     assert.is(d.success, false);
     assert.is(d.failure_reason, 'PCC_TOO_FEW_STARS');
-    assert.ok(d.stars_matched >= 3 && d.stars_matched <= 6, `${d.stars_matched}`);
-    // Catalogue colours scrambled: the stars no longer follow any line.
+    assert.ok(d.stars_in_field >= 10 && d.stars_matched <= 2, `${d.stars_in_field} ${d.stars_matched}`);
+    // Catalogue colours scrambled: image colours no longer follow the catalogue's (the slopes
+    // come out near or below 0), so no factors are reported.
     const rand = seededRandom(9);
     const bvs = fx.stars.map((s) => s.bv).sort(() => rand() - 0.5);
     const scrambled = join(dir, 'scrambled.csv');
     await writeFile(scrambled, catalogCsv(fx.stars.map((s, i) => ({ ...s, bv: bvs[i]! }))));
-    await rejects(runPccOnFile({ input, output: out, catalogFile: scrambled, config: { max_residual_rms: 0.05 } }), 'PCC_BAD_RESIDUAL');
+    const eScr = await rejects(runPccOnFile({ input, output: out, catalogFile: scrambled, diagnosticsFile }), 'PCC_INVERTED_COLOURS');
+    assert.match(eScr.message, /R\/G slope -?\d\.\d+, B\/G slope -?\d\.\d+/);
+    const dScr = JSON.parse(await readFile(diagnosticsFile, 'utf8'));
+    assert.is(dScr.failure_reason, 'PCC_INVERTED_COLOURS');
+    assert.ok(Math.min(dScr.lines.rg.slope, dScr.lines.bg.slope) <= 0, JSON.stringify(dScr.lines));
+    // Catalogue colours spread 3× wider than the stars' (B−V stretched about 0.65): the image
+    // relation is compressed to a slope of about 1/3, below min_slope 0.5.
+    const wide = join(dir, 'wide.csv');
+    await writeFile(wide, catalogCsv(fx.stars.map((s) => ({ ...s, bv: 0.65 + 3 * (s.bv - 0.65) }))));
+    const eWide = await rejects(runPccOnFile({ input, output: out, catalogFile: wide, diagnosticsFile }), 'PCC_COMPRESSED_COLOURS');
+    const dWide = JSON.parse(await readFile(diagnosticsFile, 'utf8'));
+    assert.ok(dWide.lines.rg.slope > 0.15 && dWide.lines.rg.slope < 0.5, `rg slope ${dWide.lines.rg.slope}`);
+    assert.ok(dWide.lines.bg.slope > 0.15 && dWide.lines.bg.slope < 0.5, `bg slope ${dWide.lines.bg.slope}`);
+    assert.match(eWide.message, /min_slope 0\.5/);
+    // ...and passes when the user lowers min_slope (an unusual camera).
+    const okWide = await runPccOnFile({ input, output: join(dir, 'wide-ok.fits'), catalogFile: wide, config: { min_slope: 0.15 } });
+    assert.ok(okWide.result.lines.rg.slope < 0.5);
+    // Catalogue colours with 0.15 mag of noise: the relation holds, the scatter does not.
+    const noisy = join(dir, 'noisy.csv');
+    const g = () => Math.sqrt(-2 * Math.log(Math.max(rand(), 1e-12))) * Math.cos(2 * Math.PI * rand());
+    await writeFile(noisy, catalogCsv(fx.stars.map((s) => ({ ...s, bv: s.bv + 0.15 * g() }))));
+    await rejects(runPccOnFile({ input, output: out, catalogFile: noisy, config: { max_residual_rms: 0.05 } }), 'PCC_BAD_RESIDUAL');
     // A channel 5× weaker than the others: factors spread beyond max_condition_number 3.
     const weak = pccFixture({ gains: [0.2, 1, 1] });
     const w = await writeFixture(join(dir), { ...weak }, weak.stars);
