@@ -60,13 +60,19 @@ export interface BackgroundNeutralization {
   output_background: number;
 }
 
-/** How the stars' saturation was judged (photometry.ts SaturationTest). */
+/** How the stars' saturation was judged (photometry.ts aperture() and linearityTest). */
 export interface SaturationInfo {
   /** SATURATE (or DATAMAX) of the input header, or null. */
   header_level: number | null;
-  /** Per channel: lowest flat-top level of the saturated stars found, or null. */
-  plateau_level: [number | null, number | null, number | null];
-  /** Stars whose peak reaches this fraction of either level are non-linear and left out. */
+  /** Stars refused for a flat top (or a peak at the channel maximum). */
+  flat_tops: number;
+  /** Stars whose peak share of their flux fell below the typical star's (clipped cores). */
+  flattened_cores: number;
+  /** Median (peak − sky)/flux of the fainter half of the measured stars. */
+  typical_peak_share: number | null;
+  /** Per channel: the clip level estimated from those stars, or null. */
+  clip_level: [number | null, number | null, number | null];
+  /** Stars peaking at this fraction of the clip level (or of SATURATE) are non-linear and left out. */
   nonlinear_fraction: number;
 }
 

@@ -22,7 +22,7 @@ import type { CatalogStar } from './catalog/types.js';
 import { fitColours } from './pcc-fit.js';
 import { PccError, throwIfAborted } from './pcc-errors.js';
 import type { FwhmSource, PccOptions, PccResult, PccStar, SaturationInfo } from './pcc-types.js';
-import { aperture, channelStats, findPeak, isMeasurement, radiiFor, type Planes, type RejectReason } from './photometry.js';
+import { aperture, channelStats, findPeak, isMeasurement, linearityTest, NONLINEAR_FRACTION, radiiFor, type Measurement, type Planes, type RejectReason } from './photometry.js';
 import { detectImageStars, FALLBACK_FWHM, type ImageStars } from './pcc-stars.js';
 import { blackbodyRgb, starTeff, whiteReference } from './star-color.js';
 import type { TanWcs } from './wcs.js';
@@ -40,8 +40,7 @@ export const PCC_DEFAULTS: PccOptions = {
   fallback: 'none',
 };
 
-/** A star peaking at this fraction of its channel's saturation (SATURATE or flat-top level) is non-linear. */
-export const NONLINEAR_FRACTION = 0.8;
+export { NONLINEAR_FRACTION } from './photometry.js';
 
 /** Brightest stars used to measure the WCS offset and the FWHM. */
 const PROBE_STARS = 150;
@@ -178,10 +177,10 @@ export function runPcc(input: PccInput): PccOutput {
   const headerSat = input.saturation !== undefined && input.saturation !== null && input.saturation > 0 ? input.saturation : null;
   const satLevel = headerSat === null ? null : NONLINEAR_FRACTION * headerSat;
   const satTest = { level: [satLevel, satLevel, satLevel] as [number | null, number | null, number | null], fwhm };
-  // Lowest flat-top peak per channel among the saturated stars: where clipping starts there.
-  const plateau: [number | null, number | null, number | null] = [null, null, null];
+  // Peaks of the flat-topped (saturated) stars: where clipping happens (linearityTest).
+  const clipped: [number, number, number][] = [];
   const measured: PccStar[] = [];
-  const peaks: [number, number, number][] = [];
+  const meas: Measurement[] = [];
   let matched = 0;
   const candidates = inField.slice(0, MAX_MEASURED);
   for (let k = 0; k < candidates.length; k++) {
@@ -208,10 +207,10 @@ export function runPcc(input: PccInput): PccOutput {
     const m = aperture(planes, pk.x, pk.y, radii, stats, MIN_SNR, satTest);
     if (!isMeasurement(m)) {
       rejected[m.reject]++;
-      if (m.reject === 'saturated' && m.peak) m.peak.forEach((v, c) => (plateau[c] = plateau[c] === null ? v : Math.min(plateau[c]!, v)));
+      if (m.by === 'flat_top' && m.peak) clipped.push(m.peak);
       continue;
     }
-    peaks.push(m.peak);
+    meas.push(m);
     const teff = starTeff(st.s.bv, st.s.teff);
     const e = blackbodyRgb(teff);
     measured.push({
@@ -230,12 +229,10 @@ export function runPcc(input: PccInput): PccOutput {
       used: true,
     });
   }
-  // Stars just below a flat top are already non-linear: leave out every star within
-  // NONLINEAR_FRACTION of the lowest clip level seen in a channel (a flat field moves that level
-  // across the image; the lowest is the conservative one).
+  // Flattened cores and stars near the clip level are non-linear (photometry.ts linearityTest).
+  const lin = linearityTest(meas, clipped);
   const linear = measured.filter((_, i) => {
-    const p = peaks[i]!;
-    const hot = p.some((v, c) => plateau[c] !== null && v >= NONLINEAR_FRACTION * plateau[c]!);
+    const hot = lin.flags[i]!;
     if (hot) {
       rejected.nonlinear++;
       measured[i]!.used = false;
@@ -243,7 +240,14 @@ export function runPcc(input: PccInput): PccOutput {
     }
     return !hot;
   });
-  const saturation: SaturationInfo = { header_level: headerSat, plateau_level: plateau.map((v) => (v === null ? null : round(v))) as SaturationInfo['plateau_level'], nonlinear_fraction: NONLINEAR_FRACTION };
+  const saturation: SaturationInfo = {
+    header_level: headerSat,
+    flat_tops: clipped.length,
+    flattened_cores: lin.flattened,
+    typical_peak_share: lin.typical_peak_share === null ? null : round(lin.typical_peak_share, 4),
+    clip_level: lin.clip_level.map((v) => (v === null ? null : round(v))) as SaturationInfo['clip_level'],
+    nonlinear_fraction: NONLINEAR_FRACTION,
+  };
   Object.assign(diag, { stars_matched: matched, stars_measured: linear.length, rejected, saturation });
   // Ratios need positive G flux; non-positive ratios are unusable.
   const good = linear.filter((s) => s.flux[1] > 0 && s.image_rg > 0 && s.image_bg > 0);

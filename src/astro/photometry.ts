@@ -212,7 +212,8 @@ export function plateauLimit(fwhm: number): number {
   return Math.max(5, Math.ceil(3 + 3 * 2 * Math.PI * sigma * sigma * PLATEAU_FRACTION));
 }
 
-export type ApertureResult = Measurement | { reject: RejectReason; peak?: [number, number, number] };
+/** A refused star; saturated ones carry their peaks and what showed the clipping. */
+export type ApertureResult = Measurement | { reject: RejectReason; peak?: [number, number, number]; by?: 'data_max' | 'flat_top' };
 
 export const isMeasurement = (r: ApertureResult): r is Measurement => !('reject' in r);
 
@@ -254,7 +255,7 @@ export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: Cha
     }
   }
   for (let c = 0; c < 3; c++) {
-    if (peak[c]! >= 0.95 * stats[c]!.max && stats[c]!.max > stats[c]!.sky) return { reject: 'saturated', peak };
+    if (peak[c]! >= 0.95 * stats[c]!.max && stats[c]!.max > stats[c]!.sky) return { reject: 'saturated', peak, by: 'data_max' };
     const lvl = sat?.level[c];
     if (lvl !== null && lvl !== undefined && peak[c]! >= lvl) return { reject: 'nonlinear', peak };
   }
@@ -277,7 +278,7 @@ export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: Cha
         let n = 0;
         const a = ap[c]!;
         for (let k = 0; k < area; k++) if (a[k]! >= cut) n++;
-        if (n >= plateauLimit(sat.fwhm)) return { reject: 'saturated', peak };
+        if (n >= plateauLimit(sat.fwhm)) return { reject: 'saturated', peak, by: 'flat_top' };
       }
     }
     flux[c] = sums[c]! - area * med;
@@ -286,4 +287,57 @@ export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: Cha
   }
   if (snr.some((v) => !(v >= minSnr))) return { reject: 'low_snr' };
   return { flux, sky, snr, peak };
+}
+
+/** A star peaking at this fraction of its channel's clip level is in the non-linear range. */
+export const NONLINEAR_FRACTION = 0.8;
+/** Smallest relative peak deficit that counts as a flattened core (more when stars' peak shares spread more). */
+export const MIN_PEAK_DEFICIT = 0.1;
+
+export interface LinearityTest {
+  /** Per measurement: clipped or non-linear (leave it out). */
+  flags: boolean[];
+  /** Median (peak − sky)/flux of the fainter half of the stars, or null with fewer than 6 stars. */
+  typical_peak_share: number | null;
+  /** Stars whose peak share fell below the cut (flattened cores). */
+  flattened: number;
+  /** Per channel: the clip level estimated from flat-topped and flattened stars, or null. */
+  clip_level: [number | null, number | null, number | null];
+}
+
+/**
+ * Which measured stars are non-linear, from the stars themselves (saturation is rarely a clean
+ * flat top in a stack: dithers, seeing and the flat field move each frame's clip level):
+ * 1. flattened cores: a PSF's peak is a fixed share of its flux, so a star of the brighter half
+ *    whose (peak − sky)/flux over the three channels is below that of the fainter half (certainly
+ *    linear) by more than max(MIN_PEAK_DEFICIT, 4 robust σ of their spread) has a clipped core
+ *    (a faint star cannot clip where brighter ones do not; blends and odd shapes among the faint
+ *    ones must not pass for saturation);
+ * 2. the clip level per channel: the median peak of the flat-topped stars (`clippedPeaks`, from
+ *    aperture()) and the flattened ones — at least two, or one flat top, so one odd star cannot
+ *    set it; every star peaking at NONLINEAR_FRACTION of it is non-linear too. (The brightest
+ *    star of an image always peaks at the channel maximum: that alone sets no level.)
+ */
+export function linearityTest(ms: readonly Pick<Measurement, 'flux' | 'sky' | 'peak'>[], clippedPeaks: readonly [number, number, number][] = []): LinearityTest {
+  const ratio = ms.map((m) => {
+    const f = m.flux[0] + m.flux[1] + m.flux[2];
+    const a = m.peak[0] - m.sky[0] + m.peak[1] - m.sky[1] + m.peak[2] - m.sky[2];
+    return f > 0 ? a / f : NaN;
+  });
+  const order = ms.map((m, i) => ({ i, f: m.flux[0] + m.flux[1] + m.flux[2] })).filter((o) => Number.isFinite(ratio[o.i]!)).sort((a, b) => a.f - b.f);
+  let typical: number | null = null;
+  const flat = ms.map(() => false);
+  if (order.length >= 6) {
+    const half = Math.ceil(order.length / 2);
+    const faint = order.slice(0, half).map((o) => ratio[o.i]!);
+    typical = median(faint);
+    const spread = (1.4826 * median(faint.map((r) => Math.abs(r - typical!)))) / typical;
+    const cut = typical * (1 - Math.max(MIN_PEAK_DEFICIT, 4 * spread));
+    for (const o of order.slice(half)) if (ratio[o.i]! < cut) flat[o.i] = true;
+  }
+  const peaks = [...clippedPeaks, ...ms.filter((_, i) => flat[i]).map((m) => m.peak)];
+  const level: [number | null, number | null, number | null] = [null, null, null];
+  if (peaks.length >= 2 || clippedPeaks.length === 1) for (let c = 0; c < 3; c++) level[c] = median(peaks.map((p) => p[c]!));
+  const flags = ms.map((m, i) => flat[i]! || m.peak.some((v, c) => level[c] !== null && v >= NONLINEAR_FRACTION * level[c]!));
+  return { flags, typical_peak_share: typical, flattened: flat.filter(Boolean).length, clip_level: level };
 }

@@ -10,9 +10,9 @@
 // 1/median(R/G), 1, 1/median(B/G), divided by the largest, applied like PCC's (sky neutralised
 // when background_neutralization is on).
 
-import { channelStats, aperture, isMeasurement, radiiFor, type Planes } from './photometry.js';
+import { channelStats, aperture, isMeasurement, linearityTest, NONLINEAR_FRACTION, radiiFor, type Measurement, type Planes } from './photometry.js';
 import { PccError, throwIfAborted } from './pcc-errors.js';
-import { applyFactors, NONLINEAR_FRACTION, resolveOptions } from './pcc.js';
+import { applyFactors, resolveOptions } from './pcc.js';
 import { detectImageStars, FALLBACK_FWHM, type ImageStars } from './pcc-stars.js';
 import type { FwhmSource, PccOptions } from './pcc-types.js';
 
@@ -60,23 +60,24 @@ export function runStarWhite(input: { width: number; height: number; data: Float
   const headerSat = input.saturation && input.saturation > 0 ? NONLINEAR_FRACTION * input.saturation : null;
   const sat = { level: [headerSat, headerSat, headerSat] as [number | null, number | null, number | null], fwhm };
   const rejected: Record<string, number> = {};
-  const plateau: (number | null)[] = [null, null, null];
-  const got: { rg: number; bg: number; peak: [number, number, number] }[] = [];
+  const clipped: [number, number, number][] = [];
+  const got: { rg: number; bg: number; m: Measurement }[] = [];
   for (const s of img.stars.slice(0, MAX_STARS)) {
     const m = aperture(planes, s.x, s.y, radii, stats, MIN_SNR, sat);
     if (!isMeasurement(m)) {
       rejected[m.reject] = (rejected[m.reject] ?? 0) + 1;
-      if (m.reject === 'saturated' && m.peak) m.peak.forEach((v, c) => (plateau[c] = plateau[c] === null ? v : Math.min(plateau[c]!, v)));
+      if (m.by === 'flat_top' && m.peak) clipped.push(m.peak);
       continue;
     }
     if (!(m.flux[0] > 0 && m.flux[1] > 0 && m.flux[2] > 0)) {
       rejected.bad_ratio = (rejected.bad_ratio ?? 0) + 1;
       continue;
     }
-    got.push({ rg: m.flux[0] / m.flux[1], bg: m.flux[2] / m.flux[1], peak: m.peak });
+    got.push({ rg: m.flux[0] / m.flux[1], bg: m.flux[2] / m.flux[1], m });
   }
-  const used = got.filter((g) => {
-    const hot = g.peak.some((v, c) => plateau[c] !== null && v >= NONLINEAR_FRACTION * plateau[c]!);
+  const lin = linearityTest(got.map((g) => g.m), clipped);
+  const used = got.filter((_, i) => {
+    const hot = lin.flags[i]!;
     if (hot) rejected.nonlinear = (rejected.nonlinear ?? 0) + 1;
     return !hot;
   });

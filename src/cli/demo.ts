@@ -2,7 +2,7 @@
 // darks, flats, truth.json) with the fixture generator, inspects a light, and runs the Raw
 // Stack pipeline on it with full calibration (`--no-run` stops after generating).
 // `--sky orion` (default) places the real Tycho-2 stars of that field (fixtures/astrometry) by a
-// known WCS with a focal length that gives a field of a few degrees, so ASTROMETRY can solve it
+// known WCS with a camera lens (focal length for a field of a few degrees, f/4), so ASTROMETRY can solve it
 // against Debian's astrometry-data-tycho2-10-19 index when astrometry.net is installed; the
 // generator's own star list (with its B−V colours) is written as the PCC catalogue, so the whole
 // chain ASTROMETRY → BGE → PCC → HYPERMETRIC_STRETCH runs. `--sky random` uses the generator's
@@ -22,6 +22,9 @@ import { progress } from './progress.js';
 import { parseRawStackConfig, type RawStackConfig } from '../config/rawstack.js';
 import { runRawStack } from '../pipeline/rawstack/run.js';
 import { UsageError } from './usage.js';
+
+/** Aperture (mm) of the demo's camera lens of focal length `f`: f/4. */
+export const DEMO_LENS_APERTURE = (f: number): number => Math.round((f / 4) * 10) / 10;
 
 export async function runDemo(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -50,7 +53,11 @@ export async function runDemo(argv: string[]): Promise<number> {
   if (sky !== 'random' && !(sky in TYCHO2_FIELDS)) throw new UsageError(`--sky must be random or one of ${Object.keys(TYCHO2_FIELDS).join(', ')} (got '${sky}')`);
   const width = int('width', values.width!);
   // A field about 3.5° wide whatever the width: inside the 1°–30° range of the tycho2-10-19 index.
-  const skyOptions = sky === 'random' ? {} : { skyStars: tycho2Field(sky as Tycho2Field), ...TYCHO2_FIELDS[sky as Tycho2Field], focalLengthMm: Math.round((width * 3.76 * 206.265) / ((3.5 * 3600))) };
+  // The short focal length is a camera lens, so the aperture shrinks with it (f/4): with the
+  // refractor's 106 mm it would be an f/0.6 optic and 92 of the field's 105 stars would saturate,
+  // leaving PCC nothing to measure (their clipped cores are grey).
+  const focalLengthMm = Math.round((width * 3.76 * 206.265) / (3.5 * 3600));
+  const skyOptions = sky === 'random' ? {} : { skyStars: tycho2Field(sky as Tycho2Field), ...TYCHO2_FIELDS[sky as Tycho2Field], focalLengthMm, apertureMm: DEMO_LENS_APERTURE(focalLengthMm) };
   const bar = progress(process.stderr, 'generating ');
   const started = performance.now();
   let truth;
