@@ -4,7 +4,7 @@
 //
 // FWHM, in order of trust: the median Moffat-fit FWHM of unsaturated, unblended detected stars
 // (`stack_stars`, at least MIN_FWHM_STARS of them); else the detection's frame FWHM scale
-// (`stack_scale`, moment based); else the caller's own estimate (`catalog_probe`); else a fixed
+// (`stack_scale`, moment based, with as many clean detections); else the caller's own estimate (`catalog_probe`); else a fixed
 // FALLBACK_FWHM (`fallback`), which the diagnostics and the phase report as such.
 
 import { detectStars, type Star } from '../algorithms/stars.js';
@@ -51,7 +51,7 @@ export function detectImageStars(p: Planes, maxStars = 2000): ImageStars {
   if (fitted.length >= MIN_FWHM_STARS) {
     fwhm = median(fitted);
     src = 'stack_stars';
-  } else if (det.fwhmScale > 0.5 && det.stars.length > 0) {
+  } else if (det.fwhmScale > 0.5 && clean.length >= MIN_FWHM_STARS) {
     fwhm = det.fwhmScale;
     src = 'stack_scale';
   }

@@ -64,8 +64,9 @@ export interface BackgroundNeutralization {
 export interface SaturationInfo {
   /** SATURATE (or DATAMAX) of the input header, or null. */
   header_level: number | null;
-  /** Stars refused for a flat top (or a peak at the channel maximum). */
+  /** Stars refused for a flat top, and for a peak at the image's channel maximum. */
   flat_tops: number;
+  at_image_max: number;
   /** Stars whose peak share of their flux fell below the typical star's (clipped cores). */
   flattened_cores: number;
   /** Median (peak − sky)/flux of the fainter half of the measured stars. */

@@ -179,6 +179,7 @@ export function runPcc(input: PccInput): PccOutput {
   const satTest = { level: [satLevel, satLevel, satLevel] as [number | null, number | null, number | null], fwhm };
   // Peaks of the flat-topped (saturated) stars: where clipping happens (linearityTest).
   const clipped: [number, number, number][] = [];
+  const atMax: [number, number, number][] = [];
   const measured: PccStar[] = [];
   const meas: Measurement[] = [];
   let matched = 0;
@@ -208,6 +209,7 @@ export function runPcc(input: PccInput): PccOutput {
     if (!isMeasurement(m)) {
       rejected[m.reject]++;
       if (m.by === 'flat_top' && m.peak) clipped.push(m.peak);
+      if (m.by === 'data_max' && m.peak) atMax.push(m.peak);
       continue;
     }
     meas.push(m);
@@ -230,7 +232,7 @@ export function runPcc(input: PccInput): PccOutput {
     });
   }
   // Flattened cores and stars near the clip level are non-linear (photometry.ts linearityTest).
-  const lin = linearityTest(meas, clipped);
+  const lin = linearityTest(meas, clipped, atMax);
   const linear = measured.filter((_, i) => {
     const hot = lin.flags[i]!;
     if (hot) {
@@ -243,6 +245,7 @@ export function runPcc(input: PccInput): PccOutput {
   const saturation: SaturationInfo = {
     header_level: headerSat,
     flat_tops: clipped.length,
+    at_image_max: atMax.length,
     flattened_cores: lin.flattened,
     typical_peak_share: lin.typical_peak_share === null ? null : round(lin.typical_peak_share, 4),
     clip_level: lin.clip_level.map((v) => (v === null ? null : round(v))) as SaturationInfo['clip_level'],

@@ -254,12 +254,13 @@ export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: Cha
       }
     }
   }
+  let atMax = false;
   for (let c = 0; c < 3; c++) {
-    if (peak[c]! >= 0.95 * stats[c]!.max && stats[c]!.max > stats[c]!.sky) return { reject: 'saturated', peak, by: 'data_max' };
+    if (peak[c]! >= 0.95 * stats[c]!.max && stats[c]!.max > stats[c]!.sky) atMax = true;
     const lvl = sat?.level[c];
-    if (lvl !== null && lvl !== undefined && peak[c]! >= lvl) return { reject: 'nonlinear', peak };
+    if (!atMax && lvl !== null && lvl !== undefined && peak[c]! >= lvl) return { reject: 'nonlinear', peak };
   }
-  if (annN.some((k) => k < 10)) return { reject: 'few_sky_pixels' };
+  if (annN.some((k) => k < 10)) return atMax ? { reject: 'saturated', peak, by: 'data_max' } : { reject: 'few_sky_pixels' };
   const flux: [number, number, number] = [0, 0, 0];
   const sky: [number, number, number] = [0, 0, 0];
   const snr: [number, number, number] = [0, 0, 0];
@@ -268,7 +269,7 @@ export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: Cha
     const med = quantileSorted(s, 0.5);
     const iqr = quantileSorted(s, 0.75) - quantileSorted(s, 0.25);
     // A clean annulus has IQR ≈ 1.35σ; a neighbour or nebula edge in it makes the sky unreliable.
-    if (iqr > 4 * 1.349 * stats[c]!.noise) return { reject: 'crowded_annulus' };
+    if (iqr > 4 * 1.349 * stats[c]!.noise) return atMax ? { reject: 'saturated', peak, by: 'data_max' } : { reject: 'crowded_annulus' };
     sky[c] = med;
     if (sat) {
       // Flat top: only tested on stars far above the noise, where a real profile is smooth.
@@ -282,9 +283,13 @@ export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: Cha
       }
     }
     flux[c] = sums[c]! - area * med;
+    if (atMax) continue;
     const sigma = stats[c]!.noise * Math.sqrt(area + (area * area * Math.PI) / (2 * s.length));
     snr[c] = sigma > 0 ? flux[c]! / sigma : Infinity;
   }
+  // At the image's maximum without a flat top (the brightest star of an unsaturated image is
+  // there too): refused all the same, but it tells no clip level on its own (linearityTest).
+  if (atMax) return { reject: 'saturated', peak, by: 'data_max' };
   if (snr.some((v) => !(v >= minSnr))) return { reject: 'low_snr' };
   return { flux, sky, snr, peak };
 }
@@ -313,12 +318,13 @@ export interface LinearityTest {
  *    linear) by more than max(MIN_PEAK_DEFICIT, 4 robust σ of their spread) has a clipped core
  *    (a faint star cannot clip where brighter ones do not; blends and odd shapes among the faint
  *    ones must not pass for saturation);
- * 2. the clip level per channel: the median peak of the flat-topped stars (`clippedPeaks`, from
- *    aperture()) and the flattened ones — at least two, or one flat top, so one odd star cannot
- *    set it; every star peaking at NONLINEAR_FRACTION of it is non-linear too. (The brightest
- *    star of an image always peaks at the channel maximum: that alone sets no level.)
+ * 2. the clip level per channel: the median peak of the flat-topped stars (`flatTops`, from
+ *    aperture()), of the stars at the image maximum when there are two or more (`atMax`; the
+ *    brightest star of any image peaks there, so one says nothing) and of the flattened ones —
+ *    at least two, or one flat top, so one odd star cannot set it; every star peaking at
+ *    NONLINEAR_FRACTION of it is non-linear too.
  */
-export function linearityTest(ms: readonly Pick<Measurement, 'flux' | 'sky' | 'peak'>[], clippedPeaks: readonly [number, number, number][] = []): LinearityTest {
+export function linearityTest(ms: readonly Pick<Measurement, 'flux' | 'sky' | 'peak'>[], flatTops: readonly [number, number, number][] = [], atMax: readonly [number, number, number][] = []): LinearityTest {
   const ratio = ms.map((m) => {
     const f = m.flux[0] + m.flux[1] + m.flux[2];
     const a = m.peak[0] - m.sky[0] + m.peak[1] - m.sky[1] + m.peak[2] - m.sky[2];
@@ -335,9 +341,9 @@ export function linearityTest(ms: readonly Pick<Measurement, 'flux' | 'sky' | 'p
     const cut = typical * (1 - Math.max(MIN_PEAK_DEFICIT, 4 * spread));
     for (const o of order.slice(half)) if (ratio[o.i]! < cut) flat[o.i] = true;
   }
-  const peaks = [...clippedPeaks, ...ms.filter((_, i) => flat[i]).map((m) => m.peak)];
+  const peaks = [...flatTops, ...(atMax.length >= 2 ? atMax : []), ...ms.filter((_, i) => flat[i]).map((m) => m.peak)];
   const level: [number | null, number | null, number | null] = [null, null, null];
-  if (peaks.length >= 2 || clippedPeaks.length === 1) for (let c = 0; c < 3; c++) level[c] = median(peaks.map((p) => p[c]!));
+  if (peaks.length >= 2 || flatTops.length === 1) for (let c = 0; c < 3; c++) level[c] = median(peaks.map((p) => p[c]!));
   const flags = ms.map((m, i) => flat[i]! || m.peak.some((v, c) => level[c] !== null && v >= NONLINEAR_FRACTION * level[c]!));
   return { flags, typical_peak_share: typical, flattened: flat.filter(Boolean).length, clip_level: level };
 }

@@ -61,12 +61,14 @@ export function runStarWhite(input: { width: number; height: number; data: Float
   const sat = { level: [headerSat, headerSat, headerSat] as [number | null, number | null, number | null], fwhm };
   const rejected: Record<string, number> = {};
   const clipped: [number, number, number][] = [];
+  const atMax: [number, number, number][] = [];
   const got: { rg: number; bg: number; m: Measurement }[] = [];
   for (const s of img.stars.slice(0, MAX_STARS)) {
     const m = aperture(planes, s.x, s.y, radii, stats, MIN_SNR, sat);
     if (!isMeasurement(m)) {
       rejected[m.reject] = (rejected[m.reject] ?? 0) + 1;
       if (m.by === 'flat_top' && m.peak) clipped.push(m.peak);
+      if (m.by === 'data_max' && m.peak) atMax.push(m.peak);
       continue;
     }
     if (!(m.flux[0] > 0 && m.flux[1] > 0 && m.flux[2] > 0)) {
@@ -75,7 +77,7 @@ export function runStarWhite(input: { width: number; height: number; data: Float
     }
     got.push({ rg: m.flux[0] / m.flux[1], bg: m.flux[2] / m.flux[1], m });
   }
-  const lin = linearityTest(got.map((g) => g.m), clipped);
+  const lin = linearityTest(got.map((g) => g.m), clipped, atMax);
   const used = got.filter((_, i) => {
     const hot = lin.flags[i]!;
     if (hot) rejected.nonlinear = (rejected.nonlinear ?? 0) + 1;

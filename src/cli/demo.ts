@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import { join, resolve } from 'node:path';
 import { copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { TYCHO2_FIELDS, tycho2Field, type Tycho2Field } from '../../fixtures/astrometry/tycho2.js';
-import { generateDataset, MONO_FILTERS, OptionsError } from '../../fixtures/generator/index.js';
+import { generateDataset, MONO_FILTERS, OptionsError, type DatasetOptions } from '../../fixtures/generator/index.js';
 import { generateLrgb, type LrgbSet } from '../../fixtures/generator/lrgb.js';
 import { inspectFile } from './inspect.js';
 import { progress } from './progress.js';
@@ -23,8 +23,18 @@ import { parseRawStackConfig, type RawStackConfig } from '../config/rawstack.js'
 import { runRawStack } from '../pipeline/rawstack/run.js';
 import { UsageError } from './usage.js';
 
-/** Aperture (mm) of the demo's camera lens of focal length `f`: f/4. */
-export const DEMO_LENS_APERTURE = (f: number): number => Math.round((f / 4) * 10) / 10;
+/**
+ * The generator's sky and optics of the demo (also used by test/pipeline/pcc-e2e.test.ts): for a
+ * Tycho-2 field, its stars and a field about 3.5° wide whatever the width (inside the 1°–30° range
+ * of the tycho2-10-19 index). The short focal length is a camera lens, so the aperture shrinks with
+ * it (f/4): with the refractor's 106 mm it would be an f/0.6 optic and 92 of the field's 105 stars
+ * would saturate, leaving PCC only grey, clipped cores to measure.
+ */
+export function demoSkyOptions(sky: 'random' | Tycho2Field, width: number): Pick<DatasetOptions, 'skyStars' | 'ra' | 'dec' | 'focalLengthMm' | 'apertureMm'> {
+  if (sky === 'random') return {};
+  const focalLengthMm = Math.round((width * 3.76 * 206.265) / (3.5 * 3600));
+  return { skyStars: tycho2Field(sky), ...TYCHO2_FIELDS[sky], focalLengthMm, apertureMm: Math.round((focalLengthMm / 4) * 10) / 10 };
+}
 
 export async function runDemo(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -52,12 +62,7 @@ export async function runDemo(argv: string[]): Promise<number> {
   const sky = values.sky!;
   if (sky !== 'random' && !(sky in TYCHO2_FIELDS)) throw new UsageError(`--sky must be random or one of ${Object.keys(TYCHO2_FIELDS).join(', ')} (got '${sky}')`);
   const width = int('width', values.width!);
-  // A field about 3.5° wide whatever the width: inside the 1°–30° range of the tycho2-10-19 index.
-  // The short focal length is a camera lens, so the aperture shrinks with it (f/4): with the
-  // refractor's 106 mm it would be an f/0.6 optic and 92 of the field's 105 stars would saturate,
-  // leaving PCC nothing to measure (their clipped cores are grey).
-  const focalLengthMm = Math.round((width * 3.76 * 206.265) / (3.5 * 3600));
-  const skyOptions = sky === 'random' ? {} : { skyStars: tycho2Field(sky as Tycho2Field), ...TYCHO2_FIELDS[sky as Tycho2Field], focalLengthMm, apertureMm: DEMO_LENS_APERTURE(focalLengthMm) };
+  const skyOptions = demoSkyOptions(sky as 'random' | Tycho2Field, width);
   const bar = progress(process.stderr, 'generating ');
   const started = performance.now();
   let truth;

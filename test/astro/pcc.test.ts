@@ -9,11 +9,11 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readCatalogCsv } from '../../src/astro/catalog/csv.js';
 import { siegelLine } from '../../src/astro/pcc-fit.js';
-import { applyColorMatrixToFile, isPccError, runPccOnFile, type PccErrorCode } from '../../src/astro/pcc-file.js';
+import { applyColorMatrixToFile, isPccError, runPccOnFile, runStarWhiteOnFile, type PccErrorCode } from '../../src/astro/pcc-file.js';
 import { blackbodyRgb, bvToTeff, whiteReference } from '../../src/astro/star-color.js';
 import { FitsHeader, readFitsImage, writeFits } from '../../src/fits/index.js';
 import { withTempDir, seededRandom } from '../helpers/tmp.js';
-import { catalogCsv, magError, pccFixture, truthRatios, type PccFixture } from './pcc-fixture.js';
+import { catalogCsv, magError, pccFixture, truePeak, truthRatios, type PccFixture } from './pcc-fixture.js';
 
 async function rejects(p: Promise<unknown>, code: PccErrorCode): Promise<Error> {
   try {
@@ -209,11 +209,99 @@ test('runPccOnFile: wide stars (FWHM 7 px) are measured with a wider window and 
     const f = pccFixture({ seed: 8, fwhm: 7, stars: 70, flux13: 30000 });
     const { input, catalog } = await writeFixture(dir, f);
     const r = await runPccOnFile({ input, output: join(dir, 'out.fits'), catalogFile: catalog });
+    // The apertures come from the stars the detection measured on the image, not a guess.
     assert.ok(Math.abs(r.result.fwhm_px - 7) < 0.7, `fwhm ${r.result.fwhm_px}`);
+    assert.is(r.result.fwhm_source, 'stack_stars');
     assert.ok(r.result.radii_px.aperture > 12);
     const [tr, tb] = truthRatios(f.gains, 0.65);
     assert.ok(magError(r.result.factors[0] / r.result.factors[1], tr) < 0.02);
     assert.ok(magError(r.result.factors[2] / r.result.factors[1], tb) < 0.02);
+  });
+});
+
+test('saturated and non-linear stars are left out: clipped cores (flat tops), stars near the clip level, SATURATE', async () => {
+  await withTempDir('pcc-sat', async (dir) => {
+    // A sensor clipping at 30 000: the ~30 brightest of 120 stars have flat tops.
+    const clip = 30000;
+    const f = pccFixture({ seed: 5, clip });
+    const { input, catalog } = await writeFixture(dir, f);
+    const diagnosticsFile = join(dir, 'd.json');
+    const r = await runPccOnFile({ input, output: join(dir, 'out.fits'), catalogFile: catalog, diagnosticsFile });
+    const res = r.result;
+    const clipped = f.stars.filter((s) => Math.max(...truePeak(f, s)) >= clip);
+    assert.ok(clipped.length >= 15, `${clipped.length} clipped stars in the fixture`);
+    // No used star reaches the clip level; the refused ones are counted by reason and marked.
+    const at = (s: { ra: number; dec: number }) => f.stars.find((t) => Math.abs(t.ra - s.ra) < 1e-6 && Math.abs(t.dec - s.dec) < 1e-6)!;
+    const usedPeaks = res.stars.filter((s) => s.used).map((s) => Math.max(...truePeak(f, at(s))));
+    assert.is(usedPeaks.filter((p) => p >= clip).length, 0, 'a clipped star was used');
+    assert.ok(usedPeaks.filter((p) => p >= 0.8 * clip).length <= 1, `${usedPeaks.filter((p) => p >= 0.8 * clip).length} used stars in the non-linear range`);
+    assert.ok(res.rejected.saturated! + res.rejected.nonlinear! >= clipped.length - 3, JSON.stringify(res.rejected));
+    assert.ok(res.saturation.flat_tops >= 10, JSON.stringify(res.saturation));
+    for (const c of [0, 1, 2] as const) assert.ok(Math.abs(res.saturation.clip_level[c]! - clip) < 0.01 * clip, `clip level ${res.saturation.clip_level}`);
+    // The calibration still meets the bar on the linear stars.
+    const [tr, tb] = truthRatios(f.gains, 0.65);
+    assert.ok(magError(res.factors[0] / res.factors[1], tr) < 0.02 && magError(res.factors[2] / res.factors[1], tb) < 0.02);
+    const d = JSON.parse(await readFile(diagnosticsFile, 'utf8'));
+    assert.is(d.saturation.flat_tops, res.saturation.flat_tops);
+    assert.ok(d.stars.some((s: { excluded?: string }) => s.excluded === 'nonlinear') || res.rejected.nonlinear === 0);
+    // A header SATURATE: stars peaking at 80 % of it are non-linear, whatever the image shows.
+    const g = pccFixture({ seed: 5 });
+    g.header.set('SATURATE', 40000);
+    const w = await writeFixture(join(dir), g);
+    const rs = await runPccOnFile({ input: w.input, output: join(dir, 'out2.fits'), catalogFile: w.catalog });
+    assert.is(rs.result.saturation.header_level, 40000);
+    const usedS = rs.result.stars.filter((s) => s.used).map((s) => Math.max(...truePeak(g, at(s))));
+    assert.ok(usedS.length >= 40 && usedS.every((p) => p < 0.8 * 40000 * 1.02), `max used peak ${Math.max(...usedS)}`);
+    assert.ok(rs.result.rejected.nonlinear! >= 10, JSON.stringify(rs.result.rejected));
+  });
+});
+
+test('FWHM: no star measurable on the image → the fixed fallback, reported as such', async () => {
+  await withTempDir('pcc-fwhm', async (dir) => {
+    // Catalogue stars, but an image of a flat sky only.
+    const f = pccFixture({ seed: 6, flux13: 0, noise: 0 });
+    const { input, catalog } = await writeFixture(dir, f);
+    const diagnosticsFile = join(dir, 'd.json');
+    await rejects(runPccOnFile({ input, output: join(dir, 'o.fits'), catalogFile: catalog, diagnosticsFile }), 'PCC_TOO_FEW_STARS');
+    const d = JSON.parse(await readFile(diagnosticsFile, 'utf8'));
+    assert.is(d.fwhm_source, 'fallback');
+    assert.is(d.fwhm_px, 3);
+  });
+});
+
+test('star_white fallback: median star colour made neutral, labelled non-photometric; its own failures are typed', async () => {
+  await withTempDir('pcc-white', async (dir) => {
+    const f = pccFixture({ seed: 12, stars: 150 });
+    const { input } = await writeFixture(dir, f);
+    const diagnosticsFile = join(dir, 'd.json');
+    const w = await runStarWhiteOnFile({ input, output: join(dir, 'white.fits'), failure: { code: 'PCC_NO_CATALOG', message: 'PCC_NO_CATALOG: no star catalogue' }, diagnosticsFile });
+    const r = w.result;
+    assert.is(r.method, 'star_white');
+    assert.is(r.photometric, false);
+    assert.ok(r.stars_used >= 60, `${r.stars_used} stars`);
+    // The truth: the factors that make a star of the stars' median colour neutral.
+    const medianBv = f.stars.map((s) => s.bv).sort((a, b) => a - b)[f.stars.length >> 1]!;
+    const [tr, tb] = truthRatios(f.gains, medianBv);
+    const eR = magError(r.factors[0] / r.factors[1], tr);
+    const eB = magError(r.factors[2] / r.factors[1], tb);
+    console.log(`  star_white: R/G ${eR.toFixed(4)} mag, B/G ${eB.toFixed(4)} mag from a B−V ${medianBv.toFixed(2)} star made neutral, ${r.stars_used} stars`);
+    assert.ok(eR < 0.06 && eB < 0.06, `${eR} ${eB}`);
+    const d = JSON.parse(await readFile(diagnosticsFile, 'utf8'));
+    assert.is(d.method, 'star_white');
+    assert.is(d.success, false);
+    assert.is(d.photometric, false);
+    assert.is(d.failure_reason, 'PCC_NO_CATALOG');
+    assert.match(d.note, /non-photometric/);
+    assert.is(d.star_white.stars_used, r.stars_used);
+    const out = await readFitsImage(w.output);
+    assert.ok(out.header.commentary('HISTORY').some((l) => l.includes('star_white (NOT photometric')));
+    // Too few stars for it either: a typed failure, recorded.
+    const empty = pccFixture({ seed: 13, flux13: 0 });
+    const e = await writeFixture(join(dir), empty);
+    await rejects(runStarWhiteOnFile({ input: e.input, output: join(dir, 'w2.fits'), failure: { code: 'PCC_NO_WCS', message: 'no WCS' }, diagnosticsFile }), 'PCC_TOO_FEW_STARS');
+    const d2 = JSON.parse(await readFile(diagnosticsFile, 'utf8'));
+    assert.is(d2.method, 'star_white');
+    assert.is(d2.star_white.failure_reason, 'PCC_TOO_FEW_STARS');
   });
 });
 

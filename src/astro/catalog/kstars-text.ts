@@ -131,35 +131,40 @@ export class KStarsTextCatalog implements StarCatalog {
     let lineNo = 0;
     let stoppedAt: number | null = null;
     let rest = '';
+    // false once a star fainter than magMax is met (sorted by magnitude: nothing after can pass).
+    const take = (line: string): boolean => {
+      lineNo++;
+      if (!isData(line)) return true;
+      rows++;
+      const dec = lineDec(line);
+      if (!Number.isFinite(dec)) throw new PccError('PCC_CATALOG_INVALID', `${this.file}:${lineNo}: not a KStars star list line`);
+      const mag = num(line.slice(46, 51));
+      if (mag > hi) {
+        stoppedAt = mag;
+        return false;
+      }
+      if (dec < decLo || dec > decHi || mag < lo) return true;
+      const s = parseStarLine(line);
+      if (!s) throw new PccError('PCC_CATALOG_INVALID', `${this.file}:${lineNo}: not a KStars star list line`);
+      if (!wide(s.ra, s.dec)) return true;
+      const move = epoch !== 2000 && (s.pmRa !== 0 || s.pmDec !== 0);
+      const [ra, d] = move ? applyProperMotion(s.ra, s.dec, s.pmRa, s.pmDec, 2000, epoch) : [s.ra, s.dec];
+      if (!inCone(ra, d)) return true;
+      if (move) moved++;
+      stars.push({ ra, dec: d, mag: s.mag, bv: s.bv, teff: null });
+      return true;
+    };
     const stream = createReadStream(this.file, { encoding: 'latin1', highWaterMark: 1 << 20 });
     try {
-      outer: for await (const chunk of stream as AsyncIterable<string>) {
+      let going = true;
+      for await (const chunk of stream as AsyncIterable<string>) {
         throwIfAborted(q.signal);
         const lines = (rest + chunk).split('\n');
         rest = lines.pop()!;
-        for (const line of lines) {
-          lineNo++;
-          if (!isData(line)) continue;
-          rows++;
-          const dec = lineDec(line);
-          if (!Number.isFinite(dec)) throw new PccError('PCC_CATALOG_INVALID', `${this.file}:${lineNo}: not a KStars star list line`);
-          const mag = num(line.slice(46, 51));
-          if (mag > hi) {
-            // Sorted by magnitude: nothing fainter follows that could pass.
-            stoppedAt = mag;
-            break outer;
-          }
-          if (dec < decLo || dec > decHi || mag < lo) continue;
-          const s = parseStarLine(line);
-          if (!s) throw new PccError('PCC_CATALOG_INVALID', `${this.file}:${lineNo}: not a KStars star list line`);
-          if (!wide(s.ra, s.dec)) continue;
-          const move = epoch !== 2000 && (s.pmRa !== 0 || s.pmDec !== 0);
-          const [ra, d] = move ? applyProperMotion(s.ra, s.dec, s.pmRa, s.pmDec, 2000, epoch) : [s.ra, s.dec];
-          if (!inCone(ra, d)) continue;
-          if (move) moved++;
-          stars.push({ ra, dec: d, mag: s.mag, bv: s.bv, teff: null });
-        }
+        for (const line of lines) if (!(going = take(line))) break;
+        if (!going) break;
       }
+      if (going && rest !== '') take(rest);
     } catch (e) {
       if (e instanceof PccError) throw e;
       throw new PccError('PCC_CATALOG_UNREADABLE', `${this.file}: ${(e as Error).message}`, undefined, { cause: e });
