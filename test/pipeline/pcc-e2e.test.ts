@@ -23,6 +23,7 @@ import { runRawStack, standardPhases } from '../../src/pipeline/rawstack/run.js'
 import type { RawStackState } from '../../src/pipeline/rawstack/state.js';
 import { withTempDir } from '../helpers/tmp.js';
 import { magError } from '../astro/pcc-fixture.js';
+import { demoSkyOptions } from '../../src/cli/demo.js';
 
 /** The truth WCS (frame 0) carried onto frame `r`: p = A·q + t ⇒ CD' = CD·A⁻¹, CRPIX' = t + 1 + A·(CRPIX − 1). */
 function wcsOfFrame(truth: Truth, r: number): TanWcs {
@@ -70,6 +71,47 @@ test('generated OSC session: PCC makes the G2V white reference neutral within 0.
     console.log(`  generated OSC: R/G ${eR.toFixed(4)} mag, B/G ${eB.toFixed(4)} mag from the camera truth; ${d.stars_used}/${d.stars_matched} stars, residual ${d.residual_rms.toFixed(4)}, fwhm ${d.fwhm_px.toFixed(2)}, offset ${d.wcs_offset_px}`);
     assert.ok(eR < 0.03 && eB < 0.03, `${eR} ${eB}`);
     assert.is(result.phases.find((p) => p.phase === 'HYPERMETRIC_STRETCH')?.status, 'ok');
+  });
+});
+
+// The demo's session (`skystack demo`: real Orion Tycho-2 stars, a 63 mm camera lens, OSC,
+// calibration frames), its generator star list as catalogue.csv: PCC must see the camera's
+// colour relation, not grey clipped cores. The demo once reported slopes 0.20 / 0.23 here (its
+// optic was f/0.6 and PCC used saturated stars); the generator's dye curves against the sRGB
+// model give R/G ≈ 0.84 and B/G ≈ 0.59 (test/astro/pcc.test.ts on the same curves).
+test('the demo session: PCC slopes of the camera (R/G 0.75–0.95, B/G 0.5–0.7), saturated stars refused, measured FWHM', async () => {
+  await withTempDir('pcc-demo', async (dir) => {
+    const data = join(dir, 'data');
+    const truth = await generateDataset({ out: data, kind: 'osc', pattern: 'RGGB', frames: 8, width: 1024, height: 768, seed: 1, badFrames: 'none', ...demoSkyOptions('orion', 1024) });
+    const catalog = join(dir, 'catalogue.csv');
+    await writeFile(catalog, 'ra,dec,mag,bv\n' + truth.stars.map((st) => `${st.ra},${st.dec},${st.mag},${st.bv}`).join('\n') + '\n');
+    const astrometry: Phase<RawStackState> = {
+      name: 'ASTROMETRY',
+      optional: true,
+      async run(ctx) {
+        (ctx.state as RawStackState & { wcs?: unknown }).wcs = wcsOfFrame(truth, ctx.state.referenceIndex ?? 0);
+        return ok();
+      },
+    };
+    const parsed = parseRawStackConfig({ lights_dir: join(data, 'lights'), bias_dir: join(data, 'bias'), darks_dir: join(data, 'darks'), flats_dir: join(data, 'flats'), pcc: { catalog_file: catalog }, runtime_limits: { parallel_workers: 2, memory_budget: 256 } });
+    assert.ok(parsed.ok);
+    if (!parsed.ok) return;
+    const phases = standardPhases().map((p) => (p.name === 'ASTROMETRY' ? astrometry : p));
+    const result = await runRawStack(parsed.config, { runsDir: join(dir, 'runs'), device: 'cpu', phases });
+    const d = JSON.parse(await readFile(join(result.runDir, 'artifacts', 'preprocess', 'pcc_diagnostics.json'), 'utf8'));
+    assert.is(d.success, true, d.error);
+    console.log(`  demo session: slopes R/G ${d.lines.rg.slope.toFixed(3)}, B/G ${d.lines.bg.slope.toFixed(3)}, scatter ${d.lines.rg.residual_rms.toFixed(4)} / ${d.lines.bg.residual_rms.toFixed(4)}, ${d.stars_used}/${d.stars_in_field} stars, refused ${JSON.stringify(d.rejected)}, fwhm ${d.fwhm_px.toFixed(2)} (${d.fwhm_source})`);
+    assert.ok(d.lines.rg.slope > 0.75 && d.lines.rg.slope < 0.95, `R/G slope ${d.lines.rg.slope}`);
+    assert.ok(d.lines.bg.slope > 0.5 && d.lines.bg.slope < 0.7, `B/G slope ${d.lines.bg.slope}`);
+    assert.ok(d.lines.rg.residual_rms < 0.05 && d.lines.bg.residual_rms < 0.05);
+    assert.is(d.fwhm_source, 'stack_stars');
+    // Every star the generator saturated (in the reference frame) and PCC measured was refused.
+    const sat = truth.stars.filter((t) => t.saturated);
+    const usedSat = d.stars.filter((s: { ra: number; dec: number; used: boolean }) => s.used && sat.some((t) => Math.abs(t.ra - s.ra) < 1e-5 && Math.abs(t.dec - s.dec) < 1e-5));
+    assert.is(usedSat.length, 0, JSON.stringify(usedSat));
+    assert.ok(d.rejected.saturated + d.rejected.nonlinear >= 5, JSON.stringify(d.rejected));
+    const w = truth.colour_model.white_reference.ratios;
+    assert.ok(magError(d.factors.R / d.factors.G, w.g! / w.r!) < 0.03 && magError(d.factors.B / d.factors.G, w.g! / w.b!) < 0.03);
   });
 });
 

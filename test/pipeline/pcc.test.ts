@@ -145,6 +145,77 @@ test('failures: fit_failed and input_error end PCC in error, the run goes on, HM
   });
 });
 
+/** Runs `f` with the installed-catalogue search pointed at `dirs` (SKYSTACK_KSTARS_DATA). */
+async function withKStarsDirs<T>(dirs: string, f: () => Promise<T>): Promise<T> {
+  const before = process.env.SKYSTACK_KSTARS_DATA;
+  process.env.SKYSTACK_KSTARS_DATA = dirs;
+  try {
+    return await f();
+  } finally {
+    if (before === undefined) delete process.env.SKYSTACK_KSTARS_DATA;
+    else process.env.SKYSTACK_KSTARS_DATA = before;
+  }
+}
+
+test('no catalogue at all: skipped no_catalog_stars (PCC_NO_CATALOG) naming the package; star_white fallback writes its own output, HMS still needs a real PCC', async () => {
+  await withTempDir('pcc-none', async (dir) => {
+    await withKStarsDirs('', async () => {
+      const cfg = (over: Record<string, unknown>, require = true) => config({ postprocess: { ...pp, hypermetric_stretch: true }, hypermetric_stretch: { require_successful_pcc: require }, ...over });
+      const a = await runOn(fx, cfg({}), join(dir, 'a'), [pccPhase, hmsPhase], { header: fx.header });
+      assert.is(a.end('PCC')?.status, 'skipped');
+      assert.is(a.end('PCC')?.reason, 'no_catalog_stars');
+      assert.match(String(a.end('PCC')?.message), /no catalogue package is installed .*kstars-data/);
+      assert.is((await diag(a)).failure_reason, 'PCC_NO_CATALOG');
+      assert.not.ok(existsSync(join(a.result.runDir, 'outputs', 'stacked_rgb_starwhite.fits')));
+      // pcc.fallback star_white: the median star colour made neutral, labelled, warned about.
+      const b = await runOn(fx, cfg({ pcc: { fallback: 'star_white' } }), join(dir, 'b'), [pccPhase, hmsPhase], { header: fx.header });
+      const end = b.end('PCC')!;
+      assert.is(end.status, 'skipped');
+      assert.is(end.reason, 'no_catalog_stars');
+      assert.match(String(end.message), /star_white .*NOT photometric/);
+      assert.is((end as { fallback?: string }).fallback, 'star_white');
+      assert.ok(existsSync(join(b.result.runDir, 'outputs', 'stacked_rgb_starwhite.fits')));
+      assert.not.ok(existsSync(join(b.result.runDir, 'outputs', 'stacked_rgb_pcc.fits')));
+      const d = await diag(b);
+      assert.equal([d.method, d.success, d.failure_reason, d.output], ['star_white', false, 'PCC_NO_CATALOG', 'outputs/stacked_rgb_starwhite.fits']);
+      assert.ok(d.star_white.stars_used >= 10);
+      assert.ok(b.lines.some((l) => l.type === 'warning' && l.code === 'pcc_star_white'));
+      assert.is(b.state.summaries.PCC?.method, 'star_white');
+      // A white balance is not a successful PCC: HMS with require_successful_pcc skips and says why…
+      assert.is(b.end('HYPERMETRIC_STRETCH')?.reason, 'pcc_failed');
+      assert.match(String(b.end('HYPERMETRIC_STRETCH')?.message), /PCC ended skipped \(no_catalog_stars\) \(its star_white fallback is a white balance, not a colour calibration\) and hypermetric_stretch\.require_successful_pcc is true/);
+      // …and without the requirement it stretches the white-balanced stack.
+      const c = await runOn(fx, cfg({ pcc: { fallback: 'star_white' } }, false), join(dir, 'c'), [pccPhase, hmsPhase], { header: fx.header });
+      assert.is(c.end('HYPERMETRIC_STRETCH')?.status, 'ok');
+      assert.is(c.state.summaries.HYPERMETRIC_STRETCH?.input, 'star_white');
+      // The report names the fallback and HMS's reason.
+      const md = await readFile(join(b.result.runDir, 'artifacts', 'preprocess', 'preprocessing_report.md'), 'utf8');
+      assert.match(md, /Status: skipped · no_catalog_stars: .*star_white/);
+      assert.match(md, /set hypermetric_stretch\.require_successful_pcc to false/);
+    });
+  });
+});
+
+test('installed catalogue when catalog_file is empty: kstars-data is queried (skips without it)', async () => {
+  if (!existsSync('/usr/share/kstars/stars.dat')) {
+    console.log('  kstars-data not installed: installed-catalogue phase test skipped');
+    return;
+  }
+  await withTempDir('pcc-ks', async (dir) => {
+    await withKStarsDirs('/usr/share/kstars', async () => {
+      // The fixture field (0.37° × 0.28° in Orion) holds fewer V ≤ 9 stars than min_stars.
+      const r = await runOn(fx, config({ postprocess: pp }), join(dir, 'r'), [pccPhase], { header: fx.header });
+      assert.is(r.end('PCC')?.reason, 'no_catalog_stars');
+      const d = await diag(r);
+      assert.is(d.failure_reason, 'PCC_NO_CATALOG_STARS');
+      assert.is(d.used_source, 'kstars:stars.dat');
+      assert.is(d.catalog.package, 'kstars-data');
+      assert.is(d.catalog.epoch_source, 'J2000 (no DATE-OBS)');
+      assert.ok(d.catalog.stars_returned < 10, `${d.catalog.stars_returned}`);
+    });
+  });
+});
+
 test('a WCS on the run state (ASTROMETRY) wins over the header', async () => {
   await withTempDir('pcc-state', async (dir) => {
     const cat = await catalogue(dir);
