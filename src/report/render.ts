@@ -148,11 +148,15 @@ function sectionHtml(sec: ReportPostprocessSection): string {
   const plot = Object.entries(sec.colour_relations ?? {})
     .map(([key, r]) => {
       const name = RATIO_NAMES[key as 'rg' | 'bg'];
+      const used = r.points.filter((p) => p.used).length;
       return scatterChart({
-        title: `PCC ${name}: image vs catalogue colour (slope ${r.slope.toFixed(2)}, scatter ${r.scatter.toFixed(3)} mag)`,
+        title: `PCC ${name}: image vs catalogue colour`,
+        subtitle: `fit slope ${r.slope.toFixed(2)} (solid)${r.slope_fixed ? ' fixed' : ''}, y = x dashed, scatter ${r.scatter.toFixed(3)} mag; ${used} of ${r.points.length} stars used, rings left out`,
         xLabel: `catalogue −2.5·log10(${name}) [mag], white reference = 0`,
         yLabel: `image −2.5·log10(${name}) after PCC [mag]`,
         points: r.points.map((p) => ({ x: p.x, y: p.y, muted: !p.used })),
+        width: 470,
+        height: 370,
         lines: [
           { slope: r.slope, cls: 'fit', label: `fit, slope ${r.slope.toFixed(2)}` },
           { slope: 1, cls: 'reference', label: 'y = x' },

@@ -106,16 +106,17 @@ export interface ScatterLine {
 }
 
 /**
- * Scatter of (x, y) points with labelled axes and straight lines (PCC: catalogue vs image colour
- * with the fitted relation and y = x). Points with `muted` (e.g. left out of a fit) are drawn as
- * rings. Both axes share one range so slopes read true.
+ * Scatter of (x, y) points with a title, an optional subtitle line (what the lines and rings
+ * mean), labelled axes and straight lines (PCC: catalogue vs image colour with the fitted relation
+ * and y = x; each line's label is its tooltip). Points with `muted` (e.g. left out of a fit) are
+ * drawn as rings. Both axes share one range so slopes read true.
  */
-export function scatterChart(chart: { title: string; xLabel: string; yLabel: string; points: { x: number; y: number; muted?: boolean }[]; lines?: ScatterLine[]; width?: number; height?: number }): string {
+export function scatterChart(chart: { title: string; subtitle?: string; xLabel: string; yLabel: string; points: { x: number; y: number; muted?: boolean }[]; lines?: ScatterLine[]; width?: number; height?: number }): string {
   const width = chart.width ?? 380;
   const height = chart.height ?? 320;
   const left = 58;
   const right = 12;
-  const top = 24;
+  const top = chart.subtitle ? 38 : 24;
   const bottom = 44;
   const pts = chart.points.filter((p) => Number.isFinite(p.x) && Number.isFinite(p.y));
   const all = pts.flatMap((p) => [p.x, p.y]);
@@ -130,7 +131,8 @@ export function scatterChart(chart: { title: string; xLabel: string; yLabel: str
   hi += pad;
   const x = (v: number) => left + ((v - lo) / (hi - lo)) * (width - left - right);
   const y = (v: number) => top + (1 - (v - lo) / (hi - lo)) * (height - top - bottom);
-  const parts = [`<text x="${left}" y="15" class="chart-title">${escapeHtml(chart.title)}</text>`];
+  const parts = [`<text x="8" y="15" class="chart-title">${escapeHtml(chart.title)}</text>`];
+  if (chart.subtitle) parts.push(`<text x="8" y="30" class="tick">${escapeHtml(chart.subtitle)}</text>`);
   for (const t of niceTicks(lo, hi)) {
     parts.push(`<line x1="${left}" x2="${width - right}" y1="${y(t).toFixed(1)}" y2="${y(t).toFixed(1)}" class="grid"/>`);
     parts.push(`<text x="${left - 6}" y="${(y(t) + 4).toFixed(1)}" class="tick" text-anchor="end">${fmt(t)}</text>`);
@@ -148,10 +150,8 @@ export function scatterChart(chart: { title: string; xLabel: string; yLabel: str
     parts.push(`<line x1="${x(p0[0]).toFixed(1)}" y1="${y(p0[1]).toFixed(1)}" x2="${x(p1[0]).toFixed(1)}" y2="${y(p1[1]).toFixed(1)}" class="line-${l.cls}"><title>${escapeHtml(l.label)}</title></line>`);
   }
   for (const p of pts) parts.push(`<circle cx="${x(p.x).toFixed(1)}" cy="${y(p.y).toFixed(1)}" r="2.5" class="${p.muted ? 'dot excluded' : 'dot'}"/>`);
-  const legend = (chart.lines ?? []).map((l) => escapeHtml(`${l.cls === 'fit' ? '—' : '- -'} ${l.label}`)).join('   ');
-  if (legend) parts.push(`<text x="${width - right}" y="${top + 10}" class="tick" text-anchor="end">${legend}</text>`);
   parts.push(`<text x="${(left + width - right) / 2}" y="${height - 8}" class="axis-label" text-anchor="middle">${escapeHtml(chart.xLabel)}</text>`);
   const cy = (top + height - bottom) / 2;
   parts.push(`<text x="14" y="${cy}" class="axis-label" text-anchor="middle" transform="rotate(-90 14 ${cy})">${escapeHtml(chart.yLabel)}</text>`);
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${escapeHtml(chart.title)}">${parts.join('')}</svg>`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${escapeHtml(chart.subtitle ? `${chart.title}: ${chart.subtitle}` : chart.title)}">${parts.join('')}</svg>`;
 }

@@ -100,7 +100,7 @@ test('success: stacked_rgb_pcc.fits with the WCS, diagnostics, factors within 0.
     }
     const html = await readFile(join(r.result.runDir, 'artifacts', 'preprocess', 'preprocessing_report.html'), 'utf8');
     assert.match(html, /id="pp-PCC"/);
-    assert.match(html, /PCC R\/G: image vs catalogue colour/);
+    assert.match(html, /PCC R\/G: image vs catalogue colour<\/text>/);
     assert.match(html, /factors/);
     const json = JSON.parse(await readFile(join(r.result.runDir, 'artifacts', 'preprocess', 'preprocessing_report.json'), 'utf8'));
     assert.ok(JSON.stringify(json).includes('stacked_rgb_pcc.fits'));

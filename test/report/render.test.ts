@@ -129,8 +129,8 @@ test('postprocess sections: present by data, status/reason shown, values escaped
   const rel = (slope: number) => ({ points: [{ x: 0.5, y: 0.42, used: true }, { x: -0.3, y: -0.26, used: true }, { x: 1.2, y: 0.4, used: false }], slope, scatter: 0.021, slope_fixed: false });
   const withStars = renderHtml({ ...m, postprocess_results: [{ phase: 'PCC', status: 'ok', values: { r_factor: 1.1 }, colour_relations: { rg: rel(0.85), bg: rel(0.6) } }] });
   // Two titled plots with labelled axes, the fitted line and y = x; the left-out star as a ring.
-  assert.match(withStars, /PCC R\/G: image vs catalogue colour \(slope 0\.85, scatter 0\.021 mag\)/);
-  assert.match(withStars, /PCC B\/G: image vs catalogue colour \(slope 0\.60, scatter 0\.021 mag\)/);
+  assert.match(withStars, /class="chart-title">PCC R\/G: image vs catalogue colour<\/text><text [^>]*>fit slope 0\.85 \(solid\), y = x dashed, scatter 0\.021 mag; 2 of 3 stars used, rings left out</);
+  assert.match(withStars, /class="chart-title">PCC B\/G: image vs catalogue colour<\/text><text [^>]*>fit slope 0\.60 \(solid\)/);
   assert.match(withStars, /class="axis-label"[^>]*>catalogue −2\.5·log10\(R\/G\) \[mag\], white reference = 0</);
   assert.match(withStars, /class="axis-label"[^>]*>image −2\.5·log10\(B\/G\) after PCC \[mag\]</);
   assert.is((withStars.match(/class="line-fit"/g) ?? []).length, 2);
