@@ -24,6 +24,8 @@ import type { RawStackState } from '../../src/pipeline/rawstack/state.js';
 import { withTempDir } from '../helpers/tmp.js';
 import { magError } from '../astro/pcc-fixture.js';
 import { demoSkyOptions } from '../../src/cli/demo.js';
+import { existsSync } from 'node:fs';
+import { KStarsTextCatalog } from '../../src/astro/catalog/kstars-text.js';
 
 /** The truth WCS (frame 0) carried onto frame `r`: p = A·q + t ⇒ CD' = CD·A⁻¹, CRPIX' = t + 1 + A·(CRPIX − 1). */
 function wcsOfFrame(truth: Truth, r: number): TanWcs {
@@ -112,6 +114,54 @@ test('the demo session: PCC slopes of the camera (R/G 0.75–0.95, B/G 0.5–0.7
     assert.ok(d.rejected.saturated + d.rejected.nonlinear >= 5, JSON.stringify(d.rejected));
     const w = truth.colour_model.white_reference.ratios;
     assert.ok(magError(d.factors.R / d.factors.G, w.g! / w.r!) < 0.03 && magError(d.factors.B / d.factors.G, w.g! / w.b!) < 0.03);
+  });
+});
+
+// Nothing hand-made: the sky is kstars-data's own stars (positions, V, B−V) around Orion, and the
+// run leaves pcc.catalog_file empty, so PCC must find the installed catalogue by itself, carry it
+// to DATE-OBS and calibrate against it. Skips without kstars-data.
+test('no catalogue file: PCC finds kstars-data by itself and calibrates a sky of its stars', async () => {
+  const starsDat = '/usr/share/kstars/stars.dat';
+  if (!existsSync(starsDat)) {
+    console.log('  kstars-data not installed: installed-catalogue end-to-end test skipped');
+    return;
+  }
+  await withTempDir('pcc-kstars', async (dir) => {
+    const field = (await (await KStarsTextCatalog.open(starsDat)).query({ cone: { ra: 83.8, dec: -5.4, radius: 3 } })).stars;
+    const data = join(dir, 'data');
+    const truth = await generateDataset({ out: data, kind: 'osc', pattern: 'RGGB', frames: 6, width: 1024, height: 768, seed: 5, calibration: false, badFrames: 'none', ...demoSkyOptions('orion', 1024), skyStars: field.map((s) => ({ ra: s.ra, dec: s.dec, mag: s.mag, bv: s.bv! })) });
+    const astrometry: Phase<RawStackState> = {
+      name: 'ASTROMETRY',
+      optional: true,
+      async run(ctx) {
+        (ctx.state as RawStackState & { wcs?: unknown }).wcs = wcsOfFrame(truth, ctx.state.referenceIndex ?? 0);
+        return ok();
+      },
+    };
+    const parsed = parseRawStackConfig({ lights_dir: join(data, 'lights'), runtime_limits: { parallel_workers: 2, memory_budget: 256 } });
+    assert.ok(parsed.ok);
+    if (!parsed.ok) return;
+    assert.is(parsed.config.pcc.catalog_file, '');
+    const before = process.env.SKYSTACK_KSTARS_DATA;
+    process.env.SKYSTACK_KSTARS_DATA = '/usr/share/kstars';
+    let result;
+    try {
+      result = await runRawStack(parsed.config, { runsDir: join(dir, 'runs'), device: 'cpu', phases: standardPhases().map((p) => (p.name === 'ASTROMETRY' ? astrometry : p)) });
+    } finally {
+      if (before === undefined) delete process.env.SKYSTACK_KSTARS_DATA;
+      else process.env.SKYSTACK_KSTARS_DATA = before;
+    }
+    const d = JSON.parse(await readFile(join(result.runDir, 'artifacts', 'preprocess', 'pcc_diagnostics.json'), 'utf8'));
+    console.log(`  kstars-data sky: ${d.used_source}, ${d.catalog?.stars_returned} catalogue stars (${d.catalog?.read}), epoch ${d.catalog?.epoch}, ${d.stars_used}/${d.stars_in_field} used, slopes ${d.lines?.rg?.slope?.toFixed(3)} / ${d.lines?.bg?.slope?.toFixed(3)}`);
+    assert.is(d.success, true, d.error);
+    assert.is(d.used_source, 'kstars:stars.dat');
+    assert.is(d.catalog.package, 'kstars-data');
+    assert.is(d.catalog.epoch_source, 'DATE-OBS');
+    assert.ok(d.catalog.proper_motion_applied > 0);
+    assert.ok(d.lines.rg.slope > 0.75 && d.lines.rg.slope < 0.95 && d.lines.bg.slope > 0.5 && d.lines.bg.slope < 0.7, JSON.stringify(d.lines));
+    const w = truth.colour_model.white_reference.ratios;
+    assert.ok(magError(d.factors.R / d.factors.G, w.g! / w.r!) < 0.03 && magError(d.factors.B / d.factors.G, w.g! / w.b!) < 0.03, JSON.stringify(d.factors));
+    assert.is(result.phases.find((p) => p.phase === 'HYPERMETRIC_STRETCH')?.status, 'ok');
   });
 });
 
