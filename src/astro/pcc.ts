@@ -5,8 +5,8 @@
 // PCC_NO_CATALOG_STARS) → the image's own stars (pcc-stars.ts) give the FWHM that sizes the
 // apertures → the brightest catalogue stars near their predicted positions give the WCS offset
 // → aperture photometry of every catalogue star, saturated and non-linear ones refused
-// (photometry.ts SaturationTest; then every star within NONLINEAR_FRACTION of the lowest
-// flat-top level seen in a channel) → robust colour fit against blackbody colours relative to the
+// (photometry.ts: aperture()'s flat-top / image-maximum / SATURATE tests, then linearityTest
+// over all measured stars: flattened cores and stars near the clip level) → robust colour fit against blackbody colours relative to the
 // white reference (pcc-fit.ts) → guards, in this order: min_stars (PCC_TOO_FEW_STARS), the
 // slopes of image vs catalogue colour (below min_slope: PCC_COMPRESSED_COLOURS, ≤ 0:
 // PCC_INVERTED_COLOURS — a clipped, blended or wrongly matched star sample, not a camera),
@@ -40,9 +40,7 @@ export const PCC_DEFAULTS: PccOptions = {
   fallback: 'none',
 };
 
-export { NONLINEAR_FRACTION } from './photometry.js';
-
-/** Brightest stars used to measure the WCS offset and the FWHM. */
+/** Brightest stars used to measure the WCS offset (and the FWHM when the image's own stars give none). */
 const PROBE_STARS = 150;
 /** Probe stars peaking above this fraction of the brightest (sky-subtracted) sample are left out of the FWHM (flat tops). */
 const PROBE_SATURATION = 0.5;

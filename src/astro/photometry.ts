@@ -193,10 +193,12 @@ export interface Measurement {
  * every channel's core is clipped at about the same level).
  * - `level[c]`: samples at or above it are in the sensor's non-linear range (from the SATURATE
  *   card, scaled by the caller); null when unknown.
- * - the channel maximum of the image (ChannelStats.max): a peak within 5 % of it is clipped data.
+ * - the channel maximum of the image (ChannelStats.max): a peak within 5 % of it may be clipped
+ *   data (refused; `by: 'data_max'`).
  * - a flat top: more samples within PLATEAU_FRACTION of the peak than a star of this FWHM can
- *   have (a Gaussian has 2π·σ²·q of them within a fraction q of its peak, under one pixel for
- *   q = 2 % and FWHM 7 px) — a saturated core, wherever the flat field moved its clip level.
+ *   have (a Gaussian has 2π·σ²·q of them within a fraction q of its peak, about one pixel for
+ *   q = 2 % and FWHM 7 px) — a saturated core, wherever the flat field moved its clip level
+ *   (`by: 'flat_top'`; tested only on stars 50 σ above the noise, where a profile is smooth).
  */
 export interface SaturationTest {
   level: [number | null, number | null, number | null];

@@ -148,7 +148,7 @@ async function runWithProgress(config: RawStackConfig, runsDir: string): Promise
     runsDir,
     onEvent: (line) => {
       if (line.type === 'phase_progress') runBar.update(line.current, line.total, `${line.phase}${line.substep ? ` ${line.substep}` : ''}`);
-      if (line.type === 'phase_end') runBar.finish(`  ${line.phase}: ${line.status}${line.reason ? ` (${line.reason})` : ''} in ${(line.duration_ms / 1000).toFixed(1)} s`);
+      if (line.type === 'phase_end') runBar.finish(`  ${line.phase}: ${line.status}${line.reason ? ` (${line.reason}${typeof line.message === 'string' ? `: ${line.message}` : ''})` : ''} in ${(line.duration_ms / 1000).toFixed(1)} s`);
     },
   });
   console.log(`run ${result.runId}: ${result.status} on device ${result.device.kind}${result.device.adapter ? ` (${result.device.adapter})` : ''}`);
