@@ -11,6 +11,9 @@ export type PccErrorCode =
   | 'PCC_NO_CATALOG_STARS' // no catalogue star falls on the image within the magnitude limits
   | 'PCC_TOO_FEW_STARS' // fewer usable photometric stars than pcc.min_stars
   | 'PCC_BAD_RESIDUAL' // the colour fit's robust residual exceeds pcc.max_residual_rms
+  | 'PCC_COMPRESSED_COLOURS' // a slope of image vs catalogue colour is below pcc.min_slope (colours squeezed toward grey)
+  | 'PCC_INVERTED_COLOURS' // a slope of image vs catalogue colour is ≤ 0 (colours do not follow the catalogue)
+  | 'PCC_NO_CATALOG' // pcc.catalog_file is empty and no catalogue package is installed
   | 'PCC_ILL_CONDITIONED' // the fitted factors are non-positive or their spread exceeds max_condition_number
   | 'PCC_BAD_WHITE_REFERENCE' // pcc.white_reference is neither a known spectral type, a B−V nor a temperature
   | 'PCC_BAD_MATRIX' // a matrix handed to applyColorMatrix is not 3×3 / 3 finite numbers

@@ -1,8 +1,11 @@
 // Library entry points on files, used by the Raw Stack PCC phase and the REST API
 // (POST /api/pcc/run, POST /api/pcc/apply):
 // - runPccOnFile: photometric colour calibration of an RGB FITS that carries a TAN WCS, against a
-//   local CSV catalogue (catalog-csv.ts); writes the calibrated image and, when asked, the
-//   diagnostics JSON (also on failure, with the failure's code and message).
+//   star catalogue (catalog/: pcc.catalog_file, else the installed catalogue package), with the
+//   catalogue's proper motions carried to the image's DATE-OBS; writes the calibrated image and,
+//   when asked, the diagnostics JSON (also on failure, with the failure's code and message).
+// - runStarWhiteOnFile: the non-photometric `pcc.fallback: star_white` white balance (star-white.ts)
+//   for when runPccOnFile failed for lack of data (isDataLack); its diagnostics say so.
 // - applyColorMatrixToFile: a 3×3 or diagonal matrix applied to an RGB FITS into a new file.
 //
 // Invariants: outputs are written atomically (writeFits / writeJsonAtomic); the input is never
@@ -10,16 +13,19 @@
 // PCC_UNREADABLE with the FitsError as cause).
 
 import { readFitsImage, writeFits, type FitsImage } from '../fits/index.js';
+import { dateObs, saturationLevel } from '../fits/keys.js';
 import { writeJsonAtomic } from '../pipeline/atomic.js';
-import { readCatalogCsv } from './catalog-csv.js';
+import { chooseCatalog } from './catalog/find.js';
+import { julianEpoch, type StarCatalog } from './catalog/types.js';
 import { applyMatrix, isDiagonal, toMatrix3 } from './color-matrix.js';
-import { isPccError, PccError, throwIfAborted } from './pcc-errors.js';
+import { isPccError, PccError, throwIfAborted, type PccErrorCode } from './pcc-errors.js';
 import { resolveOptions, runPcc } from './pcc.js';
-import type { PccFileResult, PccOptions, PccResult } from './pcc-types.js';
+import type { CatalogQueryDiag, PccFileResult, PccOptions, PccResult } from './pcc-types.js';
+import { runStarWhite, type StarWhiteResult } from './star-white.js';
 import { angularSeparationDeg, TanWcs } from './wcs.js';
 
 export { PccError, isPccError, type PccErrorCode } from './pcc-errors.js';
-export type { PccFileResult, PccOptions, PccResult } from './pcc-types.js';
+export type { CatalogQueryDiag, PccFileResult, PccOptions, PccResult } from './pcc-types.js';
 
 async function readRgb(input: string): Promise<FitsImage> {
   let img: FitsImage;
@@ -44,11 +50,12 @@ async function write(output: string, img: FitsImage, data: Float32Array, history
 }
 
 /** The diagnostics object of pcc_diagnostics.json for a result or a failure. */
-export function pccDiagnostics(r: { result?: PccResult; error?: PccError; input: string; output: string | null }): Record<string, unknown> {
+export function pccDiagnostics(r: { result?: PccResult; error?: PccError; input: string; output: string | null; catalog?: CatalogQueryDiag }): Record<string, unknown> {
   if (r.result) {
     const x = r.result;
     return {
       success: true,
+      method: x.method,
       used_source: x.used_source,
       stars_in_field: x.stars_in_field,
       stars_matched: x.stars_matched,
@@ -62,9 +69,13 @@ export function pccDiagnostics(r: { result?: PccResult; error?: PccError; input:
       lines: x.lines,
       white_reference: x.white_reference,
       fwhm_px: x.fwhm_px,
+      fwhm_source: x.fwhm_source,
       radii_px: x.radii_px,
+      saturation: x.saturation,
+      rejected: x.rejected,
       wcs_offset_px: x.wcs_offset_px,
       background_neutralization: { ...x.background_neutralization, output_background: Number.isFinite(x.background_neutralization.output_background) ? x.background_neutralization.output_background : null },
+      ...(r.catalog ? { catalog: r.catalog } : {}),
       input: r.input,
       output: r.output,
       error: null,
@@ -76,6 +87,7 @@ export function pccDiagnostics(r: { result?: PccResult; error?: PccError; input:
   const d = e.diagnostics ?? {};
   return {
     success: false,
+    method: 'photometric',
     used_source: d.used_source ?? null,
     stars_in_field: d.stars_in_field ?? 0,
     stars_matched: d.stars_matched ?? 0,
@@ -84,6 +96,7 @@ export function pccDiagnostics(r: { result?: PccResult; error?: PccError; input:
     determinant: d.determinant ?? null,
     condition_number: d.condition_number ?? null,
     apply_mode: 'diagonal',
+    ...(r.catalog ? { catalog: r.catalog } : {}),
     input: r.input,
     output: null,
     error: e.message,
@@ -95,7 +108,9 @@ export function pccDiagnostics(r: { result?: PccResult; error?: PccError; input:
 export interface RunPccFileOptions {
   input: string;
   output: string;
-  catalogFile: string;
+  /** The catalogue to use; when absent, `catalogFile` (pcc.catalog_file), and when that is empty too, the installed package (catalog/find.ts). */
+  catalog?: StarCatalog;
+  catalogFile?: string;
   /** Where to write the diagnostics JSON (success and failure); none when absent. */
   diagnosticsFile?: string;
   /** How the diagnostics name the input and output (e.g. run-relative paths); default the paths. */
@@ -104,6 +119,13 @@ export interface RunPccFileOptions {
   config?: Partial<PccOptions>;
   /** WCS to use instead of the input header's (e.g. a solve not yet written into the file). */
   wcs?: TanWcs;
+}
+
+/** Julian epoch of the image from DATE-OBS (start of the first exposure), else J2000. */
+function imageEpoch(img: FitsImage): { epoch: number; source: string } {
+  const d = dateObs(img.header);
+  const e = d ? julianEpoch(d.toISOString()) : null;
+  return e === null ? { epoch: 2000, source: 'J2000 (no DATE-OBS)' } : { epoch: Math.round(e * 1000) / 1000, source: 'DATE-OBS' };
 }
 
 export async function runPccOnFile(opts: RunPccFileOptions): Promise<PccFileResult> {
@@ -116,12 +138,15 @@ export async function runPccOnFile(opts: RunPccFileOptions): Promise<PccFileResu
       throw new PccError('PCC_WRITE_FAILED', `${opts.diagnosticsFile}: ${(e as Error).message}`, undefined, { cause: e });
     }
   };
+  let catalogDiag: CatalogQueryDiag | undefined;
   try {
     const options = resolveOptions(opts.config);
     throwIfAborted(opts.signal);
     const img = await readRgb(opts.input);
     const wcs = opts.wcs ?? TanWcs.fromHeader(img.header);
     if (!wcs) throw new PccError('PCC_NO_WCS', `${opts.input} has no celestial TAN WCS in its header (plate-solve it first)`);
+    const catalog = opts.catalog ?? (await chooseCatalog(opts.catalogFile ?? '')).catalog;
+    if (!catalog) throw new PccError('PCC_NO_CATALOG', 'no star catalogue: pcc.catalog_file is empty and no catalogue package is installed (Debian: apt-get install kstars-data)');
     // Cone: field centre and the farthest corner, plus 5 %.
     const [ra0, dec0] = wcs.centre(img.width, img.height);
     let radius = 0;
@@ -130,22 +155,78 @@ export async function runPccOnFile(opts: RunPccFileOptions): Promise<PccFileResu
       radius = Math.max(radius, angularSeparationDeg(ra0, dec0, ra, dec));
     }
     radius *= 1.05;
-    const cat = await readCatalogCsv(
-      opts.catalogFile,
-      (s) => s.mag >= options.mag_bright_limit && s.mag <= options.mag_limit && angularSeparationDeg(ra0, dec0, s.ra, s.dec) <= radius,
-      opts.signal,
-    );
+    const ep = imageEpoch(img);
+    const q = await catalog.query({ cone: { ra: ra0, dec: dec0, radius }, magMin: options.mag_bright_limit, magMax: options.mag_limit, epoch: ep.epoch, ...(opts.signal ? { signal: opts.signal } : {}) });
+    catalogDiag = {
+      ...catalog.describe(),
+      query: { ra: Number(ra0.toFixed(6)), dec: Number(dec0.toFixed(6)), radius_deg: Number(radius.toFixed(4)), mag_min: options.mag_bright_limit, mag_max: options.mag_limit },
+      read: q.read,
+      rows_read: q.rows_read,
+      stars_returned: q.stars.length,
+      epoch: q.epoch,
+      epoch_source: ep.source,
+      proper_motion_applied: q.proper_motion_applied,
+    };
     throwIfAborted(opts.signal);
-    const { result, data } = runPcc({ width: img.width, height: img.height, data: img.data, wcs, catalog: cat.stars, source: `catalog_file:${opts.catalogFile}`, options, ...(opts.signal ? { signal: opts.signal } : {}) });
+    const sat = saturationLevel(img.header);
+    const { result, data } = runPcc({ width: img.width, height: img.height, data: img.data, wcs, catalog: q.stars, source: catalog.id, options, saturation: sat ?? null, ...(opts.signal ? { signal: opts.signal } : {}) });
     throwIfAborted(opts.signal);
     const f = result.factors;
-    await write(opts.output, img, data, `skystack PCC: factors R ${f[0].toFixed(5)} G ${f[1].toFixed(5)} B ${f[2].toFixed(5)}, ${result.stars_used} stars, white ${result.white_reference.name}${result.background_neutralization.applied ? ', sky neutralised' : ''}`, opts.wcs);
-    await writeDiag(pccDiagnostics({ result, input: names.input, output: names.output }));
-    return { output: opts.output, diagnosticsFile: opts.diagnosticsFile ?? null, result };
+    await write(opts.output, img, data, `skystack PCC: factors R ${f[0].toFixed(5)} G ${f[1].toFixed(5)} B ${f[2].toFixed(5)}, ${result.stars_used} stars of ${catalog.id}, white ${result.white_reference.name}${result.background_neutralization.applied ? ', sky neutralised' : ''}`, opts.wcs);
+    await writeDiag(pccDiagnostics({ result, input: names.input, output: names.output, catalog: catalogDiag }));
+    return { output: opts.output, diagnosticsFile: opts.diagnosticsFile ?? null, result, catalog: catalogDiag };
   } catch (e) {
     // Anything but a PccError is a bug, not bad input: it goes up unchanged.
     if (!isPccError(e)) throw e;
-    if (e.code !== 'PCC_WRITE_FAILED') await writeDiag(pccDiagnostics({ error: e, input: names.input, output: null }));
+    if (e.code !== 'PCC_WRITE_FAILED') await writeDiag(pccDiagnostics({ error: e, input: names.input, output: null, ...(catalogDiag ? { catalog: catalogDiag } : {}) }));
+    throw e;
+  }
+}
+
+/** Failures that mean "not enough data for a photometric calibration", after which pcc.fallback star_white may run. */
+export const DATA_LACK_CODES: readonly PccErrorCode[] = ['PCC_NO_WCS', 'PCC_NO_CATALOG', 'PCC_NO_CATALOG_STARS', 'PCC_TOO_FEW_STARS'];
+export const isDataLack = (code: PccErrorCode): boolean => DATA_LACK_CODES.includes(code);
+
+export interface StarWhiteFileResult {
+  output: string;
+  diagnosticsFile: string | null;
+  result: StarWhiteResult;
+}
+
+/**
+ * The star_white fallback on a file, after PCC failed with `failure` (a data-lack code). The
+ * diagnostics keep the PCC failure (success false, failure_reason) and add `method: star_white`
+ * and the white balance; a failure of the fallback itself throws (its diagnostics then say both).
+ */
+export async function runStarWhiteOnFile(opts: { input: string; output: string; failure: { code: string; message: string; diagnostics?: Record<string, unknown> }; diagnosticsFile?: string; diagnosticsNames?: { input: string; output: string }; config?: Partial<PccOptions>; signal?: AbortSignal }): Promise<StarWhiteFileResult> {
+  const names = opts.diagnosticsNames ?? { input: opts.input, output: opts.output };
+  const base = { ...pccDiagnostics({ error: new PccError(opts.failure.code as PccErrorCode, opts.failure.message.replace(/^[A-Z_]+: /, ''), opts.failure.diagnostics), input: names.input, output: null }), method: 'star_white', photometric: false };
+  const writeDiag = async (d: Record<string, unknown>) => {
+    if (!opts.diagnosticsFile) return;
+    try {
+      await writeJsonAtomic(opts.diagnosticsFile, d);
+    } catch (e) {
+      throw new PccError('PCC_WRITE_FAILED', `${opts.diagnosticsFile}: ${(e as Error).message}`, undefined, { cause: e });
+    }
+  };
+  try {
+    const options = resolveOptions(opts.config);
+    const img = await readRgb(opts.input);
+    throwIfAborted(opts.signal);
+    const { result, data } = runStarWhite({ width: img.width, height: img.height, data: img.data, options, saturation: saturationLevel(img.header) ?? null, ...(opts.signal ? { signal: opts.signal } : {}) });
+    throwIfAborted(opts.signal);
+    const f = result.factors;
+    await write(opts.output, img, data, `skystack star_white (NOT photometric; PCC: ${opts.failure.code}): factors R ${f[0].toFixed(5)} G ${f[1].toFixed(5)} B ${f[2].toFixed(5)} from the median colour of ${result.stars_used} stars`);
+    await writeDiag({
+      ...base,
+      output: names.output,
+      note: 'non-photometric white balance: the median colour of the unsaturated stars was made neutral (pcc.fallback star_white); not a colour calibration',
+      star_white: { ...result, background_neutralization: { ...result.background_neutralization, output_background: Number.isFinite(result.background_neutralization.output_background) ? result.background_neutralization.output_background : null } },
+    });
+    return { output: opts.output, diagnosticsFile: opts.diagnosticsFile ?? null, result };
+  } catch (e) {
+    if (!isPccError(e)) throw e;
+    if (e.code !== 'PCC_WRITE_FAILED') await writeDiag({ ...base, star_white: { error: e.message, failure_reason: e.code, ...(e.diagnostics ?? {}) } });
     throw e;
   }
 }

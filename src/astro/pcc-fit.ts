@@ -64,7 +64,7 @@ export function fitLine(x: number[], y: number[]): ChannelLine {
   }
   const res = lx.map((v, i) => ly[i]! - (a + b * v));
   const mr = median(res);
-  return { intercept: a, slope: b, at_white: Math.exp(a), residual_rms: 1.4826 * median(res.map((r) => Math.abs(r - mr))) };
+  return { intercept: a, slope: b, at_white: Math.exp(a), residual_rms: 1.4826 * median(res.map((r) => Math.abs(r - mr))), slope_fixed: !line };
 }
 
 /** ln residuals (≈ relative) of each point about a line. */

@@ -3,6 +3,7 @@
 // keys (src/config/rawstack.ts), so a config block passes straight through.
 
 import type { RawStackConfig } from '../config/rawstack.js';
+import type { CatalogInfo } from './catalog/types.js';
 
 /** The `pcc.*` keys that steer the calibration (catalog_file and the import-only `enabled` excluded). */
 export type PccOptions = Omit<RawStackConfig['pcc'], 'enabled' | 'catalog_file'>;
@@ -33,8 +34,10 @@ export interface PccStar {
   /** Catalogue R/G and B/G relative to the white reference (1 = white reference colour). */
   catalog_rg: number;
   catalog_bg: number;
-  /** false when rejected by the fit's outlier clip. */
+  /** false when left out of the fit. */
   used: boolean;
+  /** Why a measured star was left out: non-linear peak, non-positive flux ratio or the fit's outlier clip. */
+  excluded?: 'nonlinear' | 'bad_ratio' | 'outlier';
 }
 
 export interface ChannelLine {
@@ -45,6 +48,8 @@ export interface ChannelLine {
   at_white: number;
   /** Robust (MAD) σ of the stars' ln residuals about the line (≈ relative scatter). */
   residual_rms: number;
+  /** true when the catalogue colours spread too little to fit a slope and 1 was assumed. */
+  slope_fixed: boolean;
 }
 
 export interface BackgroundNeutralization {
@@ -55,8 +60,28 @@ export interface BackgroundNeutralization {
   output_background: number;
 }
 
+/** How the stars' saturation was judged (photometry.ts aperture() and linearityTest). */
+export interface SaturationInfo {
+  /** SATURATE (or DATAMAX) of the input header, or null. */
+  header_level: number | null;
+  /** Stars refused for a flat top, and for a peak at the image's channel maximum. */
+  flat_tops: number;
+  at_image_max: number;
+  /** Stars whose peak share of their flux fell below the typical star's (clipped cores). */
+  flattened_cores: number;
+  /** Median (peak − sky)/flux of the fainter half of the measured stars. */
+  typical_peak_share: number | null;
+  /** Per channel: the clip level estimated from those stars, or null. */
+  clip_level: [number | null, number | null, number | null];
+  /** Stars peaking at this fraction of the clip level (or of SATURATE) are non-linear and left out. */
+  nonlinear_fraction: number;
+}
+
+export type FwhmSource = 'stack_stars' | 'stack_scale' | 'catalog_probe' | 'fallback';
+
 export interface PccResult {
   success: true;
+  method: 'photometric';
   used_source: string;
   stars_in_field: number;
   stars_matched: number;
@@ -71,7 +96,12 @@ export interface PccResult {
   lines: { rg: ChannelLine; bg: ChannelLine };
   white_reference: WhiteReference;
   fwhm_px: number;
+  /** Where fwhm_px came from; `fallback` = a fixed guess (nothing could be measured). */
+  fwhm_source: FwhmSource;
   radii_px: { aperture: number; inner: number; outer: number };
+  saturation: SaturationInfo;
+  /** Measured catalogue stars refused, by reason. */
+  rejected: Record<string, number>;
   wcs_offset_px: [number, number];
   background_neutralization: BackgroundNeutralization;
   stars: PccStar[];
@@ -81,4 +111,9 @@ export interface PccFileResult {
   output: string;
   diagnosticsFile: string | null;
   result: PccResult;
+  /** The catalogue used and what its query read (pcc_diagnostics.json `catalog`). */
+  catalog: CatalogQueryDiag;
 }
+
+/** The catalogue part of the diagnostics: what was read, from where, for which epoch. */
+export type CatalogQueryDiag = CatalogInfo & { query: { ra: number; dec: number; radius_deg: number; mag_min: number; mag_max: number }; read: string; rows_read: number; stars_returned: number; epoch: number; epoch_source: string; proper_motion_applied: number };

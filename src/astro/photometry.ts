@@ -5,7 +5,8 @@
 //
 // Centroids are found on the channel sum so all three channels share one aperture (colour ratios
 // then carry no position error). Rejections are reported by reason so the diagnostics can say why
-// few stars were usable.
+// few stars were usable; saturated and non-linear stars are refused (SaturationTest below),
+// because a clipped core is clipped in every channel alike and pulls the star's colour to grey.
 
 import { MAD_TO_SIGMA, medianInPlace } from '../algorithms/robust-stats.js';
 
@@ -177,19 +178,52 @@ export function findPeak(p: Planes, x0: number, y0: number, search: number, wind
   return { x: cx, y: cy, significance: (best - sky) / lumNoise, fwhm, peak: best };
 }
 
-export type RejectReason = 'edge' | 'no_data' | 'saturated' | 'crowded_annulus' | 'low_snr' | 'few_sky_pixels';
+export type RejectReason = 'edge' | 'no_data' | 'saturated' | 'nonlinear' | 'crowded_annulus' | 'low_snr' | 'few_sky_pixels';
 
 export interface Measurement {
   flux: [number, number, number];
   sky: [number, number, number];
   snr: [number, number, number];
+  /** Brightest aperture sample per channel (absolute level, sky included). */
+  peak: [number, number, number];
 }
 
-/** Aperture photometry at (cx, cy); a reject reason when the star is unusable. */
-export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: ChannelStats[], minSnr: number): Measurement | RejectReason {
+/**
+ * How aperture() tells saturated and non-linear stars (either makes colour ratios drift toward 1:
+ * every channel's core is clipped at about the same level).
+ * - `level[c]`: samples at or above it are in the sensor's non-linear range (from the SATURATE
+ *   card, scaled by the caller); null when unknown.
+ * - the channel maximum of the image (ChannelStats.max): a peak within 5 % of it may be clipped
+ *   data (refused; `by: 'data_max'`).
+ * - a flat top: more samples within PLATEAU_FRACTION of the peak than a star of this FWHM can
+ *   have (a Gaussian has 2π·σ²·q of them within a fraction q of its peak, about one pixel for
+ *   q = 2 % and FWHM 7 px) — a saturated core, wherever the flat field moved its clip level
+ *   (`by: 'flat_top'`; tested only on stars 50 σ above the noise, where a profile is smooth).
+ */
+export interface SaturationTest {
+  level: [number | null, number | null, number | null];
+  fwhm: number;
+}
+
+/** Fraction below the peak that counts as the same level for the flat-top test. */
+export const PLATEAU_FRACTION = 0.02;
+
+/** Samples within PLATEAU_FRACTION of the peak that mark a flat top for a star of this FWHM. */
+export function plateauLimit(fwhm: number): number {
+  const sigma = fwhm / 2.3548;
+  return Math.max(5, Math.ceil(3 + 3 * 2 * Math.PI * sigma * sigma * PLATEAU_FRACTION));
+}
+
+/** A refused star; saturated ones carry their peaks and what showed the clipping. */
+export type ApertureResult = Measurement | { reject: RejectReason; peak?: [number, number, number]; by?: 'data_max' | 'flat_top' };
+
+export const isMeasurement = (r: ApertureResult): r is Measurement => !('reject' in r);
+
+/** Aperture photometry at (cx, cy); a reject reason (with the peaks for saturated stars) when the star is unusable. */
+export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: ChannelStats[], minSnr: number, sat?: SaturationTest): ApertureResult {
   const { width, height } = p;
   const ro = r.outer;
-  if (cx - ro < 0 || cy - ro < 0 || cx + ro >= width - 1 || cy + ro >= height - 1) return 'edge';
+  if (cx - ro < 0 || cy - ro < 0 || cx + ro >= width - 1 || cy + ro >= height - 1) return { reject: 'edge' };
   const ra2 = r.aperture * r.aperture;
   const ri2 = r.inner * r.inner;
   const ro2 = ro * ro;
@@ -198,19 +232,22 @@ export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: Cha
   const annMax = Math.ceil(Math.PI * (ro + 1.5) ** 2);
   const ann = [new Float64Array(annMax), new Float64Array(annMax), new Float64Array(annMax)];
   const annN = [0, 0, 0];
-  const peak = [-Infinity, -Infinity, -Infinity];
+  const apMax = Math.ceil(Math.PI * (r.aperture + 1.5) ** 2);
+  const ap = [new Float64Array(apMax), new Float64Array(apMax), new Float64Array(apMax)];
+  const peak: [number, number, number] = [-Infinity, -Infinity, -Infinity];
   for (let y = Math.floor(cy - ro); y <= Math.ceil(cy + ro); y++) {
     for (let x = Math.floor(cx - ro); x <= Math.ceil(cx + ro); x++) {
       const d2 = (x - cx) ** 2 + (y - cy) ** 2;
       const i = y * width + x;
       if (d2 <= ra2) {
-        area++;
         for (let c = 0; c < 3; c++) {
           const v = p.c[c as 0 | 1 | 2][i]!;
-          if (v - v !== 0) return 'no_data';
+          if (v - v !== 0) return { reject: 'no_data' };
           sums[c]! += v;
+          ap[c]![area] = v;
           if (v > peak[c]!) peak[c] = v;
         }
+        area++;
       } else if (d2 >= ri2 && d2 <= ro2) {
         for (let c = 0; c < 3; c++) {
           const v = p.c[c as 0 | 1 | 2][i]!;
@@ -219,8 +256,13 @@ export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: Cha
       }
     }
   }
-  for (let c = 0; c < 3; c++) if (peak[c]! >= 0.95 * stats[c]!.max && stats[c]!.max > stats[c]!.sky) return 'saturated';
-  if (annN.some((k) => k < 10)) return 'few_sky_pixels';
+  let atMax = false;
+  for (let c = 0; c < 3; c++) {
+    if (peak[c]! >= 0.95 * stats[c]!.max && stats[c]!.max > stats[c]!.sky) atMax = true;
+    const lvl = sat?.level[c];
+    if (!atMax && lvl !== null && lvl !== undefined && peak[c]! >= lvl) return { reject: 'nonlinear', peak };
+  }
+  if (annN.some((k) => k < 10)) return atMax ? { reject: 'saturated', peak, by: 'data_max' } : { reject: 'few_sky_pixels' };
   const flux: [number, number, number] = [0, 0, 0];
   const sky: [number, number, number] = [0, 0, 0];
   const snr: [number, number, number] = [0, 0, 0];
@@ -229,12 +271,81 @@ export function aperture(p: Planes, cx: number, cy: number, r: Radii, stats: Cha
     const med = quantileSorted(s, 0.5);
     const iqr = quantileSorted(s, 0.75) - quantileSorted(s, 0.25);
     // A clean annulus has IQR ≈ 1.35σ; a neighbour or nebula edge in it makes the sky unreliable.
-    if (iqr > 4 * 1.349 * stats[c]!.noise) return 'crowded_annulus';
+    if (iqr > 4 * 1.349 * stats[c]!.noise) return atMax ? { reject: 'saturated', peak, by: 'data_max' } : { reject: 'crowded_annulus' };
     sky[c] = med;
+    if (sat) {
+      // Flat top: only tested on stars far above the noise, where a real profile is smooth.
+      const amp = peak[c]! - med;
+      if (amp > 50 * stats[c]!.noise) {
+        const cut = peak[c]! - PLATEAU_FRACTION * amp;
+        let n = 0;
+        const a = ap[c]!;
+        for (let k = 0; k < area; k++) if (a[k]! >= cut) n++;
+        if (n >= plateauLimit(sat.fwhm)) return { reject: 'saturated', peak, by: 'flat_top' };
+      }
+    }
     flux[c] = sums[c]! - area * med;
+    if (atMax) continue;
     const sigma = stats[c]!.noise * Math.sqrt(area + (area * area * Math.PI) / (2 * s.length));
     snr[c] = sigma > 0 ? flux[c]! / sigma : Infinity;
   }
-  if (snr.some((s) => !(s >= minSnr))) return 'low_snr';
-  return { flux, sky, snr };
+  // At the image's maximum without a flat top (the brightest star of an unsaturated image is
+  // there too): refused all the same, but it tells no clip level on its own (linearityTest).
+  if (atMax) return { reject: 'saturated', peak, by: 'data_max' };
+  if (snr.some((v) => !(v >= minSnr))) return { reject: 'low_snr' };
+  return { flux, sky, snr, peak };
+}
+
+/** A star peaking at this fraction of its channel's clip level is in the non-linear range. */
+export const NONLINEAR_FRACTION = 0.8;
+/** Smallest relative peak deficit that counts as a flattened core (more when stars' peak shares spread more). */
+export const MIN_PEAK_DEFICIT = 0.1;
+
+export interface LinearityTest {
+  /** Per measurement: clipped or non-linear (leave it out). */
+  flags: boolean[];
+  /** Median (peak − sky)/flux of the fainter half of the stars, or null with fewer than 6 stars. */
+  typical_peak_share: number | null;
+  /** Stars whose peak share fell below the cut (flattened cores). */
+  flattened: number;
+  /** Per channel: the clip level estimated from flat-topped and flattened stars, or null. */
+  clip_level: [number | null, number | null, number | null];
+}
+
+/**
+ * Which measured stars are non-linear, from the stars themselves (saturation is rarely a clean
+ * flat top in a stack: dithers, seeing and the flat field move each frame's clip level):
+ * 1. flattened cores: a PSF's peak is a fixed share of its flux, so a star of the brighter half
+ *    whose (peak − sky)/flux over the three channels is below that of the fainter half (certainly
+ *    linear) by more than max(MIN_PEAK_DEFICIT, 4 robust σ of their spread) has a clipped core
+ *    (a faint star cannot clip where brighter ones do not; blends and odd shapes among the faint
+ *    ones must not pass for saturation);
+ * 2. the clip level per channel: the median peak of the flat-topped stars (`flatTops`, from
+ *    aperture()), of the stars at the image maximum when there are two or more (`atMax`; the
+ *    brightest star of any image peaks there, so one says nothing) and of the flattened ones —
+ *    at least two, or one flat top, so one odd star cannot set it; every star peaking at
+ *    NONLINEAR_FRACTION of it is non-linear too.
+ */
+export function linearityTest(ms: readonly Pick<Measurement, 'flux' | 'sky' | 'peak'>[], flatTops: readonly [number, number, number][] = [], atMax: readonly [number, number, number][] = []): LinearityTest {
+  const ratio = ms.map((m) => {
+    const f = m.flux[0] + m.flux[1] + m.flux[2];
+    const a = m.peak[0] - m.sky[0] + m.peak[1] - m.sky[1] + m.peak[2] - m.sky[2];
+    return f > 0 ? a / f : NaN;
+  });
+  const order = ms.map((m, i) => ({ i, f: m.flux[0] + m.flux[1] + m.flux[2] })).filter((o) => Number.isFinite(ratio[o.i]!)).sort((a, b) => a.f - b.f);
+  let typical: number | null = null;
+  const flat = ms.map(() => false);
+  if (order.length >= 6) {
+    const half = Math.ceil(order.length / 2);
+    const faint = order.slice(0, half).map((o) => ratio[o.i]!);
+    typical = median(faint);
+    const spread = (1.4826 * median(faint.map((r) => Math.abs(r - typical!)))) / typical;
+    const cut = typical * (1 - Math.max(MIN_PEAK_DEFICIT, 4 * spread));
+    for (const o of order.slice(half)) if (ratio[o.i]! < cut) flat[o.i] = true;
+  }
+  const peaks = [...flatTops, ...(atMax.length >= 2 ? atMax : []), ...ms.filter((_, i) => flat[i]).map((m) => m.peak)];
+  const level: [number | null, number | null, number | null] = [null, null, null];
+  if (peaks.length >= 2 || flatTops.length === 1) for (let c = 0; c < 3; c++) level[c] = median(peaks.map((p) => p[c]!));
+  const flags = ms.map((m, i) => flat[i]! || m.peak.some((v, c) => level[c] !== null && v >= NONLINEAR_FRACTION * level[c]!));
+  return { flags, typical_peak_share: typical, flattened: flat.filter(Boolean).length, clip_level: level };
 }

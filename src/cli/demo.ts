@@ -2,7 +2,7 @@
 // darks, flats, truth.json) with the fixture generator, inspects a light, and runs the Raw
 // Stack pipeline on it with full calibration (`--no-run` stops after generating).
 // `--sky orion` (default) places the real Tycho-2 stars of that field (fixtures/astrometry) by a
-// known WCS with a focal length that gives a field of a few degrees, so ASTROMETRY can solve it
+// known WCS with a camera lens (focal length for a field of a few degrees, f/4), so ASTROMETRY can solve it
 // against Debian's astrometry-data-tycho2-10-19 index when astrometry.net is installed; the
 // generator's own star list (with its B−V colours) is written as the PCC catalogue, so the whole
 // chain ASTROMETRY → BGE → PCC → HYPERMETRIC_STRETCH runs. `--sky random` uses the generator's
@@ -15,13 +15,26 @@ import { parseArgs } from 'node:util';
 import { join, resolve } from 'node:path';
 import { copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { TYCHO2_FIELDS, tycho2Field, type Tycho2Field } from '../../fixtures/astrometry/tycho2.js';
-import { generateDataset, MONO_FILTERS, OptionsError } from '../../fixtures/generator/index.js';
+import { generateDataset, MONO_FILTERS, OptionsError, type DatasetOptions } from '../../fixtures/generator/index.js';
 import { generateLrgb, type LrgbSet } from '../../fixtures/generator/lrgb.js';
 import { inspectFile } from './inspect.js';
 import { progress } from './progress.js';
 import { parseRawStackConfig, type RawStackConfig } from '../config/rawstack.js';
 import { runRawStack } from '../pipeline/rawstack/run.js';
 import { UsageError } from './usage.js';
+
+/**
+ * The generator's sky and optics of the demo (also used by test/pipeline/pcc-e2e.test.ts): for a
+ * Tycho-2 field, its stars and a field about 3.5° wide whatever the width (inside the 1°–30° range
+ * of the tycho2-10-19 index). The short focal length is a camera lens, so the aperture shrinks with
+ * it (f/4): with the refractor's 106 mm it would be an f/0.6 optic and 92 of the field's 105 stars
+ * would saturate, leaving PCC only grey, clipped cores to measure.
+ */
+export function demoSkyOptions(sky: 'random' | Tycho2Field, width: number): Pick<DatasetOptions, 'skyStars' | 'ra' | 'dec' | 'focalLengthMm' | 'apertureMm'> {
+  if (sky === 'random') return {};
+  const focalLengthMm = Math.round((width * 3.76 * 206.265) / (3.5 * 3600));
+  return { skyStars: tycho2Field(sky), ...TYCHO2_FIELDS[sky], focalLengthMm, apertureMm: Math.round((focalLengthMm / 4) * 10) / 10 };
+}
 
 export async function runDemo(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -49,8 +62,7 @@ export async function runDemo(argv: string[]): Promise<number> {
   const sky = values.sky!;
   if (sky !== 'random' && !(sky in TYCHO2_FIELDS)) throw new UsageError(`--sky must be random or one of ${Object.keys(TYCHO2_FIELDS).join(', ')} (got '${sky}')`);
   const width = int('width', values.width!);
-  // A field about 3.5° wide whatever the width: inside the 1°–30° range of the tycho2-10-19 index.
-  const skyOptions = sky === 'random' ? {} : { skyStars: tycho2Field(sky as Tycho2Field), ...TYCHO2_FIELDS[sky as Tycho2Field], focalLengthMm: Math.round((width * 3.76 * 206.265) / ((3.5 * 3600))) };
+  const skyOptions = demoSkyOptions(sky as 'random' | Tycho2Field, width);
   const bar = progress(process.stderr, 'generating ');
   const started = performance.now();
   let truth;
@@ -136,7 +148,7 @@ async function runWithProgress(config: RawStackConfig, runsDir: string): Promise
     runsDir,
     onEvent: (line) => {
       if (line.type === 'phase_progress') runBar.update(line.current, line.total, `${line.phase}${line.substep ? ` ${line.substep}` : ''}`);
-      if (line.type === 'phase_end') runBar.finish(`  ${line.phase}: ${line.status}${line.reason ? ` (${line.reason})` : ''} in ${(line.duration_ms / 1000).toFixed(1)} s`);
+      if (line.type === 'phase_end') runBar.finish(`  ${line.phase}: ${line.status}${line.reason ? ` (${line.reason}${typeof line.message === 'string' ? `: ${line.message}` : ''})` : ''} in ${(line.duration_ms / 1000).toFixed(1)} s`);
     },
   });
   console.log(`run ${result.runId}: ${result.status} on device ${result.device.kind}${result.device.adapter ? ` (${result.device.adapter})` : ''}`);

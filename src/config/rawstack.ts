@@ -134,7 +134,7 @@ const TileSchema = z.strictObject({
 
 const PccSchema = z.strictObject({
   enabled: z.boolean().optional().describe('tiled-workflow key; presets postprocess.pcc on import only'),
-  catalog_file: path.default('').describe('CSV ra,dec,mag,bv (or teff)'),
+  catalog_file: path.default('').describe('CSV ra,dec,mag,bv (or teff), or a KStars star file; empty: the installed catalogue package (kstars-data)'),
   mag_limit: z.number().default(14),
   mag_bright_limit: z.number().default(6),
   min_stars: z.number().int().min(3).default(10),
@@ -143,6 +143,8 @@ const PccSchema = z.strictObject({
   white_reference: z.string().default('G2V').describe('spectral type or B-V that comes out neutral (DESIGN §8)'),
   min_aperture_px: z.number().positive().default(4),
   background_neutralization: z.boolean().default(true).describe('sky made neutral grey while star colours get the fitted factors'),
+  min_slope: z.number().min(0).max(1).default(0.5).describe('image vs catalogue colour slope below which the fit is rejected (compressed or inverted colours)'),
+  fallback: looseEnum(['none', 'star_white']).default('none').describe('without WCS, catalogue or enough stars: star_white = non-photometric white balance on the median star colour'),
 });
 
 export const SENSOR_PROFILES = ['rec709'] as const;

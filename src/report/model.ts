@@ -63,8 +63,20 @@ export interface ReportPostprocessSection {
   message?: string;
   /** Scalars (and short numeric arrays, e.g. per channel) from the phase's summary/diagnostics. */
   values: Record<string, string | number | boolean | null | number[]>;
-  /** PCC only: per star the catalogue vs the calibrated B−R colour index in magnitudes relative to the white reference (phases/pcc.ts); a good calibration lies on y = x. */
-  star_colors?: { catalog: number; measured: number }[];
+  /**
+   * PCC only: the colour relations of the fit (phases/pcc.ts colourRelations), per ratio R/G and
+   * B/G: each star's catalogue colour x and calibrated image colour y as −2.5·log10(ratio) in
+   * magnitudes (0 = the white reference), whether it was used, and the fitted slope (y = slope·x)
+   * and scatter (mag). A camera seeing the catalogue's colours exactly lies on y = x.
+   */
+  colour_relations?: Record<'rg' | 'bg', ReportColourRelation>;
+}
+
+export interface ReportColourRelation {
+  points: { x: number; y: number; used: boolean }[];
+  slope: number;
+  scatter: number;
+  slope_fixed: boolean;
 }
 
 /** A PNG preview of one image output (the HTML embeds the PNG itself; JSON keeps the path). */

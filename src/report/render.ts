@@ -12,6 +12,8 @@ import { barChart, scatterChart, seriesChart } from './svg-chart.js';
 const num = (v: number | null | undefined, digits = 2) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : Number.isInteger(v) ? String(v) : v.toFixed(digits));
 const secs = (ms: number | undefined) => (ms === undefined ? '–' : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 
+const RATIO_NAMES = { rg: 'R/G', bg: 'B/G' } as const;
+
 const TITLES: Record<ReportPostprocessSection['phase'], string> = {
   ASTROMETRY: 'Astrometry (plate solve)',
   BGE: 'Background extraction (BGE)',
@@ -89,7 +91,7 @@ export function renderMarkdown(m: ReportModel): string {
     lines.push('');
     lines.push(`Status: ${outcomeText(sec)}`);
     for (const [k, v] of Object.entries(sec.values)) lines.push(`- ${k}: ${valueText(v)}`);
-    if (sec.star_colors) lines.push(`- star colours plotted: ${sec.star_colors.length}`);
+    for (const [key, r] of Object.entries(sec.colour_relations ?? {})) lines.push(`- ${RATIO_NAMES[key as 'rg' | 'bg']} image vs catalogue colour: slope ${r.slope.toFixed(3)}${r.slope_fixed ? ' (fixed: catalogue colours too alike)' : ''}, scatter ${r.scatter.toFixed(3)} mag, ${r.points.filter((p) => p.used).length} of ${r.points.length} stars used`);
   }
   if (m.previews.length) {
     lines.push('');
@@ -143,9 +145,27 @@ function sectionHtml(sec: ReportPostprocessSection): string {
   const rows = Object.entries(sec.values)
     .map(([k, v]) => `<tr><th>${h(k)}</th><td>${h(valueText(v))}</td></tr>`)
     .join('');
-  const plot = sec.star_colors?.length ? scatterChart({ title: 'Star colours: B-R (mag, white reference = 0), line y = x', xLabel: 'catalogue', yLabel: 'calibrated', points: sec.star_colors.map((p) => ({ x: p.catalog, y: p.measured })) }) : '';
+  const plot = Object.entries(sec.colour_relations ?? {})
+    .map(([key, r]) => {
+      const name = RATIO_NAMES[key as 'rg' | 'bg'];
+      const used = r.points.filter((p) => p.used).length;
+      return scatterChart({
+        title: `PCC ${name}: image vs catalogue colour`,
+        subtitle: `fit slope ${r.slope.toFixed(2)} (solid)${r.slope_fixed ? ' fixed' : ''}, y = x dashed, scatter ${r.scatter.toFixed(3)} mag; ${used} of ${r.points.length} stars used, rings left out`,
+        xLabel: `catalogue −2.5·log10(${name}) [mag], white reference = 0`,
+        yLabel: `image −2.5·log10(${name}) after PCC [mag]`,
+        points: r.points.map((p) => ({ x: p.x, y: p.y, muted: !p.used })),
+        width: 470,
+        height: 370,
+        lines: [
+          { slope: r.slope, cls: 'fit', label: `fit, slope ${r.slope.toFixed(2)}` },
+          { slope: 1, cls: 'reference', label: 'y = x' },
+        ],
+      });
+    })
+    .join('');
   return `<section class="pp" id="pp-${h(sec.phase)}"><h2>${h(TITLES[sec.phase])} <span class="chip ${h(sec.status)}">${h(sec.status)}</span></h2>` +
-    `${sec.reason || sec.message ? `<p>${h([sec.reason, sec.message].filter(Boolean).join(': '))}</p>` : ''}${rows ? `<table>${rows}</table>` : ''}${plot}</section>`;
+    `${sec.reason || sec.message ? `<p>${h([sec.reason, sec.message].filter(Boolean).join(': '))}</p>` : ''}${rows ? `<table>${rows}</table>` : ''}${plot ? `<div class="charts">${plot}</div>` : ''}</section>`;
 }
 
 const STYLE = `
@@ -159,7 +179,7 @@ td.n{text-align:right}.chip{display:inline-block;border-radius:10px;padding:0 8p
 tr.excluded td{color:#9b1c1c}tr.inactive td{color:#8a93a0}.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}
 svg{background:#fff;border:1px solid #e3e6ea;border-radius:6px;max-width:100%;height:auto}
 .chart-title{font-size:12px;font-weight:600;fill:#1d2330}.tick{font-size:10px;fill:#6b7482}.grid{stroke:#eef0f3}
-.series{fill:none;stroke:#2f6fdb;stroke-width:1.5}.dot{fill:#2f6fdb}.dot.excluded{fill:#fff;stroke:#d03b3b;stroke-width:2}.chart-empty{font-size:12px;fill:#999}
+.series{fill:none;stroke:#2f6fdb;stroke-width:1.5}.line-fit{stroke:#d07a1f;stroke-width:1.5}.line-reference{stroke:#8a93a0;stroke-width:1;stroke-dasharray:4 3}.axis-label{font-size:11px;fill:#3a4250}.dot{fill:#2f6fdb}.dot.excluded{fill:#fff;stroke:#d03b3b;stroke-width:2}.chart-empty{font-size:12px;fill:#999}
 code{background:#eef1f5;padding:0 4px;border-radius:3px}
 .bar{fill:#2f6fdb}.bar.skipped{fill:#b8c0cc}.bar.error{fill:#d03b3b}.previews{display:grid;grid-template-columns:repeat(auto-fit,minmax(360px,1fr));gap:12px}
 figure{margin:0}figure img{max-width:100%;height:auto;border:1px solid #e3e6ea;border-radius:6px;background:#000}figcaption{font-size:12px;color:#5b6575}`;

@@ -1,5 +1,6 @@
 // The visible Raw Stack fields (seed "Input fields of a Raw Stack run", "Calibration", "Quality
-// filter", "Stack fields", "Postprocess switches") and the parameter each one stands for
+// filter", "Stack fields", "Postprocess switches", plus PCC's catalogue file, without which a
+// user could not point PCC at their own catalogue) and the parameter each one stands for
 // (DESIGN §9 key layout). The page reads and writes the form only through this table, so the
 // precedence rule "visible fields override the editor" is one merge of `readForm()` over the
 // editor's JSON.
@@ -62,6 +63,7 @@ export const FORM_FIELDS: readonly FormField[] = [
   f('pp_astrometry', 'postprocess.astrometry', 'checkbox'),
   f('pp_bge', 'postprocess.bge', 'checkbox'),
   f('pp_pcc', 'postprocess.pcc', 'checkbox'),
+  f('pcc_catalog_file', 'pcc.catalog_file', 'text'),
   f('pp_hms', 'postprocess.hypermetric_stretch', 'checkbox'),
 ];
 

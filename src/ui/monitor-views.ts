@@ -5,7 +5,7 @@
 
 import { api, type ArtifactEntry } from './api.js';
 import { clear, formatBytes, formatTime, h } from './dom.js';
-import { describeEvent, type PhaseView, type RunState } from './run-state.js';
+import { describeEvent, runNotes, type PhaseView, type RunState } from './run-state.js';
 
 /** A phase still pending when its run has ended never ran (e.g. a run cancelled early). */
 function statusText(p: PhaseView, finished = false): string {
@@ -38,6 +38,13 @@ export function renderPhaseTable(tbody: HTMLElement, state: RunState): void {
       ),
     );
   }
+}
+
+/** Notes on optional phases that did not deliver (runNotes), e.g. why HMS was skipped and which switch changes it. */
+export function renderNotes(list: HTMLElement, state: RunState): void {
+  clear(list);
+  for (const n of runNotes(state)) list.append(h('li', { class: `note note-${n.status}`, 'data-phase': n.phase }, n.text));
+  list.hidden = !list.firstChild;
 }
 
 /** The latest `max` events, newest last (the log reads top to bottom like a terminal). */

@@ -12,7 +12,7 @@ import { browse } from './folder-browser.js';
 import { FORM_FIELDS, fieldByPath, fillForm, readForm } from './form-fields.js';
 import { frameRows, renderFrameTable, type FrameRow, type Overrides } from './frame-table.js';
 import { followJob, type Follower } from './live.js';
-import { renderArtifactLinks, renderChips, renderLog } from './monitor-views.js';
+import { renderArtifactLinks, renderChips, renderLog, renderNotes } from './monitor-views.js';
 import { ParamEditor } from './param-editor.js';
 import { showPatternHint, wirePatternHint } from './pattern-hint.js';
 import { RunQueue } from './run-queue.js';
@@ -48,6 +48,7 @@ function load(config: Json): void {
   fillForm(config);
   queue.set(config.queue);
   showFieldIssues([]);
+  showCatalogNote();
 }
 
 /** Editor JSON with the visible fields and the queue merged over it (the seed's precedence). */
@@ -225,6 +226,7 @@ function confirmCancel(): void {
 
 function renderRun(): void {
   renderChips(byId('phase-chips'), state);
+  renderNotes(byId('run-notes'), state);
   renderLog(byId('event-log'), state, LOG_LINES);
 }
 
@@ -415,12 +417,27 @@ function wire(): void {
   byId('browse-runs').addEventListener('click', () => void pick('runs_dir', 'dir', 'Output folder (runs dir)'));
   for (const b of document.querySelectorAll<HTMLButtonElement>('.browse-dir')) b.addEventListener('click', () => void pick(b.dataset.target!, 'dir', b.getAttribute('aria-label') ?? 'Choose a folder'));
   for (const b of document.querySelectorAll<HTMLButtonElement>('.browse-file')) {
-    const filter = b.dataset.filter === 'yaml' ? /\.ya?ml$/i : /\.(fits?|fts)(\.gz)?$|\.fz$/i;
+    const filter = b.dataset.filter === 'yaml' ? /\.ya?ml$/i : b.dataset.filter === 'catalog' ? /\.(csv|dat|txt)$/i : /\.(fits?|fts)(\.gz)?$|\.fz$/i;
     b.addEventListener('click', () => void pick(b.dataset.target!, 'file', b.getAttribute('aria-label') ?? 'Choose a file', filter));
   }
   byId('queue-add').addEventListener('click', () => void addToQueue());
   wirePatternHint();
+  byId('pcc_catalog_file').addEventListener('input', showCatalogNote);
+  byId('pcc_catalog_file').addEventListener('change', showCatalogNote);
   byId('btn-clear-overrides').addEventListener('click', () => void writeOverrides((o) => Object.keys(o).forEach((k) => delete o[k]), 'Manual overrides cleared.'));
+}
+
+/** Installed catalogues the server found (GET /api/system/info capabilities.pcc.catalogs). */
+let installedCatalog: { id: string; description: string; files: string[]; mag_limit: number | null; package: string | null } | null | undefined;
+
+/** Says which catalogue PCC takes: the file given, else the installed one, else that PCC will skip. */
+function showCatalogNote(): void {
+  const note = byId('pcc-catalog-note');
+  const given = byId<HTMLInputElement>('pcc_catalog_file').value.trim();
+  if (given) note.textContent = `PCC reads ${given}.`;
+  else if (installedCatalog === undefined) note.textContent = '';
+  else if (installedCatalog) note.textContent = `Empty: PCC uses the installed ${installedCatalog.package ?? ''} catalogue ${installedCatalog.files.join(', ')}${installedCatalog.mag_limit !== null ? ` (stars to V ${installedCatalog.mag_limit})` : ''}.`;
+  else note.textContent = 'Empty, and the server has no catalogue package installed (Debian: kstars-data): PCC will be skipped (no_catalog_stars).';
 }
 
 async function showServerInfo(): Promise<void> {
@@ -428,9 +445,13 @@ async function showServerInfo(): Promise<void> {
     const info = await api.info();
     const device = getPath(info, 'capabilities.device.kind');
     byId('server-info').textContent = `${String(info.name ?? 'skystack')} ${String(info.version ?? '')}${device ? ` · device ${String(device)}` : ''}`;
+    const catalogs = getPath(info, 'capabilities.pcc.catalogs');
+    const list = Array.isArray(catalogs) ? (catalogs as NonNullable<typeof installedCatalog>[]) : [];
+    installedCatalog = list.find((c) => (c as unknown as { source?: string }).source === 'installed') ?? null;
   } catch (e) {
     byId('server-info').textContent = `server not reachable: ${errText(e)}`;
   }
+  showCatalogNote();
 }
 
 wire();

@@ -11,7 +11,7 @@ import { showArtifact } from './artifact-viewer.js';
 import { byId, clear, formatBytes, h, say } from './dom.js';
 import { frameRows, renderFrameTable } from './frame-table.js';
 import { followJob } from './live.js';
-import { renderLog, renderPhaseTable, renderPreviews } from './monitor-views.js';
+import { renderLog, renderNotes, renderPhaseTable, renderPreviews } from './monitor-views.js';
 import { RunState } from './run-state.js';
 
 const REPORT_PATH = 'artifacts/preprocess/preprocessing_report.html';
@@ -40,6 +40,7 @@ function disableRunFunctions(): void {
 
 function render(): void {
   renderPhaseTable(byId('phase-body'), state);
+  renderNotes(byId('run-notes'), state);
   renderLog(byId('event-log'), state, 500);
 }
 

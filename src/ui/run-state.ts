@@ -113,6 +113,24 @@ export class RunState {
   }
 }
 
+/** Optional phases whose missing result a user must see beside a green "Run ok". */
+const OPTIONAL_PHASES = ['ASTROMETRY', 'BGE', 'PCC', 'HYPERMETRIC_STRETCH'];
+
+/**
+ * Why optional results are missing: each optional phase that ended skipped (not switched off)
+ * or in error, with its reason and message. HMS skipped for a failed PCC carries the switch that
+ * changes it in its message (hypermetric_stretch.require_successful_pcc).
+ */
+export function runNotes(state: RunState): { phase: string; status: string; text: string }[] {
+  const out: { phase: string; status: string; text: string }[] = [];
+  for (const name of OPTIONAL_PHASES) {
+    const p = state.phases.get(name);
+    if (!p || (p.status !== 'skipped' && p.status !== 'error') || p.reason === 'disabled') continue;
+    out.push({ phase: name, status: p.status, text: `${name} ${p.status}${p.reason ? ` (${p.reason})` : ''}${p.message ? `: ${p.message}` : ''}` });
+  }
+  return out;
+}
+
 /** One readable line for the log. */
 export function describeEvent(e: EventLine): string {
   const phase = typeof e.phase === 'string' ? e.phase : '';

@@ -48,6 +48,8 @@ export interface FixtureOptions {
    * colour.ts), i.e. camera bands that differ from sRGB as real ones do.
    */
   camera?: 'blackbody' | 'osc_sensor';
+  /** Every sample clipped at this level (a saturating sensor). */
+  clip?: number;
 }
 
 const TELESCOPE = { aperture_mm: 80, throughput: 0.8 };
@@ -105,6 +107,7 @@ export function pccFixture(o: FixtureOptions = {}): PccFixture {
       }
     }
   }
+  if (o.clip !== undefined) for (let i = 0; i < data.length; i++) if (data[i]! > o.clip) data[i] = o.clip;
   const header = new FitsHeader();
   wcs.writeTo(header);
   header.set('PLTSOLVD', true);
@@ -122,3 +125,13 @@ export function truthRatios(gains: [number, number, number], whiteBv: number, ca
 }
 
 export const magError = (fit: number, truth: number) => Math.abs(2.5 * Math.log10(fit / truth));
+
+/** Brightest pixel per channel of a fixture star without noise and clipping, sky included (the profile is sampled at pixel centres). */
+export function truePeak(f: Pick<PccFixture, 'gains' | 'sky'>, s: FixtureStar, o: { fwhm?: number; flux13?: number; camera?: 'blackbody' | 'osc_sensor' } = {}): [number, number, number] {
+  const sigma = (o.fwhm ?? 3) / 2.3548;
+  const e = cameraRatios(s.bv, o.camera ?? 'blackbody');
+  const total = (o.flux13 ?? 8000) * 10 ** (-0.4 * (s.mag - 13));
+  const d2 = (s.x - Math.round(s.x)) ** 2 + (s.y - Math.round(s.y)) ** 2;
+  const at = Math.exp(-d2 / (2 * sigma * sigma));
+  return [0, 1, 2].map((c) => f.sky[c]! + (at * total * f.gains[c]! * e[c]!) / (2 * Math.PI * sigma * sigma)) as [number, number, number];
+}

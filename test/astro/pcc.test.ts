@@ -7,13 +7,13 @@ import * as assert from 'uvu/assert';
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { readCatalogCsv } from '../../src/astro/catalog-csv.js';
+import { readCatalogCsv } from '../../src/astro/catalog/csv.js';
 import { siegelLine } from '../../src/astro/pcc-fit.js';
-import { applyColorMatrixToFile, isPccError, runPccOnFile, type PccErrorCode } from '../../src/astro/pcc-file.js';
+import { applyColorMatrixToFile, isPccError, runPccOnFile, runStarWhiteOnFile, type PccErrorCode } from '../../src/astro/pcc-file.js';
 import { blackbodyRgb, bvToTeff, whiteReference } from '../../src/astro/star-color.js';
 import { FitsHeader, readFitsImage, writeFits } from '../../src/fits/index.js';
 import { withTempDir, seededRandom } from '../helpers/tmp.js';
-import { catalogCsv, magError, pccFixture, truthRatios, type PccFixture } from './pcc-fixture.js';
+import { catalogCsv, magError, pccFixture, truePeak, truthRatios, type PccFixture } from './pcc-fixture.js';
 
 async function rejects(p: Promise<unknown>, code: PccErrorCode): Promise<Error> {
   try {
@@ -209,11 +209,99 @@ test('runPccOnFile: wide stars (FWHM 7 px) are measured with a wider window and 
     const f = pccFixture({ seed: 8, fwhm: 7, stars: 70, flux13: 30000 });
     const { input, catalog } = await writeFixture(dir, f);
     const r = await runPccOnFile({ input, output: join(dir, 'out.fits'), catalogFile: catalog });
+    // The apertures come from the stars the detection measured on the image, not a guess.
     assert.ok(Math.abs(r.result.fwhm_px - 7) < 0.7, `fwhm ${r.result.fwhm_px}`);
+    assert.is(r.result.fwhm_source, 'stack_stars');
     assert.ok(r.result.radii_px.aperture > 12);
     const [tr, tb] = truthRatios(f.gains, 0.65);
     assert.ok(magError(r.result.factors[0] / r.result.factors[1], tr) < 0.02);
     assert.ok(magError(r.result.factors[2] / r.result.factors[1], tb) < 0.02);
+  });
+});
+
+test('saturated and non-linear stars are left out: clipped cores (flat tops), stars near the clip level, SATURATE', async () => {
+  await withTempDir('pcc-sat', async (dir) => {
+    // A sensor clipping at 30 000: the ~30 brightest of 120 stars have flat tops.
+    const clip = 30000;
+    const f = pccFixture({ seed: 5, clip });
+    const { input, catalog } = await writeFixture(dir, f);
+    const diagnosticsFile = join(dir, 'd.json');
+    const r = await runPccOnFile({ input, output: join(dir, 'out.fits'), catalogFile: catalog, diagnosticsFile });
+    const res = r.result;
+    const clipped = f.stars.filter((s) => Math.max(...truePeak(f, s)) >= clip);
+    assert.ok(clipped.length >= 15, `${clipped.length} clipped stars in the fixture`);
+    // No used star reaches the clip level; the refused ones are counted by reason and marked.
+    const at = (s: { ra: number; dec: number }) => f.stars.find((t) => Math.abs(t.ra - s.ra) < 1e-6 && Math.abs(t.dec - s.dec) < 1e-6)!;
+    const usedPeaks = res.stars.filter((s) => s.used).map((s) => Math.max(...truePeak(f, at(s))));
+    assert.is(usedPeaks.filter((p) => p >= clip).length, 0, 'a clipped star was used');
+    assert.ok(usedPeaks.filter((p) => p >= 0.8 * clip).length <= 1, `${usedPeaks.filter((p) => p >= 0.8 * clip).length} used stars in the non-linear range`);
+    assert.ok(res.rejected.saturated! + res.rejected.nonlinear! >= clipped.length - 3, JSON.stringify(res.rejected));
+    assert.ok(res.saturation.flat_tops >= 10, JSON.stringify(res.saturation));
+    for (const c of [0, 1, 2] as const) assert.ok(Math.abs(res.saturation.clip_level[c]! - clip) < 0.01 * clip, `clip level ${res.saturation.clip_level}`);
+    // The calibration still meets the bar on the linear stars.
+    const [tr, tb] = truthRatios(f.gains, 0.65);
+    assert.ok(magError(res.factors[0] / res.factors[1], tr) < 0.02 && magError(res.factors[2] / res.factors[1], tb) < 0.02);
+    const d = JSON.parse(await readFile(diagnosticsFile, 'utf8'));
+    assert.is(d.saturation.flat_tops, res.saturation.flat_tops);
+    assert.ok(d.stars.some((s: { excluded?: string }) => s.excluded === 'nonlinear') || res.rejected.nonlinear === 0);
+    // A header SATURATE: stars peaking at 80 % of it are non-linear, whatever the image shows.
+    const g = pccFixture({ seed: 5 });
+    g.header.set('SATURATE', 40000);
+    const w = await writeFixture(join(dir), g);
+    const rs = await runPccOnFile({ input: w.input, output: join(dir, 'out2.fits'), catalogFile: w.catalog });
+    assert.is(rs.result.saturation.header_level, 40000);
+    const usedS = rs.result.stars.filter((s) => s.used).map((s) => Math.max(...truePeak(g, at(s))));
+    assert.ok(usedS.length >= 40 && usedS.every((p) => p < 0.8 * 40000 * 1.02), `max used peak ${Math.max(...usedS)}`);
+    assert.ok(rs.result.rejected.nonlinear! >= 10, JSON.stringify(rs.result.rejected));
+  });
+});
+
+test('FWHM: no star measurable on the image → the fixed fallback, reported as such', async () => {
+  await withTempDir('pcc-fwhm', async (dir) => {
+    // Catalogue stars, but an image of a flat sky only.
+    const f = pccFixture({ seed: 6, flux13: 0, noise: 0 });
+    const { input, catalog } = await writeFixture(dir, f);
+    const diagnosticsFile = join(dir, 'd.json');
+    await rejects(runPccOnFile({ input, output: join(dir, 'o.fits'), catalogFile: catalog, diagnosticsFile }), 'PCC_TOO_FEW_STARS');
+    const d = JSON.parse(await readFile(diagnosticsFile, 'utf8'));
+    assert.is(d.fwhm_source, 'fallback');
+    assert.is(d.fwhm_px, 3);
+  });
+});
+
+test('star_white fallback: median star colour made neutral, labelled non-photometric; its own failures are typed', async () => {
+  await withTempDir('pcc-white', async (dir) => {
+    const f = pccFixture({ seed: 12, stars: 150 });
+    const { input } = await writeFixture(dir, f);
+    const diagnosticsFile = join(dir, 'd.json');
+    const w = await runStarWhiteOnFile({ input, output: join(dir, 'white.fits'), failure: { code: 'PCC_NO_CATALOG', message: 'PCC_NO_CATALOG: no star catalogue' }, diagnosticsFile });
+    const r = w.result;
+    assert.is(r.method, 'star_white');
+    assert.is(r.photometric, false);
+    assert.ok(r.stars_used >= 60, `${r.stars_used} stars`);
+    // The truth: the factors that make a star of the stars' median colour neutral.
+    const medianBv = f.stars.map((s) => s.bv).sort((a, b) => a - b)[f.stars.length >> 1]!;
+    const [tr, tb] = truthRatios(f.gains, medianBv);
+    const eR = magError(r.factors[0] / r.factors[1], tr);
+    const eB = magError(r.factors[2] / r.factors[1], tb);
+    console.log(`  star_white: R/G ${eR.toFixed(4)} mag, B/G ${eB.toFixed(4)} mag from a B−V ${medianBv.toFixed(2)} star made neutral, ${r.stars_used} stars`);
+    assert.ok(eR < 0.06 && eB < 0.06, `${eR} ${eB}`);
+    const d = JSON.parse(await readFile(diagnosticsFile, 'utf8'));
+    assert.is(d.method, 'star_white');
+    assert.is(d.success, false);
+    assert.is(d.photometric, false);
+    assert.is(d.failure_reason, 'PCC_NO_CATALOG');
+    assert.match(d.note, /non-photometric/);
+    assert.is(d.star_white.stars_used, r.stars_used);
+    const out = await readFitsImage(w.output);
+    assert.ok(out.header.commentary('HISTORY').some((l) => l.includes('star_white (NOT photometric')));
+    // Too few stars for it either: a typed failure, recorded.
+    const empty = pccFixture({ seed: 13, flux13: 0 });
+    const e = await writeFixture(join(dir), empty);
+    await rejects(runStarWhiteOnFile({ input: e.input, output: join(dir, 'w2.fits'), failure: { code: 'PCC_NO_WCS', message: 'no WCS' }, diagnosticsFile }), 'PCC_TOO_FEW_STARS');
+    const d2 = JSON.parse(await readFile(diagnosticsFile, 'utf8'));
+    assert.is(d2.method, 'star_white');
+    assert.is(d2.star_white.failure_reason, 'PCC_TOO_FEW_STARS');
   });
 });
 
@@ -231,20 +319,47 @@ test('runPccOnFile failures: no WCS, no catalogue stars, too few stars, bad resi
     const far = join(dir, 'far.csv');
     await writeFile(far, catalogCsv(fx.stars.map((s) => ({ ...s, ra: (s.ra + 90) % 360 }))));
     await rejects(runPccOnFile({ input, output: out, catalogFile: far }), 'PCC_NO_CATALOG_STARS');
-    // Only 6 stars in the catalogue.
+    // Only 6 stars in the catalogue: fewer catalogue stars on the image than min_stars.
     const few = join(dir, 'few.csv');
     await writeFile(few, catalogCsv(fx.stars.slice(0, 6)));
-    await rejects(runPccOnFile({ input, output: out, catalogFile: few, diagnosticsFile }), 'PCC_TOO_FEW_STARS');
+    const eFew = await rejects(runPccOnFile({ input, output: out, catalogFile: few, diagnosticsFile }), 'PCC_NO_CATALOG_STARS');
+    assert.match(eFew.message, /only 6 catalogue stars .* need ≥ 10/);
+    // 14 catalogue stars on the image, but where the image has none (moved 60 px): found too few.
+    const moved = join(dir, 'moved.csv');
+    await writeFile(moved, catalogCsv(fx.stars.slice(0, 14).map((s) => ({ ...s, dec: s.dec + (60 * 2.1) / 3600 }))));
+    await rejects(runPccOnFile({ input, output: out, catalogFile: moved, diagnosticsFile }), 'PCC_TOO_FEW_STARS');
     const d = JSON.parse(await readFile(diagnosticsFile, 'utf8'));
     assert.is(d.success, false);
     assert.is(d.failure_reason, 'PCC_TOO_FEW_STARS');
-    assert.ok(d.stars_matched >= 3 && d.stars_matched <= 6, `${d.stars_matched}`);
-    // Catalogue colours scrambled: the stars no longer follow any line.
+    assert.ok(d.stars_in_field >= 10 && d.stars_matched <= 2, `${d.stars_in_field} ${d.stars_matched}`);
+    // Catalogue colours scrambled: image colours no longer follow the catalogue's (the slopes
+    // come out near or below 0), so no factors are reported.
     const rand = seededRandom(9);
     const bvs = fx.stars.map((s) => s.bv).sort(() => rand() - 0.5);
     const scrambled = join(dir, 'scrambled.csv');
     await writeFile(scrambled, catalogCsv(fx.stars.map((s, i) => ({ ...s, bv: bvs[i]! }))));
-    await rejects(runPccOnFile({ input, output: out, catalogFile: scrambled, config: { max_residual_rms: 0.05 } }), 'PCC_BAD_RESIDUAL');
+    const eScr = await rejects(runPccOnFile({ input, output: out, catalogFile: scrambled, diagnosticsFile }), 'PCC_INVERTED_COLOURS');
+    assert.match(eScr.message, /R\/G slope -?\d\.\d+, B\/G slope -?\d\.\d+/);
+    const dScr = JSON.parse(await readFile(diagnosticsFile, 'utf8'));
+    assert.is(dScr.failure_reason, 'PCC_INVERTED_COLOURS');
+    assert.ok(Math.min(dScr.lines.rg.slope, dScr.lines.bg.slope) <= 0, JSON.stringify(dScr.lines));
+    // Catalogue colours spread 3× wider than the stars' (B−V stretched about 0.65): the image
+    // relation is compressed to a slope of about 1/3, below min_slope 0.5.
+    const wide = join(dir, 'wide.csv');
+    await writeFile(wide, catalogCsv(fx.stars.map((s) => ({ ...s, bv: 0.65 + 3 * (s.bv - 0.65) }))));
+    const eWide = await rejects(runPccOnFile({ input, output: out, catalogFile: wide, diagnosticsFile }), 'PCC_COMPRESSED_COLOURS');
+    const dWide = JSON.parse(await readFile(diagnosticsFile, 'utf8'));
+    assert.ok(dWide.lines.rg.slope > 0.15 && dWide.lines.rg.slope < 0.5, `rg slope ${dWide.lines.rg.slope}`);
+    assert.ok(dWide.lines.bg.slope > 0.15 && dWide.lines.bg.slope < 0.5, `bg slope ${dWide.lines.bg.slope}`);
+    assert.match(eWide.message, /min_slope 0\.5/);
+    // ...and passes when the user lowers min_slope (an unusual camera).
+    const okWide = await runPccOnFile({ input, output: join(dir, 'wide-ok.fits'), catalogFile: wide, config: { min_slope: 0.15 } });
+    assert.ok(okWide.result.lines.rg.slope < 0.5);
+    // Catalogue colours with 0.15 mag of noise: the relation holds, the scatter does not.
+    const noisy = join(dir, 'noisy.csv');
+    const g = () => Math.sqrt(-2 * Math.log(Math.max(rand(), 1e-12))) * Math.cos(2 * Math.PI * rand());
+    await writeFile(noisy, catalogCsv(fx.stars.map((s) => ({ ...s, bv: s.bv + 0.15 * g() }))));
+    await rejects(runPccOnFile({ input, output: out, catalogFile: noisy, config: { max_residual_rms: 0.05 } }), 'PCC_BAD_RESIDUAL');
     // A channel 5× weaker than the others: factors spread beyond max_condition_number 3.
     const weak = pccFixture({ gains: [0.2, 1, 1] });
     const w = await writeFixture(join(dir), { ...weak }, weak.stars);

@@ -44,7 +44,7 @@ test('report of an OSC run with BGE and HMS: sections, previews, complete manife
     for (const k of ['anchor', 'log_d', 'profile', 'profile_source', 'color_strategy', 'target_bg']) assert.ok(k in sec.HYPERMETRIC_STRETCH!.values, k);
     assert.is.not(sec.PCC!.status, 'ok');
     assert.ok(sec.PCC!.reason, 'PCC placeholder: its reason is shown');
-    assert.is(sec.PCC!.star_colors, undefined);
+    assert.is(sec.PCC!.colour_relations, undefined);
 
     // Previews: one per image output, ≤ 800 px wide, written, registered, embedded.
     assert.equal(model.previews.map((p) => p.output), ['stacked_rgb', 'stacked_rgb_bge', 'stacked_rgb_hms']);

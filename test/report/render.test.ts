@@ -125,9 +125,20 @@ test('postprocess sections: present by data, status/reason shown, values escaped
   assert.match(html, /<th>gradient_amplitude<\/th><td>10\.5, 11\.25, 9<\/td>/);
   assert.match(html, /classic&lt;b&gt;/);
   assert.match(html, /<th>profile_source<\/th><td>fallback_profile<\/td>/);
-  assert.not.match(html, /Star colours/, 'no star colour plot without data');
-  const withStars = renderHtml({ ...m, postprocess_results: [{ phase: 'PCC', status: 'ok', values: { r_factor: 1.1 }, star_colors: [{ catalog: 0.5, measured: 0.52 }, { catalog: 1.2, measured: 1.15 }] }] });
-  assert.match(withStars, /Star colours/);
+  assert.not.match(html, /image vs catalogue colour/, 'no colour plot without data');
+  const rel = (slope: number) => ({ points: [{ x: 0.5, y: 0.42, used: true }, { x: -0.3, y: -0.26, used: true }, { x: 1.2, y: 0.4, used: false }], slope, scatter: 0.021, slope_fixed: false });
+  const withStars = renderHtml({ ...m, postprocess_results: [{ phase: 'PCC', status: 'ok', values: { r_factor: 1.1 }, colour_relations: { rg: rel(0.85), bg: rel(0.6) } }] });
+  // Two titled plots with labelled axes, the fitted line and y = x; the left-out star as a ring.
+  assert.match(withStars, /class="chart-title">PCC R\/G: image vs catalogue colour<\/text><text [^>]*>fit slope 0\.85 \(solid\), y = x dashed, scatter 0\.021 mag; 2 of 3 stars used, rings left out</);
+  assert.match(withStars, /class="chart-title">PCC B\/G: image vs catalogue colour<\/text><text [^>]*>fit slope 0\.60 \(solid\)/);
+  assert.match(withStars, /class="axis-label"[^>]*>catalogue −2\.5·log10\(R\/G\) \[mag\], white reference = 0</);
+  assert.match(withStars, /class="axis-label"[^>]*>image −2\.5·log10\(B\/G\) after PCC \[mag\]</);
+  assert.is((withStars.match(/class="line-fit"/g) ?? []).length, 2);
+  assert.is((withStars.match(/class="line-reference"/g) ?? []).length, 2);
+  const pccHtml = withStars.slice(withStars.indexOf('id="pp-PCC"'));
+  assert.is((pccHtml.match(/class="dot excluded"/g) ?? []).length, 2);
+  const mdStars = renderMarkdown({ ...m, postprocess_results: [{ phase: 'PCC', status: 'ok', values: {}, colour_relations: { rg: rel(0.85), bg: rel(0.6) } }] });
+  assert.match(mdStars, /- R\/G image vs catalogue colour: slope 0\.850, scatter 0\.021 mag, 2 of 3 stars used/);
   const md = renderMarkdown({ ...m, postprocess_results: sections });
   assert.match(md, /## HyperMetric Stretch\n\nStatus: ok\n- anchor: 0\.0123\n- log_d: 2\.5/);
   assert.match(md, /Status: skipped · no_wcs/);

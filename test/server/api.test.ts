@@ -2,6 +2,7 @@
 // token), body limits and validation, stored parameters, config validate/schema/suggest/import,
 // files list/grant/scan. A real server on an ephemeral port, raw HTTP requests.
 import { test } from 'uvu';
+import { existsSync } from 'node:fs';
 import * as assert from 'uvu/assert';
 import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -52,6 +53,16 @@ test('system info, health and the OpenAPI document', async () => {
   assert.equal([...solvers.solvers, ...solvers.missing.map((m) => m.solver)].sort(), ['astap', 'astrometry_net']);
   for (const m of solvers.missing) assert.ok(m.reason.length > 0);
   assert.ok('kind' in info.json.capabilities.device);
+  // PCC catalogues: the installed packages found (kstars-data here when installed), the one a
+  // run takes marked; none installed → an empty list and where it looked.
+  const pcc = info.json.capabilities.pcc as { catalogs: { id: string; package: string | null; used_by_default: boolean; mag_limit: number | null }[]; searched: string[] };
+  assert.ok(Array.isArray(pcc.catalogs) && Array.isArray(pcc.searched));
+  if (existsSync('/usr/share/kstars/stars.dat')) {
+    assert.is(pcc.catalogs[0]!.id, 'kstars:stars.dat');
+    assert.is(pcc.catalogs[0]!.package, 'kstars-data');
+    assert.is(pcc.catalogs[0]!.used_by_default, true);
+    assert.is(pcc.catalogs[0]!.mag_limit, 8.99);
+  } else assert.is(pcc.catalogs.filter((c) => c.used_by_default).length, pcc.catalogs.length ? 1 : 0);
   const health = await http(base, 'GET', '/api/system/health');
   assert.is(health.status, 200);
   assert.is(health.json.status, 'ok');

@@ -52,6 +52,28 @@ test('pcc run: 202 with a job id, calibrated FITS and diagnostics written', asyn
   assert.is(diag.success, true);
 });
 
+test('pcc run without catalog_file: the installed catalogue (or none); star_white fallback on request', async () => {
+  const input = join(data, 'rgb.fits');
+  const r = await http(srv.url, 'POST', '/api/pcc/run', { body: { input, output: join(data, 'inst.fits') } });
+  assert.is(r.status, 202, r.text);
+  const job = await finished(r.json.job_id);
+  // The fixture's 0.15° field holds no V ≤ 9 star: with kstars-data installed the catalogue is
+  // found and has too few stars there; without it there is no catalogue at all.
+  assert.is(job.state, 'error');
+  assert.match(job.error.message, /PCC_NO_CATALOG_STARS|PCC_NO_CATALOG:/);
+  const diag = JSON.parse(await readFile(r.json.diagnostics_file, 'utf8'));
+  if (diag.failure_reason === 'PCC_NO_CATALOG_STARS') assert.is(diag.catalog.package, 'kstars-data');
+  // With fallback star_white the job ends ok and says it is not photometric.
+  const w = await http(srv.url, 'POST', '/api/pcc/run', { body: { input, output: join(data, 'white.fits'), config: { fallback: 'star_white', min_stars: 5 } } });
+  const wj = await finished(w.json.job_id);
+  assert.is(wj.state, 'ok', JSON.stringify(wj.error));
+  assert.is(wj.result.method, 'star_white');
+  assert.is(wj.result.photometric, false);
+  assert.match(wj.result.pcc_failure.code, /^PCC_NO_CATALOG/);
+  const wd = JSON.parse(await readFile(w.json.diagnostics_file, 'utf8'));
+  assert.is(wd.method, 'star_white');
+});
+
 test('pcc apply: diagonal and 3×3 matrices into new files; failures are job errors with the PCC code', async () => {
   const input = join(data, 'rgb.fits');
   const a = await http(srv.url, 'POST', '/api/pcc/apply', { body: { input, matrix: [2, 1, 0.5], output: join(data, 'diag.fits') } });

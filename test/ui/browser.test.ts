@@ -8,6 +8,7 @@
 
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { existsSync } from 'node:fs';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -71,6 +72,15 @@ run('first load: fields from the stored parameters; editor buttons enabled, Repo
   assert.is(await page.inputValue('#stack_normalization'), 'addscale');
   assert.is(await page.inputValue('#stack_weighting'), 'quality');
   for (const id of ['pp_astrometry', 'pp_bge', 'pp_pcc', 'pp_hms']) assert.ok(await page.isChecked(`#${id}`), id);
+  // The PCC catalogue field: empty by default, with a note of the catalogue the server would use.
+  assert.is(await page.inputValue('#pcc_catalog_file'), '');
+  await page.waitForFunction(() => (document.getElementById('pcc-catalog-note')?.textContent ?? '') !== '');
+  const note = (await page.textContent('#pcc-catalog-note')) ?? '';
+  if (existsSync('/usr/share/kstars/stars.dat')) assert.match(note, /^Empty: PCC uses the installed kstars-data catalogue \/usr\/share\/kstars\/stars\.dat \(stars to V 8\.99\)/);
+  else assert.match(note, /no catalogue package installed .*PCC will be skipped/);
+  await page.fill('#pcc_catalog_file', '/data/my-catalogue.csv');
+  assert.is(await page.textContent('#pcc-catalog-note'), 'PCC reads /data/my-catalogue.csv.');
+  await page.fill('#pcc_catalog_file', '');
   // Phase chips start pending, one per seed phase.
   assert.equal(await page.$$eval('#phase-chips li', (els) => els.map((e) => (e as El).dataset.phase)), PHASES);
 });
@@ -298,6 +308,11 @@ run('start a run from the form (through a queue entry): every phase reaches its 
   assert.is(statuses.CALIBRATION, 'skipped');
   assert.is(statuses.ASTROMETRY, 'skipped');
   assert.match((await page.textContent('#run-status')) ?? '', /^Run ok/);
+  // Beside the green "Run ok": PCC skipped (no plate solve), and HMS skipped with the switch that changes it.
+  const notes = await page.$$eval('#run-notes li', (els) => els.map((e) => [(e as El).dataset.phase, e.textContent ?? '']));
+  assert.equal(notes.map((n) => n[0]), ['PCC', 'HYPERMETRIC_STRETCH']);
+  assert.match(notes[0]![1]!, /^PCC skipped \(no_wcs\)/);
+  assert.match(notes[1]![1]!, /set hypermetric_stretch\.require_successful_pcc to false/);
   assert.ok(await page.isEnabled('#btn-report'));
   assert.ok(await page.isEnabled('#btn-monitor'));
   assert.ok(await page.isDisabled('#btn-cancel'));
@@ -343,6 +358,7 @@ run('Run Monitor: preprocessing mode, phase list, disabled run functions, events
     assert.match((await monitor.getAttribute(`#${id}`, 'title')) ?? '', /not available for Raw Stack/i);
   }
   assert.ok(await monitor.isVisible('#mode-note'));
+  assert.equal(await monitor.$$eval('#run-notes li', (els) => els.map((e) => (e as El).dataset.phase)), ['PCC', 'HYPERMETRIC_STRETCH']);
   assert.match((await monitor.textContent('#event-log')) ?? '', /REPORT ok/);
   // The frame table marks excluded frames with their reasons.
   await monitor.locator('#frames:not([hidden]) #frame-body tr').first().waitFor();

@@ -86,6 +86,22 @@ uiTest('RunState: pending → running → final per phase, progress, seq dedup, 
   assert.equal([...s.phases.keys()], [...RAWSTACK_PHASES]);
 });
 
+uiTest('runNotes: optional phases that did not deliver, with reason and message; HMS names the switch', async () => {
+  const { RunState, runNotes } = await load<{ RunState: new () => RunStateLike; runNotes(s: RunStateLike): { phase: string; status: string; text: string }[] }>('run-state.js');
+  const s = new RunState();
+  s.apply({ seq: 1, type: 'phase_end', phase: 'ASTROMETRY', status: 'ok' });
+  s.apply({ seq: 2, type: 'phase_end', phase: 'BGE', status: 'skipped', reason: 'disabled', message: 'postprocess.bge is false' });
+  s.apply({ seq: 3, type: 'phase_end', phase: 'PCC', status: 'skipped', reason: 'no_catalog_stars', message: 'no star catalogue: pcc.catalog_file is not set and no catalogue package is installed' });
+  const hms = 'PCC ended skipped (no_catalog_stars) and hypermetric_stretch.require_successful_pcc is true; set hypermetric_stretch.require_successful_pcc to false to stretch without a successful PCC';
+  s.apply({ seq: 4, type: 'phase_end', phase: 'HYPERMETRIC_STRETCH', status: 'skipped', reason: 'pcc_failed', message: hms });
+  s.apply({ seq: 5, type: 'run_end', status: 'ok' });
+  const notes = runNotes(s);
+  // Switched-off phases are no news; a skipped PCC and the HMS it took along are.
+  assert.equal(notes.map((n) => n.phase), ['PCC', 'HYPERMETRIC_STRETCH']);
+  assert.is(notes[0]!.text, 'PCC skipped (no_catalog_stars): no star catalogue: pcc.catalog_file is not set and no catalogue package is installed');
+  assert.is(notes[1]!.text, `HYPERMETRIC_STRETCH skipped (pcc_failed): ${hms}`);
+});
+
 uiTest('mergeLayers: later layers win key by key, arrays replaced whole, inputs untouched', async () => {
   const { mergeLayers, setPath, getPath } = await load<{
     mergeLayers(...l: Record<string, unknown>[]): Record<string, unknown>;

@@ -6,7 +6,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../atomic.js';
-import type { ReportPhase, ReportPostprocessSection, ReportPreview } from '../../report/model.js';
+import type { ReportColourRelation, ReportPhase, ReportPostprocessSection, ReportPreview } from '../../report/model.js';
 import { renderPreview } from '../../report/preview.js';
 import type { RawStackState } from './state.js';
 
@@ -44,9 +44,8 @@ const POSTPROCESS = [
 /**
  * One section per postprocess phase that started or left data. Values: the phase's summary
  * first (state.summaries), then the scalars of its diagnostics file; BGE adds the per-channel
- * gradient amplitudes (the removed gradient) from bge_diagnostics.json's channels. PCC's star
- * colours (summaries.PCC.star_colors) are carried only when present, so the PCC issue only has
- * to fill data.
+ * gradient amplitudes (the removed gradient) from bge_diagnostics.json's channels. PCC's colour
+ * relations (summaries.PCC.colour_relations, phases/pcc.ts) become the section's plots.
  */
 export async function postprocessSections(state: RawStackState, phases: readonly ReportPhase[]): Promise<ReportPostprocessSection[]> {
   const out: ReportPostprocessSection[] = [];
@@ -69,17 +68,24 @@ export async function postprocessSections(state: RawStackState, phases: readonly
     const section: ReportPostprocessSection = { phase, status: row?.status ?? 'not_started', values };
     if (row?.reason) section.reason = row.reason;
     if (row?.message) section.message = row.message;
-    const stars = summary?.star_colors;
-    if (phase === 'PCC' && Array.isArray(stars)) {
-      const pts = stars.filter((s): s is { catalog: number; measured: number } => !!s && typeof s === 'object' && typeof (s as { catalog?: unknown }).catalog === 'number' && typeof (s as { measured?: unknown }).measured === 'number');
-      if (pts.length) section.star_colors = pts.map((s) => ({ catalog: s.catalog, measured: s.measured }));
+    const rel = summary?.colour_relations as Record<string, unknown> | undefined;
+    if (phase === 'PCC' && rel && typeof rel === 'object') {
+      const one = (v: unknown): ReportColourRelation | null => {
+        const r = v as Partial<ReportColourRelation> | undefined;
+        if (!r || typeof r.slope !== 'number' || typeof r.scatter !== 'number' || !Array.isArray(r.points)) return null;
+        const points = r.points.filter((p) => !!p && typeof p.x === 'number' && typeof p.y === 'number').map((p) => ({ x: p.x, y: p.y, used: p.used !== false }));
+        return points.length ? { points, slope: r.slope, scatter: r.scatter, slope_fixed: r.slope_fixed === true } : null;
+      };
+      const rg = one(rel.rg);
+      const bg = one(rel.bg);
+      if (rg && bg) section.colour_relations = { rg, bg };
     }
     out.push(section);
   }
   return out;
 }
 
-const PREVIEW_OUTPUTS = ['stacked_linear', 'stacked_rgb', 'stacked_rgb_bge', 'stacked_rgb_pcc', 'stacked_rgb_hms'] as const;
+const PREVIEW_OUTPUTS = ['stacked_linear', 'stacked_rgb', 'stacked_rgb_bge', 'stacked_rgb_pcc', 'stacked_rgb_starwhite', 'stacked_rgb_hms'] as const;
 
 /**
  * Writes artifacts/preprocess/preview_<output>.png for each image output present and returns

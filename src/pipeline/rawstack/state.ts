@@ -143,6 +143,8 @@ export interface RawStackState {
     stacked_rgb?: string;
     stacked_rgb_bge?: string;
     stacked_rgb_pcc?: string;
+    /** The pcc.fallback star_white white balance (not photometric), when PCC could not run. */
+    stacked_rgb_starwhite?: string;
     stacked_rgb_hms?: string;
   };
   /** Celestial WCS of the stacked outputs, set by ASTROMETRY when it solved (PCC reads it). */

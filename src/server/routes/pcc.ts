@@ -16,7 +16,7 @@ import { accepted } from './jobs.js';
 const p = z.string().max(PATH_FIELD_MAX);
 const PccRunBody = z.strictObject({
   input: p.describe('RGB FITS with a WCS (absolute path inside the allowed roots)'),
-  catalog_file: p.describe('star catalogue CSV (ra, dec, mag, bv or teff)'),
+  catalog_file: p.optional().describe('star catalogue: CSV (ra, dec, mag, bv or teff) or a KStars star file; absent: the installed catalogue package (GET /api/system/info capabilities.pcc.catalogs)'),
   output: p.optional().describe('output FITS (default: <input>_pcc.fits beside the input)'),
   diagnostics_file: p.optional().describe('diagnostics JSON (default: <output>.json)'),
   config: RawStackConfigSchema.shape.pcc.unwrap().omit({ enabled: true, catalog_file: true }).partial().optional().describe('pcc.* parameters (catalog_file is the field above)'),
@@ -46,7 +46,7 @@ export function pccRoutes(api: ApiRegistry, app: AppContext): void {
     async (ctx) => {
       const body = await jsonBody(ctx, PccRunBody);
       const input = await app.guard.resolve(body.input, { field: 'input', kind: 'file' });
-      const catalog = await app.guard.resolve(body.catalog_file, { field: 'catalog_file', kind: 'file' });
+      const catalog = body.catalog_file ? await app.guard.resolve(body.catalog_file, { field: 'catalog_file', kind: 'file' }) : '';
       const output = await outputPath(app, input, body.output, '_pcc', 'output');
       const diagnostics = await outputPath(app, input, body.diagnostics_file ?? `${output.replace(/\.(fits?|fts)$/i, '')}_diagnostics.json`, '', 'diagnostics_file');
       const job = await app.jobs.submit(

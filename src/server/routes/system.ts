@@ -4,6 +4,7 @@
 
 import { access, constants } from 'node:fs/promises';
 import { z } from 'zod';
+import { catalogCapabilities } from '../../astro/catalog/find.js';
 import { lookupSolvers, type SolverConfig } from '../../astro/solve.js';
 import { defaultRawStackConfig } from '../../config/rawstack.js';
 import { SKYSTACK_NAME, SKYSTACK_VERSION } from '../../version.js';
@@ -32,7 +33,9 @@ export function systemRoutes(api: ApiRegistry, app: AppContext): void {
             ? { state: 'failed', kind: null, adapter: null, backend: null, feature_level: null, fallback_reason: d.message }
             : { state: 'probing', kind: null, adapter: null, backend: null, feature_level: null };
       const stored = app.params.get()?.config;
-      const catalogs = stored?.pcc.catalog_file ? [stored.pcc.catalog_file] : [];
+      // Catalogues PCC can use: the stored pcc.catalog_file (when set) and the installed packages;
+      // `used_by_default` marks the one a run with the stored parameters takes.
+      const pcc = await catalogCapabilities(stored?.pcc.catalog_file ?? '');
       ctx.body = {
         name: SKYSTACK_NAME,
         version: SKYSTACK_VERSION,
@@ -40,7 +43,7 @@ export function systemRoutes(api: ApiRegistry, app: AppContext): void {
         capabilities: {
           device,
           astrometry: await solverCapabilities((stored ?? defaultRawStackConfig()).astrometry),
-          pcc: { catalogs },
+          pcc,
           resume: PIPELINES.some((p) => p.resumable),
           sse: true,
           pipelines: PIPELINES,

@@ -5,7 +5,9 @@
 //
 // Invariants:
 // - Skips: postprocess.hypermetric_stretch false → disabled; no RGB stack → no_rgb_stack;
-//   require_successful_pcc true and PCC not ok → pcc_failed (false: runs on BGE/linear input).
+//   require_successful_pcc true and PCC not ok → pcc_failed, whose message names PCC's outcome and
+//   the switch that lets HMS run anyway (false: runs on the star_white, BGE or linear input). A
+//   star_white fallback is not a successful PCC: it is a white balance on an assumption.
 // - Decisions (profile, anchor, log-D, target rounds, output scaling, MTF) are solved on a strided
 //   sample with the TS curve (hms-solve.ts); the per-pixel passes run in the `stretch` kernels
 //   (WGSL when the device policy gives a context, else the TS reference), so both paths apply the
@@ -88,16 +90,20 @@ export const hmsPhase: Phase<RawStackState> = {
     const { state } = ctx;
     if (!state.config.postprocess.hypermetric_stretch) return skipped('disabled', 'postprocess.hypermetric_stretch is false');
     if (!state.outputs.stacked_rgb) return skipped('no_rgb_stack', 'no RGB stack (mono data or stacking did not produce one)');
-    if (state.config.hypermetric_stretch.require_successful_pcc && ctx.outcomes.get('PCC')?.status !== 'ok') {
-      return skipped('pcc_failed', 'require_successful_pcc is true and PCC did not succeed');
+    const pcc = ctx.outcomes.get('PCC');
+    if (state.config.hypermetric_stretch.require_successful_pcc && pcc?.status !== 'ok') {
+      const what = !pcc ? 'did not run' : `ended ${pcc.status}${'reason' in pcc ? ` (${pcc.reason})` : ''}`;
+      const white = state.summaries.PCC?.method === 'star_white' ? ' (its star_white fallback is a white balance, not a colour calibration)' : '';
+      return skipped('pcc_failed', `PCC ${what}${white} and hypermetric_stretch.require_successful_pcc is true; set hypermetric_stretch.require_successful_pcc to false to stretch without a successful PCC`, { pcc_status: pcc?.status ?? 'not_run', pcc_reason: pcc && 'reason' in pcc ? pcc.reason : null, switch: 'hypermetric_stretch.require_successful_pcc' });
     }
   },
   async run(ctx) {
     const { state } = ctx;
     const cfg = state.config.hypermetric_stretch;
     const started = Date.now();
-    const input = state.outputs.stacked_rgb_pcc ?? state.outputs.stacked_rgb_bge ?? state.outputs.stacked_rgb!;
-    const inputKind = state.outputs.stacked_rgb_pcc ? 'pcc' : state.outputs.stacked_rgb_bge ? 'bge' : 'linear';
+    const o = state.outputs;
+    const input = o.stacked_rgb_pcc ?? o.stacked_rgb_starwhite ?? o.stacked_rgb_bge ?? o.stacked_rgb!;
+    const inputKind = o.stacked_rgb_pcc ? 'pcc' : o.stacked_rgb_starwhite ? 'star_white' : o.stacked_rgb_bge ? 'bge' : 'linear';
     const img = await readFitsImage(input);
     if (img.planes < 3) throw new Error(`${input} has ${img.planes} plane(s), HMS needs 3`);
     const { width, height } = img;

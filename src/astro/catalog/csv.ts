@@ -1,6 +1,7 @@
 // Local photometric catalogue for PCC: a CSV file with a header line naming at least `ra`, `dec`,
 // `mag` and one of `bv` / `teff` (any order, case-insensitive, other columns ignored). ra/dec are
-// degrees J2000, mag is V, bv is B−V, teff in kelvin (used when present and the row's bv is blank).
+// degrees J2000, mag is V, bv is B−V, teff in kelvin (used when present and the row's bv is blank);
+// optional `pmra` (μα·cos δ) and `pmdec` columns in mas/yr move the stars to the query epoch.
 //
 // The file is streamed line by line and filtered while reading (cone and magnitude), so a large
 // all-sky extract never sits in memory. Blank lines and `#` comments are skipped; a row with a
@@ -9,18 +10,19 @@
 
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { PccError } from './pcc-errors.js';
+import { PccError } from '../pcc-errors.js';
+import { applyProperMotion, coneTest, type CatalogInfo, type CatalogQuery, type CatalogQueryResult, type CatalogStar, type StarCatalog } from './types.js';
 
-export interface CatalogStar {
-  ra: number;
-  dec: number;
-  mag: number;
-  bv: number | null;
-  teff: number | null;
+export type { CatalogStar } from './types.js';
+
+/** A CSV row: the star at J2000 and its proper motion (0 when the file has no pm columns). */
+export interface CsvStar extends CatalogStar {
+  pm_ra: number;
+  pm_dec: number;
 }
 
 export interface CatalogRead {
-  stars: CatalogStar[];
+  stars: CsvStar[];
   /** Data rows read (before the filter). */
   rows: number;
   /** Rows without a usable colour (blank bv and teff). */
@@ -32,7 +34,7 @@ function cell(s: string | undefined): string {
   return t.length >= 2 && t.startsWith('"') && t.endsWith('"') ? t.slice(1, -1).trim() : t;
 }
 
-export async function readCatalogCsv(file: string, keep: (s: CatalogStar) => boolean = () => true, signal?: AbortSignal): Promise<CatalogRead> {
+export async function readCatalogCsv(file: string, keep: (s: CsvStar) => boolean = () => true, signal?: AbortSignal): Promise<CatalogRead> {
   let stream;
   try {
     stream = createReadStream(file, { encoding: 'utf8' });
@@ -44,8 +46,8 @@ export async function readCatalogCsv(file: string, keep: (s: CatalogStar) => boo
     throw new PccError('PCC_CATALOG_UNREADABLE', `${file}: ${(e as NodeJS.ErrnoException).code ?? ''} ${(e as Error).message}`, undefined, { cause: e });
   }
   const lines = createInterface({ input: stream, crlfDelay: Infinity });
-  let col: { ra: number; dec: number; mag: number; bv: number; teff: number } | null = null;
-  const stars: CatalogStar[] = [];
+  let col: { ra: number; dec: number; mag: number; bv: number; teff: number; pmra: number; pmdec: number } | null = null;
+  const stars: CsvStar[] = [];
   let rows = 0;
   let skipped = 0;
   let lineNo = 0;
@@ -58,7 +60,7 @@ export async function readCatalogCsv(file: string, keep: (s: CatalogStar) => boo
       if (!col) {
         const names = parts.map((p) => p.toLowerCase());
         const at = (n: string) => names.indexOf(n);
-        col = { ra: at('ra'), dec: at('dec'), mag: at('mag'), bv: at('bv'), teff: at('teff') };
+        col = { ra: at('ra'), dec: at('dec'), mag: at('mag'), bv: at('bv'), teff: at('teff'), pmra: at('pmra'), pmdec: at('pmdec') };
         const missing = (['ra', 'dec', 'mag'] as const).filter((k) => col![k] < 0);
         if (missing.length > 0 || (col.bv < 0 && col.teff < 0)) {
           throw new PccError('PCC_CATALOG_INVALID', `${file}: header line ${lineNo} must name ra, dec, mag and bv or teff (missing: ${[...missing, ...(col.bv < 0 && col.teff < 0 ? ['bv|teff'] : [])].join(', ')})`);
@@ -88,7 +90,7 @@ export async function readCatalogCsv(file: string, keep: (s: CatalogStar) => boo
         skipped++;
         continue;
       }
-      const star: CatalogStar = { ra, dec, mag, bv, teff };
+      const star: CsvStar = { ra, dec, mag, bv, teff, pm_ra: num(col.pmra, 'pmra', false) ?? 0, pm_dec: num(col.pmdec, 'pmdec', false) ?? 0 };
       if (keep(star)) stars.push(star);
     }
   } catch (e) {
@@ -100,4 +102,36 @@ export async function readCatalogCsv(file: string, keep: (s: CatalogStar) => boo
   }
   if (!col) throw new PccError('PCC_CATALOG_INVALID', `${file}: no header line`);
   return { stars, rows, skipped_no_colour: skipped };
+}
+
+/** A user's CSV file (pcc.catalog_file) as a catalogue: streamed and filtered on every query. */
+export class CsvCatalog implements StarCatalog {
+  readonly id: string;
+  constructor(private readonly file: string) {
+    this.id = `catalog_file:${file}`;
+  }
+
+  describe(): CatalogInfo {
+    return { id: this.id, kind: 'csv', package: null, description: 'CSV file ra,dec,mag,bv|teff (pcc.catalog_file)', files: [this.file], mag_limit: null, stars: null, photometry: 'Johnson V and B−V (or teff) as given', epoch: 2000, proper_motion: null };
+  }
+
+  async query(q: CatalogQuery): Promise<CatalogQueryResult> {
+    const epoch = q.epoch ?? 2000;
+    const slack = (11 * Math.abs(epoch - 2000)) / 3600;
+    const wide = coneTest({ ...q.cone, radius: Math.min(180, q.cone.radius + slack) });
+    const inCone = coneTest(q.cone);
+    const lo = q.magMin ?? -Infinity;
+    const hi = q.magMax ?? Infinity;
+    const cat = await readCatalogCsv(this.file, (s) => s.mag >= lo && s.mag <= hi && wide(s.ra, s.dec), q.signal);
+    const stars: CatalogStar[] = [];
+    let moved = 0;
+    for (const s of cat.stars) {
+      const move = epoch !== 2000 && (s.pm_ra !== 0 || s.pm_dec !== 0);
+      const [ra, dec] = move ? applyProperMotion(s.ra, s.dec, s.pm_ra, s.pm_dec, 2000, epoch) : [s.ra, s.dec];
+      if (!inCone(ra, dec)) continue;
+      if (move) moved++;
+      stars.push({ ra, dec, mag: s.mag, bv: s.bv, teff: s.teff });
+    }
+    return { stars, rows_read: cat.rows, skipped_no_colour: cat.skipped_no_colour, read: 'whole file (streamed)', epoch, proper_motion_applied: moved };
+  }
 }
