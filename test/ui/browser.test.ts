@@ -2,8 +2,9 @@
 // Stack page's first load, a validation error shown at its key, a tiled-workflow YAML import
 // (pasted, local file and server path), the folder browser and the run queue, a run started
 // from the form whose every phase reaches its final state, the report, the full run monitor with
-// events.jsonl in the artifact viewer, a frame-table toggle stored as manual_overrides, Cancel's
-// confirmation, labelled controls and the narrow layout, and no request leaving the server.
+// events.jsonl in the artifact viewer, a frame-table toggle stored as manual_overrides, the frame
+// table's sort and plots and its open-frame hook, Cancel's confirmation, labelled controls and the
+// narrow layout, and no request leaving the server.
 // Screenshots of each page go to dist/test-artifacts/ui/.
 
 import { suite } from 'uvu';
