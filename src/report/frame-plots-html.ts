@@ -1,9 +1,10 @@
 // The report's frame plots (HTML): FWHM, stars, background, eccentricity and weight per frame,
 // and the registration shift and rotation, drawn by the same chart code as the web UI's frame
-// table (src/ui/frame-plot.ts) from the report model's frames, in acquisition order. Static SVG,
+// table (src/ui/frame-plot.ts, frame-plot-svg.ts) from the report model's frames, in acquisition order. Static SVG,
 // no scripts: tooltips are SVG <title>s.
 
-import { FRAME_CHARTS, REGISTRATION_CHARTS, chartSvg, framePlots, svgMarkup, type PlotFrame } from '../ui/frame-plot.js';
+import { FRAME_CHARTS, REGISTRATION_CHARTS, framePlots, type PlotFrame } from '../ui/frame-plot.js';
+import { chartSvg, svgMarkup } from '../ui/frame-plot-svg.js';
 import type { ReportFrame, ReportModel } from './model.js';
 
 export function plotFrames(frames: readonly ReportFrame[]): PlotFrame[] {

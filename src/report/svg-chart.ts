@@ -1,5 +1,5 @@
 // Small self-contained SVG charts for the HTML report: phase duration bars and the PCC star
-// colour scatter (the per-frame plots are src/ui/frame-plot.ts, shared with the web UI). No
+// colour scatter (the per-frame plots are src/ui/frame-plot*.ts, shared with the web UI). No
 // scripts, no external assets, so the report opens anywhere (and from a copied run folder).
 
 import { escapeHtml } from './escape.js';
