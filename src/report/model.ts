@@ -46,6 +46,12 @@ export interface ReportFrame {
   registration_cc: number | null;
   quality_score: number | null;
   weight: number | null;
+  /** DATE-OBS (ISO, UTC) when the light has one: the frame plots' acquisition order. */
+  date_obs?: string | null;
+  /** Registration (registration-shift.ts): shift of the frame centre on the reference (px) and rotation (degrees); null when the frame has no transform. */
+  dx_px?: number | null;
+  dy_px?: number | null;
+  rotation_deg?: number | null;
 }
 
 export interface ReportArtifact {

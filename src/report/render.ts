@@ -7,7 +7,8 @@
 
 import { escapeHtml as h } from './escape.js';
 import type { ReportModel, ReportPostprocessSection } from './model.js';
-import { barChart, scatterChart, seriesChart } from './svg-chart.js';
+import { FRAME_PLOTS_STYLE, framePlotsHtml } from './frame-plots-html.js';
+import { barChart, scatterChart } from './svg-chart.js';
 
 const num = (v: number | null | undefined, digits = 2) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : Number.isInteger(v) ? String(v) : v.toFixed(digits));
 const secs = (ms: number | undefined) => (ms === undefined ? '–' : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
@@ -78,6 +79,7 @@ export function renderMarkdown(m: ReportModel): string {
   if (m.detailed && m.frames.length) {
     lines.push('');
     lines.push(`Per-frame detail: ${m.frames.filter((f) => f.status === 'included').length} included frames, mean FWHM ${num(mean(m.frames.filter((f) => f.status === 'included').map((f) => f.fwhm)))} px (see the HTML/JSON report for the table).`);
+    if (m.artifacts.some((a) => a.type === 'report_html')) lines.push(`Frame plots (FWHM, stars, background, eccentricity, weight, registration shift and rotation per frame, in acquisition order): [preprocessing_report.html](preprocessing_report.html#frame-plots).`);
   }
   if (m.stacking) {
     lines.push('');
@@ -187,13 +189,6 @@ figure{margin:0}figure img{max-width:100%;height:auto;border:1px solid #e3e6ea;b
 /** previewData: base64 PNG per preview path (artifacts/preprocess/preview_<output>.png). */
 export function renderHtml(m: ReportModel, options: { previewData?: Record<string, string> } = {}): string {
   const chip = (s: string) => `<span class="chip ${h(s)}">${h(s)}</span>`;
-  const excluded = m.frames.map((f) => f.status === 'excluded');
-  const charts = [
-    seriesChart({ title: 'FWHM', unit: 'px', values: m.frames.map((f) => f.fwhm), excluded }),
-    seriesChart({ title: 'Stars detected', values: m.frames.map((f) => f.star_count), excluded }),
-    seriesChart({ title: 'Background', unit: 'ADU', values: m.frames.map((f) => f.background), excluded }),
-    seriesChart({ title: 'Quality score', values: m.frames.map((f) => f.quality_score), excluded }),
-  ];
   const q = m.quality;
   const i = m.input;
   const rows = m.frames
@@ -229,7 +224,8 @@ export function renderHtml(m: ReportModel, options: { previewData?: Record<strin
     .map((f) => `<li>#${f.index} ${h(f.file)}: <code>${h(f.reason ?? '')}</code>${f.detail ? ` ${h(f.detail)}` : ''}</li>`)
     .join('');
   const frameDetail = m.detailed
-    ? `<div class="charts">${charts.join('\n')}</div>
+    ? `${framePlotsHtml(m)}
+<h2>Frames</h2>
 <table><tr><th>#</th><th>file</th><th>status</th><th>reason</th><th>stars</th><th>FWHM</th><th>ecc.</th><th>background</th><th>noise</th><th>reg. cc</th><th>score</th><th>weight</th></tr>
 ${rows}
 </table>`
@@ -245,7 +241,7 @@ ${rows}
     .join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>Raw Stack report ${h(m.run_id)}</title><style>${STYLE}</style></head><body>
+<title>Raw Stack report ${h(m.run_id)}</title><style>${STYLE}${FRAME_PLOTS_STYLE}</style></head><body>
 <h1>Raw Stack report ${chip(m.status)}</h1>
 <p class="meta">${h(m.run_id)} · generated ${h(m.generated_at)} by ${h(m.generator.name)} ${h(m.generator.version)} · device ${h(m.device.kind)}${m.device.adapter ? ` (${h(m.device.adapter)})` : ''}${m.device.fallback_reason ? ` · ${h(m.device.fallback_reason)}` : ''}</p>
 <h2>Phases</h2>

@@ -1,7 +1,8 @@
 // The Raw Stack page (/ui/): the seed's input, queue, calibration, quality, stack and postprocess
 // fields, the parameters editor (Defaults = GET parameters, Validate = PATCH parameters, Reset =
 // GET defaults), import from a tiled-workflow YAML, Start/Cancel, the inline monitor and, after a
-// run, the frame table whose checkboxes write quality_filter.manual_overrides.
+// run, the frame table (sortable, with per-frame plots) whose checkboxes write
+// quality_filter.manual_overrides.
 // Precedence at start and at Validate: the visible fields are merged over the editor's JSON.
 // The last job id is kept in localStorage so a reload shows the same run again.
 
@@ -10,7 +11,8 @@ import { getPath, isObject, mergeLayers, setPath, type Json } from './config-pat
 import { byId, clear, h, say } from './dom.js';
 import { browse } from './folder-browser.js';
 import { FORM_FIELDS, fieldByPath, fillForm, readForm } from './form-fields.js';
-import { frameRows, renderFrameTable, type FrameRow, type Overrides } from './frame-table.js';
+import { frameContext } from './frame-data.js';
+import { FrameTable, frameRows, openFrameInTab, type FrameRow, type Overrides } from './frame-table.js';
 import { followJob, type Follower } from './live.js';
 import { renderArtifactLinks, renderChips, renderLog, renderNotes } from './monitor-views.js';
 import { ParamEditor } from './param-editor.js';
@@ -36,7 +38,14 @@ let jobId: string | null = null;
 let runId: string | null = null;
 let follower: Follower | null = null;
 let state = new RunState();
-let frameList: FrameRow[] = [];
+// The frame table and plots of the last run; a frame opens through `onOpenFrame`.
+const frameTable = new FrameTable(byId<HTMLTableElement>('frame-table'), byId('frame-plots'), {
+  onChange: (row, include) => void setOverride(row, include),
+  onOpenFrame: (frame) => {
+    const why = runId ? openFrameInTab(runId, frame) : 'no run';
+    if (why) say(byId('frames-status'), why, 'error');
+  },
+});
 
 const errText = (e: unknown): string => (e instanceof ApiError ? `${e.message} (${e.code})` : e instanceof Error ? e.message : String(e));
 
@@ -286,7 +295,7 @@ function follow(id: string, knownRunId: string | null): void {
       void refreshArtifacts().then((entries) => {
         if (entries.some((e) => e.path === REPORT_PATH)) reportBtn.disabled = false;
         // A run that stopped before FRAME_FILTERING has no frame table.
-        if (entries.some((e) => e.path === FRAME_CSV)) void loadFrames();
+        if (entries.some((e) => e.path === FRAME_CSV)) void loadFrames(entries.map((e) => e.path));
       });
     },
     onError: (message) => {
@@ -302,18 +311,20 @@ async function storedOverrides(): Promise<Overrides> {
   return isObject(v) ? (v as Overrides) : {};
 }
 
-async function loadFrames(): Promise<void> {
+/** `files`: the run's artifact paths (which calibrated frames can be opened). */
+async function loadFrames(files: string[]): Promise<void> {
   const rid = runId;
   if (!rid) return;
+  let rows: FrameRow[];
   try {
     const view = await api.view(rid, FRAME_CSV);
     if (rid !== runId) return;
-    frameList = frameRows(typeof view.text === 'string' ? view.text : '');
+    rows = frameRows(typeof view.text === 'string' ? view.text : '');
   } catch {
     return; // no frame table for a run that stopped before FRAME_FILTERING
   }
   byId('frames').hidden = false;
-  renderFrameTable(byId('frame-body'), frameList, await storedOverrides().catch(() => ({})), (row, include) => void setOverride(row, include));
+  frameTable.show(rows, frameContext(state.events, files), await storedOverrides().catch(() => ({})));
 }
 
 /** Writes the stored parameters' manual_overrides (GET, change one key, PATCH) and mirrors it in the editor. */
@@ -336,7 +347,7 @@ async function writeOverrides(change: (o: Overrides) => void, message: string): 
     } catch {
       // the editor holds broken JSON: leave the user's text alone
     }
-    renderFrameTable(byId('frame-body'), frameList, final, (row, include) => void setOverride(row, include));
+    frameTable.setOverrides(final);
     say(status, `${message} Stored quality_filter.manual_overrides = ${JSON.stringify(final)}`, 'ok');
   } catch (e) {
     say(status, `Could not store the override: ${errText(e)}`, 'error');

@@ -9,7 +9,8 @@
 import { api, ApiError, TERMINAL_JOB_STATES, type ArtifactEntry } from './api.js';
 import { showArtifact } from './artifact-viewer.js';
 import { byId, clear, formatBytes, h, say } from './dom.js';
-import { frameRows, renderFrameTable } from './frame-table.js';
+import { frameContext } from './frame-data.js';
+import { FrameTable, frameRows, openFrameInTab, type FrameRow } from './frame-table.js';
 import { followJob } from './live.js';
 import { renderLog, renderNotes, renderPhaseTable, renderPreviews } from './monitor-views.js';
 import { RunState } from './run-state.js';
@@ -82,17 +83,37 @@ async function refreshArtifacts(): Promise<void> {
   if (artifacts.some((a) => a.path === REPORT_PATH)) byId<HTMLButtonElement>('btn-report').disabled = false;
   const csv = artifacts.find((a) => a.path === FRAME_CSV);
   if (csv && csv.mtime !== framesShown) void showFrames(csv.mtime);
+  else showFrameTable();
   if (selected && byId('viewer').dataset.path !== selected && artifacts.some((a) => a.path === selected)) void select(selected);
 }
 
-/** The run's frame table, read-only, with excluded frames marked (seed "Quality filter"). */
+/** The run's frame table, read-only, with excluded frames marked (seed "Quality filter"), and its plots. */
+const frameTable = new FrameTable(byId<HTMLTableElement>('frame-table'), byId('frame-plots'), {
+  onOpenFrame: (frame) => {
+    const why = runId ? openFrameInTab(runId, frame) : 'no run';
+    if (why) say(status, why, 'error');
+  },
+});
 let framesShown: string | undefined;
+let shownRows: FrameRow[] | null = null;
+let shownContext = '';
+/** (Re)draws the table when the rows or what the events say about them (still arriving while a replay runs) changed. */
+function showFrameTable(): void {
+  if (!shownRows) return;
+  const context = frameContext(state.events, artifacts.map((a) => a.path));
+  const key = `${context.referenceIndex}|${context.dateObs.size}|${context.paths.size}`;
+  if (key === shownContext) return;
+  shownContext = key;
+  frameTable.show(shownRows, context);
+}
 async function showFrames(version: string | undefined): Promise<void> {
   if (!runId) return;
   framesShown = version;
   try {
     const v = await api.view(runId, FRAME_CSV);
-    renderFrameTable(byId('frame-body'), frameRows(typeof v.text === 'string' ? v.text : ''), {});
+    shownRows = frameRows(typeof v.text === 'string' ? v.text : '');
+    shownContext = '';
+    showFrameTable();
     byId('frames').hidden = false;
   } catch (e) {
     say(status, `Frames: ${errText(e)}`, 'error');

@@ -1,7 +1,8 @@
 // REPORT on a real run (OSC, BGE and HMS on, ASTROMETRY/PCC placeholders): postprocess sections
 // from the phases' summaries and diagnostics, PNG previews of each image output written,
 // registered and embedded, every file under outputs/ and artifacts/preprocess/ in the manifest,
-// and report.detailed false dropping the per-frame detail.
+// the frame plots' registration values equal to registration.json's matrices, and
+// report.detailed false dropping the per-frame detail.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readdir, readFile } from 'node:fs/promises';
@@ -59,6 +60,30 @@ test('report of an OSC run with BGE and HMS: sections, previews, complete manife
     assert.is(model.previews.find((p) => p.output === 'stacked_rgb_hms')!.stretch, 'none');
     assert.match(html, /class="bars"/);
     assert.not.match(html, /<script/i);
+
+    // Frame plots: each frame's registration in the model is its registration.json matrix's
+    // centre shift and rotation; DATE-OBS is carried for the acquisition order.
+    const reg = JSON.parse(await readFile(join(art, 'registration.json'), 'utf8')) as { frames: { index: number; matrix: [[number, number, number], [number, number, number]] | null }[] };
+    const [w, hgt] = [model.input.width!, model.input.height!];
+    let registered = 0;
+    for (const f of model.frames) {
+      const m = reg.frames.find((r) => r.index === f.index)!.matrix;
+      assert.ok(f.date_obs && Number.isFinite(Date.parse(f.date_obs)), `frame ${f.index} DATE-OBS`);
+      if (!m) {
+        assert.equal([f.dx_px, f.dy_px, f.rotation_deg], [null, null, null], `frame ${f.index} has no transform`);
+        continue;
+      }
+      registered++;
+      const [cx, cy] = [(w - 1) / 2, (hgt - 1) / 2];
+      assert.ok(Math.abs(f.dx_px! - (m[0][0] * cx + m[0][1] * cy + m[0][2] - cx)) < 6e-4, `frame ${f.index} dx`);
+      assert.ok(Math.abs(f.dy_px! - (m[1][0] * cx + m[1][1] * cy + m[1][2] - cy)) < 6e-4, `frame ${f.index} dy`);
+      assert.ok(Math.abs(f.rotation_deg! - (Math.atan2(m[1][0], m[0][0]) * 180) / Math.PI) < 6e-5, `frame ${f.index} rotation`);
+      if (f.index === model.reference!.index) assert.equal([f.dx_px, f.dy_px, f.rotation_deg], [0, 0, 0]);
+    }
+    assert.ok(registered >= 6, `${registered} frames registered`);
+    assert.ok(model.frames.some((f) => Math.abs(f.dx_px ?? 0) > 0.5), 'the generator dithers: some frame moved');
+    const shiftSvg = /<svg [^>]*data-chart="shift"[^]*?<\/svg>/.exec(html)![0];
+    assert.is((shiftSvg.match(/data-series="dx_px"/g) ?? []).length, registered + model.frames.filter((f) => f.status === 'excluded' && f.dx_px === null).length);
 
     // Manifest: every file under outputs/ and artifacts/preprocess/ is listed.
     const manifest = JSON.parse(await readFile(join(art, 'artifacts_manifest.json'), 'utf8')) as { artifacts: { type: string; phase: string; path: string }[] };

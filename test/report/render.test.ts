@@ -2,7 +2,6 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ReportModel } from '../../src/report/model.js';
 import { renderHtml, renderMarkdown } from '../../src/report/render.js';
-import { seriesChart } from '../../src/report/svg-chart.js';
 
 function model(): ReportModel {
   const frames = [0, 1, 2, 3].map((i) => ({
@@ -61,27 +60,16 @@ test('markdown: phase table, exclusions with detail, stacking scalars, warnings,
   assert.match(md, /`frames_min`: only 4 frames/);
 });
 
-test('html: self-contained, escaped, four charts, one table row per frame, relative artifact links', () => {
+test('html: self-contained, escaped, frame and registration plots, one table row per frame, relative artifact links', () => {
   const html = renderHtml(model());
   assert.not.match(html, /<script/i, 'no scripts, and user text is escaped');
   assert.match(html, /light_&lt;script&gt;\.fits/);
-  assert.is((html.match(/<svg /g) ?? []).length, 5, 'four frame charts and the phase duration bars');
+  assert.is((html.match(/<svg /g) ?? []).length, 8, 'five frame plots, two registration plots and the phase duration bars');
   assert.is((html.match(/<tr class="(included|excluded)">/g) ?? []).length, 4);
   assert.match(html, /<tr class="excluded">/);
   assert.match(html, /href="frame_quality\.csv"/);
   assert.match(html, /href="\.\.\/\.\.\/outputs\/stacked_rgb\.fits"/);
   assert.not.match(html, /(src|href)="https?:/, 'no external assets');
-});
-
-test('chart: excluded frames drawn as rings, the line skips them, constant series still plots', () => {
-  const svg = seriesChart({ title: 'FWHM', values: [2, 2.1, 5, 2.2, null], excluded: [false, false, true, false, false] });
-  assert.is((svg.match(/class="dot excluded"/g) ?? []).length, 1);
-  assert.is((svg.match(/<circle /g) ?? []).length, 4, 'null values are not drawn');
-  const path = /<path d="([^"]+)"/.exec(svg)![1]!;
-  assert.is(path.split(/[ML]/).filter(Boolean).length, 3, 'line joins the three included points');
-  const flat = seriesChart({ title: 'x', values: [1, 1, 1], excluded: [false, false, false] });
-  assert.not.match(flat, /NaN/);
-  assert.match(seriesChart({ title: 'e', values: [], excluded: [] }), /no data/);
 });
 
 test('html: phase duration bars, one per timed phase, longest bar the widest', () => {
@@ -102,7 +90,8 @@ test('report.detailed false: no frame table or frame charts, exclusion list kept
   const m = model();
   const html = renderHtml({ ...m, detailed: false, frames: m.frames.filter((f) => f.status === 'excluded') });
   assert.not.match(html, /<tr class="(included|excluded)">/);
-  assert.not.match(html, /aria-label="FWHM"/);
+  assert.not.match(html, /data-chart="fwhm"/);
+  assert.not.match(html, /id="frame-plots"/);
   assert.match(html, /<ul class="exclusions"><li>#2 light_&lt;script&gt;\.fits: <code>fwhm_outlier<\/code> fwhm 4\.81 &gt; limit 3\.90<\/li><\/ul>/);
   assert.match(html, /<b>3<\/b> of 4 frames included/);
 });

@@ -2,8 +2,9 @@
 // Stack page's first load, a validation error shown at its key, a tiled-workflow YAML import
 // (pasted, local file and server path), the folder browser and the run queue, a run started
 // from the form whose every phase reaches its final state, the report, the full run monitor with
-// events.jsonl in the artifact viewer, a frame-table toggle stored as manual_overrides, Cancel's
-// confirmation, labelled controls and the narrow layout, and no request leaving the server.
+// events.jsonl in the artifact viewer, a frame-table toggle stored as manual_overrides, the frame
+// table's sort and plots and its open-frame hook, Cancel's confirmation, labelled controls and the
+// narrow layout, and no request leaving the server.
 // Screenshots of each page go to dist/test-artifacts/ui/.
 
 import { suite } from 'uvu';
@@ -429,6 +430,81 @@ run('frame table: rows of frame_quality.csv; a checkbox change stores quality_fi
   await page.click('#btn-clear-overrides');
   await page.waitForFunction(() => /cleared/.test(document.getElementById('frames-status')?.textContent ?? ''));
   assert.equal(get(await stored(), 'quality_filter.manual_overrides'), {});
+});
+
+run('frame table sorts by a column header (missing values last, state in aria-sort and the caption); the plots show; a point opens its frame', async () => {
+  await page.locator('#frame-body tr').first().waitFor();
+  const fwhm = () => page.$$eval('#frame-body tr', (rows) => rows.map((r) => ({ index: Number((r as El).dataset.index), fwhm: (r as El).querySelectorAll('td')[6].textContent as string })));
+  const before = await fwhm();
+  assert.equal(before.map((r) => r.index), [...before.map((r) => r.index)].sort((a, b) => a - b), 'frame order first');
+  assert.match((await page.textContent('#frame-table caption')) ?? '', /In frame order/);
+  const header = page.locator('#frame-table th:has(button[data-sort="fwhm"])');
+  await page.click('#frame-table button[data-sort="fwhm"]');
+  assert.is(await header.getAttribute('aria-sort'), 'ascending');
+  assert.match((await page.textContent('#frame-table caption')) ?? '', /Sorted by FWHM, ascending; missing values last/);
+  const check = (rows: { index: number; fwhm: string }[], dir: 1 | -1) => {
+    const known = rows.filter((r) => r.fwhm !== '');
+    const firstMissing = rows.findIndex((r) => r.fwhm === '');
+    if (firstMissing >= 0) assert.ok(rows.slice(firstMissing).every((r) => r.fwhm === ''), `missing values last: ${JSON.stringify(rows)}`);
+    for (let i = 1; i < known.length; i++) assert.ok(dir * (Number(known[i]!.fwhm) - Number(known[i - 1]!.fwhm)) >= 0, JSON.stringify(rows));
+    assert.is(rows.length, before.length);
+  };
+  check(await fwhm(), 1);
+  await page.click('#frame-table button[data-sort="fwhm"]');
+  assert.is(await header.getAttribute('aria-sort'), 'descending');
+  check(await fwhm(), -1);
+  assert.is(await page.locator('#frame-table th[aria-sort]').count(), 1, 'only the sorted column has aria-sort');
+  // The checkboxes still work on the sorted table (their row is found by file, not position).
+  const checked = await page.$$eval('#frame-body tr', (rows) => rows.map((r) => [(r as El).dataset.status, (r.querySelector('input') as El).checked]));
+  for (const [st, c] of checked) assert.is(c, st === 'included');
+
+  // Five plots, one point per frame in the FWHM plot or its no-value lane for excluded frames.
+  assert.equal(await page.$$eval('#frame-plots svg', (els) => els.map((e) => (e as El).dataset.chart)), ['fwhm', 'star_count', 'background', 'eccentricity', 'weight']);
+  assert.match((await page.textContent('#frame-plots svg[data-chart="fwhm"]')) ?? '', /FWHM per frame.*FWHM \(px\).*acquisition order/s);
+  const excluded = before.length - (await page.locator('#frame-body tr[data-status="included"]').count());
+  assert.ok(await page.locator('#frame-plots svg[data-chart="fwhm"] g.pt.excluded').count() === excluded);
+  assert.is(await page.locator('#frame-plots svg[data-chart="star_count"] g.pt').count(), before.length, 'every frame has a star count');
+  assert.is(await page.locator('#frame-plots svg g.pt.reference').count(), 5, 'the reference point in each plot');
+  await page.locator('#frames').screenshot({ path: join(ARTIFACT_DIR, 'frame-plots.png') });
+  // A click on a point hands that frame to the open hook; this run has no calibrated copies
+  // (no calibration frames), so the default hook says so, naming the frame.
+  const target = await page.locator('#frame-plots svg[data-chart="star_count"] g.pt').nth(2).getAttribute('data-frame');
+  const file = await page.getAttribute(`#frame-body tr[data-index="${target}"]`, 'data-file');
+  await page.locator(`#frame-plots svg[data-chart="star_count"] g.pt[data-frame="${target}"]`).click();
+  await page.waitForFunction((t) => (document.getElementById('frames-status')?.textContent ?? '').startsWith(`Frame ${t} `), target);
+  assert.match((await page.textContent('#frames-status')) ?? '', new RegExp(`^Frame ${target} \\(${file!.replace(/\./g, '\\.')}\\) has no FITS under the run folder`));
+});
+
+run('the open-frame hook is injectable: a plot point and a file name call it with their frame (index, file, run path)', async () => {
+  await page.goto('/ui/run-monitor.html');
+  await page.evaluate(async () => {
+    const { FrameTable, frameRows } = await import('/ui/frame-table.js' as string);
+    const box = document.createElement('section');
+    box.innerHTML = '<div id="t-plots"></div><table id="t-table"><thead></thead><tbody></tbody></table>';
+    document.body.prepend(box);
+    (window as El).opened = [];
+    const table = new FrameTable(document.getElementById('t-table'), document.getElementById('t-plots'), { onOpenFrame: (f: unknown) => (window as El).opened.push(f) });
+    const csv = 'index,file,status,reason,star_count,fwhm,eccentricity,background,weight\n0,a.fits,included,,40,2.5,0.2,1000,1\n1,b.fits,excluded,fwhm_outlier,35,4.1,0.3,1010,\n2,c.fits,included,,42,2.4,0.2,990,1\n';
+    // DATE-OBS puts frame 2 first; frame 1 has a calibrated copy.
+    const ctx = { referenceIndex: 0, dateObs: new Map([[0, '2026-03-14T21:10:00Z'], [1, '2026-03-14T21:20:00Z'], [2, '2026-03-14T21:00:00Z']]), paths: new Map([[1, 'outputs/calibrated/cal_00002.fit']]) };
+    table.show(frameRows(csv), ctx);
+  });
+  const pts = page.locator('#t-plots svg[data-chart="fwhm"] g.pt');
+  assert.equal(await pts.evaluateAll((els) => els.map((e) => (e as El).dataset.frame)), ['2', '0', '1'], 'acquisition order');
+  await page.locator('#t-plots svg[data-chart="fwhm"] g.pt[data-frame="1"]').click();
+  await page.locator('#t-plots svg[data-chart="weight"] g.pt[data-frame="2"]').click();
+  await page.click('#t-table button.frame-open:text("a.fits")');
+  assert.equal(await page.evaluate(() => (window as El).opened), [
+    { index: 1, file: 'b.fits', path: 'outputs/calibrated/cal_00002.fit' },
+    { index: 2, file: 'c.fits', path: null },
+    { index: 0, file: 'a.fits', path: null },
+  ]);
+  assert.is(await page.getAttribute('#t-plots svg[data-chart="fwhm"] g.pt[data-frame="1"]', 'data-reason'), 'fwhm_outlier');
+  assert.match((await page.textContent('#t-plots svg[data-chart="fwhm"] g.pt[data-frame="1"] title')) ?? '', /excluded: fwhm_outlier/);
+  // Keyboard: the sort buttons and the file buttons are reachable and work with Enter.
+  await page.focus('#t-table button[data-sort="fwhm"]');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.$$eval('#t-table tbody tr', (rows) => rows.map((r) => (r as El).dataset.index)), ['2', '0', '1']);
 });
 
 run('Cancel asks for confirmation; "Keep running" keeps the job, confirming cancels it', async () => {

@@ -1,7 +1,8 @@
 // Unit tests of the UI's DOM-free modules, loaded from the built dist/ui (the browser project is
 // compiled separately, so they are imported at run time): the JSON key-line scanner that places
 // validation errors at their keys, the CSV parser of the frame table, the run-state reducer of
-// the monitors and the dotted-path merge behind "visible fields override the editor".
+// the monitors, the dotted-path merge behind "visible fields override the editor" and what the
+// frame table learns from the event lines (reference, DATE-OBS, calibrated copies).
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -119,6 +120,35 @@ uiTest('mergeLayers: later layers win key by key, arrays replaced whole, inputs 
   assert.equal(t, { quality_filter: { manual_overrides: { 'a.fits': false } } });
   assert.is(getPath(t, 'quality_filter.manual_overrides.a'), undefined);
   assert.is(({} as Record<string, unknown>).polluted, undefined);
+});
+
+uiTest('frameContext: reference, DATE-OBS and calibrated copies from the event lines; plot frames from CSV rows', async () => {
+  type Ctx = { referenceIndex: number | null; dateObs: Map<number, string>; paths: Map<number, string> };
+  const { frameContext, plotFramesFromRows, openFrameOf } = await load<{
+    frameContext(events: EventLine[], files?: string[]): Ctx;
+    plotFramesFromRows(rows: unknown[], ctx: Ctx): { index: number; excluded: boolean; reason: string | null; date_obs: string | null; values: Record<string, number | null> }[];
+    openFrameOf(row: { index: number; file: string }, ctx: Ctx): { index: number; file: string; path: string | null };
+  }>('frame-data.js');
+  const { frameRows } = await load<{ frameRows(csv: string): { index: number; file: string }[] }>('frame-table.js');
+  const events: EventLine[] = [
+    { seq: 1, type: 'frame', phase: 'INPUT_SCAN', index: 0, file: 'a.fits', outcome: 'ok', metrics: { width: 10, date_obs: '2026-03-14T21:05:00.000Z' } },
+    { seq: 2, type: 'frame', phase: 'INPUT_SCAN', index: 1, file: 'b.fits', outcome: 'ok', metrics: { width: 10 } },
+    { seq: 3, type: 'frame', phase: 'CALIBRATION', index: 0, file: 'a.fits', outcome: 'ok', metrics: { calibrated: 'outputs/calibrated/cal_00001.fit' } },
+    { seq: 4, type: 'frame', phase: 'CALIBRATION', index: 1, file: 'b.fits', outcome: 'ok', metrics: { calibrated: 'outputs/calibrated/cal_00002.fit' } },
+    { seq: 5, type: 'phase_end', phase: 'REFERENCE_SELECTION', status: 'ok', reference_index: 1 },
+  ];
+  const ctx = frameContext(events, ['outputs/calibrated/cal_00002.fit', 'outputs/stacked_rgb.fits']);
+  assert.is(ctx.referenceIndex, 1);
+  assert.equal([...ctx.dateObs], [[0, '2026-03-14T21:05:00.000Z']]);
+  assert.equal([...ctx.paths], [[1, 'outputs/calibrated/cal_00002.fit']], 'a calibrated copy the run no longer has is not offered');
+  assert.is(frameContext(events).paths.size, 2, 'without a file list every calibrated path counts');
+  const rows = frameRows('index,file,status,reason,star_count,fwhm,eccentricity,background,weight\n0,a.fits,excluded,fwhm_outlier,12,4.5,0.3,1000.5,\n1,b.fits,included,,15,,0.2,990,1.2\n');
+  const plot = plotFramesFromRows(rows, ctx);
+  assert.equal(plot.map((f) => [f.index, f.excluded, f.reason, f.date_obs]), [[0, true, 'fwhm_outlier', '2026-03-14T21:05:00.000Z'], [1, false, null, null]]);
+  assert.equal(plot[0]!.values, { star_count: 12, fwhm: 4.5, background: 1000.5, eccentricity: 0.3, weight: null });
+  assert.is(plot[1]!.values.fwhm, null, 'an empty cell is a missing value, not 0');
+  assert.equal(openFrameOf(rows[1]!, ctx), { index: 1, file: 'b.fits', path: 'outputs/calibrated/cal_00002.fit' });
+  assert.equal(openFrameOf(rows[0]!, ctx), { index: 0, file: 'a.fits', path: null });
 });
 
 test.run();

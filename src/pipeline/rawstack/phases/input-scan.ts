@@ -12,6 +12,8 @@
 // on a folder of .fit files) fails with `pattern_mismatch`, naming what was found and the
 // pattern that takes it (fits-names.ts); unreadable files are excluded (`unreadable`) and their
 // frame events carry the file's specific FITS error code (FITS_TRUNCATED_DATA, FITS_EMPTY, ...).
+// A readable light's frame event carries `date_obs` (ISO, UTC) when its header has DATE-OBS: the
+// web UI's frame plots put frames in acquisition order by it.
 
 import { failed, ok, type Phase, type PhaseContext, type PhaseOutcome } from '../../phase.js';
 import { folderPatternHint, type PatternHint } from '../../fits-names.js';
@@ -57,7 +59,7 @@ export const inputScanPhase: Phase<RawStackState> = {
       } else if (reference && (f.width !== reference.width || f.height !== reference.height || f.planes !== reference.planes)) {
         exclude(record, 'size_mismatch', `${f.width}x${f.height}x${f.planes} differs from the majority size ${reference.width}x${reference.height}x${reference.planes}`);
       }
-      ctx.frame(record.index, record.name, record.status === 'included' ? 'ok' : 'excluded', frameCode(f, record.exclusions[0]?.code), f.ok ? { width: f.width, height: f.height, exptime: f.exptime } : unreadableDetail(f));
+      ctx.frame(record.index, record.name, record.status === 'included' ? 'ok' : 'excluded', frameCode(f, record.exclusions[0]?.code), f.ok ? { width: f.width, height: f.height, exptime: f.exptime, ...(f.dateObs ? { date_obs: f.dateObs } : {}) } : unreadableDetail(f));
     }
     const usable = state.frames.filter((f) => f.status === 'included');
     if (usable.length === 0 || !reference) return failed('no_frames', `none of the ${scanned.length} matching files is a readable FITS image`, { unreadable: summary.unreadable.length });
@@ -151,7 +153,7 @@ async function scanQueue(ctx: PhaseContext<RawStackState>): Promise<PhaseOutcome
     else if (reference && (f.width !== reference.width || f.height !== reference.height || f.planes !== reference.planes)) {
       exclude(record, 'size_mismatch', `${f.width}x${f.height}x${f.planes} differs from the majority size ${reference.width}x${reference.height}x${reference.planes}`);
     }
-    ctx.frame(record.index, record.name, record.status === 'included' ? 'ok' : 'excluded', frameCode(f, record.exclusions[0]?.code), f.ok ? { width: f.width, height: f.height, exptime: f.exptime, filter: record.filter, queue_entry: record.entry } : unreadableDetail(f, record.entry));
+    ctx.frame(record.index, record.name, record.status === 'included' ? 'ok' : 'excluded', frameCode(f, record.exclusions[0]?.code), f.ok ? { width: f.width, height: f.height, exptime: f.exptime, ...(f.dateObs ? { date_obs: f.dateObs } : {}), filter: record.filter, queue_entry: record.entry } : unreadableDetail(f, record.entry));
   }
   const usable = state.frames.filter((f) => f.status === 'included');
   if (usable.length === 0 || !reference) return failed('no_frames', `none of the ${renumbered.length} matching files of the run queue is a readable FITS image`, { unreadable: summary.unreadable.length });

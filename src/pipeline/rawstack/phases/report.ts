@@ -11,9 +11,10 @@ import { join } from 'node:path';
 import { writeFileAtomic, writeJsonAtomic } from '../../atomic.js';
 import type { EventLine } from '../../events.js';
 import { ok, type Phase } from '../../phase.js';
-import type { ReportModel, ReportPhase, ReportPostprocessSection, ReportPreview, ReportQueueEntry } from '../../../report/model.js';
+import type { ReportFrame, ReportModel, ReportPhase, ReportPostprocessSection, ReportPreview, ReportQueueEntry } from '../../../report/model.js';
+import { registrationShift } from '../../../report/registration-shift.js';
 import { renderHtml, renderMarkdown } from '../../../report/render.js';
-import type { RawStackState } from '../state.js';
+import type { FrameRecord, RawStackState } from '../state.js';
 import { OPTIONAL_PHASES, RAWSTACK_PHASES } from '../phase-list.js';
 import { stackFileName } from '../queue.js';
 import { postprocessSections, scanArtifacts, writePreviews } from '../report-extras.js';
@@ -63,6 +64,13 @@ export function queueRows(state: RawStackState): ReportQueueEntry[] | null {
   });
 }
 
+/** The frame's registration for the frame plots, from the matrix registration.json holds. */
+function shiftOf(f: FrameRecord, state: RawStackState): Pick<ReportFrame, 'dx_px' | 'dy_px' | 'rotation_deg'> {
+  const m = f.registration?.ok ? f.registration.matrix : null;
+  if (!m || state.width === null || state.height === null) return { dx_px: null, dy_px: null, rotation_deg: null };
+  return registrationShift(m, state.width, state.height);
+}
+
 export function buildReportModel(
   state: RawStackState,
   status: ReportModel['status'],
@@ -86,6 +94,8 @@ export function buildReportModel(
     registration_cc: f.metrics?.registration_cc ?? null,
     quality_score: f.metrics?.quality_score ?? null,
     weight: f.weight,
+    date_obs: f.info?.dateObs ?? null,
+    ...shiftOf(f, state),
   }));
   const reasons: Record<string, number> = {};
   for (const f of state.frames) for (const e of f.exclusions.slice(0, 1)) reasons[e.code] = (reasons[e.code] ?? 0) + 1;
