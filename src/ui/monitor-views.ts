@@ -5,6 +5,7 @@
 
 import { api, type ArtifactEntry } from './api.js';
 import { clear, formatBytes, formatTime, h } from './dom.js';
+import { viewerUrl } from './image-viewer.js';
 import { describeEvent, type PhaseView, type RunState } from './run-state.js';
 
 /** A phase still pending when its run has ended never ran (e.g. a run cancelled early). */
@@ -64,11 +65,14 @@ export function renderArtifactLinks(list: HTMLElement, runId: string, entries: A
   if (!list.firstChild) list.append(h('li', { class: 'muted' }, 'no artifacts yet'));
 }
 
-/** Output previews the REPORT phase wrote (preview_<output>.png). */
+/** Output previews the REPORT phase wrote (preview_<output>.png); each opens its FITS in the image viewer. */
 export function renderPreviews(box: HTMLElement, runId: string, entries: ArtifactEntry[]): void {
   clear(box);
   for (const e of entries.filter((x) => /(^|\/)preview_[^/]+\.png$/i.test(x.path))) {
     const name = (e.path.split('/').pop() ?? e.path).replace(/^preview_/, '').replace(/\.png$/i, '');
-    box.append(h('figure', { class: 'preview' }, h('img', { src: api.rawUrl(runId, e.path), alt: `preview of ${name}`, loading: 'lazy' }), h('figcaption', {}, name)));
+    const fits = entries.find((x) => /^outputs\/[^/]+\.(fits?|fts)$/i.test(x.path) && x.path.slice('outputs/'.length).replace(/\.(fits?|fts)$/i, '') === name);
+    const img = h('img', { src: api.rawUrl(runId, e.path), alt: `preview of ${name}`, loading: 'lazy' });
+    const shown = fits ? h('a', { href: viewerUrl(runId, fits.path), target: '_blank', rel: 'noopener', title: `open ${fits.path} in the image viewer`, 'data-viewer': fits.path }, img) : img;
+    box.append(h('figure', { class: 'preview' }, shown, h('figcaption', {}, name)));
   }
 }
