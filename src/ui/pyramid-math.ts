@@ -60,8 +60,8 @@ export interface TileRange {
  */
 export function visibleTiles(g: LevelGeometry, left: number, top: number, w: number, h: number, tile = TILE): TileRange {
   const span = tile * g.scale;
-  const x0 = Math.max(0, Math.floor(left / span));
-  const y0 = Math.max(0, Math.floor(top / span));
+  const x0 = Math.min(g.cols, Math.max(0, Math.floor(left / span)));
+  const y0 = Math.min(g.rows, Math.max(0, Math.floor(top / span)));
   const x1 = Math.min(g.cols, Math.ceil((left + w) / span));
   const y1 = Math.min(g.rows, Math.ceil((top + h) / span));
   return { x0, y0, x1: Math.max(x0, x1), y1: Math.max(y0, y1) };

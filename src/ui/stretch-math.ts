@@ -5,7 +5,7 @@
 //   g   = t                              (linear, auto)
 //         asinh(β t) / asinh(β)          (asinh; β > 0, g(t) → t as β → 0)
 //   out = MTF(mid, g)                    MTF(m, x) = (m − 1) x / ((2m − 1) x − m), MTF(½, x) = x
-//   non-finite v → 0 (black).
+//   NaN and −Inf → 0 (black), +Inf → 1 (a value beyond the tiles' half-float range is bright).
 //
 // Defaults per mode, from robust channel statistics (median, MAD over finite samples):
 //   auto    black = max(min, median − 2.8·1.4826·MAD), white = max, mid so the median lands on
@@ -89,7 +89,7 @@ export function betaFor(x: number, y = TARGET_BG): number {
 
 /** The value shown for sample `v` (in [0, 1]). */
 export function displayValue(v: number, c: ChannelLevels, mode: StretchMode): number {
-  if (!(v - v === 0)) return 0;
+  if (!(v - v === 0)) return v === Infinity ? 1 : 0;
   const span = c.white - c.black;
   const t = span > 0 ? (v - c.black) / span : v >= c.white ? 1 : 0;
   const g = mode === 'asinh' ? asinhCurve(c.beta, t) : t <= 0 ? 0 : t >= 1 ? 1 : t;
