@@ -55,12 +55,16 @@ export function renderLog(list: HTMLElement, state: RunState, max = 200): void {
 
 const LINK_KINDS = /\.(csv|json|jsonl|html|md|txt)$/i;
 
-/** Links to the run's text artifacts (CSV, JSON, HTML report...) opening the raw file. */
+/** Links to the run's text artifacts (CSV, JSON, HTML report...) opening the raw file, and its output images opening the image viewer. */
 export function renderArtifactLinks(list: HTMLElement, runId: string, entries: ArtifactEntry[]): void {
   clear(list);
   for (const e of entries.filter((x) => LINK_KINDS.test(x.path))) {
     const name = e.path.split('/').pop() ?? e.path;
     list.append(h('li', {}, h('a', { href: api.rawUrl(runId, e.path), target: '_blank', rel: 'noopener', 'data-path': e.path }, name), e.size !== undefined ? h('span', { class: 'muted' }, ` ${formatBytes(e.size)}`) : null));
+  }
+  for (const e of entries.filter((x) => /^outputs\/[^/]+\.(fits?|fts)$/i.test(x.path))) {
+    const name = e.path.split('/').pop() ?? e.path;
+    list.append(h('li', {}, h('a', { href: viewerUrl(runId, e.path), target: '_blank', rel: 'noopener', 'data-viewer': e.path, title: 'open in the image viewer' }, name), h('span', { class: 'muted' }, ' image viewer')));
   }
   if (!list.firstChild) list.append(h('li', { class: 'muted' }, 'no artifacts yet'));
 }

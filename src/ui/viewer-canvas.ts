@@ -25,6 +25,8 @@ export class ViewerCanvas {
   /** Split: divider position as a fraction of the canvas width. */
   split = 0.5;
   onView: () => void = () => {};
+  /** After each draw: whether every tile of the level the zoom asks for was there. */
+  onDrawn: (complete: boolean) => void = () => {};
   onPointer: (ix: number, iy: number, inside: boolean) => void = () => {};
   private frame = 0;
   private drag: { x: number; y: number; cx: number; cy: number; divider: boolean } | null = null;
@@ -127,16 +129,18 @@ export class ViewerCanvas {
     ctx.fillStyle = '#15181c';
     ctx.fillRect(0, 0, this.width, this.height);
     if (!this.a) return;
+    this.missing = 0;
     if (this.mode === 'split' && this.b) {
       const x = Math.round(this.split * this.width);
       this.clipped(0, x, this.a);
       this.clipped(x, this.width, this.b);
       ctx.fillStyle = '#f0a202';
       ctx.fillRect(x - 1, 0, 2, this.height);
-      return;
-    }
-    this.drawSource(this.mode === 'blink' && this.b && this.showing === 'b' ? this.b : this.a);
+    } else this.drawSource(this.mode === 'blink' && this.b && this.showing === 'b' ? this.b : this.a);
+    this.onDrawn(this.missing === 0);
   }
+
+  private missing = 0;
 
   private clipped(x0: number, x1: number, s: ImageSource): void {
     const { ctx } = this;
@@ -152,11 +156,12 @@ export class ViewerCanvas {
     const last = s.info.levels.length - 1;
     const level = levelForZoom(this.zoom, s.info.levels.length);
     // Coarsest level first (one tile, always there quickly), the matching level over it.
-    this.drawLevel(s, last);
-    if (level !== last) this.drawLevel(s, level);
+    const coarse = this.drawLevel(s, last);
+    this.missing += level !== last ? this.drawLevel(s, level) : coarse;
   }
 
-  private drawLevel(s: ImageSource, level: number): void {
+  /** Draws the level's visible tiles that are loaded; returns how many are still missing. */
+  private drawLevel(s: ImageSource, level: number): number {
     const g = s.info.levels[level]!;
     const [left, top] = this.toImage(0, 0);
     const range = visibleTiles(g, left, top, this.width / this.zoom, this.height / this.zoom);
@@ -164,10 +169,14 @@ export class ViewerCanvas {
     ctx.imageSmoothingEnabled = this.zoom < 1;
     ctx.imageSmoothingQuality = 'medium';
     const span = TILE * g.scale;
+    let missing = 0;
     for (let ty = range.y0; ty < range.y1; ty++) {
       for (let tx = range.x0; tx < range.x1; tx++) {
         const tile = s.tile(level, tx, ty);
-        if (!tile) continue;
+        if (!tile) {
+          missing++;
+          continue;
+        }
         const w = Math.min(TILE, g.width - tx * TILE);
         const h = Math.min(TILE, g.height - ty * TILE);
         // The level's pixels cover `scale` image pixels, the last ones only what is left of the image.
@@ -177,6 +186,7 @@ export class ViewerCanvas {
         ctx.drawImage(tile, 0, 0, w, h, sx, sy, iw * this.zoom, ih * this.zoom);
       }
     }
+    return missing;
   }
 
   private wheel(e: WheelEvent): void {

@@ -47,8 +47,14 @@ function mode(): StretchMode {
   return (STRETCH_MODES as readonly string[]).includes(modeSelect.value) ? (modeSelect.value as StretchMode) : 'auto';
 }
 
+/** A compared image follows the chosen mode, except that an HMS output is shown as it is. */
+function modeOf(s: ImageSource, chosen: StretchMode): StretchMode {
+  if (s !== a && s.info.stretched) return 'hms';
+  return chosen === 'hms' && !s.hmsAvailable ? 'auto' : chosen;
+}
+
 function applyMode(): void {
-  for (const s of [a, b]) s?.setMode(s.hmsAvailable || mode() !== 'hms' ? mode() : 'auto', linkedBox.checked);
+  for (const s of [a, b]) s?.setMode(modeOf(s, mode()), linkedBox.checked);
   if (a) levels.show(a);
   if (a?.look === 'hms' && !a.lookHistogram) void a.loadLookHistogram().then(() => levels.draw(), () => undefined);
   view.request();
@@ -58,7 +64,7 @@ function showInfo(): void {
   if (!a) return;
   const i = a.info;
   const order = i.row_order ? `ROWORDER ${i.row_order}` : 'no ROWORDER (FITS convention: bottom-up)';
-  byId('img-info').textContent = `${i.width}×${i.height}, ${i.planes} plane${i.planes === 1 ? '' : 's'}, BITPIX ${i.bitpix}; ${order}, ${i.flipped ? 'first FITS row shown at the bottom' : 'first FITS row shown at the top'}${i.stretched ? '; HMS output (already stretched)' : ''}${i.wcs ? '; WCS' : ''}. Tiles ${i.cache === 'hit' ? 'from the cache' : `built in ${(i.build_ms / 1000).toFixed(1)} s`}.`;
+  byId('img-info').textContent = `${i.width}×${i.height}, ${i.planes} plane${i.planes === 1 ? '' : 's'}, BITPIX ${i.bitpix}; ${order}, ${i.flipped ? 'first FITS row shown at the bottom' : 'first FITS row shown at the top'}${i.stretched ? '; HMS output (already stretched)' : ''}${i.wcs ? '; WCS' : ''}. Tiles ${i.cache === 'hit' ? 'from the cache' : `built in ${i.build_ms < 1000 ? `${i.build_ms} ms` : `${(i.build_ms / 1000).toFixed(1)} s`}`}.`;
   const hmsOption = modeSelect.querySelector<HTMLOptionElement>('option[value=hms]')!;
   hmsOption.disabled = !a.hmsAvailable;
   hmsOption.title = a.hmsAvailable ? '' : 'the HMS look needs an RGB image';
@@ -182,7 +188,7 @@ async function loadCompare(path: string): Promise<void> {
   say(status, `Opening ${path}…`);
   try {
     b = await ImageSource.open(runId, path);
-    b.setMode(b.hmsAvailable || mode() !== 'hms' ? mode() : 'auto', linkedBox.checked);
+    b.setMode(modeOf(b, mode()), linkedBox.checked);
     view.setImages(a!, b);
     if (compareMode.value === 'off') compareMode.value = 'blink';
     applyCompare();
@@ -258,6 +264,13 @@ async function main(): Promise<void> {
 }
 
 view.onView = updateZoomLabel;
+// The first complete view (every tile of the fitted level drawn) is marked for tests and the
+// bench: data-first-view-ms is the time from navigation start.
+view.onDrawn = (complete) => {
+  const box = byId('canvas-box');
+  box.dataset.complete = String(complete);
+  if (complete && box.dataset.ready === 'true' && !box.dataset.firstViewMs) box.dataset.firstViewMs = String(Math.round(performance.now()));
+};
 view.onPointer = readout;
 levels.onChange = (p) => {
   a?.setParams(p);

@@ -45,6 +45,8 @@ export interface Prepared {
   meta: PyramidMeta;
   dir: string;
   cache: 'hit' | 'built';
+  /** The worker thread that answered (never the main thread, 0). */
+  thread: number;
 }
 
 export class ViewerService {
@@ -116,7 +118,7 @@ export class ViewerService {
     const key = `${dir}\n${src.size}\n${src.mtime.getTime()}`;
     let job = this.building.get(key);
     if (!job) {
-      job = this.run<{ meta: PyramidMeta; cache: 'hit' | 'built' }>({ op: 'prepare', source: sourcePath(src), dir, rel, size: src.size, mtimeMs: src.mtime.getTime() }).then((r) => ({ ...r, dir }));
+      job = this.run<{ meta: PyramidMeta; cache: 'hit' | 'built'; thread: number }>({ op: 'prepare', source: sourcePath(src), dir, rel, size: src.size, mtimeMs: src.mtime.getTime() }).then((r) => ({ ...r, dir }));
       this.building.set(key, job);
       const forget = () => this.building.delete(key);
       job.then(forget, forget);

@@ -2,7 +2,7 @@
 // and encodes exports, one request at a time, answering each with its id. Errors become
 // WorkerFailure codes; nothing thrown here reaches the server's event loop.
 
-import { parentPort } from 'node:worker_threads';
+import { parentPort, threadId } from 'node:worker_threads';
 import { TanWcs } from '../astro/wcs.js';
 import { FitsReader, isFitsError } from '../fits/index.js';
 import { encodeHalf } from '../ui/half-float.js';
@@ -54,9 +54,9 @@ async function handle(req: WorkerRequest): Promise<{ result: unknown; transfer: 
   switch (req.op) {
     case 'prepare': {
       const hit = await cachedMeta(req.dir, { size: req.size, mtimeMs: req.mtimeMs });
-      if (hit) return { result: { meta: hit, cache: 'hit' }, transfer: [] };
+      if (hit) return { result: { meta: hit, cache: 'hit', thread: threadId }, transfer: [] };
       const meta = await buildPyramid({ source: req.source, dir: req.dir, rel: req.rel, size: req.size, mtimeMs: req.mtimeMs });
-      return { result: { meta, cache: 'built' }, transfer: [] };
+      return { result: { meta, cache: 'built', thread: threadId }, transfer: [] };
     }
     case 'pixel':
       return { result: await pixel(req.source, req.x, req.y), transfer: [] };
