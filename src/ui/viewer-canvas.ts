@@ -28,6 +28,7 @@ export class ViewerCanvas {
   /** After each draw: whether every tile of the level the zoom asks for was there. */
   onDrawn: (complete: boolean) => void = () => {};
   onPointer: (ix: number, iy: number, inside: boolean) => void = () => {};
+  onTileError: (s: ImageSource, e: unknown) => void = () => {};
   private frame = 0;
   private drag: { x: number; y: number; cx: number; cy: number; divider: boolean } | null = null;
   private readonly ctx: CanvasRenderingContext2D;
@@ -67,6 +68,7 @@ export class ViewerCanvas {
     this.a = a;
     this.b = b;
     for (const s of [a, b]) if (s) s.onTile = () => this.request();
+    for (const s of [a, b]) if (s) s.onError = (e) => this.onTileError(s, e);
     if (first) this.fit();
     this.request();
   }

@@ -272,6 +272,7 @@ view.onDrawn = (complete) => {
   if (complete && box.dataset.ready === 'true' && !box.dataset.firstViewMs) box.dataset.firstViewMs = String(Math.round(performance.now()));
 };
 view.onPointer = readout;
+view.onTileError = (s, e) => say(status, `Tiles of ${s.path}: ${errText(e)}`, 'error');
 levels.onChange = (p) => {
   a?.setParams(p);
   levels.fill();

@@ -60,6 +60,9 @@ export class ImageSource {
   /** Histogram of the HMS look (from its coarsest tile), once fetched. */
   lookHistogram: HistogramView[] | null = null;
   onTile: () => void = () => {};
+  /** A tile that failed to load (reported once; not asked again until the look or levels change). */
+  onError: (e: unknown) => void = () => {};
+  private readonly failed = new Set<string>();
 
   private constructor(
     readonly runId: string,
@@ -106,6 +109,7 @@ export class ImageSource {
     const scale = this.look === 'hms' ? 1 : this.info.scale;
     this.luts = this.params.channels.map((c) => buildLut(c, this.params.mode, scale, table));
     this.rendered.clear();
+    this.failed.clear();
   }
 
   tileUrl(level: number, x: number, y: number, look: Look = this.look): string {
@@ -127,14 +131,16 @@ export class ImageSource {
       this.rendered.set(k, c);
       return c;
     }
-    if (!this.loading.has(k)) {
+    if (!this.loading.has(k) && !this.failed.has(k)) {
       const p = this.fetchTile(level, x, y, this.look).then(
         () => {
           this.loading.delete(k);
           this.onTile();
         },
-        () => {
+        (e: unknown) => {
           this.loading.delete(k);
+          if (this.failed.size === 0) this.onError(e);
+          this.failed.add(k);
         },
       );
       this.loading.set(k, p);
