@@ -125,6 +125,17 @@ run('the run monitor opens a stack in the viewer: fitted, drawn, statistics and 
   assert.ok(z > 1, `a 192×128 image fits the window above 1:1 (zoom ${z})`);
   const print = await canvasPrint(viewer);
   assert.ok(print.distinct > 50, `the canvas shows an image (${print.distinct} colours)`);
+  // Every control of the page is labelled.
+  const unlabelled = await viewer.$$eval('input, select, textarea, button', (els) =>
+    els
+      .filter((e) => {
+        const el = e as El;
+        const named = (el.labels?.length ?? 0) > 0 || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') || (el.tagName === 'BUTTON' && el.textContent?.trim());
+        return !named;
+      })
+      .map((e) => (e as El).outerHTML.slice(0, 80)),
+  );
+  assert.equal(unlabelled, []);
   // The preview on the run monitor links to the viewer too.
   assert.ok((await page.locator(`#previews a[data-viewer="${STACK}"]`).count()) === 1);
   await shot(viewer, 'viewer-fit', false);
