@@ -163,23 +163,30 @@ export function halve(src: Float32Array, w: number, rows: number, channels: numb
       const b = 2 * r + 1 < rows ? a + w : -1;
       const o = (c * rows2 + r) * w2;
       for (let x = 0; x < w2; x++) {
-        let sum = 0;
-        let n = 0;
         const x0 = 2 * x;
         const x1 = x0 + 1 < w ? x0 + 1 : -1;
-        let v = src[a + x0]!;
-        if (v - v === 0) (sum += v), n++;
-        if (x1 >= 0) {
-          v = src[a + x1]!;
-          if (v - v === 0) (sum += v), n++;
+        // Up to four samples; a missing neighbour (odd edge) reads as NaN and is left out.
+        const v0 = src[a + x0]!;
+        const v1 = x1 >= 0 ? src[a + x1]! : NaN;
+        const v2 = b >= 0 ? src[b + x0]! : NaN;
+        const v3 = b >= 0 && x1 >= 0 ? src[b + x1]! : NaN;
+        let sum = 0;
+        let n = 0;
+        if (v0 - v0 === 0) {
+          sum += v0;
+          n++;
         }
-        if (b >= 0) {
-          v = src[b + x0]!;
-          if (v - v === 0) (sum += v), n++;
-          if (x1 >= 0) {
-            v = src[b + x1]!;
-            if (v - v === 0) (sum += v), n++;
-          }
+        if (v1 - v1 === 0) {
+          sum += v1;
+          n++;
+        }
+        if (v2 - v2 === 0) {
+          sum += v2;
+          n++;
+        }
+        if (v3 - v3 === 0) {
+          sum += v3;
+          n++;
         }
         out[o + x] = n > 0 ? sum / n : NaN;
       }

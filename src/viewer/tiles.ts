@@ -5,7 +5,7 @@
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fromHalf } from '../ui/half-float.js';
+import { halfTable } from '../ui/half-float.js';
 import { tileBytes, tileOffset } from '../ui/pyramid-math.js';
 import { levelName, type PyramidMeta } from './pyramid.js';
 import { ViewerError } from './protocol.js';
@@ -25,19 +25,10 @@ export async function readTileBytes(dir: string, meta: PyramidMeta, level: numbe
   return buf;
 }
 
-let table: Float32Array | null = null;
-function halves(): Float32Array {
-  if (!table) {
-    table = new Float32Array(65536);
-    for (let h = 0; h < 65536; h++) table[h] = fromHalf(h);
-  }
-  return table;
-}
-
 /** A tile's samples as planar float values (value = half · scale; padding NaN). */
 export function decodeTile(bytes: Uint8Array, meta: PyramidMeta): Float32Array {
   const h = new Uint16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
-  const t = halves();
+  const t = halfTable();
   const out = new Float32Array(h.length);
   for (let i = 0; i < h.length; i++) out[i] = t[h[i]!]! * meta.scale;
   return out;
