@@ -9,6 +9,9 @@ import { existsSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+// Sets --no-concurrent-recompilation before any worker exists (see that module: a background
+// compile job still running when a worker is torn down aborts Node 20).
+import '../cpu/worker-gc.js';
 import { ensureCacheDir } from './cache.js';
 import type { ExportFormat, RenderOptions } from './export.js';
 import { ViewerError, type ExportResult, type PixelResult, type WorkerReply, type WorkerRequest } from './protocol.js';
