@@ -19,6 +19,8 @@ commands:
            [--queue FILTER=DIR ...] [--set key.path=value ...] [--json]
                                  run the Raw Stack pipeline (exit 0 ok, 1 run error or cancelled, 2 usage);
                                  --queue entries (or the config's queue) stack one folder per filter
+  export <in.fits> <out.png|.tif|.tiff|.jpg> [--stretch auto|linear|asinh|hms] [--bits 8|16] [--channel rgb|r|g|b|N] [--unlinked]
+                                 the image as a picture, rows top-down (16-bit PNG/TIFF by default, JPEG 8-bit)
   serve [--host H] [--port P] [--runs-dir DIR] [--state-dir DIR] [--root DIR ...] [--token T] [--max-jobs N]
                                  the REST API and web UI (default 127.0.0.1:8080; a token is required off loopback)
   version                        print the version
@@ -43,6 +45,10 @@ export async function main(argv: string[]): Promise<number> {
       case 'rawstack': {
         const { runRawStackCli } = await import('./rawstack.js');
         return await runRawStackCli(rest);
+      }
+      case 'export': {
+        const { runExportCli } = await import('./export.js');
+        return await runExportCli(rest);
       }
       case 'serve': {
         const { runServe } = await import('./serve.js');

@@ -129,5 +129,5 @@ export async function renderPreview(file: string, options: { maxWidth?: number; 
       bytes[i * ch + c] = v > 0 ? (v >= 1 ? 255 : Math.round(v * 255)) : 0; // NaN → 0 too
     }
   }
-  return { png: encodePng({ width: ds.width, height: ds.height, channels: ch, data: bytes }), width: ds.width, height: ds.height, source_width: ds.sw, source_height: ds.sh, factor: ds.k, stretch, mtf: mtfs };
+  return { png: await encodePng({ width: ds.width, height: ds.height, channels: ch, data: bytes }), width: ds.width, height: ds.height, source_width: ds.sw, source_height: ds.sh, factor: ds.k, stretch, mtf: mtfs };
 }

@@ -25,6 +25,7 @@ import { ApiRegistry, methodNotAllowed } from './registry.js';
 import { RunList } from './run-list.js';
 import { configRoutes } from './routes/config.js';
 import { fileRoutes, grantRefusal } from './routes/files.js';
+import { imageRoutes } from './routes/images.js';
 import { jobRoutes } from './routes/jobs.js';
 import { pccRoutes } from './routes/pcc.js';
 import { preprocessingRoutes } from './routes/preprocessing.js';
@@ -34,6 +35,7 @@ import { systemRoutes } from './routes/system.js';
 import { allowedHostnames, crossSiteGuard, hardeningHeaders, hostCheck, isLoopback, tokenGuard, type Endpoint } from './security.js';
 import { ensureStateDir, GrantStore, ParameterStore } from './state.js';
 import { staticUi } from './static-ui.js';
+import { ViewerService } from '../viewer/service.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** dist/src/server → dist/src/cli.js and dist/ui. */
@@ -97,7 +99,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const runList = new RunList(runsDir);
   void runList.list().catch((e: Error) => log(`run list: ${e.message}`));
   const fwhm = new FwhmMeasurer({ cliPath: CLI_PATH, ...(options.childEnv ? { env: options.childEnv } : {}) });
-  const context: AppContext = { options, endpoint, runsDir, stateDir, guard, params, grants, jobs, jobStore, device: device.status, fwhm, runList, token, startedAt: new Date(), uiDir: options.uiDir ?? DEFAULT_UI_DIR, log };
+  const viewer = new ViewerService();
+  const context: AppContext = { options, endpoint, runsDir, stateDir, guard, params, grants, jobs, jobStore, device: device.status, fwhm, viewer, runList, token, startedAt: new Date(), uiDir: options.uiDir ?? DEFAULT_UI_DIR, log };
 
   const koa = new Koa({ proxy: false });
   const router = new Router({ strict: true, sensitive: true });
@@ -108,6 +111,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   fileRoutes(api, context);
   jobRoutes(api, context);
   runRoutes(api, context);
+  imageRoutes(api, context);
   preprocessingRoutes(api, context);
   preprocessingImportFileRoutes(api, context);
   configRoutes(api, context);
@@ -145,6 +149,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     server,
     async close() {
       await jobs.shutdown();
+      await viewer.close();
       await new Promise<void>((res) => {
         server.close(() => res());
         server.closeAllConnections();

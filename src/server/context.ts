@@ -8,6 +8,7 @@ import type { JobStore } from './jobs/store.js';
 import type { PathGuard } from './paths.js';
 import type { RunList } from './run-list.js';
 import type { Endpoint } from './security.js';
+import type { ViewerService } from '../viewer/service.js';
 import type { GrantStore, ParameterStore } from './state.js';
 
 export interface ServerOptions {
@@ -48,6 +49,8 @@ export interface AppContext {
   runList: RunList;
   /** FWHM of one frame, measured in a child process (config suggest). */
   fwhm: FwhmMeasurer;
+  /** Image viewer: tile pyramids, pixel reads and exports on worker threads. */
+  viewer: ViewerService;
   token: string | null;
   startedAt: Date;
   uiDir: string;

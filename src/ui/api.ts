@@ -35,7 +35,7 @@ export class ApiError extends Error {
 
 export type JsonObject = Record<string, unknown>;
 
-async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
+export async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
   const init: RequestInit = { method, headers: { Accept: 'application/json' }, credentials: 'same-origin' };
   if (body !== undefined) {
     init.body = JSON.stringify(body);

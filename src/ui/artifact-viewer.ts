@@ -2,11 +2,12 @@
 // /api/runs/:id/artifacts/view and renders it by kind — JSON as a tree, CSV as a table, JSONL as
 // one expandable line per event, Markdown rendered, HTML in a sandboxed frame served raw by
 // /artifacts/raw/ (the report as the browser shows it), images inline, other text as text.
-// Binary outputs (FITS) get a download link instead of a view.
+// FITS images get a download link and a link into the image viewer (viewer.html).
 
 import { api, ApiError, type ArtifactEntry } from './api.js';
 import { parseCsv } from './csv.js';
 import { clear, h } from './dom.js';
+import { viewerUrl } from './image-viewer.js';
 import { jsonTree } from './json-tree.js';
 import { renderMarkdown } from './markdown.js';
 
@@ -67,7 +68,7 @@ export async function showArtifact(target: HTMLElement, runId: string, entry: Ar
     return;
   }
   if (kind === 'fits') {
-    target.append(h('p', {}, 'FITS image (binary). Its preview, when the report made one, is listed as preview_*.png.'));
+    target.append(h('p', {}, h('a', { href: viewerUrl(runId, entry.path), target: '_blank', rel: 'noopener', class: 'open-viewer', 'data-path': entry.path }, 'Open in the image viewer'), ' — zoom, pan, pixel values, stretch, compare, export.'));
     return;
   }
   if (kind === 'html') {

@@ -7,7 +7,7 @@
 // through the page's callback, and the row shows "manual". A frame's name and its plot points
 // open the frame through `onOpenFrame` (the page decides what opening means).
 
-import { api } from './api.js';
+import { openViewer } from './image-viewer.js';
 import { csvRecords } from './csv.js';
 import { clear, h } from './dom.js';
 import { openFrameOf, plotFramesFromRows, type FrameContext, type OpenFrame } from './frame-data.js';
@@ -167,11 +167,11 @@ export class FrameTable {
 }
 
 /**
- * Default open-frame hook: the frame's FITS under the run folder (its calibrated copy) in a new
- * tab, through the run's raw artifact URL. Returns why nothing opened, or null.
+ * The pages' open-frame hook: the frame's FITS under the run folder (its calibrated copy) in the
+ * image viewer, in a new tab. Returns why nothing opened, or null.
  */
-export function openFrameInTab(runId: string, frame: OpenFrame): string | null {
+export function openFrameInViewer(runId: string, frame: OpenFrame): string | null {
   if (!frame.path) return `Frame ${frame.index} (${frame.file}) has no FITS under the run folder to open (calibration off, or output.keep_calibrated_frames false).`;
-  window.open(api.rawUrl(runId, frame.path), '_blank', 'noopener');
+  openViewer(runId, frame.path);
   return null;
 }

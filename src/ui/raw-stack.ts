@@ -12,7 +12,7 @@ import { byId, clear, h, say } from './dom.js';
 import { browse } from './folder-browser.js';
 import { FORM_FIELDS, fieldByPath, fillForm, readForm } from './form-fields.js';
 import { frameContext } from './frame-data.js';
-import { FrameTable, frameRows, openFrameInTab, type FrameRow, type Overrides } from './frame-table.js';
+import { FrameTable, frameRows, openFrameInViewer, type FrameRow, type Overrides } from './frame-table.js';
 import { followJob, type Follower } from './live.js';
 import { renderArtifactLinks, renderChips, renderLog, renderNotes } from './monitor-views.js';
 import { ParamEditor } from './param-editor.js';
@@ -42,7 +42,7 @@ let state = new RunState();
 const frameTable = new FrameTable(byId<HTMLTableElement>('frame-table'), byId('frame-plots'), {
   onChange: (row, include) => void setOverride(row, include),
   onOpenFrame: (frame) => {
-    const why = runId ? openFrameInTab(runId, frame) : 'no run';
+    const why = runId ? openFrameInViewer(runId, frame) : 'no run';
     if (why) say(byId('frames-status'), why, 'error');
   },
 });

@@ -10,7 +10,7 @@ import { api, ApiError, TERMINAL_JOB_STATES, type ArtifactEntry } from './api.js
 import { showArtifact } from './artifact-viewer.js';
 import { byId, clear, formatBytes, h, say } from './dom.js';
 import { frameContext } from './frame-data.js';
-import { FrameTable, frameRows, openFrameInTab, type FrameRow } from './frame-table.js';
+import { FrameTable, frameRows, openFrameInViewer, type FrameRow } from './frame-table.js';
 import { followJob } from './live.js';
 import { renderLog, renderNotes, renderPhaseTable, renderPreviews } from './monitor-views.js';
 import { RunState } from './run-state.js';
@@ -90,7 +90,7 @@ async function refreshArtifacts(): Promise<void> {
 /** The run's frame table, read-only, with excluded frames marked (seed "Quality filter"), and its plots. */
 const frameTable = new FrameTable(byId<HTMLTableElement>('frame-table'), byId('frame-plots'), {
   onOpenFrame: (frame) => {
-    const why = runId ? openFrameInTab(runId, frame) : 'no run';
+    const why = runId ? openFrameInViewer(runId, frame) : 'no run';
     if (why) say(status, why, 'error');
   },
 });
