@@ -48,7 +48,7 @@
 
 import { backgroundAt, estimateBackground, noiseAt, rowSegments, type BackgroundModel, type BackgroundOptions } from './background.js';
 import { MoffatFitter, moffatUnit, type MoffatFit, type PatchView } from './moffat-fit.js';
-import { medianInPlace } from './robust-stats.js';
+import { MAD_TO_SIGMA, medianInPlace, medianInPlaceF32 } from './robust-stats.js';
 
 export interface Star {
   /** Centroid, full-resolution 0-based pixel coordinates. */
@@ -103,6 +103,8 @@ export interface DetectOptions {
   gain?: number;
   /** Star's sky level from the tiled model (default) or from an annulus median around it. */
   localBackground?: 'model' | 'annulus';
+  /** Block size (detection-image px) of the local re-zeroing of the significance image; 0 = none. Default 32 full-resolution px. */
+  flattenBlock?: number;
 }
 
 export interface DetectionCounts {
@@ -114,6 +116,10 @@ export interface DetectionCounts {
   merged: number;
   /** Dropped as points of a long straight streak (satellite, aircraft). */
   streaks: number;
+  /** Not above their own surroundings: noise on a plateau (halo, dust shadow, vignetting residue). */
+  diffuse: number;
+  /** Narrower than the frame's PSF can make (hot-pixel clusters, cosmic rays). */
+  narrow: number;
   /** Too close to the image border to measure. */
   edge: number;
   /** Centroid did not converge or no positive signal. */
@@ -252,6 +258,18 @@ function saturationResult(scan: SaturationScan, total: number): { level: number;
   if (scan.fixed) return { level: scan.near, source: 'option', fraction: finite > 0 ? scan.count / finite : 0, finite };
   if (scan.max > 0 && scan.count >= 3) return { level: scan.near, source: 'plateau', fraction: scan.count / finite, finite };
   return { level: Infinity, source: 'none', fraction: 0, finite };
+}
+
+/**
+ * The saturation level of a plane as its plateau (≥ 3 pixels within 0.2 % of the maximum; see
+ * `saturationScan`), or null when the plane has none. CALIBRATION records it on calibrated frames
+ * whose light carries no SATURATE card: dividing by a flat turns the plateau into a slope.
+ */
+export function saturationPlateau(data: Float32Array): number | null {
+  const scan = saturationScan(undefined);
+  saturationScanAll(data, scan);
+  const r = saturationResult(scan, data.length);
+  return r.source === 'plateau' ? r.level : null;
 }
 
 /** Normalised 1-D Gaussian kernel for the given FWHM (radius round(2.5σ), at least 1). */
@@ -421,6 +439,157 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
     }
   }
   return { D: out, blocks: { start: seg.start, count: seg.count, max: blockMax } };
+}
+
+/**
+ * Local re-zeroing of D in place ("detection on a locally flattened image"). The tiled sky model
+ * is bilinear between tile centres ~64 px apart, so where the sky curves on that scale (the
+ * vignetting of an uncalibrated light under a bright sky, the halo of a very bright star, a dust
+ * shadow) D carries an offset of several σ over whole regions: noise peaks then clear the
+ * threshold by the hundred, and stars in a shadow fall below it. D is cut into blocks of `block`
+ * px; each block's level is the clipped median of a sparse sample (≤ 64 values) of its D,
+ * lowered to the median of its 3×3 block neighbourhood where that is lower (a block that a bright
+ * star's core fills must not lift D around the star); the levels are interpolated bilinearly
+ * between block centres (constant beyond the outer centres) and subtracted. The per-row block
+ * maxima of `blocks` are recomputed for the candidate search. Returns the largest |level|.
+ */
+function flattenSignificance(D: Float32Array, w: number, h: number, block: number, blocks: SignificanceBlocks): number {
+  const nx = Math.max(1, Math.round(w / block));
+  const ny = Math.max(1, Math.round(h / block));
+  const xe = new Int32Array(nx + 1);
+  const ye = new Int32Array(ny + 1);
+  for (let i = 0; i <= nx; i++) xe[i] = Math.round((i * w) / nx);
+  for (let j = 0; j <= ny; j++) ye[j] = Math.round((j * h) / ny);
+  const stride = Math.max(1, Math.floor(block / 8));
+  const raw = new Float32Array(nx * ny);
+  const buf = new Float32Array(Math.ceil(block / stride + 1) ** 2 * 4);
+  const dev = new Float32Array(buf.length);
+  for (let j = 0; j < ny; j++) {
+    for (let i = 0; i < nx; i++) {
+      let n = 0;
+      for (let y = ye[j]! + (stride >> 1); y < ye[j + 1]!; y += stride) {
+        const o = y * w;
+        for (let x = xe[i]! + (stride >> 1); x < xe[i + 1]!; x += stride) {
+          const v = D[o + x]!;
+          if (v === v && n < buf.length) buf[n++] = v;
+        }
+      }
+      raw[j * nx + i] = clippedMedian(buf, dev, n);
+    }
+  }
+  // Fill blocks without samples from the others (0 when none has any: D is already centred).
+  let fallback = 0;
+  {
+    let m = 0;
+    const finite = new Float32Array(nx * ny);
+    for (let k = 0; k < raw.length; k++) if (raw[k] === raw[k]) finite[m++] = raw[k]!;
+    if (m > 0) fallback = medianInPlaceF32(finite.subarray(0, m));
+  }
+  for (let k = 0; k < raw.length; k++) if (!(raw[k] === raw[k])) raw[k] = fallback;
+  const level = new Float32Array(nx * ny);
+  const nb = new Float32Array(9);
+  let largest = 0;
+  for (let j = 0; j < ny; j++) {
+    for (let i = 0; i < nx; i++) {
+      let n = 0;
+      for (let dj = -1; dj <= 1; dj++) for (let di = -1; di <= 1; di++) {
+        const jj = j + dj;
+        const ii = i + di;
+        if (jj >= 0 && jj < ny && ii >= 0 && ii < nx) nb[n++] = raw[jj * nx + ii]!;
+      }
+      const v = Math.min(raw[j * nx + i]!, medianInPlaceF32(nb.subarray(0, n)));
+      level[j * nx + i] = v;
+      largest = Math.max(largest, Math.abs(v));
+    }
+  }
+  // Rows: the lower block centre and the weight of the next (constant beyond the end centres).
+  const [rowLo, rowT] = axisWeights(ye, ny, h);
+  // Columns: pieces on which the level is linear (between block centres; constant before the
+  // first and after the last) and that lie in one segment of \`blocks\`, so each row is one
+  // subtraction and one comparison per pixel.
+  const cx = new Float64Array(nx);
+  for (let i = 0; i < nx; i++) cx[i] = (xe[i]! + xe[i + 1]! - 1) / 2;
+  const { start, count, max } = blocks;
+  const cuts = new Set<number>([0, w]);
+  for (let i = 0; i < nx; i++) cuts.add(Math.min(w, Math.max(0, Math.ceil(cx[i]!))));
+  for (let k = 0; k < count; k++) cuts.add(start[k]!);
+  const bounds = [...cuts].sort((p, q) => p - q);
+  const np = bounds.length - 1;
+  const pieceInterval = new Int32Array(np);
+  const pieceSegment = new Int32Array(np);
+  for (let p = 0, i = -1, k = 0; p < np; p++) {
+    const x = bounds[p]!;
+    while (i < nx - 1 && x >= cx[i + 1]!) i++;
+    while (k < count - 1 && x >= start[k + 1]!) k++;
+    pieceInterval[p] = i;
+    pieceSegment[p] = k;
+  }
+  const rowLevel = new Float64Array(nx);
+  const segMax = new Float64Array(count);
+  for (let y = 0; y < h; y++) {
+    const j = rowLo[y]!;
+    const t = rowT[y]!;
+    const j1 = Math.min(ny - 1, j + 1);
+    for (let i = 0; i < nx; i++) {
+      const a = level[j * nx + i]!;
+      rowLevel[i] = a + (level[j1 * nx + i]! - a) * t;
+    }
+    segMax.fill(-Infinity);
+    const o = y * w;
+    for (let p = 0; p < np; p++) {
+      const xa = bounds[p]!;
+      const xb = bounds[p + 1]!;
+      const i = pieceInterval[p]!;
+      let lv: number;
+      let dl = 0;
+      if (i < 0) lv = rowLevel[0]!;
+      else if (i >= nx - 1) lv = rowLevel[nx - 1]!;
+      else {
+        dl = (rowLevel[i + 1]! - rowLevel[i]!) / (cx[i + 1]! - cx[i]!);
+        lv = rowLevel[i]! + dl * (xa - cx[i]!);
+      }
+      let mx = -Infinity;
+      for (let x = xa; x < xb; x++) {
+        const v = D[o + x]! - lv;
+        D[o + x] = v;
+        mx = v > mx ? v : mx;
+        lv += dl;
+      }
+      const k = pieceSegment[p]!;
+      if (mx > segMax[k]!) segMax[k] = mx;
+    }
+    for (let k = 0; k < count; k++) {
+      const mx = segMax[k]!;
+      max[y * count + k] = mx + 1e-6 * Math.abs(mx);
+    }
+  }
+  return largest;
+}
+
+/** Per position along an axis cut at `edges` into n blocks: lower block-centre index and weight of the next. */
+function axisWeights(edges: Int32Array, n: number, size: number): [Int32Array, Float32Array] {
+  const lo = new Int32Array(size);
+  const t = new Float32Array(size);
+  if (n === 1) return [lo, t];
+  const c = (i: number) => (edges[i]! + edges[i + 1]! - 1) / 2;
+  for (let p = 0, i = 0; p < size; p++) {
+    while (i < n - 2 && p > c(i + 1)) i++;
+    lo[p] = i;
+    t[p] = p <= c(i) ? 0 : p >= c(i + 1) ? 1 : (p - c(i)) / (c(i + 1) - c(i));
+  }
+  return [lo, t];
+}
+
+/** Median of v[0..n) after one ±3σ (MAD) clip; NaN for n = 0. Reorders v; `dev` is scratch. */
+function clippedMedian(v: Float32Array, dev: Float32Array, n: number): number {
+  if (n === 0) return NaN;
+  const m = medianInPlaceF32(v.subarray(0, n));
+  for (let k = 0; k < n; k++) dev[k] = Math.abs(v[k]! - m);
+  const s = 3 * MAD_TO_SIGMA * medianInPlaceF32(dev.subarray(0, n));
+  if (!(s > 0)) return m;
+  let k2 = 0;
+  for (let k = 0; k < n; k++) if (Math.abs(v[k]! - m) <= s) v[k2++] = v[k]!;
+  return k2 > 0 ? medianInPlaceF32(v.subarray(0, k2)) : m;
 }
 
 /** Maximum of D per row and column block: row y's block s spans x in [start[s], start[s+1]). */
@@ -745,7 +914,7 @@ function medianOf(a: Float64Array, n: number): number {
 }
 
 /** Site shares from Gaussian-weighted sums around (x0, y0); `scale` receives 1/share (mean share 1). */
-function siteSharesBySums(ws: Workspace, size: number, px0: number, py0: number, x0: number, y0: number, sigma: number, scale: number[]): void {
+function siteSharesBySums(ws: Workspace, size: number, px0: number, py0: number, x0: number, y0: number, sigma: number, scale: number[], level: number): void {
   const sums = [0, 0, 0, 0];
   const inv = 1 / (2 * sigma * sigma);
   for (let j = 0; j < size; j++) {
@@ -756,6 +925,8 @@ function siteSharesBySums(ws: Workspace, size: number, px0: number, py0: number,
       if (v !== v) continue;
       const x = px0 + i;
       const site = ((y & 1) << 1) | (x & 1);
+      // Clipped pixels would understate the brighter sites' shares.
+      if (v + ws.bgSite[site]! >= level) continue;
       sums[site] = sums[site]! + v * wy * Math.exp(-((x - x0) ** 2) * inv);
     }
   }
@@ -774,14 +945,14 @@ function setScale(amounts: number[], scale: number[]): void {
  * Σ v·m / Σ m² with m the unit Moffat profile (pixel-integrated) of `fit`. The model samples
  * exactly where the data sample the star, so the shares carry no aliasing. False when unusable.
  */
-function siteSharesByFit(ws: Workspace, size: number, px0: number, py0: number, fit: MoffatFit, scale: number[]): boolean {
+function siteSharesByFit(ws: Workspace, size: number, px0: number, py0: number, fit: MoffatFit, scale: number[], skip: Uint8Array | null): boolean {
   const vm = [0, 0, 0, 0];
   const mm = [0, 0, 0, 0];
   for (let j = 0; j < size; j++) {
     const y = py0 + j;
     for (let i = 0; i < size; i++) {
       const v = ws.raw[j * size + i]!;
-      if (v !== v) continue;
+      if (v !== v || (skip && skip[j * size + i])) continue;
       const x = px0 + i;
       const m = moffatUnit(fit, x, y);
       const site = ((y & 1) << 1) | (x & 1);
@@ -1094,7 +1265,7 @@ function measureStar(
   // ~1–2 % on the 2 px lattice; fitted stars are re-normalised against their fitted model.)
   const scale = ws.siteScale;
   scale.fill(1);
-  if (cfa) siteSharesBySums(ws, size, px0, py0, x0, y0, g.normSigma, scale);
+  if (cfa) siteSharesBySums(ws, size, px0, py0, x0, y0, g.normSigma, scale, saturation);
   applyScale(ws, size, px0, py0, cfa, scale);
   const c = windowedCentroid(ws, size, px0, py0, x0, y0, g.sigmaW, Math.max(2, R / 2));
   if (!c) return null;
@@ -1145,6 +1316,111 @@ const eccentricityOf = (major: number, minor: number) => (major > 0 ? Math.sqrt(
 
 /** Half-maximum regions larger than this (px; a 22 px FWHM) do not count toward the rough scale. */
 const HALF_MAX_AREA_CAP = 400;
+
+/** Fewer unsaturated stars fitted than this: up to SATURATED_FIT_COUNT saturated ones (faintest first) are fitted too. */
+const SATURATED_FIT_BELOW = 5;
+/** Floor of the hot-pixel test's neighbour/peak ratio: a PSF of FWHM ≥ 1.5 px gives ≥ ~0.19 (mono), ≥ 0.27 on the generator's frames; hot pixels ≤ 0.11. */
+const MIN_STAR_RATIO = 0.1;
+const SATURATED_FIT_COUNT = 12;
+
+/** Where measured: the geometry (frame scale, or widened for a saturated core) and the start position. */
+interface MeasuredAt {
+  g: Geometry;
+  x: number;
+  y: number;
+}
+
+/**
+ * Pixels of the last measured patch (ws.raw, background-subtracted per site) that reach the
+ * saturation level, as a mask over the patch; they carry no shape information.
+ */
+function saturatedMask(ws: Workspace, size: number, px0: number, py0: number, cfa: boolean, level: number): Uint8Array {
+  const mask = new Uint8Array(size * size);
+  for (let j = 0; j < size; j++) {
+    for (let i = 0; i < size; i++) {
+      const site = cfa ? (((py0 + j) & 1) << 1) | ((px0 + i) & 1) : 0;
+      const v = ws.raw[j * size + i]!;
+      if (v === v && v + ws.bgSite[site]! >= level) mask[j * size + i] = 1;
+    }
+  }
+  return mask;
+}
+
+/** Narrow-source test: minimum SNR for a trustworthy shape, and the fraction of the median minor-axis FWHM below which a source is not a star. */
+const NARROW_SNR = 20;
+const NARROW_FRACTION = 0.5;
+
+/** Ring radius of the local-contrast test in rough FWHMs, and its number of samples. */
+const RING_FWHM = 2.5;
+const RING_SAMPLES = 24;
+
+/** Median of D sampled (bilinearly) on a circle of radius r around a candidate; points outside the image are skipped. */
+function ringMedian(D: Float32Array, w: number, h: number, c: Candidate, r: number, buf: Float64Array): number {
+  let n = 0;
+  for (let k = 0; k < buf.length; k++) {
+    const a = (2 * Math.PI * k) / buf.length;
+    const x = c.ix + r * Math.cos(a);
+    const y = c.iy + r * Math.sin(a);
+    if (x < 0 || y < 0 || x > w - 1 || y > h - 1) continue;
+    buf[n++] = sampleD(D, w, h, x, y);
+  }
+  return n >= buf.length / 2 ? medianInPlace(buf.subarray(0, n)) : 0;
+}
+
+/** Largest saturated core followed (px): beyond it the star is measured from the core found so far. */
+const CORE_CAP = 4096;
+
+/**
+ * The saturated core around (x, y): pixels at or above `level`, 8-connected (on a mosaic the
+ * sites of one colour touch only diagonally), grown from the brightest such pixel within 2 px.
+ * Centroid (unweighted: every clipped pixel reads the same) and the diameter of the disc of the
+ * same area. Null when no pixel near (x, y) is saturated.
+ */
+function saturatedCore(plane: Float32Array, width: number, height: number, x: number, y: number, level: number, stack: number[]): { x: number; y: number; diameter: number } | null {
+  if (!(level < Infinity)) return null;
+  let seed = -1;
+  let best = -Infinity;
+  const cx = Math.round(x);
+  const cy = Math.round(y);
+  for (let yy = Math.max(0, cy - 2); yy <= Math.min(height - 1, cy + 2); yy++) {
+    for (let xx = Math.max(0, cx - 2); xx <= Math.min(width - 1, cx + 2); xx++) {
+      const v = plane[yy * width + xx]!;
+      if (v >= level && v > best) {
+        best = v;
+        seed = yy * width + xx;
+      }
+    }
+  }
+  if (seed < 0) return null;
+  const seen = new Set<number>([seed]);
+  stack.length = 0;
+  stack.push(seed);
+  let n = 0;
+  let sx = 0;
+  let sy = 0;
+  while (stack.length > 0 && n < CORE_CAP) {
+    const k = stack.pop()!;
+    const px = k % width;
+    const py = (k - px) / width;
+    n++;
+    sx += px;
+    sy += py;
+    for (let dy = -1; dy <= 1; dy++) {
+      const ny = py + dy;
+      if (ny < 0 || ny >= height) continue;
+      for (let dx = -1; dx <= 1; dx++) {
+        const nx = px + dx;
+        if (nx < 0 || nx >= width) continue;
+        const q = ny * width + nx;
+        if (!seen.has(q) && plane[q]! >= level) {
+          seen.add(q);
+          stack.push(q);
+        }
+      }
+    }
+  }
+  return { x: sx / n, y: sy / n, diameter: 2 * Math.sqrt(n / Math.PI) };
+}
 
 /** Rough frame FWHM (detection-image px) from the half-maximum areas of bright candidates. */
 function halfMaxScale(img: Float32Array, w: number, h: number, levelAt: (x: number, y: number) => number, cands: Candidate[], skip: (c: Candidate) => boolean): number {
@@ -1221,6 +1497,8 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   timings.background = t1 - t0;
   const kernel = gaussianKernel(options.filterFwhm ?? (cfa ? 1.5 : 2));
   const { D, blocks } = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan);
+  const flattenBlock = options.flattenBlock ?? Math.max(8, Math.round(32 / scale));
+  if (flattenBlock > 0) flattenSignificance(D, w, h, flattenBlock, blocks);
   const sat = saturationResult(scan, width * height);
   const levelAt = (x: number, y: number): number => backgroundAt(bg, x, y);
   // Per-pixel noise at a full-resolution position (a proxy pixel sums four: half its σ each).
@@ -1245,7 +1523,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const t2 = performance.now();
   timings.filter = t2 - t1;
 
-  const counts: DetectionCounts = { candidates: 0, hotPixels: 0, merged: 0, streaks: 0, edge: 0, failed: 0, fitted: 0 };
+  const counts: DetectionCounts = { candidates: 0, hotPixels: 0, merged: 0, streaks: 0, diffuse: 0, narrow: 0, edge: 0, failed: 0, fitted: 0 };
   let cands = localMaxima(D, w, h, threshold, 1, blocks);
   counts.candidates = cands.length;
   // Per-candidate work that reads the planes runs in raster order (as localMaxima found them):
@@ -1289,7 +1567,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   }
   ratios.sort((a, b) => a - b);
   const typicalRatio = ratios.length >= 5 ? ratios[ratios.length >> 1]! : cfa ? 0.3 : 0.45;
-  const minRatio = minSharp * typicalRatio;
+  const minRatio = Math.max(minSharp * typicalRatio, MIN_STAR_RATIO);
   const kept: Candidate[] = [];
   const streakDistance = Math.max(6, 24 / scale);
   const streakTable = streakOffsets(streakDistance);
@@ -1330,6 +1608,21 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const rough = halfMaxScale(det.data, w, h, levelAt, cands, isSaturatedCand);
   const roughDet = Number.isFinite(rough) ? Math.max(1, rough) : 2.5 / scale;
   const alphaDet = roughDet / (2 * Math.sqrt(2 ** (1 / 3) - 1));
+
+  // A star stands above its own surroundings: D at the maximum minus the median of D on a ring
+  // RING_FWHM rough FWHMs out (where a PSF has fallen to < 1 % of its peak) must still reach the
+  // threshold. Noise peaks on a plateau (a bright star's halo, a dust shadow's rim, residual
+  // vignetting, nebulosity) have the plateau all round them and fail.
+  {
+    const ringR = Math.max(3, RING_FWHM * roughDet);
+    const ring = new Float64Array(RING_SAMPLES);
+    const keptLocal: Candidate[] = [];
+    for (const c of cands) {
+      if (c.d - ringMedian(D, w, h, c, ringR, ring) < threshold) counts.diffuse++;
+      else keptLocal.push(c);
+    }
+    cands = keptLocal;
+  }
 
   // Deblending by saddles, brightest first.
   const grid = new Grid(16);
@@ -1406,15 +1699,24 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   // Measure every accepted candidate.
   const fullGrid = new Grid(16);
   starts.forEach((s, i) => fullGrid.add(i, s.x, s.y));
-  const measured: { m: Measured; fit: ReturnType<MoffatFitter['fit']> | null; index: number }[] = [];
+  // Per star: measurement, fit, candidate index, and the geometry and start it was measured with.
+  const measured: { m: Measured; fit: ReturnType<MoffatFitter['fit']> | null; index: number; at: MeasuredAt }[] = [];
   const neighbourIds: number[] = [];
   const neighbours: { x: number; y: number }[] = [];
   const fitQueue: number[] = [];
   const fitValues = new Float64Array((2 * geo.fitRadius + 1) ** 2);
   const siteScale = [1, 1, 1, 1];
+  const coreScratch: number[] = [];
+  const workspaces = new Map<number, Workspace>([[geo.radius * 1000 + geo.annOut, ws]]);
+  const workspaceFor = (g: Geometry): Workspace => {
+    const key = g.radius * 1000 + g.annOut;
+    let w0 = workspaces.get(key);
+    if (!w0) workspaces.set(key, (w0 = new Workspace(g.radius, g.annOut)));
+    return w0;
+  };
   // Measured in raster order (neighbouring stars share cached rows of the plane), collected in
   // the candidates' order.
-  const byIndex: (Measured | null)[] = new Array<Measured | null>(starts.length).fill(null);
+  const byIndex: ({ m: Measured; at: MeasuredAt } | null)[] = new Array<{ m: Measured; at: MeasuredAt } | null>(starts.length).fill(null);
   const measureOrder = rasterOrder(starts.length, (k) => starts[k]!.y, (k) => starts[k]!.x);
   for (let q = 0; q < measureOrder.length; q++) {
     const i = measureOrder[q]!;
@@ -1430,15 +1732,31 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       const o = starts[id]!;
       if (dist2d(o.x - s.x, o.y - s.y) < geo.radius * 1.5) neighbours.push({ x: o.x, y: o.y });
     }
-    const r = measureStar(plane, width, height, cfa, s.x, s.y, geo, ws, neighbours, sat.level, localAt(s.x, s.y), s.c.spike);
+    // A saturated core is a plateau on which the frame-scale window has no gradient to follow:
+    // such a star is centred from its core and measured with window and aperture widened by the
+    // core's diameter (its shape is never used: saturated stars stay out of the shape metrics).
+    let g = geo;
+    let wsStar = ws;
+    let sx = s.x;
+    let sy = s.y;
+    if (isSaturatedCand(s.c)) {
+      const core = saturatedCore(plane, width, height, s.x, s.y, sat.level, coreScratch);
+      if (core) {
+        sx = core.x;
+        sy = core.y;
+        g = geometryFor(fwhmScale + core.diameter);
+        wsStar = workspaceFor(g);
+      }
+    }
+    const r = measureStar(plane, width, height, cfa, sx, sy, g, wsStar, neighbours, sat.level, localAt(sx, sy), s.c.spike);
     if (!r || !(r.m.flux > 0)) {
       counts.failed++;
       continue;
     }
-    byIndex[i] = r.m;
+    byIndex[i] = { m: r.m, at: { g, x: sx, y: sy } };
   }
-  byIndex.forEach((m, index) => {
-    if (m) measured.push({ m, fit: null, index });
+  byIndex.forEach((b, index) => {
+    if (b) measured.push({ m: b.m, fit: null, index, at: b.at });
   });
   const t4 = performance.now();
   timings.measure = t4 - t3;
@@ -1460,44 +1778,71 @@ export function detectStars(data: Float32Array, width: number, height: number, o
     measured.length = 0;
     measured.push(...unique);
   }
-  // Fit the brightest unsaturated, unblended ones (re-extracting their patch).
+  // Fit the brightest unsaturated, unblended ones (re-extracting their patch). A frame with fewer
+  // than SATURATED_FIT_BELOW such stars (a wide field of only bright stars) fits its brightest
+  // saturated ones too, their clipped pixels left out: the Moffat profile of the unclipped wings
+  // still measures the seeing (on the generator's wide fields within ~30 % of the true FWHM,
+  // and rising with it), where moments of a clipped core would measure its brightness.
   for (let q = 0; q < measured.length && fitQueue.length < fitCount; q++) {
     const e = measured[q]!;
     if (!e.m.saturated && !e.m.blended) fitQueue.push(q);
   }
-  for (const q of fitQueue) {
+  let fitBuffer = fitValues;
+  const fitOne = (q: number): void => {
     const e = measured[q]!;
     const s = starts[e.index]!;
-    const r = measureStar(plane, width, height, cfa, s.x, s.y, geo, ws, [], sat.level, localAt(s.x, s.y), s.c.spike);
-    if (!r) continue;
+    const g = e.at.g;
+    const wsFit = workspaceFor(g);
+    const r = measureStar(plane, width, height, cfa, e.at.x, e.at.y, g, wsFit, [], sat.level, localAt(e.at.x, e.at.y), s.c.spike);
+    if (!r) return;
     // Fit the central (2·fitRadius + 1)² of the measurement patch: the core and inner wings
     // hold nearly all the information on width and β, at a fraction of the cost.
-    const fr = geo.fitRadius;
+    const fr = g.fitRadius;
     const fs = 2 * fr + 1;
-    const off = geo.radius - fr;
+    const off = g.radius - fr;
+    if (fitBuffer.length < fs * fs) fitBuffer = new Float64Array(fs * fs);
+    const fitValuesStar = fitBuffer;
     const { size: ps, x0: px0, y0: py0 } = r.patch;
+    const clipped = e.m.saturated ? saturatedMask(wsFit, ps, px0, py0, cfa, sat.level) : null;
     const extract = () => {
-      for (let j = 0; j < fs; j++) for (let i = 0; i < fs; i++) fitValues[j * fs + i] = r.patch.values[(j + off) * ps + i + off]!;
+      for (let j = 0; j < fs; j++) {
+        for (let i = 0; i < fs; i++) {
+          const k = (j + off) * ps + i + off;
+          fitValuesStar[j * fs + i] = clipped && clipped[k] ? NaN : r.patch.values[k]!;
+        }
+      }
     };
     extract();
-    const fitPatch: PatchView = { values: fitValues, size: fs, x0: px0 + off, y0: py0 + off };
-    let fit = ws.fitter.fit(fitPatch, { x: r.m.x, y: r.m.y, amplitude: Math.max(r.m.peak, 1e-9), mxx: r.m.mxx, myy: r.m.myy, mxy: r.m.mxy });
-    for (let round = 0; round < CFA_REFITS && cfa && fit.ok && siteSharesByFit(ws, ps, px0, py0, fit, siteScale); round++) {
+    const fitPatch: PatchView = { values: fitValuesStar, size: fs, x0: px0 + off, y0: py0 + off };
+    let fit = wsFit.fitter.fit(fitPatch, { x: r.m.x, y: r.m.y, amplitude: Math.max(r.m.peak, 1e-9), mxx: r.m.mxx, myy: r.m.myy, mxy: r.m.mxy });
+    for (let round = 0; round < CFA_REFITS && cfa && fit.ok && siteSharesByFit(wsFit, ps, px0, py0, fit, siteScale, clipped); round++) {
       // Re-normalise the sites against the fitted profile, then re-centre and refit.
-      applyScale(ws, ps, px0, py0, true, siteScale);
-      const c = windowedCentroid(ws, ps, px0, py0, r.m.x, r.m.y, geo.sigmaW, 1);
+      applyScale(wsFit, ps, px0, py0, true, siteScale);
+      const c = windowedCentroid(wsFit, ps, px0, py0, r.m.x, r.m.y, g.sigmaW, 1);
       if (c) {
         e.m.x = c.x;
         e.m.y = c.y;
       }
       extract();
-      const refit = ws.fitter.fit(fitPatch, { x: fit.x, y: fit.y, amplitude: fit.amplitude, mxx: r.m.mxx, myy: r.m.myy, mxy: r.m.mxy }, 40, fit);
+      const refit = wsFit.fitter.fit(fitPatch, { x: fit.x, y: fit.y, amplitude: fit.amplitude, mxx: r.m.mxx, myy: r.m.myy, mxy: r.m.mxy }, 40, fit);
       if (refit.ok) fit = refit;
     }
-    const sane = fit.ok && dist2d(fit.x - r.m.x, fit.y - r.m.y) < 1.5 && fit.beta >= 0.8 && fit.fwhmMinor > 0.3 && fit.fwhmMajor < 4 * geo.radius;
+    const sane = fit.ok && dist2d(fit.x - r.m.x, fit.y - r.m.y) < 1.5 && fit.beta >= 0.8 && fit.fwhmMinor > 0.3 && fit.fwhmMajor < 4 * g.radius;
     if (sane) {
       e.fit = fit;
       counts.fitted++;
+    }
+  };
+  for (const q of fitQueue) fitOne(q);
+  if (fitCount > 0 && counts.fitted < SATURATED_FIT_BELOW) {
+    // Faintest saturated first: the smaller the clipped core, the more of the profile is left.
+    let added = 0;
+    for (let q = measured.length - 1; q >= 0 && added < SATURATED_FIT_COUNT; q--) {
+      const e = measured[q]!;
+      if (e.m.saturated && !e.m.blended) {
+        fitOne(q);
+        added++;
+      }
     }
   }
   const t5 = performance.now();
@@ -1505,7 +1850,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   // Calibrate moment FWHMs to the fits: median ratio over the fitted stars.
   const ratiosFit: number[] = [];
   for (const e of measured) {
-    if (!e.fit) continue;
+    if (!e.fit || e.m.saturated) continue;
     const ms = momentShape(e.m);
     ratiosFit.push(Math.sqrt(e.fit.fwhmMajor * e.fit.fwhmMinor) / Math.sqrt(ms.major * ms.minor));
   }
@@ -1513,9 +1858,8 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const momentToFit = ratiosFit.length >= 3 ? ratiosFit[ratiosFit.length >> 1]! : 1;
 
   const gain = options.gain;
-  const stars: Star[] = [];
+  const all: Star[] = [];
   for (const e of measured) {
-    if (stars.length >= maxStars) break;
     const m = e.m;
     let major: number;
     let minor: number;
@@ -1531,7 +1875,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       angle = ms.angle;
     }
     const variance = m.apertureN * m.noise * m.noise + (gain && gain > 0 ? Math.max(0, m.flux) / gain : 0);
-    stars.push({
+    all.push({
       x: m.x,
       y: m.y,
       flux: m.flux,
@@ -1548,6 +1892,23 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       saturated: m.saturated,
       blended: m.blended,
     });
+  }
+  // Narrower than the optics make: among sources bright enough for a trustworthy shape (SNR ≥
+  // NARROW_SNR), a minor-axis FWHM below NARROW_FRACTION of those sources' median is a hot-pixel
+  // cluster or a cosmic-ray track (a 2×2 cluster measures ~1 px; real stars of that SNR stay
+  // above ~0.55 of the median on the generator's frames, undersampled or not).
+  const shapes: number[] = [];
+  for (const st of all) if (!st.saturated && st.snr >= NARROW_SNR && Number.isFinite(st.fwhmMinor)) shapes.push(st.fwhmMinor);
+  shapes.sort((a, b) => a - b);
+  const narrowBelow = shapes.length >= 5 ? NARROW_FRACTION * shapes[shapes.length >> 1]! : 0;
+  const stars: Star[] = [];
+  for (const st of all) {
+    if (!st.saturated && st.snr >= NARROW_SNR && st.fwhmMinor < narrowBelow) {
+      counts.narrow++;
+      if (st.shape === 'fit') counts.fitted--;
+      continue;
+    }
+    if (stars.length < maxStars) stars.push(st);
   }
   return {
     ok: true,
