@@ -44,6 +44,8 @@ export interface CosmeticParams {
   sigma: number;
   /** σ per 2×2 phase, index (y & 1) * 2 + (x & 1) in full-image coordinates (4 entries; equal on planes). */
   noise: readonly number[];
+  /** Pixels at or above this level (saturation) are left alone: a clipped star core is no hot pixel. Default none. */
+  ceiling?: number;
 }
 
 export interface CosmeticResult {
@@ -72,6 +74,7 @@ export function cosmeticCorrect(data: Float32Array, p: CosmeticParams): Cosmetic
   const at = (x: number, y: number): number => (x < 0 || x >= W || y < rowLo || y >= rowHi ? NaN : data[(y - readY0) * W + x]!);
   const yStart = Math.max(p.y0, rowLo);
   const yEnd = Math.min(p.y1, rowHi);
+  const ceiling = p.ceiling ?? Infinity;
   const candidates = scanCandidates(data, W, readY0, rowLo, rowHi, yStart, yEnd, s, k, p.noise);
   for (let c = 0; c < candidates.length; c++) {
     const idx = candidates[c]!;
@@ -79,6 +82,7 @@ export function cosmeticCorrect(data: Float32Array, p: CosmeticParams): Cosmetic
     const x = idx - (y - readY0) * W;
     const o = (y - readY0) * W;
     const v = data[idx]!;
+    if (v >= ceiling) continue;
     {
       // Same-colour neighbours; cheap local-extreme test first (an isolated outlier is one).
       let n = 0;
