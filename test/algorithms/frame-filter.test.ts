@@ -176,7 +176,7 @@ test('off still drops frames without data; warnings and the no-frames-left error
   assert.equal(none.error, { code: 'no_frames_left', detail: 'all 1 frames excluded' });
   assert.ok(none.warnings.some((w) => w.includes('3 are needed')), 'relative rules need 3 frames');
   assert.equal(filterFrames([]).error, { code: 'no_frames_left', detail: 'no frames' });
-  assert.equal(QUALITY_FILTER_DEFAULTS, { mode: 'auto', min_stars: 30, min_correlation: 0.75, max_fwhm_sigma: 2.0, max_eccentricity: 0.65, min_relative_transparency: 0.6 });
+  assert.equal(QUALITY_FILTER_DEFAULTS, { mode: 'auto', min_stars: 30, min_correlation: 0.75, max_fwhm_sigma: 2.0, max_eccentricity: 0.65, min_relative_transparency: 0.6, relative_fallback: true });
 });
 
 test.run();
