@@ -105,6 +105,12 @@ export interface DetectOptions {
   localBackground?: 'model' | 'annulus';
   /** Block size (detection-image px) of the local re-zeroing of the significance image; 0 = none. Default 32 full-resolution px. */
   flattenBlock?: number;
+  /**
+   * The image was resampled (a stack: debayered, warped), so its noise is correlated over a few
+   * pixels and the significance is rescaled by its measured spread. Default false (raw or
+   * calibrated frames, whose pixel noise is white).
+   */
+  resampled?: boolean;
 }
 
 export interface DetectionCounts {
@@ -453,7 +459,7 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
  * between block centres (constant beyond the outer centres) and subtracted. The per-row block
  * maxima of `blocks` are recomputed for the candidate search. Returns the largest |level|.
  */
-function flattenSignificance(D: Float32Array, w: number, h: number, block: number, blocks: SignificanceBlocks): number {
+function flattenSignificance(D: Float32Array, w: number, h: number, block: number, blocks: SignificanceBlocks, rescale: boolean): number {
   const nx = Math.max(1, Math.round(w / block));
   const ny = Math.max(1, Math.round(h / block));
   const xe = new Int32Array(nx + 1);
@@ -464,6 +470,10 @@ function flattenSignificance(D: Float32Array, w: number, h: number, block: numbe
   const raw = new Float32Array(nx * ny);
   const buf = new Float32Array(Math.ceil(block / stride + 1) ** 2 * 4);
   const dev = new Float32Array(buf.length);
+  // Differences of D between points SPREAD_LAG px apart (beyond the filter's reach, so the two
+  // are independent), for D's actual noise spread.
+  const diffs = new Float32Array(nx * ny * 16);
+  let nDiff = 0;
   for (let j = 0; j < ny; j++) {
     for (let i = 0; i < nx; i++) {
       let n = 0;
@@ -475,8 +485,26 @@ function flattenSignificance(D: Float32Array, w: number, h: number, block: numbe
         }
       }
       raw[j * nx + i] = clippedMedian(buf, dev, n);
+      // Four pairs per block, spread over it.
+      for (let q = 0; q < 4 && nDiff < diffs.length; q++) {
+        const y = ye[j]! + Math.floor(((2 * q + 1) * (ye[j + 1]! - ye[j]!)) / 8);
+        const x = xe[i]! + Math.floor(((q & 1 ? 5 : 1) * (xe[i + 1]! - xe[i]!)) / 8);
+        if (x + SPREAD_LAG >= w || y >= h) continue;
+        const d = D[y * w + x]! - D[y * w + x + SPREAD_LAG]!;
+        if (d === d) diffs[nDiff++] = Math.abs(d);
+      }
     }
   }
+  // `rescale`: D is in units of the noise the sky model predicts for white pixel noise.
+  // Interpolated images (a stack: debayered and resampled) have noise correlated over a few
+  // pixels, which the matched filter does not average down: their D spreads by ~3 units and noise
+  // bumps pass the threshold by the hundred. D is then divided by its measured spread when that
+  // exceeds 1 (never multiplied). The spread comes from differences of D between points
+  // SPREAD_LAG px apart. Only for images known to be resampled: in a crowded raw frame the stars
+  // below the threshold spread those differences too (by ×2 on the generator's dense fields),
+  // and dividing by that would lose real stars.
+  const spread = nDiff >= 16 ? (MAD_TO_SIGMA * medianInPlaceF32(diffs.subarray(0, nDiff))) / Math.SQRT2 : 1;
+  const inv = rescale && spread > 1 ? 1 / spread : 1;
   // Fill blocks without samples from the others (0 when none has any: D is already centred).
   let fallback = 0;
   {
@@ -549,11 +577,20 @@ function flattenSignificance(D: Float32Array, w: number, h: number, block: numbe
         lv = rowLevel[i]! + dl * (xa - cx[i]!);
       }
       let mx = -Infinity;
-      for (let x = xa; x < xb; x++) {
-        const v = D[o + x]! - lv;
-        D[o + x] = v;
-        mx = v > mx ? v : mx;
-        lv += dl;
+      if (inv === 1) {
+        for (let x = xa; x < xb; x++) {
+          const v = D[o + x]! - lv;
+          D[o + x] = v;
+          mx = v > mx ? v : mx;
+          lv += dl;
+        }
+      } else {
+        for (let x = xa; x < xb; x++) {
+          const v = (D[o + x]! - lv) * inv;
+          D[o + x] = v;
+          mx = v > mx ? v : mx;
+          lv += dl;
+        }
       }
       const k = pieceSegment[p]!;
       if (mx > segMax[k]!) segMax[k] = mx;
@@ -565,6 +602,9 @@ function flattenSignificance(D: Float32Array, w: number, h: number, block: numbe
   }
   return largest;
 }
+
+/** Distance (detection-image px) of the point pairs whose D differences measure D's spread. */
+const SPREAD_LAG = 8;
 
 /** Per position along an axis cut at `edges` into n blocks: lower block-centre index and weight of the next. */
 function axisWeights(edges: Int32Array, n: number, size: number): [Int32Array, Float32Array] {
@@ -1498,7 +1538,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const kernel = gaussianKernel(options.filterFwhm ?? (cfa ? 1.5 : 2));
   const { D, blocks } = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan);
   const flattenBlock = options.flattenBlock ?? Math.max(8, Math.round(32 / scale));
-  if (flattenBlock > 0) flattenSignificance(D, w, h, flattenBlock, blocks);
+  if (flattenBlock > 0) flattenSignificance(D, w, h, flattenBlock, blocks, options.resampled ?? false);
   const sat = saturationResult(scan, width * height);
   const levelAt = (x: number, y: number): number => backgroundAt(bg, x, y);
   // Per-pixel noise at a full-resolution position (a proxy pixel sums four: half its σ each).
