@@ -6,7 +6,8 @@
 //                     (fewer than 5 fits: of the unsaturated stars with SNR ≥ 20, calibrated moments;
 //                     fewer than MIN_SHAPE_STARS of those and more saturated stars: of the saturated
 //                     stars, Moffat-fitted without their clipped pixels where stars.ts fitted them —
-//                     a field of only bright stars);
+//                     a field of only bright stars; still fewer: every unsaturated star, as on a
+//                     trailed or cloudy frame);
 //   fwhm_x, fwhm_y    medians of the major- and minor-axis FWHMs of the same stars;
 //   eccentricity      median of √(1 − (minor/major)²) over the same stars;
 //   background_median, background_rms   global sky level and per-pixel noise (ADU);
@@ -87,6 +88,11 @@ export function frameMetrics(detection: StarDetection, options: FrameMetricsOpti
     const fitted = stars.filter((s) => s.saturated && s.shape === 'fit');
     const saturated = fitted.length >= MIN_SHAPE_STARS ? fitted : stars.filter((s) => s.saturated);
     if (saturated.length > shape.length) shape = saturated;
+  }
+  // Still too few (a trailed or cloudy frame: every star faint): whatever unsaturated stars there are.
+  if (shape.length < MIN_SHAPE_STARS) {
+    const faint = stars.filter((s) => !s.saturated);
+    if (faint.length > shape.length) shape = faint;
   }
   const rank = options.fluxRankCount ?? 50;
   // Stars are sorted by flux, brightest first. Saturated stars stay in the ranking: a star that

@@ -6,24 +6,34 @@
 //   1. tiled background/noise model (background.ts); saturation level from the option or from a
 //      plateau at the data maximum;
 //   2. significance image D = (G ⊛ image − background)/(σ·√Σg²): a small Gaussian matched filter
-//      G (FWHM 2 px; 1.5 px on the proxy) in units of its own noise;
+//      G (FWHM 2 px; 1.5 px on the proxy) in units of its own noise; then re-zeroed locally on
+//      32 px blocks (flattenSignificance): under a bright sky the tiled model cannot follow the
+//      curvature of uncorrected vignetting and D would sit σ's high or low over whole regions.
+//      `resampled` images (stacks) also divide D by its measured spread (correlated noise);
 //   3. candidates: local maxima of D above `threshold` (5σ) in a 3×3 window;
 //   4. hot pixels and cosmic-ray-like single-pixel peaks refused: a star's 8 neighbours carry a
 //      sizeable share of its peak (mean/peak ≈ 0.5 at 2.5 px FWHM, ~0.15 on the proxy), a
-//      single-pixel event's none; candidates below `minSharpness` (0.4) × the typical star's
-//      ratio are refused;
+//      single-pixel event's none; candidates below max(`minSharpness` (0.4) × the typical star's
+//      ratio, 0.1) are refused unless their neighbours stand 5σ above their own colour's local
+//      level (a hot pixel on a star, then masked), saturated candidates included;
 //   5. points of long straight streaks (satellites, aircraft) refused: D stays high 24 and 48 px
 //      away in two opposite directions, where even a trailed star has ended;
+//   5b. maxima not above their own surroundings refused: D minus its median on a ring 2.5 rough
+//      FWHMs out must reach the threshold (noise on a halo, a dust rim, vignetting residue);
 //   6. deblending, most significant first: a fainter maximum within the reach of a brighter one
 //      (where the brighter star's profile falls to the threshold, at least 1.5 FWHM) is a star of
 //      its own only if D dips between them by max(`deblendContrast` σ, `deblendFraction` × its D)
 //      (3σ, 20 %) — two maxima separated by a saddle; otherwise it is noise on the brighter star's
 //      wing (or on a trail's ridge) and dropped.
+// (docs/star-detection.md lists these rules and the measurement's with their reasons.)
 //
 // Measurement, always at full resolution, sized by the frame's FWHM scale (median moment FWHM of
 // up to 25 bright stars):
-//   - sky per star from the tiled model (or an annulus median, `localBackground: 'annulus'`); on
-//     a mosaic each 2×2 site gets its own level (the proxy level split in the proportions of the
+//   - saturated stars centred on their clipped core (a core whose rim drops straight to the sky
+//     is a saturated hot-pixel cluster, refused) and measured with window and aperture widened
+//     by the core's diameter;
+//   - sky per star from the tiled model plus the flattening's local level (or an annulus median,
+//     `localBackground: 'annulus'`); on a mosaic each 2×2 site gets its own level (the proxy level split in the proportions of the
 //     sites' frame-wide medians) and is divided by the star's own flux share on that site, which
 //     turns every site into the same luminance PSF, so centroids carry no colour bias;
 //   - centroid: iterative Gaussian-windowed centroid (σ_w = FWHM/2.3548), the SExtractor XWIN
@@ -35,7 +45,10 @@
 //     eccentricity, angle and β; on a mosaic the site shares are then re-derived against the
 //     fitted profile (twice) and the star re-centred and refitted, removing the ~1–2 % aliasing of
 //     plain per-site sums. Other stars' moment FWHMs are scaled by the frame's median fit/moment
-//     ratio (shape: 'moments');
+//     ratio (shape: 'moments'). Fewer than 5 unsaturated fits (a field of bright stars only): up
+//     to 12 saturated stars, faintest first, are fitted with their clipped pixels masked;
+//   - sources (SNR ≥ 10) narrower than 0.6 × the upper-quartile minor-axis moment FWHM are
+//     refused: hot-pixel clusters, cosmic-ray tracks;
 //   - flux: aperture sum (radius 2 × FWHM scale) minus the sky; peak above the sky;
 //     SNR = flux / √(n_ap·σ² + flux/gain) (the shot term only when `gain` e-/ADU is given).
 // Pixels nearer to a neighbouring star than to this one are masked out of its centroid, moments
@@ -457,9 +470,10 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
  * lowered to the median of its 3×3 block neighbourhood where that is lower (a block that a bright
  * star's core fills must not lift D around the star); the levels are interpolated bilinearly
  * between block centres (constant beyond the outer centres) and subtracted. The per-row block
- * maxima of `blocks` are recomputed for the candidate search. Returns the largest |level|.
+ * maxima of `blocks` are recomputed for the candidate search. Returns the block levels (D units),
+ * which measurement adds to the sky model: where D was off, so was the model's sky.
  */
-function flattenSignificance(D: Float32Array, w: number, h: number, block: number, blocks: SignificanceBlocks, rescale: boolean): number {
+function flattenSignificance(D: Float32Array, w: number, h: number, block: number, blocks: SignificanceBlocks, rescale: boolean): FlattenGrid {
   const nx = Math.max(1, Math.round(w / block));
   const ny = Math.max(1, Math.round(h / block));
   const xe = new Int32Array(nx + 1);
@@ -516,7 +530,6 @@ function flattenSignificance(D: Float32Array, w: number, h: number, block: numbe
   for (let k = 0; k < raw.length; k++) if (!(raw[k] === raw[k])) raw[k] = fallback;
   const level = new Float32Array(nx * ny);
   const nb = new Float32Array(9);
-  let largest = 0;
   for (let j = 0; j < ny; j++) {
     for (let i = 0; i < nx; i++) {
       let n = 0;
@@ -527,7 +540,6 @@ function flattenSignificance(D: Float32Array, w: number, h: number, block: numbe
       }
       const v = Math.min(raw[j * nx + i]!, medianInPlaceF32(nb.subarray(0, n)));
       level[j * nx + i] = v;
-      largest = Math.max(largest, Math.abs(v));
     }
   }
   // Rows: the lower block centre and the weight of the next (constant beyond the end centres).
@@ -600,7 +612,34 @@ function flattenSignificance(D: Float32Array, w: number, h: number, block: numbe
       max[y * count + k] = mx + 1e-6 * Math.abs(mx);
     }
   }
-  return largest;
+  return { nx, ny, cx, cy: Float64Array.from({ length: ny }, (_, j) => (ye[j]! + ye[j + 1]! - 1) / 2), level };
+}
+
+/** The block levels of flattenSignificance, interpolated like the subtraction (D units). */
+interface FlattenGrid {
+  nx: number;
+  ny: number;
+  cx: Float64Array;
+  cy: Float64Array;
+  level: Float32Array;
+}
+
+/** Bilinear interpolation of a flatten grid at detection-image (x, y), constant beyond the end centres. */
+function flattenAt(f: FlattenGrid, x: number, y: number): number {
+  const axis = (c: Float64Array, n: number, p: number): [number, number] => {
+    if (n === 1 || p <= c[0]!) return [0, 0];
+    if (p >= c[n - 1]!) return [n - 2, 1];
+    let i = 0;
+    while (i < n - 2 && p > c[i + 1]!) i++;
+    return [i, (p - c[i]!) / (c[i + 1]! - c[i]!)];
+  };
+  const [i, tx] = axis(f.cx, f.nx, x);
+  const [j, ty] = axis(f.cy, f.ny, y);
+  const i1 = Math.min(f.nx - 1, i + 1);
+  const j1 = Math.min(f.ny - 1, j + 1);
+  const a = f.level[j * f.nx + i]! + (f.level[j * f.nx + i1]! - f.level[j * f.nx + i]!) * tx;
+  const b = f.level[j1 * f.nx + i]! + (f.level[j1 * f.nx + i1]! - f.level[j1 * f.nx + i]!) * tx;
+  return a + (b - a) * ty;
 }
 
 /** Distance (detection-image px) of the point pairs whose D differences measure D's spread. */
@@ -884,6 +923,48 @@ function peakRatio(img: Float32Array, w: number, h: number, xa: number, xb: numb
     cx: sw > 0 ? sx / sw : px,
     cy: sw > 0 ? sy / sw : py,
   };
+}
+
+/**
+ * Mean excess of the 8 neighbours of (px, py) over their own site's local level: the median of
+ * that site's pixels in the 7×7 window outside the inner 3×3 (one level on a plane). Distinguishes
+ * a hot pixel on a star (its neighbours carry the star's light) from one on the sky. NaN when a
+ * site has fewer than 3 ring pixels (at the border).
+ */
+function localExcess8(plane: Float32Array, width: number, height: number, px: number, py: number, cfa: boolean, ring: Float64Array[]): number {
+  const n = [0, 0, 0, 0];
+  for (let dy = -3; dy <= 3; dy++) {
+    for (let dx = -3; dx <= 3; dx++) {
+      if (Math.abs(dx) <= 1 && Math.abs(dy) <= 1) continue;
+      const x = px + dx;
+      const y = py + dy;
+      if (x < 0 || y < 0 || x >= width || y >= height) continue;
+      const v = plane[y * width + x]!;
+      if (!(v === v)) continue;
+      const site = cfa ? ((y & 1) << 1) | (x & 1) : 0;
+      ring[site]![n[site]!++] = v;
+    }
+  }
+  const level = [0, 0, 0, 0];
+  for (let site = 0; site < (cfa ? 4 : 1); site++) {
+    if (n[site]! < 3) return NaN;
+    level[site] = medianInPlace(ring[site]!.subarray(0, n[site]!));
+  }
+  let sum = 0;
+  let count = 0;
+  for (let dy = -1; dy <= 1; dy++) {
+    for (let dx = -1; dx <= 1; dx++) {
+      if (dx === 0 && dy === 0) continue;
+      const x = px + dx;
+      const y = py + dy;
+      if (x < 0 || y < 0 || x >= width || y >= height) continue;
+      const v = plane[y * width + x]!;
+      if (!(v === v)) continue;
+      sum += v - level[cfa ? ((y & 1) << 1) | (x & 1) : 0]!;
+      count++;
+    }
+  }
+  return count > 0 ? sum / count : NaN;
 }
 
 /** Per-star measurement workspace (one allocation per detection call, reused for every star). */
@@ -1386,9 +1467,9 @@ function saturatedMask(ws: Workspace, size: number, px0: number, py0: number, cf
   return mask;
 }
 
-/** Narrow-source test: minimum SNR for a trustworthy shape, and the fraction of the median minor-axis FWHM below which a source is not a star. */
-const NARROW_SNR = 20;
-const NARROW_FRACTION = 0.5;
+/** Narrow-source test: minimum SNR for a trustworthy shape, and the fraction of the upper-quartile minor-axis moment FWHM below which a source is not a star. */
+const NARROW_SNR = 10;
+const NARROW_FRACTION = 0.6;
 
 /** Ring radius of the local-contrast test in rough FWHMs, and its number of samples. */
 const RING_FWHM = 2.5;
@@ -1409,14 +1490,21 @@ function ringMedian(D: Float32Array, w: number, h: number, c: Candidate, r: numb
 
 /** Largest saturated core followed (px): beyond it the star is measured from the core found so far. */
 const CORE_CAP = 4096;
+/**
+ * Least mean height of a saturated core's rim (above the sky, as a share of the clipped level's):
+ * a star's profile runs on just below the clip (≥ ~0.4 on the generator's frames), a saturated
+ * hot-pixel cluster drops to the sky at once.
+ */
+const MIN_CORE_EDGE = 0.15;
 
 /**
  * The saturated core around (x, y): pixels at or above `level`, 8-connected (on a mosaic the
  * sites of one colour touch only diagonally), grown from the brightest such pixel within 2 px.
  * Centroid (unweighted: every clipped pixel reads the same) and the diameter of the disc of the
- * same area. Null when no pixel near (x, y) is saturated.
+ * same area; `edge`: the rim's mean height above the sky (`skyOf`) as a share of the clipped
+ * level's. Null when no pixel near (x, y) is saturated.
  */
-function saturatedCore(plane: Float32Array, width: number, height: number, x: number, y: number, level: number, stack: number[]): { x: number; y: number; diameter: number } | null {
+function saturatedCore(plane: Float32Array, width: number, height: number, x: number, y: number, level: number, stack: number[], skyOf: (x: number, y: number) => number): { x: number; y: number; diameter: number; edge: number } | null {
   if (!(level < Infinity)) return null;
   let seed = -1;
   let best = -Infinity;
@@ -1433,11 +1521,14 @@ function saturatedCore(plane: Float32Array, width: number, height: number, x: nu
   }
   if (seed < 0) return null;
   const seen = new Set<number>([seed]);
+  const rim = new Set<number>();
   stack.length = 0;
   stack.push(seed);
   let n = 0;
   let sx = 0;
   let sy = 0;
+  let edge = 0;
+  let edgeRange = 0;
   while (stack.length > 0 && n < CORE_CAP) {
     const k = stack.pop()!;
     const px = k % width;
@@ -1452,14 +1543,22 @@ function saturatedCore(plane: Float32Array, width: number, height: number, x: nu
         const nx = px + dx;
         if (nx < 0 || nx >= width) continue;
         const q = ny * width + nx;
-        if (!seen.has(q) && plane[q]! >= level) {
+        if (seen.has(q) || rim.has(q)) continue;
+        const v = plane[q]!;
+        if (v >= level) {
           seen.add(q);
           stack.push(q);
+        } else if (v === v) {
+          // A rim pixel: its height above the sky as a share of the clipped level's.
+          rim.add(q);
+          const sky = skyOf(nx, ny);
+          edge += v - sky;
+          edgeRange += level - sky;
         }
       }
     }
   }
-  return { x: sx / n, y: sy / n, diameter: 2 * Math.sqrt(n / Math.PI) };
+  return { x: sx / n, y: sy / n, diameter: 2 * Math.sqrt(n / Math.PI), edge: edgeRange > 0 ? edge / edgeRange : 1 };
 }
 
 /** Rough frame FWHM (detection-image px) from the half-maximum areas of bright candidates. */
@@ -1538,7 +1637,10 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const kernel = gaussianKernel(options.filterFwhm ?? (cfa ? 1.5 : 2));
   const { D, blocks } = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan);
   const flattenBlock = options.flattenBlock ?? Math.max(8, Math.round(32 / scale));
-  if (flattenBlock > 0) flattenSignificance(D, w, h, flattenBlock, blocks, options.resampled ?? false);
+  const flat = flattenBlock > 0 ? flattenSignificance(D, w, h, flattenBlock, blocks, options.resampled ?? false) : null;
+  // A D offset of L is L·σ·√Σg² of the detection image (significance's normalisation).
+  let kernelNorm = 0;
+  for (let k = 0; k < kernel.length; k++) kernelNorm += kernel[k]! * kernel[k]!;
   const sat = saturationResult(scan, width * height);
   const levelAt = (x: number, y: number): number => backgroundAt(bg, x, y);
   // Per-pixel noise at a full-resolution position (a proxy pixel sums four: half its σ each).
@@ -1550,13 +1652,17 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const siteShare = cfa ? siteMedianShares(plane, width, height) : [1, 1, 1, 1];
   const useAnnulus = options.localBackground === 'annulus';
   const local: LocalBackground = { level: useAnnulus ? null : [0, 0, 0, 0], noise: 0 };
+  // The model's sky corrected by the flattening's level there (the model is bilinear between
+  // tiles ~64 px apart; under uncorrected vignetting it is off by σ's near the corners, enough to
+  // turn a faint star's flux negative).
+  const skyAt = (xd: number, yd: number): number => backgroundAt(bg, xd, yd) + (flat ? flattenAt(flat, xd, yd) * noiseAt(bg, xd, yd) * kernelNorm : 0);
   const localAt = (x: number, y: number): LocalBackground => {
     local.noise = pixelNoise(x, y);
     if (local.level) {
       if (cfa) {
-        const l = backgroundAt(bg, (x - 0.5) / 2, (y - 0.5) / 2) / 4;
+        const l = skyAt((x - 0.5) / 2, (y - 0.5) / 2) / 4;
         for (let q = 0; q < 4; q++) local.level[q] = l * siteShare[q]!;
-      } else local.level[0] = backgroundAt(bg, x, y);
+      } else local.level[0] = skyAt(x, y);
     }
     return local;
   };
@@ -1612,22 +1718,27 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const streakDistance = Math.max(6, 24 / scale);
   const streakTable = streakOffsets(streakDistance);
   const notHot: Candidate[] = [];
+  const ringScratch = [new Float64Array(40), new Float64Array(40), new Float64Array(40), new Float64Array(40)];
   for (const c of cands) {
     if (c.rawPeak <= 0) {
       counts.hotPixels++;
       continue;
     }
-    if (c.ratio < minRatio && !isSaturatedCand(c)) {
+    if (c.ratio < minRatio) {
       // A single-pixel spike — unless its neighbours stand clearly above the sky on their own
       // (5σ for their mean): then it is a hot pixel or cosmic ray on a star, and the star stays
-      // with that pixel masked.
+      // with that pixel masked. Saturated candidates too: a hot pixel saturates in a long
+      // exposure, while a saturated star's neighbours are bright (or clipped) themselves.
       const px = c.peakIndex % width;
-      const sigma8 = pixelNoise(px, (c.peakIndex - px) / width) / Math.sqrt(8);
-      if (!(c.mean8 >= 5 * sigma8)) {
+      const py = (c.peakIndex - px) / width;
+      const sigma8 = pixelNoise(px, py) / Math.sqrt(8);
+      // The neighbours' excess over their own colour's level right around them (the frame-wide
+      // sky model can be off by a few σ per site on a raw mosaic under vignetting).
+      if (!(localExcess8(plane, width, height, px, py, cfa, ringScratch) >= 5 * sigma8)) {
         counts.hotPixels++;
         continue;
       }
-      c.spike = c.peakIndex;
+      if (!isSaturatedCand(c)) c.spike = c.peakIndex;
     }
     notHot.push(c);
   }
@@ -1747,6 +1858,11 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const fitValues = new Float64Array((2 * geo.fitRadius + 1) ** 2);
   const siteScale = [1, 1, 1, 1];
   const coreScratch: number[] = [];
+  // The sky of one full-resolution pixel (its own site's level on a mosaic).
+  const skyOf = (x: number, y: number): number => {
+    const l = localAt(x, y).level;
+    return l ? l[cfa ? ((y & 1) << 1) | (x & 1) : 0]! : backgroundAt(bg, cfa ? (x - 0.5) / 2 : x, cfa ? (y - 0.5) / 2 : y) / (cfa ? 4 : 1);
+  };
   const workspaces = new Map<number, Workspace>([[geo.radius * 1000 + geo.annOut, ws]]);
   const workspaceFor = (g: Geometry): Workspace => {
     const key = g.radius * 1000 + g.annOut;
@@ -1780,7 +1896,12 @@ export function detectStars(data: Float32Array, width: number, height: number, o
     let sx = s.x;
     let sy = s.y;
     if (isSaturatedCand(s.c)) {
-      const core = saturatedCore(plane, width, height, s.x, s.y, sat.level, coreScratch);
+      const core = saturatedCore(plane, width, height, s.x, s.y, sat.level, coreScratch, skyOf);
+      if (core && core.edge < MIN_CORE_EDGE) {
+        // Clipped pixels with the sky right beside them: a hot-pixel cluster that saturated.
+        counts.hotPixels++;
+        continue;
+      }
       if (core) {
         sx = core.x;
         sy = core.y;
@@ -1899,17 +2020,20 @@ export function detectStars(data: Float32Array, width: number, height: number, o
 
   const gain = options.gain;
   const all: Star[] = [];
+  // Minor-axis FWHM from the calibrated moments of every star (fitted or not), for the narrow test.
+  const momentMinor: number[] = [];
   for (const e of measured) {
     const m = e.m;
     let major: number;
     let minor: number;
     let angle: number;
+    const ms = momentShape(m);
+    momentMinor.push(ms.minor * momentToFit);
     if (e.fit) {
       major = e.fit.fwhmMajor;
       minor = e.fit.fwhmMinor;
       angle = e.fit.angle;
     } else {
-      const ms = momentShape(m);
       major = ms.major * momentToFit;
       minor = ms.minor * momentToFit;
       angle = ms.angle;
@@ -1934,22 +2058,28 @@ export function detectStars(data: Float32Array, width: number, height: number, o
     });
   }
   // Narrower than the optics make: among sources bright enough for a trustworthy shape (SNR ≥
-  // NARROW_SNR), a minor-axis FWHM below NARROW_FRACTION of those sources' median is a hot-pixel
-  // cluster or a cosmic-ray track (a 2×2 cluster measures ~1 px; real stars of that SNR stay
-  // above ~0.55 of the median on the generator's frames, undersampled or not).
+  // NARROW_SNR), a minor-axis moment FWHM below NARROW_FRACTION of those sources' upper quartile is a
+  // hot-pixel cluster or a cosmic-ray track (2×2 and 1×2 clusters measure 0.4–0.55 of a 2.5 px
+  // star's; real stars of that SNR stay above ~0.9 of the median on the generator's frames).
+  // Moments, not fits: a fit of a blended or odd star can come out narrow where its moments do not.
   const shapes: number[] = [];
-  for (const st of all) if (!st.saturated && st.snr >= NARROW_SNR && Number.isFinite(st.fwhmMinor)) shapes.push(st.fwhmMinor);
+  all.forEach((st, k) => {
+    if (!st.saturated && st.snr >= NARROW_SNR && Number.isFinite(momentMinor[k]!)) shapes.push(momentMinor[k]!);
+  });
   shapes.sort((a, b) => a - b);
-  const narrowBelow = shapes.length >= 5 ? NARROW_FRACTION * shapes[shapes.length >> 1]! : 0;
+  // Relative to the upper quartile: where clusters outnumber the bright stars they pull a median down.
+  const narrowBelow = shapes.length >= 5 ? NARROW_FRACTION * shapes[Math.floor(0.75 * (shapes.length - 1))]! : 0;
   const stars: Star[] = [];
-  for (const st of all) {
-    if (!st.saturated && st.snr >= NARROW_SNR && st.fwhmMinor < narrowBelow) {
+  all.forEach((st, k) => {
+    // Saturated sources too: a saturated star's clipped core and wings measure wider than any
+    // unsaturated star, a hot-pixel cluster clipped at the same level stays a pixel or two.
+    if (st.snr >= NARROW_SNR && momentMinor[k]! < narrowBelow) {
       counts.narrow++;
       if (st.shape === 'fit') counts.fitted--;
-      continue;
+      return;
     }
     if (stars.length < maxStars) stars.push(st);
-  }
+  });
   return {
     ok: true,
     stars,

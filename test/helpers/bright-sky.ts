@@ -18,6 +18,8 @@ export interface BrightSkyOptions {
   seed?: number;
   /** Extra field stars (V 11–15). Default 150. */
   faintStars?: number;
+  /** Write bias, darks and flats. Default true. */
+  calibration?: boolean;
 }
 
 /** The session's star list: the Orion Tycho-2 stars and the seeded faint ones around the centre. */
@@ -45,6 +47,7 @@ export async function brightSkySession(out: string, o: BrightSkyOptions): Promis
     width: o.width ?? 512,
     height: o.height ?? 384,
     seed: o.seed ?? 3,
+    calibration: o.calibration ?? true,
     skyStars: brightSkyStars(o.faintStars ?? 150, 1000 + (o.seed ?? 3)),
     ra,
     dec,

@@ -44,7 +44,7 @@ export interface CosmeticParams {
   sigma: number;
   /** σ per 2×2 phase, index (y & 1) * 2 + (x & 1) in full-image coordinates (4 entries; equal on planes). */
   noise: readonly number[];
-  /** Pixels at or above this level (saturation) are left alone: a clipped star core is no hot pixel. Default none. */
+  /** Saturation level: a pixel at or above it with a neighbour there too is part of a clipped star core and left alone. Default none. */
   ceiling?: number;
 }
 
@@ -82,7 +82,9 @@ export function cosmeticCorrect(data: Float32Array, p: CosmeticParams): Cosmetic
     const x = idx - (y - readY0) * W;
     const o = (y - readY0) * W;
     const v = data[idx]!;
-    if (v >= ceiling) continue;
+    // A saturated pixel next to another is part of a clipped star core; an isolated one (a hot
+    // pixel that saturated) is corrected like any other.
+    if (v >= ceiling && saturatedNeighbour(data, W, x, y, readY0, rowLo, rowHi, ceiling)) continue;
     {
       // Same-colour neighbours; cheap local-extreme test first (an isolated outlier is one).
       let n = 0;
@@ -215,6 +217,20 @@ function scanCandidates(data: Float32Array, W: number, readY0: number, rowLo: nu
     }
   }
   return out.subarray(0, n);
+}
+
+/** Whether one of the 8 neighbours of (x, y) is at or above `level`. */
+function saturatedNeighbour(data: Float32Array, W: number, x: number, y: number, readY0: number, rowLo: number, rowHi: number, level: number): boolean {
+  for (let dy = -1; dy <= 1; dy++) {
+    const yy = y + dy;
+    if (yy < rowLo || yy >= rowHi) continue;
+    for (let dx = -1; dx <= 1; dx++) {
+      const xx = x + dx;
+      if ((dx === 0 && dy === 0) || xx < 0 || xx >= W) continue;
+      if (data[(yy - readY0) * W + xx]! >= level) return true;
+    }
+  }
+  return false;
 }
 
 /** Median of a[0 .. n) (reorders a; n ≤ 40, insertion sort). */
