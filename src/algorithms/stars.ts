@@ -375,7 +375,7 @@ function filterRow(img: Float32Array, o: number, w: number, kernel: Float32Array
  * filtered horizontally into a ring of 2r + 1 row buffers and combined vertically as soon as the
  * ring holds a row's neighbours: the only full-size allocation is D, every access is sequential.
  */
-function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan): { D: Float32Array; blocks: SignificanceBlocks } {
+function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan, sampler: BlockSampler | null): { D: Float32Array; blocks: SignificanceBlocks } {
   const r = kernel.length >> 1;
   const n = 2 * r + 1;
   const { segments: seg, fill } = rowSegments(bg);
@@ -456,59 +456,125 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
       // above a threshold can sit in a block whose maximum reads below it.)
       blockMax[y * seg.count + s] = mx + 1e-6 * Math.abs(mx);
     }
+    // The flattening's samples of this row, while it is in cache.
+    if (sampler) sampler.row(y, out);
   }
   return { D: out, blocks: { start: seg.start, count: seg.count, max: blockMax } };
 }
 
 /**
- * Local re-zeroing of D in place ("detection on a locally flattened image"). The tiled sky model
- * is bilinear between tile centres ~64 px apart, so where the sky curves on that scale (the
- * vignetting of an uncalibrated light under a bright sky, the halo of a very bright star, a dust
- * shadow) D carries an offset of several σ over whole regions: noise peaks then clear the
- * threshold by the hundred, and stars in a shadow fall below it. D is cut into blocks of `block`
- * px; each block's level is the clipped median of a sparse sample (≤ 64 values) of its D,
- * lowered to the median of its 3×3 block neighbourhood where that is lower (a block that a bright
- * star's core fills must not lift D around the star); the levels are interpolated bilinearly
- * between block centres (constant beyond the outer centres) and subtracted. The per-row block
- * maxima of `blocks` are recomputed for the candidate search. Returns the block levels (D units),
- * which measurement adds to the sky model: where D was off, so was the model's sky.
+ * Samples of D for flattenSignificance, taken row by row as significance() writes D: on each
+ * block (`block` px square, spread evenly) every stride-th pixel of every stride-th row
+ * (≤ 64 values, stride = block / 8), and four pairs of points SPREAD_LAG px apart whose
+ * differences measure D's spread.
  */
-function flattenSignificance(D: Float32Array, w: number, h: number, block: number, blocks: SignificanceBlocks, rescale: boolean): FlattenGrid {
-  const nx = Math.max(1, Math.round(w / block));
-  const ny = Math.max(1, Math.round(h / block));
-  const xe = new Int32Array(nx + 1);
-  const ye = new Int32Array(ny + 1);
-  for (let i = 0; i <= nx; i++) xe[i] = Math.round((i * w) / nx);
-  for (let j = 0; j <= ny; j++) ye[j] = Math.round((j * h) / ny);
-  const stride = Math.max(1, Math.floor(block / 8));
-  const raw = new Float32Array(nx * ny);
-  const buf = new Float32Array(Math.ceil(block / stride + 1) ** 2 * 4);
-  const dev = new Float32Array(buf.length);
-  // Differences of D between points SPREAD_LAG px apart (beyond the filter's reach, so the two
-  // are independent), for D's actual noise spread.
-  const diffs = new Float32Array(nx * ny * 16);
-  let nDiff = 0;
-  for (let j = 0; j < ny; j++) {
-    for (let i = 0; i < nx; i++) {
-      let n = 0;
-      for (let y = ye[j]! + (stride >> 1); y < ye[j + 1]!; y += stride) {
-        const o = y * w;
-        for (let x = xe[i]! + (stride >> 1); x < xe[i + 1]!; x += stride) {
-          const v = D[o + x]!;
-          if (v === v && n < buf.length) buf[n++] = v;
-        }
-      }
-      raw[j * nx + i] = clippedMedian(buf, dev, n);
-      // Four pairs per block, spread over it.
-      for (let q = 0; q < 4 && nDiff < diffs.length; q++) {
-        const y = ye[j]! + Math.floor(((2 * q + 1) * (ye[j + 1]! - ye[j]!)) / 8);
-        const x = xe[i]! + Math.floor(((q & 1 ? 5 : 1) * (xe[i + 1]! - xe[i]!)) / 8);
-        if (x + SPREAD_LAG >= w || y >= h) continue;
-        const d = D[y * w + x]! - D[y * w + x + SPREAD_LAG]!;
-        if (d === d) diffs[nDiff++] = Math.abs(d);
+class BlockSampler {
+  readonly nx: number;
+  readonly ny: number;
+  readonly xe: Int32Array;
+  readonly ye: Int32Array;
+  readonly stride: number;
+  /** Block medians (NaN: no sample), filled as each row of blocks completes. */
+  readonly raw: Float32Array;
+  readonly diffs: Float32Array;
+  nDiff = 0;
+  /** Samples of the current row of blocks, `cap` per block, and their counts. */
+  private readonly cap: number;
+  private readonly buf: Float32Array;
+  private readonly fill: Int32Array;
+  private readonly hist = new Int32Array(HIST_BINS + 2);
+  /** Per row: its block row, or −1 when it holds no samples; and whether it holds spread pairs. */
+  private readonly sampleRow: Int32Array;
+  private readonly pairRow: Uint8Array;
+  /** Per row: the block row it ends, or −1. */
+  private readonly endRow: Int32Array;
+
+  constructor(
+    readonly w: number,
+    readonly h: number,
+    block: number,
+  ) {
+    this.nx = Math.max(1, Math.round(w / block));
+    this.ny = Math.max(1, Math.round(h / block));
+    this.xe = new Int32Array(this.nx + 1);
+    this.ye = new Int32Array(this.ny + 1);
+    for (let i = 0; i <= this.nx; i++) this.xe[i] = Math.round((i * w) / this.nx);
+    for (let j = 0; j <= this.ny; j++) this.ye[j] = Math.round((j * h) / this.ny);
+    this.stride = Math.max(1, Math.floor(block / 8));
+    this.cap = Math.ceil(block / this.stride + 2) ** 2;
+    this.buf = new Float32Array(this.cap * this.nx);
+    this.fill = new Int32Array(this.nx);
+    this.raw = new Float32Array(this.nx * this.ny).fill(NaN);
+    this.diffs = new Float32Array(this.nx * this.ny * 4);
+    this.sampleRow = new Int32Array(h).fill(-1);
+    this.pairRow = new Uint8Array(h);
+    this.endRow = new Int32Array(h).fill(-1);
+    for (let j = 0; j < this.ny; j++) {
+      this.endRow[this.ye[j + 1]! - 1] = j;
+      for (let y = this.ye[j]! + (this.stride >> 1); y < this.ye[j + 1]!; y += this.stride) this.sampleRow[y] = j;
+      for (let q = 0; q < 4; q++) {
+        const y = this.ye[j]! + Math.floor(((2 * q + 1) * (this.ye[j + 1]! - this.ye[j]!)) / 8);
+        if (y < h) this.pairRow[y] = 1;
       }
     }
   }
+
+  /** Takes row y's samples from D (the row just written; rows come in order). */
+  row(y: number, D: Float32Array): void {
+    const o = y * this.w;
+    const j = this.sampleRow[y]!;
+    const { nx, xe, stride, cap, buf, fill } = this;
+    if (j >= 0) {
+      for (let i = 0; i < nx; i++) {
+        const base = i * cap;
+        let n = fill[i]!;
+        for (let x = xe[i]! + (stride >> 1); x < xe[i + 1]!; x += stride) {
+          const v = D[o + x]!;
+          if (v === v && n < cap) buf[base + n++] = v;
+        }
+        fill[i] = n;
+      }
+    }
+    if (this.pairRow[y]) {
+      // Alternating between an eighth and five eighths into each block.
+      const odd = (y & 1) === 1;
+      for (let i = 0; i < nx && this.nDiff < this.diffs.length; i++) {
+        const x = xe[i]! + Math.floor(((odd ? 5 : 1) * (xe[i + 1]! - xe[i]!)) / 8);
+        if (x + SPREAD_LAG >= this.w) continue;
+        const d = D[o + x]! - D[o + x + SPREAD_LAG]!;
+        if (d === d) this.diffs[this.nDiff++] = Math.abs(d);
+      }
+    }
+    // The last row of a row of blocks: its medians, and the buffers start over.
+    const jb = this.endRow[y]!;
+    if (jb >= 0) {
+      for (let i = 0; i < nx; i++) {
+        const n = fill[i]!;
+        this.raw[jb * nx + i] = n > 0 ? histogramMedian(buf, i * cap, n, this.hist) : NaN;
+      }
+      fill.fill(0);
+    }
+  }
+}
+
+/**
+ * Local re-zeroing of D ("detection on a locally flattened image"). The tiled sky model is
+ * bilinear between tile centres ~64 px apart, so where the sky curves on that scale (the
+ * vignetting of an uncalibrated light under a bright sky, the halo of a very bright star, a dust
+ * shadow) D carries an offset of several σ over whole regions: noise peaks then clear the
+ * threshold by the hundred, and stars in a shadow fall below it. D is cut into blocks of `block`
+ * px; each block's level is the median of a sparse sample (≤ 64 values) of its D, lowered to the
+ * median of its 3×3 block neighbourhood where that is lower (a block that a bright star's core
+ * fills must not lift D around the star); the levels are interpolated bilinearly between block
+ * centres (constant beyond the outer centres). D itself is not rewritten (a pass over every
+ * pixel would cost as much as the matched filter): readers go through `Significance`, which
+ * subtracts the level where they look, and the per-row block maxima of `blocks` are lowered by
+ * each segment's smallest level so the candidate search still skips what stays below threshold.
+ */
+function flattenSignificance(sampler: BlockSampler, blocks: SignificanceBlocks, rescale: boolean): FlattenGrid {
+  const { nx, ny, xe, ye, raw, w, h } = sampler;
+  const diffs = sampler.diffs;
+  const nDiff = sampler.nDiff;
   // `rescale`: D is in units of the noise the sky model predicts for white pixel noise.
   // Interpolated images (a stack: debayered and resampled) have noise correlated over a few
   // pixels, which the matched filter does not average down: their D spreads by ~3 units and noise
@@ -538,108 +604,173 @@ function flattenSignificance(D: Float32Array, w: number, h: number, block: numbe
         const ii = i + di;
         if (jj >= 0 && jj < ny && ii >= 0 && ii < nx) nb[n++] = raw[jj * nx + ii]!;
       }
-      const v = Math.min(raw[j * nx + i]!, medianInPlaceF32(nb.subarray(0, n)));
-      level[j * nx + i] = v;
+      level[j * nx + i] = Math.min(raw[j * nx + i]!, selectLocal(nb, n >> 1, 0, n - 1));
     }
   }
-  // Rows: the lower block centre and the weight of the next (constant beyond the end centres).
+  const [colLo, colT] = axisWeights(xe, nx, w);
   const [rowLo, rowT] = axisWeights(ye, ny, h);
-  // Columns: pieces on which the level is linear (between block centres; constant before the
-  // first and after the last) and that lie in one segment of \`blocks\`, so each row is one
-  // subtraction and one comparison per pixel.
-  const cx = new Float64Array(nx);
-  for (let i = 0; i < nx; i++) cx[i] = (xe[i]! + xe[i + 1]! - 1) / 2;
   const { start, count, max } = blocks;
-  const cuts = new Set<number>([0, w]);
-  for (let i = 0; i < nx; i++) cuts.add(Math.min(w, Math.max(0, Math.ceil(cx[i]!))));
-  for (let k = 0; k < count; k++) cuts.add(start[k]!);
-  const bounds = [...cuts].sort((p, q) => p - q);
-  const np = bounds.length - 1;
-  const pieceInterval = new Int32Array(np);
-  const pieceSegment = new Int32Array(np);
-  for (let p = 0, i = -1, k = 0; p < np; p++) {
-    const x = bounds[p]!;
-    while (i < nx - 1 && x >= cx[i + 1]!) i++;
-    while (k < count - 1 && x >= start[k + 1]!) k++;
-    pieceInterval[p] = i;
-    pieceSegment[p] = k;
-  }
-  const rowLevel = new Float64Array(nx);
-  const segMax = new Float64Array(count);
-  for (let y = 0; y < h; y++) {
-    const j = rowLo[y]!;
-    const t = rowT[y]!;
+  const grid: FlattenGrid = { nx, ny, level, colLo, colT, rowLo, rowT, inv, minLevel: new Float32Array(ny * count) };
+  // A lower bound of the level per band between block-centre rows and segment of `blocks`: the
+  // smallest of the centre levels the bilinear interpolation mixes there. Each row's block
+  // maximum of D, lowered by it (and rescaled), bounds the flattened D's.
+  for (let j = 0; j < ny; j++) {
     const j1 = Math.min(ny - 1, j + 1);
-    for (let i = 0; i < nx; i++) {
-      const a = level[j * nx + i]!;
-      rowLevel[i] = a + (level[j1 * nx + i]! - a) * t;
-    }
-    segMax.fill(-Infinity);
-    const o = y * w;
-    for (let p = 0; p < np; p++) {
-      const xa = bounds[p]!;
-      const xb = bounds[p + 1]!;
-      const i = pieceInterval[p]!;
-      let lv: number;
-      let dl = 0;
-      if (i < 0) lv = rowLevel[0]!;
-      else if (i >= nx - 1) lv = rowLevel[nx - 1]!;
-      else {
-        dl = (rowLevel[i + 1]! - rowLevel[i]!) / (cx[i + 1]! - cx[i]!);
-        lv = rowLevel[i]! + dl * (xa - cx[i]!);
-      }
-      let mx = -Infinity;
-      if (inv === 1) {
-        for (let x = xa; x < xb; x++) {
-          const v = D[o + x]! - lv;
-          D[o + x] = v;
-          mx = v > mx ? v : mx;
-          lv += dl;
-        }
-      } else {
-        for (let x = xa; x < xb; x++) {
-          const v = (D[o + x]! - lv) * inv;
-          D[o + x] = v;
-          mx = v > mx ? v : mx;
-          lv += dl;
-        }
-      }
-      const k = pieceSegment[p]!;
-      if (mx > segMax[k]!) segMax[k] = mx;
-    }
     for (let k = 0; k < count; k++) {
-      const mx = segMax[k]!;
+      const i0 = colLo[start[k]!]!;
+      const i1 = Math.min(nx - 1, colLo[start[k + 1]! - 1]! + 1);
+      let m = Infinity;
+      for (let i = i0; i <= i1; i++) m = Math.min(m, level[j * nx + i]!, level[j1 * nx + i]!);
+      grid.minLevel[j * count + k] = m;
+    }
+  }
+  for (let y = 0; y < h; y++) {
+    const band = rowLo[y]! * count;
+    for (let k = 0; k < count; k++) {
+      const mx = (max[y * count + k]! - grid.minLevel[band + k]!) * inv;
       max[y * count + k] = mx + 1e-6 * Math.abs(mx);
     }
   }
-  return { nx, ny, cx, cy: Float64Array.from({ length: ny }, (_, j) => (ye[j]! + ye[j + 1]! - 1) / 2), level };
+  return grid;
 }
 
-/** The block levels of flattenSignificance, interpolated like the subtraction (D units). */
+/** Histogram of the block medians: HIST_BINS bins of HIST_WIDTH σ centred on 0, plus one overflow bin each side. */
+const HIST_BINS = 64;
+const HIST_WIDTH = 0.25;
+
+/**
+ * Median of a[o..o + n) from a histogram (linear within the median's bin: within a few 0.01 σ of
+ * the exact median for ≤ 64 values of unit spread), at a fraction of a selection's cost (3000
+ * blocks per 2048×1536 frame); the exact selection when the median falls outside ±8 σ.
+ */
+function histogramMedian(a: Float32Array, o: number, n: number, hist: Int32Array): number {
+  hist.fill(0);
+  const lo = -(HIST_BINS / 2) * HIST_WIDTH;
+  for (let k = 0; k < n; k++) {
+    const b = Math.floor((a[o + k]! - lo) / HIST_WIDTH);
+    hist[b < 0 ? 0 : b >= HIST_BINS ? HIST_BINS + 1 : b + 1]!++;
+  }
+  const half = n / 2;
+  let below = hist[0]!;
+  if (below >= half) return selectLocal(a, o + (n >> 1), o, o + n - 1);
+  for (let b = 1; b <= HIST_BINS; b++) {
+    const c = hist[b]!;
+    if (below + c >= half) return lo + (b - 1 + (half - below) / c) * HIST_WIDTH;
+    below += c;
+  }
+  return selectLocal(a, o + (n >> 1), o, o + n - 1);
+}
+
+/**
+ * The k-th smallest of a[lo..hi] (reorders that range): robust-stats' selection, copied so that
+ * this caller's ranges and array sizes do not make the shared one polymorphic for the sky
+ * model's ~3000 selections per frame (measured: +5 ms per 2048×1536 frame when shared).
+ */
+function selectLocal(a: Float32Array, k: number, lo: number, hi: number): number {
+  while (hi > lo) {
+    const mid = (lo + hi) >>> 1;
+    let x = a[lo]!;
+    let y = a[mid]!;
+    const z = a[hi]!;
+    if (x > y) {
+      const t = x;
+      x = y;
+      y = t;
+    }
+    if (y > z) y = z;
+    if (x > y) y = x;
+    const pivot = y;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (a[i]! < pivot) i++;
+      while (a[j]! > pivot) j--;
+      if (i <= j) {
+        const t = a[i]!;
+        a[i] = a[j]!;
+        a[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else break;
+  }
+  return a[k]!;
+}
+
+/** The block levels of flattenSignificance with their interpolation weights (D units, before `inv`). */
 interface FlattenGrid {
   nx: number;
   ny: number;
-  cx: Float64Array;
-  cy: Float64Array;
   level: Float32Array;
+  /** Per column / row: lower block-centre index and the weight of the next. */
+  colLo: Int32Array;
+  colT: Float32Array;
+  rowLo: Int32Array;
+  rowT: Float32Array;
+  /** Rescale of the flattened D (1 unless the image is resampled). */
+  inv: number;
+  /** Lower bound of the level per band between block-centre rows (rowLo) and segment of the significance blocks. */
+  minLevel: Float32Array;
 }
 
-/** Bilinear interpolation of a flatten grid at detection-image (x, y), constant beyond the end centres. */
-function flattenAt(f: FlattenGrid, x: number, y: number): number {
-  const axis = (c: Float64Array, n: number, p: number): [number, number] => {
-    if (n === 1 || p <= c[0]!) return [0, 0];
-    if (p >= c[n - 1]!) return [n - 2, 1];
-    let i = 0;
-    while (i < n - 2 && p > c[i + 1]!) i++;
-    return [i, (p - c[i]!) / (c[i + 1]! - c[i]!)];
-  };
-  const [i, tx] = axis(f.cx, f.nx, x);
-  const [j, ty] = axis(f.cy, f.ny, y);
-  const i1 = Math.min(f.nx - 1, i + 1);
+/** The levels of row y interpolated at every block column (out[i]). */
+function rowLevels(f: FlattenGrid, y: number, out: Float64Array): void {
+  const j = f.rowLo[y]!;
+  const t = f.rowT[y]!;
   const j1 = Math.min(f.ny - 1, j + 1);
-  const a = f.level[j * f.nx + i]! + (f.level[j * f.nx + i1]! - f.level[j * f.nx + i]!) * tx;
-  const b = f.level[j1 * f.nx + i]! + (f.level[j1 * f.nx + i1]! - f.level[j1 * f.nx + i]!) * tx;
-  return a + (b - a) * ty;
+  for (let i = 0; i < f.nx; i++) {
+    const a = f.level[j * f.nx + i]!;
+    out[i] = a + (f.level[j1 * f.nx + i]! - a) * t;
+  }
+}
+
+/** The level at column x of a row whose block-column levels are `row`. */
+function levelInRow(f: FlattenGrid, row: Float64Array, x: number): number {
+  const i = f.colLo[x]!;
+  const a = row[i]!;
+  return f.nx === 1 ? a : a + (row[i + 1]! - a) * f.colT[x]!;
+}
+
+/**
+ * The significance image as its readers see it: D, minus the flattening's level at the point and
+ * times its rescale when there is a flattening (bilinear samples take the level at the nearest
+ * pixel: it varies over tens of pixels).
+ */
+class Significance {
+  constructor(
+    readonly D: Float32Array,
+    readonly w: number,
+    readonly h: number,
+    readonly flat: FlattenGrid | null,
+  ) {}
+
+  /** Flattening level (D units, before the rescale) at pixel (x, y), clamped into the image; 0 without one. */
+  level(x: number, y: number): number {
+    const f = this.flat;
+    if (!f) return 0;
+    const ix = x < 0 ? 0 : x >= this.w ? this.w - 1 : x;
+    const iy = y < 0 ? 0 : y >= this.h ? this.h - 1 : y;
+    const i = f.colLo[ix]!;
+    const tx = f.colT[ix]!;
+    const j = f.rowLo[iy]!;
+    const ty = f.rowT[iy]!;
+    const i1 = Math.min(f.nx - 1, i + 1);
+    const j1 = Math.min(f.ny - 1, j + 1);
+    const L = f.level;
+    const a = L[j * f.nx + i]! + (L[j * f.nx + i1]! - L[j * f.nx + i]!) * tx;
+    const b = L[j1 * f.nx + i]! + (L[j1 * f.nx + i1]! - L[j1 * f.nx + i]!) * tx;
+    return a + (b - a) * ty;
+  }
+
+  /** Flattened D at (x, y), bilinear. */
+  at(x: number, y: number): number {
+    const v = sampleD(this.D, this.w, this.h, x, y);
+    const f = this.flat;
+    return f ? (v - this.level(Math.round(x), Math.round(y))) * f.inv : v;
+  }
 }
 
 /** Distance (detection-image px) of the point pairs whose D differences measure D's spread. */
@@ -659,17 +790,6 @@ function axisWeights(edges: Int32Array, n: number, size: number): [Int32Array, F
   return [lo, t];
 }
 
-/** Median of v[0..n) after one ±3σ (MAD) clip; NaN for n = 0. Reorders v; `dev` is scratch. */
-function clippedMedian(v: Float32Array, dev: Float32Array, n: number): number {
-  if (n === 0) return NaN;
-  const m = medianInPlaceF32(v.subarray(0, n));
-  for (let k = 0; k < n; k++) dev[k] = Math.abs(v[k]! - m);
-  const s = 3 * MAD_TO_SIGMA * medianInPlaceF32(dev.subarray(0, n));
-  if (!(s > 0)) return m;
-  let k2 = 0;
-  for (let k = 0; k < n; k++) if (Math.abs(v[k]! - m) <= s) v[k2++] = v[k]!;
-  return k2 > 0 ? medianInPlaceF32(v.subarray(0, k2)) : m;
-}
 
 /** Maximum of D per row and column block: row y's block s spans x in [start[s], start[s+1]). */
 interface SignificanceBlocks {
@@ -701,22 +821,52 @@ interface Candidate {
  * Local maxima of D above `threshold` (3×3, ties resolved toward the first in raster order).
  * Only blocks whose maximum exceeds the threshold are scanned (most of a frame is sky).
  */
-function localMaxima(D: Float32Array, w: number, h: number, threshold: number, margin: number, blocks: SignificanceBlocks): Candidate[] {
+function localMaxima(sig: Significance, threshold: number, margin: number, blocks: SignificanceBlocks): Candidate[] {
+  const { D, w, h, flat } = sig;
   const out: Candidate[] = [];
   const m = Math.max(1, margin);
   const y1 = h - m;
   const x1 = w - m;
   const nb = blocks.count;
+  const row = flat ? new Float64Array(flat.nx) : null;
   for (let y = m; y < y1; y++) {
     const o = y * w;
+    let rowDone = false;
     for (let b = 0; b < nb; b++) {
       if (!(blocks.max[y * nb + b]! > threshold)) continue;
       const xa = Math.max(m, blocks.start[b]!);
       const xb = Math.min(x1, blocks.start[b + 1]!);
-      scanMaxima(D, w, o, y, xa, xb, threshold, out);
+      if (!flat) {
+        scanMaxima(D, w, o, y, xa, xb, threshold, out);
+        continue;
+      }
+      if (!rowDone) {
+        rowLevels(flat, y, row!);
+        rowDone = true;
+      }
+      // Raw values below threshold/inv + the segment's smallest level cannot pass.
+      const floor = threshold / flat.inv + flat.minLevel[flat.rowLo[y]! * nb + b]!;
+      for (let x = xa; x < xb; x++) {
+        const v = D[o + x]!;
+        if (!(v > floor)) continue;
+        const d = (v - levelInRow(flat, row!, x)) * flat.inv;
+        // (The local-maximum test on D itself: the level changes by ~1e-3 σ per pixel.)
+        if (d > threshold && isLocalMax(D, w, o, x, v)) out.push(candidate(x, y, d));
+      }
     }
   }
   return out;
+}
+
+const candidate = (x: number, y: number, d: number): Candidate => ({ ix: x, iy: y, d, fx: x, fy: y, rawPeak: 0, ratio: 0, mean8: 0, peakIndex: -1, spike: -1, reach: 0 });
+
+/** v = D[o + x] is a 3×3 maximum (ties resolved toward the first in raster order). */
+function isLocalMax(D: Float32Array, w: number, o: number, x: number, v: number): boolean {
+  return (
+    v > D[o + x - 1]! && v >= D[o + x + 1]! &&
+    v > D[o - w + x - 1]! && v > D[o - w + x]! && v > D[o - w + x + 1]! &&
+    v >= D[o + w + x - 1]! && v >= D[o + w + x]! && v >= D[o + w + x + 1]!
+  );
 }
 
 /** The local maxima of row y (offset o) of D in columns [xa, xb) (see `localMaxima`). */
@@ -724,13 +874,7 @@ function scanMaxima(D: Float32Array, w: number, o: number, y: number, xa: number
   for (let x = xa; x < xb; x++) {
     const v = D[o + x]!;
     if (!(v > threshold)) continue;
-    if (
-      v > D[o + x - 1]! && v >= D[o + x + 1]! &&
-      v > D[o - w + x - 1]! && v > D[o - w + x]! && v > D[o - w + x + 1]! &&
-      v >= D[o + w + x - 1]! && v >= D[o + w + x]! && v >= D[o + w + x + 1]!
-    ) {
-      out.push({ ix: x, iy: y, d: v, fx: x, fy: y, rawPeak: 0, ratio: 0, mean8: 0, peakIndex: -1, spike: -1, reach: 0 });
-    }
+    if (isLocalMax(D, w, o, x, v)) out.push(candidate(x, y, v));
   }
 }
 
@@ -749,14 +893,14 @@ function sampleD(D: Float32Array, w: number, h: number, x: number, y: number): n
 }
 
 /** Minimum of D along the segment between two maxima (0.5 px steps, end points excluded). */
-function saddle(D: Float32Array, w: number, h: number, a: Candidate, b: Candidate): number {
+function saddle(sig: Significance, a: Candidate, b: Candidate): number {
   const dx = b.ix - a.ix;
   const dy = b.iy - a.iy;
   const n = Math.max(2, Math.ceil(dist2d(dx, dy) * 2));
   let m = Infinity;
   for (let i = 1; i < n; i++) {
     const t = i / n;
-    const v = sampleD(D, w, h, a.ix + dx * t, a.iy + dy * t);
+    const v = sig.at(a.ix + dx * t, a.iy + dy * t);
     if (v < m) m = v;
   }
   return m;
@@ -788,19 +932,20 @@ function streakOffsets(l1: number): Float64Array {
  * there in every direction. Samples outside the image count as passing only if the other three
  * of a direction pair's four samples pass (a streak leaving the frame).
  */
-function onStreak(D: Float32Array, w: number, h: number, c: Candidate, l1: number, threshold: number, offsets: Float64Array): boolean {
+function onStreak(sig: Significance, c: Candidate, l1: number, threshold: number, offsets: Float64Array): boolean {
+  const { w, h } = sig;
   const level = Math.max(threshold, 0.25 * c.d);
   const at = (angle: number, dist: number): number => {
     const x = c.ix + dist * Math.cos(angle);
     const y = c.iy + dist * Math.sin(angle);
     if (x < 0 || y < 0 || x > w - 1 || y > h - 1) return NaN;
-    return sampleD(D, w, h, x, y);
+    return sig.at(x, y);
   };
   const atOffset = (o: number): number => {
     const x = c.ix + offsets[o]!;
     const y = c.iy + offsets[o + 1]!;
     if (x < 0 || y < 0 || x > w - 1 || y > h - 1) return NaN;
-    return sampleD(D, w, h, x, y);
+    return sig.at(x, y);
   };
   const steps = STREAK_STEPS;
   let bestAngle = NaN;
@@ -1473,19 +1618,29 @@ const NARROW_FRACTION = 0.6;
 
 /** Ring radius of the local-contrast test in rough FWHMs, and its number of samples. */
 const RING_FWHM = 2.5;
-const RING_SAMPLES = 24;
+const RING_SAMPLES = 16;
+const RING_COS = Float64Array.from({ length: RING_SAMPLES }, (_, k) => Math.cos((2 * Math.PI * k) / RING_SAMPLES));
+const RING_SIN = Float64Array.from({ length: RING_SAMPLES }, (_, k) => Math.sin((2 * Math.PI * k) / RING_SAMPLES));
 
 /** Median of D sampled (bilinearly) on a circle of radius r around a candidate; points outside the image are skipped. */
-function ringMedian(D: Float32Array, w: number, h: number, c: Candidate, r: number, buf: Float64Array): number {
+function ringMedian(sig: Significance, c: Candidate, r: number, buf: Float64Array): number {
+  const { w, h } = sig;
   let n = 0;
-  for (let k = 0; k < buf.length; k++) {
-    const a = (2 * Math.PI * k) / buf.length;
-    const x = c.ix + r * Math.cos(a);
-    const y = c.iy + r * Math.sin(a);
+  for (let k = 0; k < RING_SAMPLES; k++) {
+    const x = c.ix + r * RING_COS[k]!;
+    const y = c.iy + r * RING_SIN[k]!;
     if (x < 0 || y < 0 || x > w - 1 || y > h - 1) continue;
-    buf[n++] = sampleD(D, w, h, x, y);
+    // Insertion into the sorted prefix (16 values: cheaper than a selection).
+    const v = sig.at(x, y);
+    let j = n++;
+    while (j > 0 && buf[j - 1]! > v) {
+      buf[j] = buf[j - 1]!;
+      j--;
+    }
+    buf[j] = v;
   }
-  return n >= buf.length / 2 ? medianInPlace(buf.subarray(0, n)) : 0;
+  if (n < RING_SAMPLES / 2) return 0;
+  return n & 1 ? buf[n >> 1]! : 0.5 * (buf[(n >> 1) - 1]! + buf[n >> 1]!);
 }
 
 /** Largest saturated core followed (px): beyond it the star is measured from the core found so far. */
@@ -1635,9 +1790,11 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const t1 = performance.now();
   timings.background = t1 - t0;
   const kernel = gaussianKernel(options.filterFwhm ?? (cfa ? 1.5 : 2));
-  const { D, blocks } = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan);
   const flattenBlock = options.flattenBlock ?? Math.max(8, Math.round(32 / scale));
-  const flat = flattenBlock > 0 ? flattenSignificance(D, w, h, flattenBlock, blocks, options.resampled ?? false) : null;
+  const sampler = flattenBlock > 0 ? new BlockSampler(w, h, flattenBlock) : null;
+  const { D, blocks } = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan, sampler);
+  const flat = sampler ? flattenSignificance(sampler, blocks, options.resampled ?? false) : null;
+  const sig = new Significance(D, w, h, flat);
   // A D offset of L is L·σ·√Σg² of the detection image (significance's normalisation).
   let kernelNorm = 0;
   for (let k = 0; k < kernel.length; k++) kernelNorm += kernel[k]! * kernel[k]!;
@@ -1655,7 +1812,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   // The model's sky corrected by the flattening's level there (the model is bilinear between
   // tiles ~64 px apart; under uncorrected vignetting it is off by σ's near the corners, enough to
   // turn a faint star's flux negative).
-  const skyAt = (xd: number, yd: number): number => backgroundAt(bg, xd, yd) + (flat ? flattenAt(flat, xd, yd) * noiseAt(bg, xd, yd) * kernelNorm : 0);
+  const skyAt = (xd: number, yd: number): number => backgroundAt(bg, xd, yd) + (flat ? sig.level(Math.round(xd), Math.round(yd)) * noiseAt(bg, xd, yd) * kernelNorm : 0);
   const localAt = (x: number, y: number): LocalBackground => {
     local.noise = pixelNoise(x, y);
     if (local.level) {
@@ -1670,7 +1827,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   timings.filter = t2 - t1;
 
   const counts: DetectionCounts = { candidates: 0, hotPixels: 0, merged: 0, streaks: 0, diffuse: 0, narrow: 0, edge: 0, failed: 0, fitted: 0 };
-  let cands = localMaxima(D, w, h, threshold, 1, blocks);
+  let cands = localMaxima(sig, threshold, 1, blocks);
   counts.candidates = cands.length;
   // Per-candidate work that reads the planes runs in raster order (as localMaxima found them):
   // neighbouring candidates then share cached rows; the brightness order comes after.
@@ -1747,7 +1904,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const streakOrder = rasterOrder(notHot.length, (k) => notHot[k]!.iy, (k) => notHot[k]!.ix);
   for (let q = 0; q < streakOrder.length; q++) {
     const k = streakOrder[q]!;
-    streak[k] = onStreak(D, w, h, notHot[k]!, streakDistance, threshold, streakTable) ? 1 : 0;
+    streak[k] = onStreak(sig, notHot[k]!, streakDistance, threshold, streakTable) ? 1 : 0;
   }
   notHot.forEach((c, k) => {
     if (streak[k]) counts.streaks++;
@@ -1767,11 +1924,18 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   {
     const ringR = Math.max(3, RING_FWHM * roughDet);
     const ring = new Float64Array(RING_SAMPLES);
-    const keptLocal: Candidate[] = [];
-    for (const c of cands) {
-      if (c.d - ringMedian(D, w, h, c, ringR, ring) < threshold) counts.diffuse++;
-      else keptLocal.push(c);
+    // In raster order (the samples then hit cached rows of D), kept in brightness order.
+    const diffuse = new Uint8Array(cands.length);
+    const order = rasterOrder(cands.length, (k) => cands[k]!.iy, (k) => cands[k]!.ix);
+    for (let q = 0; q < order.length; q++) {
+      const c = cands[order[q]!]!;
+      if (c.d - ringMedian(sig, c, ringR, ring) < threshold) diffuse[order[q]!] = 1;
     }
+    const keptLocal: Candidate[] = [];
+    cands.forEach((c, k) => {
+      if (diffuse[k]) counts.diffuse++;
+      else keptLocal.push(c);
+    });
     cands = keptLocal;
   }
 
@@ -1789,7 +1953,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       const a = accepted[id]!;
       const dist = dist2d(a.ix - c.ix, a.iy - c.iy);
       if (dist > a.reach) continue;
-      const s = saddle(D, w, h, a, c);
+      const s = saddle(sig, a, c);
       const dip = c.d - s;
       if (dip < Math.max(dContrast, dFraction * c.d)) {
         absorbed = true;
