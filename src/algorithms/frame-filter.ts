@@ -6,6 +6,9 @@
 // rule it fails; the first is its primary reason):
 //   unreadable           no metrics (the frame could not be read or measured);
 //   registration_failed  registration found no transform;
+//   no_stars_measured    metrics without a star shape (no star, or FWHM/eccentricity not
+//                        measurable): nothing says the frame is good, so it is never kept
+//                        automatically (a manual include still can);
 //   low_correlation      registration_cc < min_correlation (0.75; skipped while cc is unknown);
 //   too_few_stars        star_count < min_stars (30);
 //   eccentricity         eccentricity > max_eccentricity (0.65) — trailed frames;
@@ -18,6 +21,17 @@
 //                        it as a secondary reason.)
 // The FWHM and transparency rules need at least 3 frames to form a median; with fewer they are
 // skipped (and say so in `warnings`).
+// Systematic cause (relative_fallback, default on): when the three absolute rules (correlation,
+// stars, eccentricity) would exclude more than half of the measured frames, the cause is the
+// session (a short focal length's few stars, a mount that trails every frame, an optics tilt),
+// not the frames, and dropping most frames would keep the worst as readily as the best. Those
+// rules are then judged relative to the sequence instead (`systematic` says which would have
+// excluded how many; the phase warns `quality_rules_relative`), the limits scaled like the FWHM
+// rule's (k = the mode's factor, σ = 1.4826·MAD with a floor):
+//   low_correlation  registration_cc < median − k·max(σ, 0.02);
+//   too_few_stars    star_count < min_relative_transparency × median;
+//   eccentricity     eccentricity > median + k·max(σ, 0.05).
+// With fewer than 3 measured frames there is no median and the absolute rules stay.
 // Manual overrides (quality_filter.manual_overrides, keyed by frame index or file name, value
 // `true`/`false` or `{include, index?, filename?}`) win in both directions: `include` keeps a frame
 // whatever the quality rules say (its failed rules stay listed), `exclude` drops it with reason
@@ -40,6 +54,8 @@ export interface QualityFilterConfig {
   max_fwhm_sigma: number;
   max_eccentricity: number;
   min_relative_transparency: number;
+  /** Switch the absolute rules to sequence-relative ones when they would exclude more than half of the frames. */
+  relative_fallback: boolean;
   manual_overrides?: ManualOverrides;
 }
 
@@ -50,12 +66,17 @@ export const QUALITY_FILTER_DEFAULTS: Readonly<QualityFilterConfig> = {
   max_fwhm_sigma: 2.0,
   max_eccentricity: 0.65,
   min_relative_transparency: 0.6,
+  relative_fallback: true,
 };
+
+/** Floors of the robust σ of the relative eccentricity and correlation rules. */
+export const ECC_SIGMA_FLOOR = 0.05;
+export const CC_SIGMA_FLOOR = 0.02;
 
 /** Relative floor of the robust FWHM σ. */
 export const FWHM_SIGMA_FLOOR = 0.05;
 
-export type ExclusionCode = 'unreadable' | 'registration_failed' | 'low_correlation' | 'too_few_stars' | 'eccentricity' | 'fwhm_outlier' | 'low_transparency' | 'manual';
+export type ExclusionCode = 'unreadable' | 'registration_failed' | 'no_stars_measured' | 'low_correlation' | 'too_few_stars' | 'eccentricity' | 'fwhm_outlier' | 'low_transparency' | 'manual';
 
 export interface FilterMetrics {
   star_count: number;
@@ -110,6 +131,17 @@ export interface FilterResult {
   warnings: string[];
   /** Set when no frame is left to stack. */
   error: { code: 'no_frames_left'; detail: string } | null;
+  /**
+   * Set when the absolute rules would have excluded more than half of the measured frames and
+   * relative rules decided instead: how many each absolute rule would have excluded, and the
+   * relative limits used.
+   */
+  systematic: {
+    would_exclude: number;
+    measured: number;
+    by_rule: Partial<Record<'low_correlation' | 'too_few_stars' | 'eccentricity', number>>;
+    limits: { eccentricity_median: number; eccentricity_limit: number; star_count_median: number; star_count_limit: number; correlation_median: number | null; correlation_limit: number | null };
+  } | null;
 }
 
 const f2 = (v: number) => v.toFixed(2);
@@ -119,6 +151,27 @@ function median(values: number[]): number {
   const n = v.length;
   if (n === 0) return NaN;
   return n % 2 ? v[n >> 1]! : (v[n / 2 - 1]! + v[n / 2]!) / 2;
+}
+
+/** The absolute rules a frame fails (seed table: correlation, stars, eccentricity), with details. */
+function absoluteFailures(m: FilterMetrics, c: QualityFilterConfig): { code: 'low_correlation' | 'too_few_stars' | 'eccentricity'; detail: string }[] {
+  const out: { code: 'low_correlation' | 'too_few_stars' | 'eccentricity'; detail: string }[] = [];
+  if (m.registration_cc !== null && Number.isFinite(m.registration_cc) && m.registration_cc < c.min_correlation) {
+    out.push({ code: 'low_correlation', detail: `correlation ${f2(m.registration_cc)} < min ${f2(c.min_correlation)}` });
+  }
+  if (!(m.star_count >= c.min_stars)) out.push({ code: 'too_few_stars', detail: `stars ${m.star_count} < min ${c.min_stars}` });
+  if (Number.isFinite(m.eccentricity) && m.eccentricity > c.max_eccentricity) {
+    out.push({ code: 'eccentricity', detail: `eccentricity ${f2(m.eccentricity)} > max ${f2(c.max_eccentricity)}` });
+  }
+  return out;
+}
+
+/** Median and robust σ (1.4826·MAD, at least `floor`) of the finite values. */
+function robustSpread(values: number[], floor: number): { median: number; sigma: number } {
+  const v = values.filter((x) => Number.isFinite(x));
+  const med = median(v);
+  const mad = median(v.map((x) => Math.abs(x - med)));
+  return { median: med, sigma: Math.max(MAD_TO_SIGMA * mad, floor) };
 }
 
 /** FWHM factor of a mode (null: no filtering). */
@@ -177,19 +230,54 @@ export function filterFrames(frames: readonly FilterFrame[], config: Partial<Qua
   });
 
   const limits: FilterLimits = { k, fwhm_median: NaN, fwhm_sigma: NaN, fwhm_limit: NaN, star_count_median: NaN, star_count_limit: NaN, flux_median: NaN, flux_limit: NaN };
+  let systematic: FilterResult['systematic'] = null;
   if (k !== null) {
-    // Absolute rules.
+    // Frames without a measured star shape.
     frames.forEach((f, p) => {
       const m = f.metrics;
       if (!m || reasons[p]!.length > 0) return;
-      if (m.registration_cc !== null && Number.isFinite(m.registration_cc) && m.registration_cc < c.min_correlation) {
-        add(p, 'low_correlation', `correlation ${f2(m.registration_cc)} < min ${f2(c.min_correlation)}`);
-      }
-      if (!(m.star_count >= c.min_stars)) add(p, 'too_few_stars', `stars ${m.star_count} < min ${c.min_stars}`);
-      if (Number.isFinite(m.eccentricity) && m.eccentricity > c.max_eccentricity) {
-        add(p, 'eccentricity', `eccentricity ${f2(m.eccentricity)} > max ${f2(c.max_eccentricity)}`);
+      if (!(m.star_count > 0) || !Number.isFinite(m.fwhm) || !Number.isFinite(m.eccentricity)) {
+        add(p, 'no_stars_measured', m.star_count > 0 ? `FWHM and eccentricity could not be measured on its ${m.star_count} stars` : 'no star measured');
       }
     });
+    // Absolute rules, first as a trial: a systematic cause switches them to relative ones.
+    const measured = frames.flatMap((f, p) => (f.metrics && reasons[p]!.length === 0 ? [p] : []));
+    const absolute = measured.map((p) => absoluteFailures(frames[p]!.metrics!, c));
+    const failing = absolute.filter((r) => r.length > 0).length;
+    if (c.relative_fallback && measured.length >= 3 && failing * 2 > measured.length) {
+      const ms = measured.map((p) => frames[p]!.metrics!);
+      const ecc = robustSpread(ms.map((m) => m.eccentricity), ECC_SIGMA_FLOOR);
+      const eccLimit = ecc.median + k * ecc.sigma;
+      const countMed = median(ms.map((m) => m.star_count));
+      const countLimit = c.min_relative_transparency * countMed;
+      const ccs = ms.map((m) => m.registration_cc).filter((v): v is number => v !== null && Number.isFinite(v));
+      const cc = ccs.length >= 3 ? robustSpread(ccs, CC_SIGMA_FLOOR) : null;
+      const ccLimit = cc ? cc.median - k * cc.sigma : null;
+      const byRule: Partial<Record<'low_correlation' | 'too_few_stars' | 'eccentricity', number>> = {};
+      for (const r of absolute) for (const x of r) byRule[x.code] = (byRule[x.code] ?? 0) + 1;
+      systematic = {
+        would_exclude: failing,
+        measured: measured.length,
+        by_rule: byRule,
+        limits: { eccentricity_median: ecc.median, eccentricity_limit: eccLimit, star_count_median: countMed, star_count_limit: countLimit, correlation_median: cc?.median ?? null, correlation_limit: ccLimit },
+      };
+      for (const p of measured) {
+        const m = frames[p]!.metrics!;
+        if (ccLimit !== null && m.registration_cc !== null && Number.isFinite(m.registration_cc) && m.registration_cc < ccLimit) {
+          add(p, 'low_correlation', `correlation ${f2(m.registration_cc)} < limit ${f2(ccLimit)} (median ${f2(cc!.median)} − ${f2(k)} × σ ${f2(cc!.sigma)}; relative: the absolute rules would exclude ${failing} of ${measured.length} frames)`);
+        }
+        if (countMed > 0 && m.star_count < countLimit) {
+          add(p, 'too_few_stars', `stars ${m.star_count} < ${f2(c.min_relative_transparency)} × median ${f2(countMed)} = ${f2(countLimit)} (relative: the absolute rules would exclude ${failing} of ${measured.length} frames)`);
+        }
+        if (m.eccentricity > eccLimit) {
+          add(p, 'eccentricity', `eccentricity ${f2(m.eccentricity)} > limit ${f2(eccLimit)} (median ${f2(ecc.median)} + ${f2(k)} × σ ${f2(ecc.sigma)}; relative: the absolute rules would exclude ${failing} of ${measured.length} frames)`);
+        }
+      }
+    } else {
+      measured.forEach((p, q) => {
+        for (const x of absolute[q]!) add(p, x.code, x.detail);
+      });
+    }
     // Relative rules over the frames that pass the absolute ones.
     const clean = frames.flatMap((f, p) => (f.metrics && reasons[p]!.length === 0 ? [f.metrics] : []));
     if (clean.length >= 3) {
@@ -253,6 +341,7 @@ export function filterFrames(frames: readonly FilterFrame[], config: Partial<Qua
   if (decisions.length > 0 && nExcluded * 2 >= decisions.length) warnings.push(`${nExcluded} of ${decisions.length} frames excluded`);
   return {
     mode: c.mode,
+    systematic,
     frames: decisions,
     limits,
     n_total: decisions.length,

@@ -3,7 +3,11 @@
 // frameMetrics(detection) condenses one frame's star detection into a FrameMetrics record:
 //   star_count        all detected stars (saturated and blended included);
 //   fwhm              median FWHM (√(major·minor), full-resolution px) of the Moffat-fitted stars,
-//                     (fewer than 5 fits: of the unsaturated stars with SNR ≥ 20, calibrated moments);
+//                     (fewer than 5 fits: of the unsaturated stars with SNR ≥ 20, calibrated moments;
+//                     fewer than MIN_SHAPE_STARS of those and more saturated stars: of the saturated
+//                     stars, Moffat-fitted without their clipped pixels where stars.ts fitted them —
+//                     a field of only bright stars; still fewer: every unsaturated star, as on a
+//                     trailed or cloudy frame);
 //   fwhm_x, fwhm_y    medians of the major- and minor-axis FWHMs of the same stars;
 //   eccentricity      median of √(1 − (minor/major)²) over the same stars;
 //   background_median, background_rms   global sky level and per-pixel noise (ADU);
@@ -70,11 +74,26 @@ function median(values: number[]): number {
   return n % 2 ? v[n >> 1]! : (v[n / 2 - 1]! + v[n / 2]!) / 2;
 }
 
+/** Fewer unsaturated stars than this with a usable shape: the shape metrics come from the saturated ones. */
+export const MIN_SHAPE_STARS = 3;
+
 /** The quality record of one frame from its star detection. */
 export function frameMetrics(detection: StarDetection, options: FrameMetricsOptions = {}): FrameMetrics {
   const stars = detection.stars;
   let shape = stars.filter((s) => s.shape === 'fit' && !s.saturated);
   if (shape.length < 5) shape = stars.filter((s) => !s.saturated && s.snr >= 20);
+  // Every star saturated (a wide field of only bright stars): their shapes, with the saturated
+  // core measured as a plateau, are all that describes the frame; consistent within a sequence.
+  if (shape.length < MIN_SHAPE_STARS) {
+    const fitted = stars.filter((s) => s.saturated && s.shape === 'fit');
+    const saturated = fitted.length >= MIN_SHAPE_STARS ? fitted : stars.filter((s) => s.saturated);
+    if (saturated.length > shape.length) shape = saturated;
+  }
+  // Still too few (a trailed or cloudy frame: every star faint): whatever unsaturated stars there are.
+  if (shape.length < MIN_SHAPE_STARS) {
+    const faint = stars.filter((s) => !s.saturated);
+    if (faint.length > shape.length) shape = faint;
+  }
   const rank = options.fluxRankCount ?? 50;
   // Stars are sorted by flux, brightest first. Saturated stars stay in the ranking: a star that
   // saturates in one frame but not in the next must not shift the ranks (their clipped fluxes

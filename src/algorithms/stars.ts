@@ -6,24 +6,34 @@
 //   1. tiled background/noise model (background.ts); saturation level from the option or from a
 //      plateau at the data maximum;
 //   2. significance image D = (G ⊛ image − background)/(σ·√Σg²): a small Gaussian matched filter
-//      G (FWHM 2 px; 1.5 px on the proxy) in units of its own noise;
+//      G (FWHM 2 px; 1.5 px on the proxy) in units of its own noise; then re-zeroed locally on
+//      32 px blocks (flattenSignificance): under a bright sky the tiled model cannot follow the
+//      curvature of uncorrected vignetting and D would sit σ's high or low over whole regions.
+//      `resampled` images (stacks) also divide D by its measured spread (correlated noise);
 //   3. candidates: local maxima of D above `threshold` (5σ) in a 3×3 window;
 //   4. hot pixels and cosmic-ray-like single-pixel peaks refused: a star's 8 neighbours carry a
 //      sizeable share of its peak (mean/peak ≈ 0.5 at 2.5 px FWHM, ~0.15 on the proxy), a
-//      single-pixel event's none; candidates below `minSharpness` (0.4) × the typical star's
-//      ratio are refused;
+//      single-pixel event's none; candidates below max(`minSharpness` (0.4) × the typical star's
+//      ratio, 0.1) are refused unless their neighbours stand 5σ above their own colour's local
+//      level (a hot pixel on a star, then masked), saturated candidates included;
 //   5. points of long straight streaks (satellites, aircraft) refused: D stays high 24 and 48 px
 //      away in two opposite directions, where even a trailed star has ended;
+//   5b. maxima not above their own surroundings refused: D minus its median on a ring 2.5 rough
+//      FWHMs out must reach the threshold (noise on a halo, a dust rim, vignetting residue);
 //   6. deblending, most significant first: a fainter maximum within the reach of a brighter one
 //      (where the brighter star's profile falls to the threshold, at least 1.5 FWHM) is a star of
 //      its own only if D dips between them by max(`deblendContrast` σ, `deblendFraction` × its D)
 //      (3σ, 20 %) — two maxima separated by a saddle; otherwise it is noise on the brighter star's
 //      wing (or on a trail's ridge) and dropped.
+// (docs/star-detection.md lists these rules and the measurement's with their reasons.)
 //
 // Measurement, always at full resolution, sized by the frame's FWHM scale (median moment FWHM of
 // up to 25 bright stars):
-//   - sky per star from the tiled model (or an annulus median, `localBackground: 'annulus'`); on
-//     a mosaic each 2×2 site gets its own level (the proxy level split in the proportions of the
+//   - saturated stars centred on their clipped core (a core whose rim drops straight to the sky
+//     is a saturated hot-pixel cluster, refused) and measured with window and aperture widened
+//     by the core's diameter;
+//   - sky per star from the tiled model plus the flattening's local level (or an annulus median,
+//     `localBackground: 'annulus'`); on a mosaic each 2×2 site gets its own level (the proxy level split in the proportions of the
 //     sites' frame-wide medians) and is divided by the star's own flux share on that site, which
 //     turns every site into the same luminance PSF, so centroids carry no colour bias;
 //   - centroid: iterative Gaussian-windowed centroid (σ_w = FWHM/2.3548), the SExtractor XWIN
@@ -35,7 +45,10 @@
 //     eccentricity, angle and β; on a mosaic the site shares are then re-derived against the
 //     fitted profile (twice) and the star re-centred and refitted, removing the ~1–2 % aliasing of
 //     plain per-site sums. Other stars' moment FWHMs are scaled by the frame's median fit/moment
-//     ratio (shape: 'moments');
+//     ratio (shape: 'moments'). Fewer than 5 unsaturated fits (a field of bright stars only): up
+//     to 12 saturated stars, faintest first, are fitted with their clipped pixels masked;
+//   - sources (SNR ≥ 10) narrower than 0.6 × the upper-quartile minor-axis moment FWHM are
+//     refused: hot-pixel clusters, cosmic-ray tracks;
 //   - flux: aperture sum (radius 2 × FWHM scale) minus the sky; peak above the sky;
 //     SNR = flux / √(n_ap·σ² + flux/gain) (the shot term only when `gain` e-/ADU is given).
 // Pixels nearer to a neighbouring star than to this one are masked out of its centroid, moments
@@ -49,6 +62,7 @@
 import { backgroundAt, estimateBackground, noiseAt, rowSegments, type BackgroundModel, type BackgroundOptions } from './background.js';
 import { MoffatFitter, moffatUnit, type MoffatFit, type PatchView } from './moffat-fit.js';
 import { medianInPlace } from './robust-stats.js';
+import { BlockSampler, flattenSignificance, levelInRow, rowLevels, Significance, type SignificanceBlocks } from './significance-flatten.js';
 
 export interface Star {
   /** Centroid, full-resolution 0-based pixel coordinates. */
@@ -103,6 +117,14 @@ export interface DetectOptions {
   gain?: number;
   /** Star's sky level from the tiled model (default) or from an annulus median around it. */
   localBackground?: 'model' | 'annulus';
+  /** Block size (detection-image px) of the local re-zeroing of the significance image; 0 = none. Default 32 full-resolution px. */
+  flattenBlock?: number;
+  /**
+   * The image was resampled (a stack: debayered, warped), so its noise is correlated over a few
+   * pixels and the significance is rescaled by its measured spread. Default false (raw or
+   * calibrated frames, whose pixel noise is white).
+   */
+  resampled?: boolean;
 }
 
 export interface DetectionCounts {
@@ -114,6 +136,10 @@ export interface DetectionCounts {
   merged: number;
   /** Dropped as points of a long straight streak (satellite, aircraft). */
   streaks: number;
+  /** Not above their own surroundings: noise on a plateau (halo, dust shadow, vignetting residue). */
+  diffuse: number;
+  /** Narrower than the frame's PSF can make (hot-pixel clusters, cosmic rays). */
+  narrow: number;
   /** Too close to the image border to measure. */
   edge: number;
   /** Centroid did not converge or no positive signal. */
@@ -254,6 +280,18 @@ function saturationResult(scan: SaturationScan, total: number): { level: number;
   return { level: Infinity, source: 'none', fraction: 0, finite };
 }
 
+/**
+ * The saturation level of a plane as its plateau (≥ 3 pixels within 0.2 % of the maximum; see
+ * `saturationScan`), or null when the plane has none. CALIBRATION records it on calibrated frames
+ * whose light carries no SATURATE card: dividing by a flat turns the plateau into a slope.
+ */
+export function saturationPlateau(data: Float32Array): number | null {
+  const scan = saturationScan(undefined);
+  saturationScanAll(data, scan);
+  const r = saturationResult(scan, data.length);
+  return r.source === 'plateau' ? r.level : null;
+}
+
 /** Normalised 1-D Gaussian kernel for the given FWHM (radius round(2.5σ), at least 1). */
 function gaussianKernel(fwhm: number): Float32Array {
   if (!(fwhm > 0)) return Float32Array.of(1);
@@ -338,7 +376,7 @@ function filterRow(img: Float32Array, o: number, w: number, kernel: Float32Array
  * filtered horizontally into a ring of 2r + 1 row buffers and combined vertically as soon as the
  * ring holds a row's neighbours: the only full-size allocation is D, every access is sequential.
  */
-function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan): { D: Float32Array; blocks: SignificanceBlocks } {
+function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan, sampler: BlockSampler | null): { D: Float32Array; blocks: SignificanceBlocks } {
   const r = kernel.length >> 1;
   const n = 2 * r + 1;
   const { segments: seg, fill } = rowSegments(bg);
@@ -419,15 +457,10 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
       // above a threshold can sit in a block whose maximum reads below it.)
       blockMax[y * seg.count + s] = mx + 1e-6 * Math.abs(mx);
     }
+    // The flattening's samples of this row, while it is in cache.
+    if (sampler) sampler.row(y, out);
   }
   return { D: out, blocks: { start: seg.start, count: seg.count, max: blockMax } };
-}
-
-/** Maximum of D per row and column block: row y's block s spans x in [start[s], start[s+1]). */
-interface SignificanceBlocks {
-  start: Int32Array;
-  count: number;
-  max: Float32Array;
 }
 
 interface Candidate {
@@ -453,22 +486,52 @@ interface Candidate {
  * Local maxima of D above `threshold` (3×3, ties resolved toward the first in raster order).
  * Only blocks whose maximum exceeds the threshold are scanned (most of a frame is sky).
  */
-function localMaxima(D: Float32Array, w: number, h: number, threshold: number, margin: number, blocks: SignificanceBlocks): Candidate[] {
+function localMaxima(sig: Significance, threshold: number, margin: number, blocks: SignificanceBlocks): Candidate[] {
+  const { D, w, h, flat } = sig;
   const out: Candidate[] = [];
   const m = Math.max(1, margin);
   const y1 = h - m;
   const x1 = w - m;
   const nb = blocks.count;
+  const row = flat ? new Float64Array(flat.nx) : null;
   for (let y = m; y < y1; y++) {
     const o = y * w;
+    let rowDone = false;
     for (let b = 0; b < nb; b++) {
       if (!(blocks.max[y * nb + b]! > threshold)) continue;
       const xa = Math.max(m, blocks.start[b]!);
       const xb = Math.min(x1, blocks.start[b + 1]!);
-      scanMaxima(D, w, o, y, xa, xb, threshold, out);
+      if (!flat) {
+        scanMaxima(D, w, o, y, xa, xb, threshold, out);
+        continue;
+      }
+      if (!rowDone) {
+        rowLevels(flat, y, row!);
+        rowDone = true;
+      }
+      // Raw values below threshold/inv + the segment's smallest level cannot pass.
+      const floor = threshold / flat.inv + flat.minLevel[flat.rowLo[y]! * nb + b]!;
+      for (let x = xa; x < xb; x++) {
+        const v = D[o + x]!;
+        if (!(v > floor)) continue;
+        const d = (v - levelInRow(flat, row!, x)) * flat.inv;
+        // (The local-maximum test on D itself: the level changes by ~1e-3 σ per pixel.)
+        if (d > threshold && isLocalMax(D, w, o, x, v)) out.push(candidate(x, y, d));
+      }
     }
   }
   return out;
+}
+
+const candidate = (x: number, y: number, d: number): Candidate => ({ ix: x, iy: y, d, fx: x, fy: y, rawPeak: 0, ratio: 0, mean8: 0, peakIndex: -1, spike: -1, reach: 0 });
+
+/** v = D[o + x] is a 3×3 maximum (ties resolved toward the first in raster order). */
+function isLocalMax(D: Float32Array, w: number, o: number, x: number, v: number): boolean {
+  return (
+    v > D[o + x - 1]! && v >= D[o + x + 1]! &&
+    v > D[o - w + x - 1]! && v > D[o - w + x]! && v > D[o - w + x + 1]! &&
+    v >= D[o + w + x - 1]! && v >= D[o + w + x]! && v >= D[o + w + x + 1]!
+  );
 }
 
 /** The local maxima of row y (offset o) of D in columns [xa, xb) (see `localMaxima`). */
@@ -476,39 +539,19 @@ function scanMaxima(D: Float32Array, w: number, o: number, y: number, xa: number
   for (let x = xa; x < xb; x++) {
     const v = D[o + x]!;
     if (!(v > threshold)) continue;
-    if (
-      v > D[o + x - 1]! && v >= D[o + x + 1]! &&
-      v > D[o - w + x - 1]! && v > D[o - w + x]! && v > D[o - w + x + 1]! &&
-      v >= D[o + w + x - 1]! && v >= D[o + w + x]! && v >= D[o + w + x + 1]!
-    ) {
-      out.push({ ix: x, iy: y, d: v, fx: x, fy: y, rawPeak: 0, ratio: 0, mean8: 0, peakIndex: -1, spike: -1, reach: 0 });
-    }
+    if (isLocalMax(D, w, o, x, v)) out.push(candidate(x, y, v));
   }
 }
 
-/** Bilinear sample of D. */
-function sampleD(D: Float32Array, w: number, h: number, x: number, y: number): number {
-  const x0 = Math.max(0, Math.min(w - 2, Math.floor(x)));
-  const y0 = Math.max(0, Math.min(h - 2, Math.floor(y)));
-  const fx = x - x0;
-  const fy = y - y0;
-  const o = y0 * w + x0;
-  const a = D[o]!;
-  const b = D[o + 1]!;
-  const c = D[o + w]!;
-  const d = D[o + w + 1]!;
-  return (a + (b - a) * fx) * (1 - fy) + (c + (d - c) * fx) * fy;
-}
-
 /** Minimum of D along the segment between two maxima (0.5 px steps, end points excluded). */
-function saddle(D: Float32Array, w: number, h: number, a: Candidate, b: Candidate): number {
+function saddle(sig: Significance, a: Candidate, b: Candidate): number {
   const dx = b.ix - a.ix;
   const dy = b.iy - a.iy;
   const n = Math.max(2, Math.ceil(dist2d(dx, dy) * 2));
   let m = Infinity;
   for (let i = 1; i < n; i++) {
     const t = i / n;
-    const v = sampleD(D, w, h, a.ix + dx * t, a.iy + dy * t);
+    const v = sig.at(a.ix + dx * t, a.iy + dy * t);
     if (v < m) m = v;
   }
   return m;
@@ -540,19 +583,20 @@ function streakOffsets(l1: number): Float64Array {
  * there in every direction. Samples outside the image count as passing only if the other three
  * of a direction pair's four samples pass (a streak leaving the frame).
  */
-function onStreak(D: Float32Array, w: number, h: number, c: Candidate, l1: number, threshold: number, offsets: Float64Array): boolean {
+function onStreak(sig: Significance, c: Candidate, l1: number, threshold: number, offsets: Float64Array): boolean {
+  const { w, h } = sig;
   const level = Math.max(threshold, 0.25 * c.d);
   const at = (angle: number, dist: number): number => {
     const x = c.ix + dist * Math.cos(angle);
     const y = c.iy + dist * Math.sin(angle);
     if (x < 0 || y < 0 || x > w - 1 || y > h - 1) return NaN;
-    return sampleD(D, w, h, x, y);
+    return sig.at(x, y);
   };
   const atOffset = (o: number): number => {
     const x = c.ix + offsets[o]!;
     const y = c.iy + offsets[o + 1]!;
     if (x < 0 || y < 0 || x > w - 1 || y > h - 1) return NaN;
-    return sampleD(D, w, h, x, y);
+    return sig.at(x, y);
   };
   const steps = STREAK_STEPS;
   let bestAngle = NaN;
@@ -677,6 +721,48 @@ function peakRatio(img: Float32Array, w: number, h: number, xa: number, xb: numb
   };
 }
 
+/**
+ * Mean excess of the 8 neighbours of (px, py) over their own site's local level: the median of
+ * that site's pixels in the 7×7 window outside the inner 3×3 (one level on a plane). Distinguishes
+ * a hot pixel on a star (its neighbours carry the star's light) from one on the sky. NaN when a
+ * site has fewer than 3 ring pixels (at the border).
+ */
+function localExcess8(plane: Float32Array, width: number, height: number, px: number, py: number, cfa: boolean, ring: Float64Array[]): number {
+  const n = [0, 0, 0, 0];
+  for (let dy = -3; dy <= 3; dy++) {
+    for (let dx = -3; dx <= 3; dx++) {
+      if (Math.abs(dx) <= 1 && Math.abs(dy) <= 1) continue;
+      const x = px + dx;
+      const y = py + dy;
+      if (x < 0 || y < 0 || x >= width || y >= height) continue;
+      const v = plane[y * width + x]!;
+      if (!(v === v)) continue;
+      const site = cfa ? ((y & 1) << 1) | (x & 1) : 0;
+      ring[site]![n[site]!++] = v;
+    }
+  }
+  const level = [0, 0, 0, 0];
+  for (let site = 0; site < (cfa ? 4 : 1); site++) {
+    if (n[site]! < 3) return NaN;
+    level[site] = medianInPlace(ring[site]!.subarray(0, n[site]!));
+  }
+  let sum = 0;
+  let count = 0;
+  for (let dy = -1; dy <= 1; dy++) {
+    for (let dx = -1; dx <= 1; dx++) {
+      if (dx === 0 && dy === 0) continue;
+      const x = px + dx;
+      const y = py + dy;
+      if (x < 0 || y < 0 || x >= width || y >= height) continue;
+      const v = plane[y * width + x]!;
+      if (!(v === v)) continue;
+      sum += v - level[cfa ? ((y & 1) << 1) | (x & 1) : 0]!;
+      count++;
+    }
+  }
+  return count > 0 ? sum / count : NaN;
+}
+
 /** Per-star measurement workspace (one allocation per detection call, reused for every star). */
 class Workspace {
   readonly values: Float64Array;
@@ -745,7 +831,7 @@ function medianOf(a: Float64Array, n: number): number {
 }
 
 /** Site shares from Gaussian-weighted sums around (x0, y0); `scale` receives 1/share (mean share 1). */
-function siteSharesBySums(ws: Workspace, size: number, px0: number, py0: number, x0: number, y0: number, sigma: number, scale: number[]): void {
+function siteSharesBySums(ws: Workspace, size: number, px0: number, py0: number, x0: number, y0: number, sigma: number, scale: number[], level: number): void {
   const sums = [0, 0, 0, 0];
   const inv = 1 / (2 * sigma * sigma);
   for (let j = 0; j < size; j++) {
@@ -756,6 +842,8 @@ function siteSharesBySums(ws: Workspace, size: number, px0: number, py0: number,
       if (v !== v) continue;
       const x = px0 + i;
       const site = ((y & 1) << 1) | (x & 1);
+      // Clipped pixels would understate the brighter sites' shares.
+      if (v + ws.bgSite[site]! >= level) continue;
       sums[site] = sums[site]! + v * wy * Math.exp(-((x - x0) ** 2) * inv);
     }
   }
@@ -774,14 +862,14 @@ function setScale(amounts: number[], scale: number[]): void {
  * Σ v·m / Σ m² with m the unit Moffat profile (pixel-integrated) of `fit`. The model samples
  * exactly where the data sample the star, so the shares carry no aliasing. False when unusable.
  */
-function siteSharesByFit(ws: Workspace, size: number, px0: number, py0: number, fit: MoffatFit, scale: number[]): boolean {
+function siteSharesByFit(ws: Workspace, size: number, px0: number, py0: number, fit: MoffatFit, scale: number[], skip: Uint8Array | null): boolean {
   const vm = [0, 0, 0, 0];
   const mm = [0, 0, 0, 0];
   for (let j = 0; j < size; j++) {
     const y = py0 + j;
     for (let i = 0; i < size; i++) {
       const v = ws.raw[j * size + i]!;
-      if (v !== v) continue;
+      if (v !== v || (skip && skip[j * size + i])) continue;
       const x = px0 + i;
       const m = moffatUnit(fit, x, y);
       const site = ((y & 1) << 1) | (x & 1);
@@ -1094,7 +1182,7 @@ function measureStar(
   // ~1–2 % on the 2 px lattice; fitted stars are re-normalised against their fitted model.)
   const scale = ws.siteScale;
   scale.fill(1);
-  if (cfa) siteSharesBySums(ws, size, px0, py0, x0, y0, g.normSigma, scale);
+  if (cfa) siteSharesBySums(ws, size, px0, py0, x0, y0, g.normSigma, scale, saturation);
   applyScale(ws, size, px0, py0, cfa, scale);
   const c = windowedCentroid(ws, size, px0, py0, x0, y0, g.sigmaW, Math.max(2, R / 2));
   if (!c) return null;
@@ -1145,6 +1233,139 @@ const eccentricityOf = (major: number, minor: number) => (major > 0 ? Math.sqrt(
 
 /** Half-maximum regions larger than this (px; a 22 px FWHM) do not count toward the rough scale. */
 const HALF_MAX_AREA_CAP = 400;
+
+/** Fewer unsaturated stars fitted than this: up to SATURATED_FIT_COUNT saturated ones (faintest first) are fitted too. */
+const SATURATED_FIT_BELOW = 5;
+/** Floor of the hot-pixel test's neighbour/peak ratio: a PSF of FWHM ≥ 1.5 px gives ≥ ~0.19 (mono), ≥ 0.27 on the generator's frames; hot pixels ≤ 0.11. */
+const MIN_STAR_RATIO = 0.1;
+const SATURATED_FIT_COUNT = 12;
+
+/** Where measured: the geometry (frame scale, or widened for a saturated core) and the start position. */
+interface MeasuredAt {
+  g: Geometry;
+  x: number;
+  y: number;
+}
+
+/**
+ * Pixels of the last measured patch (ws.raw, background-subtracted per site) that reach the
+ * saturation level, as a mask over the patch; they carry no shape information.
+ */
+function saturatedMask(ws: Workspace, size: number, px0: number, py0: number, cfa: boolean, level: number): Uint8Array {
+  const mask = new Uint8Array(size * size);
+  for (let j = 0; j < size; j++) {
+    for (let i = 0; i < size; i++) {
+      const site = cfa ? (((py0 + j) & 1) << 1) | ((px0 + i) & 1) : 0;
+      const v = ws.raw[j * size + i]!;
+      if (v === v && v + ws.bgSite[site]! >= level) mask[j * size + i] = 1;
+    }
+  }
+  return mask;
+}
+
+/** Narrow-source test: minimum SNR for a trustworthy shape, and the fraction of the upper-quartile minor-axis moment FWHM below which a source is not a star. */
+const NARROW_SNR = 10;
+const NARROW_FRACTION = 0.6;
+
+/** Ring radius of the local-contrast test in rough FWHMs, and its number of samples. */
+const RING_FWHM = 2.5;
+const RING_SAMPLES = 16;
+const RING_COS = Float64Array.from({ length: RING_SAMPLES }, (_, k) => Math.cos((2 * Math.PI * k) / RING_SAMPLES));
+const RING_SIN = Float64Array.from({ length: RING_SAMPLES }, (_, k) => Math.sin((2 * Math.PI * k) / RING_SAMPLES));
+
+/** Median of D sampled (bilinearly) on a circle of radius r around a candidate; points outside the image are skipped. */
+function ringMedian(sig: Significance, c: Candidate, r: number, buf: Float64Array): number {
+  const { w, h } = sig;
+  let n = 0;
+  for (let k = 0; k < RING_SAMPLES; k++) {
+    const x = c.ix + r * RING_COS[k]!;
+    const y = c.iy + r * RING_SIN[k]!;
+    if (x < 0 || y < 0 || x > w - 1 || y > h - 1) continue;
+    // Insertion into the sorted prefix (16 values: cheaper than a selection).
+    const v = sig.at(x, y);
+    let j = n++;
+    while (j > 0 && buf[j - 1]! > v) {
+      buf[j] = buf[j - 1]!;
+      j--;
+    }
+    buf[j] = v;
+  }
+  if (n < RING_SAMPLES / 2) return 0;
+  return n & 1 ? buf[n >> 1]! : 0.5 * (buf[(n >> 1) - 1]! + buf[n >> 1]!);
+}
+
+/** Largest saturated core followed (px): beyond it the star is measured from the core found so far. */
+const CORE_CAP = 4096;
+/**
+ * Least mean height of a saturated core's rim (above the sky, as a share of the clipped level's):
+ * a star's profile runs on just below the clip (≥ ~0.4 on the generator's frames), a saturated
+ * hot-pixel cluster drops to the sky at once.
+ */
+const MIN_CORE_EDGE = 0.15;
+
+/**
+ * The saturated core around (x, y): pixels at or above `level`, 8-connected (on a mosaic the
+ * sites of one colour touch only diagonally), grown from the brightest such pixel within 2 px.
+ * Centroid (unweighted: every clipped pixel reads the same) and the diameter of the disc of the
+ * same area; `edge`: the rim's mean height above the sky (`skyOf`) as a share of the clipped
+ * level's. Null when no pixel near (x, y) is saturated.
+ */
+function saturatedCore(plane: Float32Array, width: number, height: number, x: number, y: number, level: number, stack: number[], skyOf: (x: number, y: number) => number): { x: number; y: number; diameter: number; edge: number } | null {
+  if (!(level < Infinity)) return null;
+  let seed = -1;
+  let best = -Infinity;
+  const cx = Math.round(x);
+  const cy = Math.round(y);
+  for (let yy = Math.max(0, cy - 2); yy <= Math.min(height - 1, cy + 2); yy++) {
+    for (let xx = Math.max(0, cx - 2); xx <= Math.min(width - 1, cx + 2); xx++) {
+      const v = plane[yy * width + xx]!;
+      if (v >= level && v > best) {
+        best = v;
+        seed = yy * width + xx;
+      }
+    }
+  }
+  if (seed < 0) return null;
+  const seen = new Set<number>([seed]);
+  const rim = new Set<number>();
+  stack.length = 0;
+  stack.push(seed);
+  let n = 0;
+  let sx = 0;
+  let sy = 0;
+  let edge = 0;
+  let edgeRange = 0;
+  while (stack.length > 0 && n < CORE_CAP) {
+    const k = stack.pop()!;
+    const px = k % width;
+    const py = (k - px) / width;
+    n++;
+    sx += px;
+    sy += py;
+    for (let dy = -1; dy <= 1; dy++) {
+      const ny = py + dy;
+      if (ny < 0 || ny >= height) continue;
+      for (let dx = -1; dx <= 1; dx++) {
+        const nx = px + dx;
+        if (nx < 0 || nx >= width) continue;
+        const q = ny * width + nx;
+        if (seen.has(q) || rim.has(q)) continue;
+        const v = plane[q]!;
+        if (v >= level) {
+          seen.add(q);
+          stack.push(q);
+        } else if (v === v) {
+          // A rim pixel: its height above the sky as a share of the clipped level's.
+          rim.add(q);
+          const sky = skyOf(nx, ny);
+          edge += v - sky;
+          edgeRange += level - sky;
+        }
+      }
+    }
+  }
+  return { x: sx / n, y: sy / n, diameter: 2 * Math.sqrt(n / Math.PI), edge: edgeRange > 0 ? edge / edgeRange : 1 };
+}
 
 /** Rough frame FWHM (detection-image px) from the half-maximum areas of bright candidates. */
 function halfMaxScale(img: Float32Array, w: number, h: number, levelAt: (x: number, y: number) => number, cands: Candidate[], skip: (c: Candidate) => boolean): number {
@@ -1220,7 +1441,14 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const t1 = performance.now();
   timings.background = t1 - t0;
   const kernel = gaussianKernel(options.filterFwhm ?? (cfa ? 1.5 : 2));
-  const { D, blocks } = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan);
+  const flattenBlock = options.flattenBlock ?? Math.max(8, Math.round(32 / scale));
+  const sampler = flattenBlock > 0 ? new BlockSampler(w, h, flattenBlock) : null;
+  const { D, blocks } = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan, sampler);
+  const flat = sampler ? flattenSignificance(sampler, blocks, options.resampled ?? false) : null;
+  const sig = new Significance(D, w, h, flat);
+  // A D offset of L is L·σ·√Σg² of the detection image (significance's normalisation).
+  let kernelNorm = 0;
+  for (let k = 0; k < kernel.length; k++) kernelNorm += kernel[k]! * kernel[k]!;
   const sat = saturationResult(scan, width * height);
   const levelAt = (x: number, y: number): number => backgroundAt(bg, x, y);
   // Per-pixel noise at a full-resolution position (a proxy pixel sums four: half its σ each).
@@ -1232,21 +1460,25 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const siteShare = cfa ? siteMedianShares(plane, width, height) : [1, 1, 1, 1];
   const useAnnulus = options.localBackground === 'annulus';
   const local: LocalBackground = { level: useAnnulus ? null : [0, 0, 0, 0], noise: 0 };
+  // The model's sky corrected by the flattening's level there (the model is bilinear between
+  // tiles ~64 px apart; under uncorrected vignetting it is off by σ's near the corners, enough to
+  // turn a faint star's flux negative).
+  const skyAt = (xd: number, yd: number): number => backgroundAt(bg, xd, yd) + (flat ? sig.level(Math.round(xd), Math.round(yd)) * noiseAt(bg, xd, yd) * kernelNorm : 0);
   const localAt = (x: number, y: number): LocalBackground => {
     local.noise = pixelNoise(x, y);
     if (local.level) {
       if (cfa) {
-        const l = backgroundAt(bg, (x - 0.5) / 2, (y - 0.5) / 2) / 4;
+        const l = skyAt((x - 0.5) / 2, (y - 0.5) / 2) / 4;
         for (let q = 0; q < 4; q++) local.level[q] = l * siteShare[q]!;
-      } else local.level[0] = backgroundAt(bg, x, y);
+      } else local.level[0] = skyAt(x, y);
     }
     return local;
   };
   const t2 = performance.now();
   timings.filter = t2 - t1;
 
-  const counts: DetectionCounts = { candidates: 0, hotPixels: 0, merged: 0, streaks: 0, edge: 0, failed: 0, fitted: 0 };
-  let cands = localMaxima(D, w, h, threshold, 1, blocks);
+  const counts: DetectionCounts = { candidates: 0, hotPixels: 0, merged: 0, streaks: 0, diffuse: 0, narrow: 0, edge: 0, failed: 0, fitted: 0 };
+  let cands = localMaxima(sig, threshold, 1, blocks);
   counts.candidates = cands.length;
   // Per-candidate work that reads the planes runs in raster order (as localMaxima found them):
   // neighbouring candidates then share cached rows; the brightness order comes after.
@@ -1289,27 +1521,32 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   }
   ratios.sort((a, b) => a - b);
   const typicalRatio = ratios.length >= 5 ? ratios[ratios.length >> 1]! : cfa ? 0.3 : 0.45;
-  const minRatio = minSharp * typicalRatio;
+  const minRatio = Math.max(minSharp * typicalRatio, MIN_STAR_RATIO);
   const kept: Candidate[] = [];
   const streakDistance = Math.max(6, 24 / scale);
   const streakTable = streakOffsets(streakDistance);
   const notHot: Candidate[] = [];
+  const ringScratch = [new Float64Array(40), new Float64Array(40), new Float64Array(40), new Float64Array(40)];
   for (const c of cands) {
     if (c.rawPeak <= 0) {
       counts.hotPixels++;
       continue;
     }
-    if (c.ratio < minRatio && !isSaturatedCand(c)) {
+    if (c.ratio < minRatio) {
       // A single-pixel spike — unless its neighbours stand clearly above the sky on their own
       // (5σ for their mean): then it is a hot pixel or cosmic ray on a star, and the star stays
-      // with that pixel masked.
+      // with that pixel masked. Saturated candidates too: a hot pixel saturates in a long
+      // exposure, while a saturated star's neighbours are bright (or clipped) themselves.
       const px = c.peakIndex % width;
-      const sigma8 = pixelNoise(px, (c.peakIndex - px) / width) / Math.sqrt(8);
-      if (!(c.mean8 >= 5 * sigma8)) {
+      const py = (c.peakIndex - px) / width;
+      const sigma8 = pixelNoise(px, py) / Math.sqrt(8);
+      // The neighbours' excess over their own colour's level right around them (the frame-wide
+      // sky model can be off by a few σ per site on a raw mosaic under vignetting).
+      if (!(localExcess8(plane, width, height, px, py, cfa, ringScratch) >= 5 * sigma8)) {
         counts.hotPixels++;
         continue;
       }
-      c.spike = c.peakIndex;
+      if (!isSaturatedCand(c)) c.spike = c.peakIndex;
     }
     notHot.push(c);
   }
@@ -1318,7 +1555,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const streakOrder = rasterOrder(notHot.length, (k) => notHot[k]!.iy, (k) => notHot[k]!.ix);
   for (let q = 0; q < streakOrder.length; q++) {
     const k = streakOrder[q]!;
-    streak[k] = onStreak(D, w, h, notHot[k]!, streakDistance, threshold, streakTable) ? 1 : 0;
+    streak[k] = onStreak(sig, notHot[k]!, streakDistance, threshold, streakTable) ? 1 : 0;
   }
   notHot.forEach((c, k) => {
     if (streak[k]) counts.streaks++;
@@ -1330,6 +1567,28 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const rough = halfMaxScale(det.data, w, h, levelAt, cands, isSaturatedCand);
   const roughDet = Number.isFinite(rough) ? Math.max(1, rough) : 2.5 / scale;
   const alphaDet = roughDet / (2 * Math.sqrt(2 ** (1 / 3) - 1));
+
+  // A star stands above its own surroundings: D at the maximum minus the median of D on a ring
+  // RING_FWHM rough FWHMs out (where a PSF has fallen to < 1 % of its peak) must still reach the
+  // threshold. Noise peaks on a plateau (a bright star's halo, a dust shadow's rim, residual
+  // vignetting, nebulosity) have the plateau all round them and fail.
+  {
+    const ringR = Math.max(3, RING_FWHM * roughDet);
+    const ring = new Float64Array(RING_SAMPLES);
+    // In raster order (the samples then hit cached rows of D), kept in brightness order.
+    const diffuse = new Uint8Array(cands.length);
+    const order = rasterOrder(cands.length, (k) => cands[k]!.iy, (k) => cands[k]!.ix);
+    for (let q = 0; q < order.length; q++) {
+      const c = cands[order[q]!]!;
+      if (c.d - ringMedian(sig, c, ringR, ring) < threshold) diffuse[order[q]!] = 1;
+    }
+    const keptLocal: Candidate[] = [];
+    cands.forEach((c, k) => {
+      if (diffuse[k]) counts.diffuse++;
+      else keptLocal.push(c);
+    });
+    cands = keptLocal;
+  }
 
   // Deblending by saddles, brightest first.
   const grid = new Grid(16);
@@ -1345,7 +1604,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       const a = accepted[id]!;
       const dist = dist2d(a.ix - c.ix, a.iy - c.iy);
       if (dist > a.reach) continue;
-      const s = saddle(D, w, h, a, c);
+      const s = saddle(sig, a, c);
       const dip = c.d - s;
       if (dip < Math.max(dContrast, dFraction * c.d)) {
         absorbed = true;
@@ -1406,15 +1665,29 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   // Measure every accepted candidate.
   const fullGrid = new Grid(16);
   starts.forEach((s, i) => fullGrid.add(i, s.x, s.y));
-  const measured: { m: Measured; fit: ReturnType<MoffatFitter['fit']> | null; index: number }[] = [];
+  // Per star: measurement, fit, candidate index, and the geometry and start it was measured with.
+  const measured: { m: Measured; fit: ReturnType<MoffatFitter['fit']> | null; index: number; at: MeasuredAt }[] = [];
   const neighbourIds: number[] = [];
   const neighbours: { x: number; y: number }[] = [];
   const fitQueue: number[] = [];
   const fitValues = new Float64Array((2 * geo.fitRadius + 1) ** 2);
   const siteScale = [1, 1, 1, 1];
+  const coreScratch: number[] = [];
+  // The sky of one full-resolution pixel (its own site's level on a mosaic).
+  const skyOf = (x: number, y: number): number => {
+    const l = localAt(x, y).level;
+    return l ? l[cfa ? ((y & 1) << 1) | (x & 1) : 0]! : backgroundAt(bg, cfa ? (x - 0.5) / 2 : x, cfa ? (y - 0.5) / 2 : y) / (cfa ? 4 : 1);
+  };
+  const workspaces = new Map<number, Workspace>([[geo.radius * 1000 + geo.annOut, ws]]);
+  const workspaceFor = (g: Geometry): Workspace => {
+    const key = g.radius * 1000 + g.annOut;
+    let w0 = workspaces.get(key);
+    if (!w0) workspaces.set(key, (w0 = new Workspace(g.radius, g.annOut)));
+    return w0;
+  };
   // Measured in raster order (neighbouring stars share cached rows of the plane), collected in
   // the candidates' order.
-  const byIndex: (Measured | null)[] = new Array<Measured | null>(starts.length).fill(null);
+  const byIndex: ({ m: Measured; at: MeasuredAt } | null)[] = new Array<{ m: Measured; at: MeasuredAt } | null>(starts.length).fill(null);
   const measureOrder = rasterOrder(starts.length, (k) => starts[k]!.y, (k) => starts[k]!.x);
   for (let q = 0; q < measureOrder.length; q++) {
     const i = measureOrder[q]!;
@@ -1430,15 +1703,36 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       const o = starts[id]!;
       if (dist2d(o.x - s.x, o.y - s.y) < geo.radius * 1.5) neighbours.push({ x: o.x, y: o.y });
     }
-    const r = measureStar(plane, width, height, cfa, s.x, s.y, geo, ws, neighbours, sat.level, localAt(s.x, s.y), s.c.spike);
+    // A saturated core is a plateau on which the frame-scale window has no gradient to follow:
+    // such a star is centred from its core and measured with window and aperture widened by the
+    // core's diameter (its shape is never used: saturated stars stay out of the shape metrics).
+    let g = geo;
+    let wsStar = ws;
+    let sx = s.x;
+    let sy = s.y;
+    if (isSaturatedCand(s.c)) {
+      const core = saturatedCore(plane, width, height, s.x, s.y, sat.level, coreScratch, skyOf);
+      if (core && core.edge < MIN_CORE_EDGE) {
+        // Clipped pixels with the sky right beside them: a hot-pixel cluster that saturated.
+        counts.hotPixels++;
+        continue;
+      }
+      if (core) {
+        sx = core.x;
+        sy = core.y;
+        g = geometryFor(fwhmScale + core.diameter);
+        wsStar = workspaceFor(g);
+      }
+    }
+    const r = measureStar(plane, width, height, cfa, sx, sy, g, wsStar, neighbours, sat.level, localAt(sx, sy), s.c.spike);
     if (!r || !(r.m.flux > 0)) {
       counts.failed++;
       continue;
     }
-    byIndex[i] = r.m;
+    byIndex[i] = { m: r.m, at: { g, x: sx, y: sy } };
   }
-  byIndex.forEach((m, index) => {
-    if (m) measured.push({ m, fit: null, index });
+  byIndex.forEach((b, index) => {
+    if (b) measured.push({ m: b.m, fit: null, index, at: b.at });
   });
   const t4 = performance.now();
   timings.measure = t4 - t3;
@@ -1460,44 +1754,71 @@ export function detectStars(data: Float32Array, width: number, height: number, o
     measured.length = 0;
     measured.push(...unique);
   }
-  // Fit the brightest unsaturated, unblended ones (re-extracting their patch).
+  // Fit the brightest unsaturated, unblended ones (re-extracting their patch). A frame with fewer
+  // than SATURATED_FIT_BELOW such stars (a wide field of only bright stars) fits its brightest
+  // saturated ones too, their clipped pixels left out: the Moffat profile of the unclipped wings
+  // still measures the seeing (on the generator's wide fields within ~30 % of the true FWHM,
+  // and rising with it), where moments of a clipped core would measure its brightness.
   for (let q = 0; q < measured.length && fitQueue.length < fitCount; q++) {
     const e = measured[q]!;
     if (!e.m.saturated && !e.m.blended) fitQueue.push(q);
   }
-  for (const q of fitQueue) {
+  let fitBuffer = fitValues;
+  const fitOne = (q: number): void => {
     const e = measured[q]!;
     const s = starts[e.index]!;
-    const r = measureStar(plane, width, height, cfa, s.x, s.y, geo, ws, [], sat.level, localAt(s.x, s.y), s.c.spike);
-    if (!r) continue;
+    const g = e.at.g;
+    const wsFit = workspaceFor(g);
+    const r = measureStar(plane, width, height, cfa, e.at.x, e.at.y, g, wsFit, [], sat.level, localAt(e.at.x, e.at.y), s.c.spike);
+    if (!r) return;
     // Fit the central (2·fitRadius + 1)² of the measurement patch: the core and inner wings
     // hold nearly all the information on width and β, at a fraction of the cost.
-    const fr = geo.fitRadius;
+    const fr = g.fitRadius;
     const fs = 2 * fr + 1;
-    const off = geo.radius - fr;
+    const off = g.radius - fr;
+    if (fitBuffer.length < fs * fs) fitBuffer = new Float64Array(fs * fs);
+    const fitValuesStar = fitBuffer;
     const { size: ps, x0: px0, y0: py0 } = r.patch;
+    const clipped = e.m.saturated ? saturatedMask(wsFit, ps, px0, py0, cfa, sat.level) : null;
     const extract = () => {
-      for (let j = 0; j < fs; j++) for (let i = 0; i < fs; i++) fitValues[j * fs + i] = r.patch.values[(j + off) * ps + i + off]!;
+      for (let j = 0; j < fs; j++) {
+        for (let i = 0; i < fs; i++) {
+          const k = (j + off) * ps + i + off;
+          fitValuesStar[j * fs + i] = clipped && clipped[k] ? NaN : r.patch.values[k]!;
+        }
+      }
     };
     extract();
-    const fitPatch: PatchView = { values: fitValues, size: fs, x0: px0 + off, y0: py0 + off };
-    let fit = ws.fitter.fit(fitPatch, { x: r.m.x, y: r.m.y, amplitude: Math.max(r.m.peak, 1e-9), mxx: r.m.mxx, myy: r.m.myy, mxy: r.m.mxy });
-    for (let round = 0; round < CFA_REFITS && cfa && fit.ok && siteSharesByFit(ws, ps, px0, py0, fit, siteScale); round++) {
+    const fitPatch: PatchView = { values: fitValuesStar, size: fs, x0: px0 + off, y0: py0 + off };
+    let fit = wsFit.fitter.fit(fitPatch, { x: r.m.x, y: r.m.y, amplitude: Math.max(r.m.peak, 1e-9), mxx: r.m.mxx, myy: r.m.myy, mxy: r.m.mxy });
+    for (let round = 0; round < CFA_REFITS && cfa && fit.ok && siteSharesByFit(wsFit, ps, px0, py0, fit, siteScale, clipped); round++) {
       // Re-normalise the sites against the fitted profile, then re-centre and refit.
-      applyScale(ws, ps, px0, py0, true, siteScale);
-      const c = windowedCentroid(ws, ps, px0, py0, r.m.x, r.m.y, geo.sigmaW, 1);
+      applyScale(wsFit, ps, px0, py0, true, siteScale);
+      const c = windowedCentroid(wsFit, ps, px0, py0, r.m.x, r.m.y, g.sigmaW, 1);
       if (c) {
         e.m.x = c.x;
         e.m.y = c.y;
       }
       extract();
-      const refit = ws.fitter.fit(fitPatch, { x: fit.x, y: fit.y, amplitude: fit.amplitude, mxx: r.m.mxx, myy: r.m.myy, mxy: r.m.mxy }, 40, fit);
+      const refit = wsFit.fitter.fit(fitPatch, { x: fit.x, y: fit.y, amplitude: fit.amplitude, mxx: r.m.mxx, myy: r.m.myy, mxy: r.m.mxy }, 40, fit);
       if (refit.ok) fit = refit;
     }
-    const sane = fit.ok && dist2d(fit.x - r.m.x, fit.y - r.m.y) < 1.5 && fit.beta >= 0.8 && fit.fwhmMinor > 0.3 && fit.fwhmMajor < 4 * geo.radius;
+    const sane = fit.ok && dist2d(fit.x - r.m.x, fit.y - r.m.y) < 1.5 && fit.beta >= 0.8 && fit.fwhmMinor > 0.3 && fit.fwhmMajor < 4 * g.radius;
     if (sane) {
       e.fit = fit;
       counts.fitted++;
+    }
+  };
+  for (const q of fitQueue) fitOne(q);
+  if (fitCount > 0 && counts.fitted < SATURATED_FIT_BELOW) {
+    // Faintest saturated first: the smaller the clipped core, the more of the profile is left.
+    let added = 0;
+    for (let q = measured.length - 1; q >= 0 && added < SATURATED_FIT_COUNT; q--) {
+      const e = measured[q]!;
+      if (e.m.saturated && !e.m.blended) {
+        fitOne(q);
+        added++;
+      }
     }
   }
   const t5 = performance.now();
@@ -1505,7 +1826,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   // Calibrate moment FWHMs to the fits: median ratio over the fitted stars.
   const ratiosFit: number[] = [];
   for (const e of measured) {
-    if (!e.fit) continue;
+    if (!e.fit || e.m.saturated) continue;
     const ms = momentShape(e.m);
     ratiosFit.push(Math.sqrt(e.fit.fwhmMajor * e.fit.fwhmMinor) / Math.sqrt(ms.major * ms.minor));
   }
@@ -1513,25 +1834,27 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const momentToFit = ratiosFit.length >= 3 ? ratiosFit[ratiosFit.length >> 1]! : 1;
 
   const gain = options.gain;
-  const stars: Star[] = [];
+  const all: Star[] = [];
+  // Minor-axis FWHM from the calibrated moments of every star (fitted or not), for the narrow test.
+  const momentMinor: number[] = [];
   for (const e of measured) {
-    if (stars.length >= maxStars) break;
     const m = e.m;
     let major: number;
     let minor: number;
     let angle: number;
+    const ms = momentShape(m);
+    momentMinor.push(ms.minor * momentToFit);
     if (e.fit) {
       major = e.fit.fwhmMajor;
       minor = e.fit.fwhmMinor;
       angle = e.fit.angle;
     } else {
-      const ms = momentShape(m);
       major = ms.major * momentToFit;
       minor = ms.minor * momentToFit;
       angle = ms.angle;
     }
     const variance = m.apertureN * m.noise * m.noise + (gain && gain > 0 ? Math.max(0, m.flux) / gain : 0);
-    stars.push({
+    all.push({
       x: m.x,
       y: m.y,
       flux: m.flux,
@@ -1549,6 +1872,29 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       blended: m.blended,
     });
   }
+  // Narrower than the optics make: among sources bright enough for a trustworthy shape (SNR ≥
+  // NARROW_SNR), a minor-axis moment FWHM below NARROW_FRACTION of those sources' upper quartile is a
+  // hot-pixel cluster or a cosmic-ray track (2×2 and 1×2 clusters measure 0.4–0.55 of a 2.5 px
+  // star's; real stars of that SNR stay above ~0.9 of the median on the generator's frames).
+  // Moments, not fits: a fit of a blended or odd star can come out narrow where its moments do not.
+  const shapes: number[] = [];
+  all.forEach((st, k) => {
+    if (!st.saturated && st.snr >= NARROW_SNR && Number.isFinite(momentMinor[k]!)) shapes.push(momentMinor[k]!);
+  });
+  shapes.sort((a, b) => a - b);
+  // Relative to the upper quartile: where clusters outnumber the bright stars they pull a median down.
+  const narrowBelow = shapes.length >= 5 ? NARROW_FRACTION * shapes[Math.floor(0.75 * (shapes.length - 1))]! : 0;
+  const stars: Star[] = [];
+  all.forEach((st, k) => {
+    // Saturated sources too: a saturated star's clipped core and wings measure wider than any
+    // unsaturated star, a hot-pixel cluster clipped at the same level stays a pixel or two.
+    if (st.snr >= NARROW_SNR && momentMinor[k]! < narrowBelow) {
+      counts.narrow++;
+      if (st.shape === 'fit') counts.fitted--;
+      return;
+    }
+    if (stars.length < maxStars) stars.push(st);
+  });
   return {
     ok: true,
     stars,

@@ -73,7 +73,8 @@ export function prepareImageSolve(img: FitsImage, searchRadiusDeg: number): Prep
   const started = Date.now();
   const { width, height } = img;
   const lum = luminanceOf(img);
-  const det = detectStars(lum, width, height, { maxStars: DETECT_MAX_STARS, fitCount: 0 });
+  // A stack is resampled: its noise is correlated, and unscaled it yields hundreds of noise "stars".
+  const det = detectStars(lum, width, height, { maxStars: DETECT_MAX_STARS, fitCount: 0, resampled: true });
   const stars = det.ok ? solverStars(det.stars, Math.max(DEDUP_MIN_PX, DEDUP_FWHM * det.fwhmScale)) : [];
   const hh = headerHints(img.header, width, height);
   const hints = solveHints(hh, searchRadiusDeg);

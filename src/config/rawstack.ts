@@ -52,6 +52,8 @@ const CalibrationSchema = z.strictObject({
   dark_match_use_temp: z.boolean().default(false),
   dark_match_temp_tolerance_c: z.number().min(0).max(50).default(3),
   master_rejection_sigma: z.number().positive().default(3).describe('kappa of the sigma-clipped mean that forms masters (DESIGN §8)'),
+  cosmetic_without_darks: z.boolean().default(true).describe('when no dark is applied: isolated hot and cold pixels of each light are replaced before star detection and stacking'),
+  cosmetic_without_darks_sigma: z.number().positive().default(5).describe('outlier threshold (σ) of that cosmetic pass'),
 });
 
 const QualityFilterSchema = z.strictObject({
@@ -61,6 +63,7 @@ const QualityFilterSchema = z.strictObject({
   max_fwhm_sigma: z.number().positive().default(2.0),
   max_eccentricity: z.number().min(0).max(1).default(0.65),
   min_relative_transparency: z.number().min(0).max(1).default(0.6).describe('DESIGN §8: star count or median star flux below this fraction of the sequence median excludes a frame (auto, strict)'),
+  relative_fallback: z.boolean().default(true).describe('when min_stars, max_eccentricity and min_correlation would exclude more than half of the frames (a systematic cause), rules relative to the sequence median decide instead, with a warning'),
   manual_overrides: z
     .record(z.string().min(1), z.union([z.boolean(), z.strictObject({ include: z.boolean(), index: z.number().int().min(0).optional(), filename: z.string().optional() })]))
     .default({})

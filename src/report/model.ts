@@ -110,7 +110,17 @@ export interface ReportModel {
   phases: ReportPhase[];
   /** Run queue entries (null for a single-folder run). */
   queue?: ReportQueueEntry[] | null;
-  input: { lights_dir: string; pattern: string; frames_total: number; color_mode: string | null; bayer_pattern: string | null; width: number | null; height: number | null };
+  input: {
+    lights_dir: string;
+    pattern: string;
+    frames_total: number;
+    color_mode: string | null;
+    bayer_pattern: string | null;
+    width: number | null;
+    height: number | null;
+    /** One line on what stood in for missing calibration (the cosmetic pass without darks), if anything. */
+    calibration_note?: string | null;
+  };
   reference: { strategy: string; index: number | null; file: string | null } | null;
   quality: { mode: string; frames_total: number; included: number; excluded: number; manual_overrides: number; reasons: Record<string, number> };
   stacking: Record<string, unknown> | null;

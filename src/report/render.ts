@@ -62,6 +62,7 @@ export function renderMarkdown(m: ReportModel): string {
   const i = m.input;
   lines.push(`${i.frames_total} frames from ${m.queue?.length ? `the run queue (${m.queue.filter((e) => e.active).length} active of ${m.queue.length} entries)` : `\`${i.lights_dir}\` (pattern \`${i.pattern}\`)`}, ${i.color_mode ?? 'unknown'}${i.bayer_pattern ? ` ${i.bayer_pattern}` : ''}, ${i.width ?? '?'}×${i.height ?? '?'} px.`);
   if (m.reference) lines.push(`Reference frame: #${m.reference.index} ${m.reference.file ?? ''} (${m.reference.strategy}).`);
+  if (i.calibration_note) lines.push(i.calibration_note);
   lines.push('');
   lines.push('## Quality');
   lines.push('');
@@ -252,7 +253,8 @@ ${m.phases.map((p) => `<tr><td>${h(p.phase)}</td><td>${chip(p.status)}</td><td>$
 ${phaseChart}
 ${queueHtml(m)}
 <h2>Input</h2>
-<p>${i.frames_total} frames from ${m.queue?.length ? `the run queue (${m.queue.filter((e) => e.active).length} active of ${m.queue.length} entries)` : `<code>${h(i.lights_dir)}</code> (pattern <code>${h(i.pattern)}</code>)`}, ${h(i.color_mode ?? 'unknown')}${i.bayer_pattern ? ` ${h(i.bayer_pattern)}` : ''}, ${i.width ?? '?'}×${i.height ?? '?'} px.${m.reference ? ` Reference frame #${m.reference.index} ${h(m.reference.file ?? '')} (${h(m.reference.strategy)}).` : ''}</p>
+<p>${i.frames_total} frames from ${m.queue?.length ? `the run queue (${m.queue.filter((e) => e.active).length} active of ${m.queue.length} entries)` : `<code>${h(i.lights_dir)}</code> (pattern <code>${h(i.pattern)}</code>)`}, ${h(i.color_mode ?? 'unknown')}${i.bayer_pattern ? ` ${h(i.bayer_pattern)}` : ''}, ${i.width ?? '?'}×${i.height ?? '?'} px.${m.reference ? ` Reference frame #${m.reference.index} ${h(m.reference.file ?? '')} (${h(m.reference.strategy)}).` : ''}</p>${i.calibration_note ? `
+<p>${h(i.calibration_note)}</p>` : ''}
 <h2>Quality</h2>
 <p>Mode <code>${h(q.mode)}</code>: <b>${q.included}</b> of ${q.frames_total} frames included, <b>${q.excluded}</b> excluded${q.manual_overrides ? `, ${q.manual_overrides} manual overrides` : ''}.${Object.keys(q.reasons).length ? ` Reasons: ${Object.entries(q.reasons).map(([r, n]) => `${h(r)} ${n}`).join(', ')}.` : ''}</p>
 ${frameDetail}

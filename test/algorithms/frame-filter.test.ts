@@ -1,7 +1,9 @@
 // Frame filtering: on generated mono and OSC sequences (two seeds) `auto` excludes exactly the
 // labelled bad frames that should go, with the expected primary reasons, and keeps every good
 // and satellite frame; on constructed records the modes, thresholds, σ floor, transparency rule,
-// manual overrides, details, warnings and the no-frames-left error behave as specified.
+// manual overrides, details, warnings and the no-frames-left error behave as specified; frames
+// without a measured star shape never stay; when the absolute rules would exclude more than half
+// of the frames, relative rules decide (and say so).
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -9,7 +11,7 @@ import { readFitsImage } from '../../src/fits/index.js';
 import { generateDataset, type Truth } from '../../fixtures/generator/index.js';
 import { detectStars, type StarDetection } from '../../src/algorithms/stars.js';
 import { frameMetrics, scoreFrames } from '../../src/algorithms/frame-metrics.js';
-import { filterFrames, FWHM_SIGMA_FLOOR, QUALITY_FILTER_DEFAULTS, type FilterFrame, type FilterMetrics } from '../../src/algorithms/frame-filter.js';
+import { CC_SIGMA_FLOOR, ECC_SIGMA_FLOOR, filterFrames, FWHM_SIGMA_FLOOR, QUALITY_FILTER_DEFAULTS, type FilterFrame, type FilterMetrics } from '../../src/algorithms/frame-filter.js';
 import { MAD_TO_SIGMA } from '../../src/algorithms/robust-stats.js';
 import { withTempDir } from '../helpers/tmp.js';
 import { median } from './star-truth.js';
@@ -176,7 +178,75 @@ test('off still drops frames without data; warnings and the no-frames-left error
   assert.equal(none.error, { code: 'no_frames_left', detail: 'all 1 frames excluded' });
   assert.ok(none.warnings.some((w) => w.includes('3 are needed')), 'relative rules need 3 frames');
   assert.equal(filterFrames([]).error, { code: 'no_frames_left', detail: 'no frames' });
-  assert.equal(QUALITY_FILTER_DEFAULTS, { mode: 'auto', min_stars: 30, min_correlation: 0.75, max_fwhm_sigma: 2.0, max_eccentricity: 0.65, min_relative_transparency: 0.6 });
+  assert.equal(QUALITY_FILTER_DEFAULTS, { mode: 'auto', min_stars: 30, min_correlation: 0.75, max_fwhm_sigma: 2.0, max_eccentricity: 0.65, min_relative_transparency: 0.6, relative_fallback: true });
+});
+
+test('no_stars_measured: a frame without FWHM or eccentricity (or without stars) never stays, unless a manual include says so', () => {
+  const frames = sequence([{ fwhm: NaN, eccentricity: NaN, star_count: 40 }, { star_count: 0, fwhm: NaN, eccentricity: NaN }, { eccentricity: NaN }]);
+  for (const mode of ['auto', 'strict', 'relaxed'] as const) {
+    const r = filterFrames(frames, { mode });
+    assert.equal(r.frames.slice(10).map((d) => [d.status, d.reasons[0]]), [['excluded', 'no_stars_measured'], ['excluded', 'no_stars_measured'], ['excluded', 'no_stars_measured']], mode);
+    assert.is(r.frames[10]!.details[0], 'FWHM and eccentricity could not be measured on its 40 stars');
+    assert.is(r.frames[11]!.details[0], 'no star measured');
+    assert.is(r.n_included, 10);
+  }
+  assert.is(filterFrames(frames, { mode: 'off' }).n_excluded, 0, 'off: no rule');
+  const kept = filterFrames(frames, { manual_overrides: { '10': true } });
+  assert.equal([kept.frames[10]!.status, kept.frames[10]!.manual, kept.frames[10]!.reasons[0]], ['included', 'include', 'no_stars_measured']);
+});
+
+/** n frames with the given metrics, frame i from f(i). */
+const frameSet = (n: number, f: (i: number) => Partial<FilterMetrics>): FilterFrame[] => Array.from({ length: n }, (_, i) => ({ index: i, file: `f${i}.fits`, metrics: m(f(i)) }));
+
+test('systematic cause: the absolute rules would exclude more than half, so relative rules decide (eccentricity, stars, correlation)', () => {
+  // Every frame elongated (a tilted sensor): eccentricities 0.68 … 0.77, one trailed frame at 0.95.
+  const ecc = [0.7, 0.72, 0.68, 0.74, 0.71, 0.73, 0.69, 0.77, 0.7, 0.72, 0.95];
+  const r = filterFrames(frameSet(ecc.length, (i) => ({ eccentricity: ecc[i]! })));
+  assert.ok(r.systematic, 'systematic');
+  assert.equal([r.systematic!.would_exclude, r.systematic!.measured, r.systematic!.by_rule], [11, 11, { eccentricity: 11 }]);
+  assert.equal(r.frames.filter((d) => d.status === 'excluded').map((d) => d.index), [10]);
+  // Median 0.72, MAD 0.02 → 1.4826 × 0.02 = 0.030, under the 0.05 floor: limit 0.72 + 2 × 0.05.
+  const sigma = Math.max(MAD_TO_SIGMA * 0.02, ECC_SIGMA_FLOOR);
+  assert.ok(Math.abs(r.systematic!.limits.eccentricity_limit - (0.72 + 2 * sigma)) < 1e-12);
+  assert.match(r.frames[10]!.details[0]!, /^eccentricity 0\.95 > limit 0\.82 \(median 0\.72 \+ 2\.00 × σ 0\.05; relative: the absolute rules would exclude 11 of 11 frames\)$/);
+
+  // Few stars everywhere (a short focal length): min_stars 30 against 12 … 20, one cloudy frame at 5.
+  const stars = [14, 16, 12, 18, 15, 20, 17, 16, 15, 5];
+  const s = filterFrames(frameSet(stars.length, (i) => ({ star_count: stars[i]! })), { mode: 'relaxed' });
+  assert.equal(s.systematic!.by_rule, { too_few_stars: 10 });
+  assert.equal(s.frames.filter((d) => d.status === 'excluded').map((d) => [d.index, d.reasons[0]]), [[9, 'too_few_stars']]);
+  assert.is(s.systematic!.limits.star_count_limit, 0.6 * 15.5);
+
+  // Correlation low throughout (a nebula filling the field), one frame clearly below the rest.
+  const cc = [0.6, 0.62, 0.61, 0.63, 0.6, 0.64, 0.62, 0.61, 0.4];
+  const c = filterFrames(frameSet(cc.length, (i) => ({ registration_cc: cc[i]! })));
+  assert.equal(c.frames.filter((d) => d.status === 'excluded').map((d) => [d.index, d.reasons[0]]), [[8, 'low_correlation']]);
+  const ccSigma = Math.max(MAD_TO_SIGMA * 0.01, CC_SIGMA_FLOOR);
+  assert.ok(Math.abs(c.systematic!.limits.correlation_limit! - (0.61 - 2 * ccSigma)) < 1e-12);
+});
+
+test('systematic cause: not at half or below, not under 3 frames, not with relative_fallback off', () => {
+  // Exactly half fail: the absolute rules stand.
+  const half = filterFrames(frameSet(10, (i) => ({ eccentricity: i < 5 ? 0.7 : 0.3 })));
+  assert.is(half.systematic, null);
+  assert.is(half.n_excluded, 5);
+  // Fewer than three measured frames: no median to be relative to.
+  const two = filterFrames(frameSet(2, () => ({ eccentricity: 0.7 })));
+  assert.is(two.systematic, null);
+  assert.is(two.n_excluded, 2);
+  // Switched off: the seed's absolute rules alone, the best frames lost with the rest.
+  const ecc = [0.7, 0.72, 0.68, 0.74, 0.71, 0.73, 0.69, 0.77, 0.7, 0.72, 0.95];
+  const off = filterFrames(frameSet(ecc.length, (i) => ({ eccentricity: ecc[i]! })), { relative_fallback: false });
+  assert.is(off.systematic, null);
+  assert.is(off.n_excluded, 11);
+  assert.equal(off.error?.code, 'no_frames_left');
+  // Frames without data or shape do not count toward the share (2 of 4 measured fail: no fallback).
+  const mixed = filterFrames([
+    ...frameSet(4, (i) => ({ eccentricity: i < 2 ? 0.7 : 0.3 })),
+    { index: 4, file: 'x.fits', metrics: null },
+    { index: 5, file: 'y.fits', metrics: m({ fwhm: NaN }) },
+  ]);
+  assert.is(mixed.systematic, null);
 });
 
 test.run();

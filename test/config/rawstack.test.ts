@@ -6,7 +6,7 @@ import { mergeLayers, setPath } from '../../src/config/merge.js';
 test('defaults follow the seed tables', () => {
   const c = defaultRawStackConfig();
   assert.equal([c.pattern, c.max_frames, c.input_mode, c.bayer_pattern, c.run_name], ['*.fits', 0, 'auto', 'auto', '']);
-  assert.equal(c.quality_filter, { mode: 'auto', min_stars: 30, min_correlation: 0.75, max_fwhm_sigma: 2.0, max_eccentricity: 0.65, min_relative_transparency: 0.6, manual_overrides: {} });
+  assert.equal(c.quality_filter, { mode: 'auto', min_stars: 30, min_correlation: 0.75, max_fwhm_sigma: 2.0, max_eccentricity: 0.65, min_relative_transparency: 0.6, relative_fallback: true, manual_overrides: {} });
   assert.equal([c.rejection.method, c.rejection.low, c.rejection.high, c.rejection.max_iters, c.rejection.min_fraction], ['sigma', 3, 3, 3, 0.4]);
   assert.equal([c.stacking.normalization, c.stacking.weighting], ['addscale', 'quality']);
   assert.equal(c.postprocess, { astrometry: true, bge: true, pcc: true, hypermetric_stretch: true });

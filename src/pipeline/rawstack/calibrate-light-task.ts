@@ -14,6 +14,7 @@ import { calibrate } from '../../cpu/calibrate.js';
 import { isMainThread } from 'node:worker_threads';
 import { FitsReader, isFitsError, writeFits, type FitsErrorCode, type FitsHeader } from '../../fits/index.js';
 import { calibratedHeader, type CalibratedHeaderInfo } from './calibration-apply.js';
+import { saturationPlateau } from '../../algorithms/stars.js';
 import { detectBlank } from './channel-stats.js';
 import { analyzePlane, premeasuredTransferables, type AnalysisSpec, type Premeasured } from './frame-analysis.js';
 
@@ -82,8 +83,9 @@ async function calibrateDecoded(task: CalibrateLightTask, data: Float32Array, li
   const check = detectBlank(data, width, height);
   if (check.blank) return { kind: 'calibrate', ok: false, code: 'blank_frame', detail: check.detail! };
   const t1 = performance.now();
+  const plateau = saturationPlateau(data);
   calibrate(data, { ...(task.bias ? { bias: task.bias } : {}), ...(task.dark ? { dark: task.dark } : {}), ...(task.flat ? { flat: task.flat } : {}) }, { darkScale: task.darkScale, flatFloor: task.flatFloor }, data);
-  const header = calibratedHeader(lightHeader, task.header);
+  const header = calibratedHeader(lightHeader, task.header, plateau);
   const t2 = performance.now();
   try {
     // Not flushed: an intermediate the run regenerates (writeFits `durable`).

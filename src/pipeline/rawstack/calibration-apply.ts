@@ -3,7 +3,8 @@
 // WGSL (masters uploaded once and kept resident on the device, one light up and one result down
 // per frame; the TypeScript path is CALIBRATION's light task, calibrate-light-task.ts); and the header of
 // the calibrated frame (the light's cards plus CALIBRAT, BIASCORR, DARKCORR, FLATCORR, DARKSEL,
-// DARKSCAL and HISTORY; SATURATE/DATAMAX moved to the calibrated scale).
+// DARKSCAL and HISTORY; SATURATE/DATAMAX moved to the calibrated scale, or SATURATE from the
+// light's saturation plateau when it has no such card).
 // Invariant: the masters are never modified; a calibrator holds device buffers only between
 // its creation and dispose().
 
@@ -83,8 +84,12 @@ export interface CalibratedHeaderInfo {
 
 const SATURATION_KEYS = ['SATURATE', 'DATAMAX', 'MAXDATA'];
 
-/** The light's header with the calibration provenance cards. */
-export function calibratedHeader(light: FitsHeader, info: CalibratedHeaderInfo): FitsHeader {
+/**
+ * The light's header with the calibration provenance cards. `plateau`: the light's saturation
+ * plateau (stars.ts saturationPlateau), recorded as SATURATE when the light has no saturation
+ * card, since calibration turns the plateau into a slope the detector cannot find again.
+ */
+export function calibratedHeader(light: FitsHeader, info: CalibratedHeaderInfo, plateau: number | null = null): FitsHeader {
   const h = light.clone();
   h.set('CALIBRAT', true, { comment: 'calibrated by skystack' });
   h.set('BIASCORR', info.bias !== null, { comment: 'bias subtracted' });
@@ -95,12 +100,15 @@ export function calibratedHeader(light: FitsHeader, info: CalibratedHeaderInfo):
   // A raw saturation level means nothing after calibration; the lowest calibrated value a
   // saturated pixel can take is (level − bias − dark) / (brightest flat), which keeps
   // "saturated" meaning "at or above this" for star detection on the calibrated frame.
+  const move = (v: number) => Number(((v - info.biasLevel - info.darkLevel) / Math.max(info.flatHigh, 1e-6)).toFixed(3));
+  let recorded = false;
   for (const key of SATURATION_KEYS) {
     const v = h.getNumber(key);
     if (v === undefined) continue;
-    const moved = (v - info.biasLevel - info.darkLevel) / Math.max(info.flatHigh, 1e-6);
-    h.set(key, Number(moved.toFixed(3)), { real: true });
+    h.set(key, move(v), { real: true });
+    recorded = true;
   }
+  if (!recorded && plateau !== null && Number.isFinite(plateau)) h.set('SATURATE', move(plateau), { real: true, comment: 'saturation plateau of the light, calibrated' });
   if (info.bias !== null) h.addHistory(`skystack CALIBRATION: bias ${info.bias} subtracted`);
   if (info.dark !== null) h.addHistory(`skystack CALIBRATION: dark ${info.dark} x ${info.darkScale.toFixed(4)} subtracted`);
   if (info.flat !== null) h.addHistory(`skystack CALIBRATION: divided by flat ${info.flat} (median 1 per CFA site)`);

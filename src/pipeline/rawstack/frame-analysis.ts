@@ -1,7 +1,8 @@
 // Per-frame measurements on a plane that is already in memory, shared by every place that holds
 // a frame's pixels:
 //   measurePlane   star detection (stars.ts; OSC on the raw mosaic with `cfa`) → frame metrics
-//                  and the brightest `maxStars` stars (REFERENCE_SELECTION's measure);
+//                  and the brightest `maxStars` stars (REFERENCE_SELECTION's measure); without
+//                  darks, after a cosmetic pass over a copy of the plane (hot/cold pixels);
 //   channelsOfPlane per-channel robust statistics by the frame's effective CFA phase
 //                  (CFA_CHANNEL_PREP's normalization inputs);
 //   analyzePlane   both at once → a Premeasured record.
@@ -15,10 +16,11 @@
 // friendly (typed arrays, plain objects), star lists as packed f64 (x, y, flux) triplets.
 
 import { frameMetrics, type FrameMetrics } from '../../algorithms/frame-metrics.js';
-import { detectStars } from '../../algorithms/stars.js';
+import { detectStars, saturationPlateau } from '../../algorithms/stars.js';
 import { keys, type FitsHeader } from '../../fits/index.js';
 import { cfaPhase, type CfaPattern } from '../../cpu/debayer.js';
 import { measureChannels, MONO_PHASES, phaseChannels, type FrameChannelStats } from './channel-stats.js';
+import { cosmeticCorrect, estimateNoise } from './stacking-cosmetic.js';
 
 /** Stars kept per frame for registration (brightest first). */
 export const MAX_STORED_STARS = 1500;
@@ -35,6 +37,12 @@ export interface MeasureSpec {
   cfa: boolean;
   /** Stars returned (brightest first); the metrics use every detected star. */
   maxStars: number;
+  /**
+   * Cosmetic pass before detection (no dark was applied, so hot pixels are still in the frame):
+   * isolated hot and cold pixels replaced as STACKING's per-frame correction does
+   * (stacking-cosmetic.ts, threshold `sigma`). Null or absent: none.
+   */
+  cosmetic?: { sigma: number } | null;
 }
 
 export interface ChannelsSpec {
@@ -57,7 +65,14 @@ export interface MeasureOk {
   saturationLevel: number | null;
   saturationSource: string;
   gain: number | null;
+  /** Pixels the cosmetic pass replaced (null: no pass). */
+  cosmetic: CosmeticCounts | null;
   ms: { read: number; detect: number };
+}
+
+export interface CosmeticCounts {
+  hot: number;
+  cold: number;
 }
 
 export interface MeasureFailure {
@@ -69,6 +84,7 @@ export interface MeasureFailure {
   fitsCode?: string;
   /** Present when the frame was read and measured but holds no star (background and noise are known). */
   metrics: FrameMetrics | null;
+  cosmetic: CosmeticCounts | null;
   ms: { read: number; detect: number };
 }
 
@@ -101,17 +117,29 @@ export function measurePlane(plane: Plane, spec: MeasureSpec, readMs: number): M
   // shot-noise term of the star SNRs. (GAIN is a camera setting, not e-/ADU.)
   const saturation = keys.saturationLevel(plane.header);
   const gain = keys.electronsPerAdu(plane.header);
-  const detection = detectStars(plane.data, plane.width, plane.height, {
+  let data = plane.data;
+  let cosmetic: CosmeticCounts | null = null;
+  if (spec.cosmetic) {
+    const step = spec.cfa ? 2 : 1;
+    const { width, height } = plane;
+    const noise = estimateNoise(data, width, height, 0, step);
+    // Saturated star cores stay as they are (their plateau tells the detector they saturate).
+    const ceiling = saturation !== undefined && saturation > 0 ? saturation : (saturationPlateau(data) ?? Infinity);
+    const fixed = cosmeticCorrect(data, { width, height, readY0: 0, y0: 0, y1: height, step, sigma: spec.cosmetic.sigma, noise, ceiling });
+    data = fixed.data;
+    cosmetic = { hot: fixed.hot, cold: fixed.cold };
+  }
+  const detection = detectStars(data, plane.width, plane.height, {
     cfa: spec.cfa,
     ...(saturation !== undefined && saturation > 0 ? { saturationLevel: saturation } : {}),
     ...(gain !== undefined && gain > 0 ? { gain } : {}),
   });
   const ms = { read: readMs, detect: performance.now() - t1 };
-  if (!detection.ok) return { kind: 'measure', ok: false, code: 'no_stars', detail: `star detection failed (${detection.code}): ${detection.detail}`, metrics: null, ms };
+  if (!detection.ok) return { kind: 'measure', ok: false, code: 'no_stars', detail: `star detection failed (${detection.code}): ${detection.detail}`, metrics: null, cosmetic, ms };
   const metrics = frameMetrics(detection);
   if (detection.stars.length === 0) {
     const c = detection.counts;
-    return { kind: 'measure', ok: false, code: 'no_stars', detail: `no star detected (${c.candidates} candidates above the threshold, ${c.hotPixels} hot pixels, ${c.streaks} streak points refused)`, metrics, ms };
+    return { kind: 'measure', ok: false, code: 'no_stars', detail: `no star detected (${c.candidates} candidates above the threshold, ${c.hotPixels + c.narrow} hot pixels, ${c.streaks} streak points, ${c.diffuse} diffuse maxima refused)`, metrics, cosmetic, ms };
   }
   const n = Math.min(spec.maxStars, detection.stars.length);
   const stars = new Float64Array(3 * n);
@@ -130,6 +158,7 @@ export function measurePlane(plane: Plane, spec: MeasureSpec, readMs: number): M
     saturationLevel: Number.isFinite(detection.saturationLevel) ? detection.saturationLevel : null,
     saturationSource: detection.saturationSource,
     gain: gain ?? null,
+    cosmetic,
     ms,
   };
 }

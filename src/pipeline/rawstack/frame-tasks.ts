@@ -145,7 +145,7 @@ export async function measureFrame(task: MeasureTask): Promise<MeasureResult> {
   const t0 = performance.now();
   const plane = await readOrFail(task.file);
   const readMs = performance.now() - t0;
-  if ('error' in plane) return { kind: 'measure', ok: false, code: 'unreadable', detail: plane.error, fitsCode: plane.code, metrics: null, ms: { read: readMs, detect: 0 } };
+  if ('error' in plane) return { kind: 'measure', ok: false, code: 'unreadable', detail: plane.error, fitsCode: plane.code, metrics: null, cosmetic: null, ms: { read: readMs, detect: 0 } };
   return measurePlane(plane, task, readMs);
 }
 

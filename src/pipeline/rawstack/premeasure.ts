@@ -10,9 +10,19 @@ import type { CfaPattern } from '../../cpu/debayer.js';
 import { MAX_STORED_STARS, type AnalysisSpec, type ChannelsSpec, type ChannelsTaskResult, type MeasureResult, type MeasureSpec } from './frame-analysis.js';
 import { pixelSource, type FrameRecord, type RawStackState } from './state.js';
 
+/**
+ * Whether the lights get a cosmetic pass (hot and cold pixels) before star detection and
+ * stacking: no dark was applied (none configured, or CALIBRATION did not run) and
+ * calibration.cosmetic_without_darks is on. A dark removes hot pixels itself.
+ */
+export function cosmeticWithoutDarks(state: RawStackState): { sigma: number } | null {
+  const c = state.config.calibration;
+  return c.cosmetic_without_darks && state.masters.dark === null ? { sigma: c.cosmetic_without_darks_sigma } : null;
+}
+
 /** What REFERENCE_SELECTION measures on every frame. */
 export function measureSpecOf(state: RawStackState): MeasureSpec {
-  return { cfa: state.colorMode === 'OSC', maxStars: MAX_STORED_STARS };
+  return { cfa: state.colorMode === 'OSC', maxStars: MAX_STORED_STARS, cosmetic: cosmeticWithoutDarks(state) };
 }
 
 /** What CFA_CHANNEL_PREP measures on every frame (null before INPUT_SCAN fixed the frame size). */

@@ -44,6 +44,8 @@ export interface CosmeticParams {
   sigma: number;
   /** σ per 2×2 phase, index (y & 1) * 2 + (x & 1) in full-image coordinates (4 entries; equal on planes). */
   noise: readonly number[];
+  /** Saturation level: a pixel at or above it with a neighbour there too is part of a clipped star core and left alone. Default none. */
+  ceiling?: number;
 }
 
 export interface CosmeticResult {
@@ -72,6 +74,7 @@ export function cosmeticCorrect(data: Float32Array, p: CosmeticParams): Cosmetic
   const at = (x: number, y: number): number => (x < 0 || x >= W || y < rowLo || y >= rowHi ? NaN : data[(y - readY0) * W + x]!);
   const yStart = Math.max(p.y0, rowLo);
   const yEnd = Math.min(p.y1, rowHi);
+  const ceiling = p.ceiling ?? Infinity;
   const candidates = scanCandidates(data, W, readY0, rowLo, rowHi, yStart, yEnd, s, k, p.noise);
   for (let c = 0; c < candidates.length; c++) {
     const idx = candidates[c]!;
@@ -79,6 +82,9 @@ export function cosmeticCorrect(data: Float32Array, p: CosmeticParams): Cosmetic
     const x = idx - (y - readY0) * W;
     const o = (y - readY0) * W;
     const v = data[idx]!;
+    // A saturated pixel next to another is part of a clipped star core; an isolated one (a hot
+    // pixel that saturated) is corrected like any other.
+    if (v >= ceiling && saturatedNeighbour(data, W, x, y, readY0, rowLo, rowHi, ceiling)) continue;
     {
       // Same-colour neighbours; cheap local-extreme test first (an isolated outlier is one).
       let n = 0;
@@ -211,6 +217,20 @@ function scanCandidates(data: Float32Array, W: number, readY0: number, rowLo: nu
     }
   }
   return out.subarray(0, n);
+}
+
+/** Whether one of the 8 neighbours of (x, y) is at or above `level`. */
+function saturatedNeighbour(data: Float32Array, W: number, x: number, y: number, readY0: number, rowLo: number, rowHi: number, level: number): boolean {
+  for (let dy = -1; dy <= 1; dy++) {
+    const yy = y + dy;
+    if (yy < rowLo || yy >= rowHi) continue;
+    for (let dx = -1; dx <= 1; dx++) {
+      const xx = x + dx;
+      if ((dx === 0 && dy === 0) || xx < 0 || xx >= W) continue;
+      if (data[(yy - readY0) * W + xx]! >= level) return true;
+    }
+  }
+  return false;
 }
 
 /** Median of a[0 .. n) (reorders a; n ≤ 40, insertion sort). */

@@ -42,6 +42,7 @@ export type FrameExclusionCode =
   | 'blank_frame' // mostly zero/NaN padding or one constant value (CALIBRATION, CFA_CHANNEL_PREP)
   | 'no_stars'
   | 'registration_failed'
+  | 'no_stars_measured' // stars found, but no FWHM/eccentricity measurable (FRAME_FILTERING)
   | 'low_correlation'
   | 'too_few_stars'
   | 'eccentricity'

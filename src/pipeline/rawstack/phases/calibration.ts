@@ -43,6 +43,7 @@ import { exposeGc } from '../../../cpu/worker-gc.js';
 import { collectSharedPools, isShared, sharedPool, toShared } from '../../../cpu/worker-pool.js';
 import type { CalibrateLightResult } from '../calibrate-light-task.js';
 import { calibratedHeader, FrameCalibrator, type CalibratedHeaderInfo } from '../calibration-apply.js';
+import { saturationPlateau } from '../../../algorithms/stars.js';
 import {
   CalibrationError,
   combineFrames,
@@ -600,8 +601,9 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
           const check = detectBlank(image.data, width, height);
           if (check.blank) return onExcluded(frame, 'blank_frame', check.detail!);
           ctx.checkCancelled();
+          const plateau = saturationPlateau(image.data);
           const out = await calibrator.calibrate(image.data, plan.sel ? plan.sel.groupId : null, plan.scale, plan.flatKey);
-          await writeFits(plan.file, { width, height, data: out }, { header: calibratedHeader(image.header, plan.header), durable: false });
+          await writeFits(plan.file, { width, height, data: out }, { header: calibratedHeader(image.header, plan.header, plateau), durable: false });
           onCalibrated(frame, plan);
         } catch (e) {
           if (e instanceof CancelledError || e instanceof GpuError) throw e;

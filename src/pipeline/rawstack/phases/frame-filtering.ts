@@ -14,6 +14,9 @@
 //   keeps no exclusion (its overridden rules are in its `frame` event). Filter warnings (≥ 50 %
 //   rejected, overrides matching no frame, too few frames for the relative rules) are `warning`
 //   events. No frame left → error `no_frames` (after writing the artifacts, so the user sees why).
+// - When the absolute rules would exclude more than half of a group's frames (frame-filter.ts
+//   relative_fallback), relative rules decide: warning `quality_rules_relative`, and the summary's
+//   `relative_fallback` holds what the absolute rules would have done and the limits used.
 // Run queue: the filter runs once per filter group (relative rules within one filter); an
 // override can name `<filter>/<file>`; weights are normalised per group.
 // Writes: frame.status/exclusions/manual/weight, frame_quality.csv, rejected_frames.txt,
@@ -59,6 +62,7 @@ export const frameFilteringPhase: Phase<RawStackState> = {
       max_fwhm_sigma: q.max_fwhm_sigma,
       max_eccentricity: q.max_eccentricity,
       min_relative_transparency: q.min_relative_transparency,
+      relative_fallback: q.relative_fallback,
       manual_overrides: q.manual_overrides,
     };
     let rejectedHere = 0;
@@ -66,6 +70,7 @@ export const frameFilteringPhase: Phase<RawStackState> = {
     const groups = filterGroups(state);
     const perFilter: Record<string, FilterResult['limits']> = {};
     const unmatched = new Map<string, number>();
+    const systematic: Record<string, NonNullable<FilterResult['systematic']>> = {};
     let result: FilterResult | null = null;
     // Run queue: the relative rules (FWHM, transparency) compare frames of one filter only.
     for (const group of groups) {
@@ -98,6 +103,13 @@ export const frameFilteringPhase: Phase<RawStackState> = {
           ctx.warn('manual_include_without_data', `manual override cannot include ${f.name}: ${f.exclusions[0]?.code ?? 'excluded'} (${f.exclusions[0]?.detail ?? ''})`);
         }
       });
+      if (result.systematic) {
+        const sys = result.systematic;
+        const rules = Object.entries(sys.by_rule).map(([r, n]) => `${r} ${n}`).join(', ');
+        const text = `the absolute rules would exclude ${sys.would_exclude} of ${sys.measured} frames (${rules}): a systematic cause, not bad frames; rules relative to the sequence median decided instead (eccentricity > ${r4(sys.limits.eccentricity_limit)}, stars < ${r4(sys.limits.star_count_limit)}${sys.limits.correlation_limit !== null ? `, correlation < ${r4(sys.limits.correlation_limit)}` : ''})`;
+        ctx.warn('quality_rules_relative', group.filter !== null ? `${group.filter}: ${text}` : text);
+        systematic[group.filter ?? ''] = sys;
+      }
       for (const w of result.warnings) {
         // An override naming another filter's frame matches none here: warn only if no group matched it.
         if (warningCode(w) === 'manual_override_unmatched') unmatched.set(w, (unmatched.get(w) ?? 0) + 1);
@@ -117,6 +129,8 @@ export const frameFilteringPhase: Phase<RawStackState> = {
       n_rejected_by_filter: rejectedHere,
       rejected_by_reason: counts,
       manual_overrides: state.frames.filter((f) => f.manual !== null).length,
+      // Absolute rules replaced by relative ones (per filter group; '' in a single-folder run).
+      relative_fallback: Object.keys(systematic).length > 0 ? systematic : null,
       csv_path: FRAME_QUALITY_CSV,
       rejected_path: REJECTED_FRAMES_TXT,
       limits: {

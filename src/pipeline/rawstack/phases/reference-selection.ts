@@ -7,6 +7,8 @@
 //    from EGAIN when the header has them) → frame.metrics (frame-metrics.ts) and frame.stars (the
 //    brightest MAX_STORED_STARS, full-resolution frame pixels, brightest first: enough for
 //    triangle matching (40–60 stars) and the all-star refinement, bounded memory per frame).
+//    Without darks (premeasure.ts cosmeticWithoutDarks) detection runs after a cosmetic pass over
+//    hot and cold pixels; the summary's `cosmetic` counts what it replaced per frame.
 //    A frame that cannot be read is excluded `unreadable`, one without stars `no_stars`; if that
 //    leaves none the phase ends in error `registration_error`.
 // 2. scoreFrames over the measured sequence → quality_score (QUALITY_ANALYSIS re-scores over
@@ -83,6 +85,8 @@ export const referenceSelectionPhase: Phase<RawStackState> = {
     const streaks = new Map<number, number>();
     const readMs: number[] = [];
     const detectMs: number[] = [];
+    const cosmeticHot: number[] = [];
+    const cosmeticCold: number[] = [];
     let done = 0;
     const t0 = performance.now();
     try {
@@ -101,6 +105,10 @@ export const referenceSelectionPhase: Phase<RawStackState> = {
         (f, r) => {
           readMs.push(r.ms.read);
           detectMs.push(r.ms.detect);
+          if (r.cosmetic) {
+            cosmeticHot.push(r.cosmetic.hot);
+            cosmeticCold.push(r.cosmetic.cold);
+          }
           if (r.ok) {
             f.stars = unpackStars(r.stars);
             f.metrics = r.metrics;
@@ -182,6 +190,9 @@ export const referenceSelectionPhase: Phase<RawStackState> = {
       workers: workers.size,
       measured_earlier: premeasured,
       timing: perFrame,
+      cosmetic: spec.cosmetic
+        ? { reason: 'no_darks', sigma: spec.cosmetic.sigma, frames: cosmeticHot.length, hot_per_frame_median: medianOf(cosmeticHot), hot_per_frame_max: cosmeticHot.length ? Math.max(...cosmeticHot) : 0, cold_per_frame_median: medianOf(cosmeticCold) }
+        : null,
     };
     state.summaries.REFERENCE_SELECTION = details;
     return ok(details);

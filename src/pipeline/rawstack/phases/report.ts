@@ -119,6 +119,7 @@ export function buildReportModel(
       bayer_pattern: state.bayer,
       width: state.width,
       height: state.height,
+      calibration_note: calibrationNote(state),
     },
     reference: ref ? { strategy: state.referenceStrategy ?? state.config.registration_reference, index: ref.index, file: ref.name } : null,
     quality: {
@@ -139,6 +140,14 @@ export function buildReportModel(
     artifacts: state.artifacts,
     effective_config: state.config as unknown as Record<string, unknown>,
   };
+}
+
+/** The report's line on the cosmetic pass that stands in for darks (REFERENCE_SELECTION's summary), or null. */
+function calibrationNote(state: RawStackState): string | null {
+  const c = state.summaries.REFERENCE_SELECTION?.cosmetic as { sigma: number; frames: number; hot_per_frame_median: number | null; cold_per_frame_median: number | null } | null | undefined;
+  if (!c) return null;
+  const n = (v: number | null) => (typeof v === 'number' && Number.isFinite(v) ? String(Math.round(v)) : '?');
+  return `No darks applied: hot and cold pixels of each light were replaced by a cosmetic pass (k = ${c.sigma} σ; median ${n(c.hot_per_frame_median)} hot, ${n(c.cold_per_frame_median)} cold pixels per frame over ${c.frames} frames) before star detection and stacking (calibration.cosmetic_without_darks).`;
 }
 
 /** Registers an artifact for the manifest (idempotent by path). */

@@ -37,6 +37,7 @@ import { channelNoise, planStackBands, prepareFrames, readHalo, SetupError, type
 import { composeQueueOutputs } from '../queue-outputs.js';
 import { filterGroups, stackFileName, type FilterGroup } from '../queue.js';
 import type { RawStackState } from '../state.js';
+import { cosmeticWithoutDarks } from '../premeasure.js';
 import { addArtifact } from './report.js';
 
 /** Resampling kernel of the warp (DESIGN §8: Lanczos-3; bilinear is the kernels' other option). */
@@ -152,7 +153,11 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   // centre, i.e. at least MIN_FRAMES frames.
   const method = c.rejection.method as StackMethod;
   const wantPremask = method === 'sigma' || method === 'winsor';
-  const cosmeticOn = c.stacking.per_frame_cosmetic_correction;
+  // Per-frame cosmetic correction: configured, or on by itself when no dark removed the hot
+  // pixels (the same pass star detection ran after: premeasure.ts cosmeticWithoutDarks).
+  const autoCosmetic = c.stacking.per_frame_cosmetic_correction ? null : cosmeticWithoutDarks(state);
+  const cosmeticOn = c.stacking.per_frame_cosmetic_correction || autoCosmetic !== null;
+  const cosmeticSigma = autoCosmetic ? autoCosmetic.sigma : c.stacking.per_frame_cosmetic_correction_sigma;
   const tSetup = performance.now();
   const setup = await prepareFrames(ctx, readers, kernel, wantPremask || cosmeticOn, superpixel, sink?.group ?? null);
   const setupMs = performance.now() - tSetup;
@@ -243,7 +248,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     readHalo: halo,
     rejection: { method, low: c.rejection.low, high: c.rejection.high, maxIters: c.rejection.max_iters, minFraction: c.rejection.min_fraction },
     premask,
-    perFrameCosmetic: cosmeticOn ? { sigma: c.stacking.per_frame_cosmetic_correction_sigma } : null,
+    perFrameCosmetic: cosmeticOn ? { sigma: cosmeticSigma } : null,
     workers,
     gpu: { debayer: debayerCtx, warp: warpCtx, stack: stackCtx },
     readers,
@@ -287,7 +292,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     weighting: c.stacking.weighting,
     kernel,
     cfaMode: osc ? `${cfaMode} ${state.bayer ?? ''}`.trim() : null,
-    cosmetic: `per-frame ${cosmeticOn ? `k=${c.stacking.per_frame_cosmetic_correction_sigma}` : 'off'}, final ${c.stacking.cosmetic_correction ? `k=${c.stacking.cosmetic_correction_sigma}` : 'off'}`,
+    cosmetic: `per-frame ${cosmeticOn ? `k=${cosmeticSigma}${autoCosmetic ? ' (no darks)' : ''}` : 'off'}, final ${c.stacking.cosmetic_correction ? `k=${c.stacking.cosmetic_correction_sigma}` : 'off'}`,
   };
   const header = stackHeader(state, setup, ctx.outcomes, params);
   // Run queue: outputs/stacked_<filter>.fits per group (stacked_linear/rgb follow from them).
@@ -365,7 +370,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
       cosmetic_correction: c.stacking.cosmetic_correction,
       cosmetic_correction_sigma: c.stacking.cosmetic_correction_sigma,
       per_frame_cosmetic_correction: cosmeticOn,
-      per_frame_cosmetic_correction_sigma: c.stacking.per_frame_cosmetic_correction_sigma,
+      per_frame_cosmetic_correction_sigma: cosmeticSigma,
+      per_frame_cosmetic_reason: autoCosmetic ? 'no_darks' : cosmeticOn ? 'config' : null,
       cfa_mode: osc ? c.cfa_mode : null,
       debayer: osc ? cfaMode : null,
       bayer_pattern: osc ? state.bayer : null,
@@ -443,6 +449,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     high: c.rejection.high,
     normalization: c.stacking.normalization,
     weighting: c.stacking.weighting,
+    cosmetic: params.cosmetic,
     rejected_fraction: rejectedFraction,
     output_linear: osc ? null : outRel,
     output_rgb: osc ? outRel : null,
@@ -459,6 +466,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     method,
     normalization: c.stacking.normalization,
     weighting: c.stacking.weighting,
+    cosmetic: params.cosmetic,
     rejected_fraction: round(rejectedFraction, 6),
     output_linear: osc ? null : outRel,
     output_rgb: osc ? outRel : null,
