@@ -108,7 +108,7 @@ export class PathGuard {
     return [...this.roots];
   }
 
-  /** Roots and denied folders, for scans that must stay inside them (pipeline/confine.ts). */
+  /** Roots and denied folders, for scans that must stay inside them (pipeline/stages/scan/confine.ts). */
   confinement(): { roots: string[]; denied: string[] } {
     return { roots: [...this.roots], denied: [...this.denied] };
   }

@@ -7,13 +7,13 @@
 // The stack kernel applies v' = v·scale + offset before rejection, so rejection compares
 // normalised samples. `location`/`spread`/`median` come from CFA_CHANNEL_PREP (frame.normalization).
 // When a frame carries no statistics (CFA_CHANNEL_PREP did not run, or tests), measureChannels
-// computes them here with CFA_CHANNEL_PREP's own estimator (channel-stats.ts), one frame in
+// computes them here with CFA_CHANNEL_PREP's own estimator (stages/frames/channel-stats.ts), one frame in
 // memory at a time, so both paths normalise alike.
 // Invariants: scale is finite and > 0, offset finite (a degenerate statistic falls back to 1 / 0
 // and is reported); the reference frame always gets scale 1, offset 0.
 
 import type { CfaPattern } from '../../cpu/debayer.js';
-import { measureChannels as measureFrameChannels, MONO_PHASES, phaseChannels } from './channel-stats.js';
+import { measureChannels as measureFrameChannels, MONO_PHASES, phaseChannels } from '../stages/frames/channel-stats.js';
 import type { FitsReader } from '../../fits/index.js';
 import type { ChannelNormalization } from './state.js';
 
@@ -66,7 +66,7 @@ export function normalizationFor(mode: NormalizationMode, frame: ChannelStats, r
 export const channelNames = (channels: number): string[] => (channels === 1 ? ['L'] : ['R', 'G', 'B']);
 
 /**
- * The statistics CFA_CHANNEL_PREP would have measured (channel-stats.ts: clipped sky location,
+ * The statistics CFA_CHANNEL_PREP would have measured (stages/frames/channel-stats.ts: clipped sky location,
  * robust spread of the survivors, median of all pixels), for a frame that carries none; one
  * frame in memory. `pattern` is the effective CFA pattern at stored pixel (0, 0), null for mono.
  */

@@ -20,7 +20,7 @@ import { basename } from 'node:path';
 import type { FitsHeader } from '../../fits/index.js';
 import type { PhaseOutcome } from '../phase.js';
 import { RAWSTACK_PHASES } from './phase-list.js';
-import { cosmeticCorrect, estimateNoise } from './stacking-cosmetic.js';
+import { cosmeticCorrect, estimateNoise } from '../stages/stacking/cosmetic.js';
 import type { StackSetup } from './stacking-setup.js';
 import type { RawStackState } from './state.js';
 import { SKYSTACK_VERSION } from '../../version.js';
@@ -159,7 +159,7 @@ export function stackHeader(state: RawStackState, setup: StackSetup, outcomes: R
 /**
  * Final cosmetic correction of the stacked planes (planar C × H × W, in place): per plane,
  * σ from neighbour differences over the whole plane, then the isolated-outlier rule of
- * stacking-cosmetic.ts with step 1. Returns the pixels replaced.
+ * stages/stacking/cosmetic.ts with step 1. Returns the pixels replaced.
  */
 export function finalCosmetic(image: Float32Array, width: number, height: number, planes: number, sigma: number): { hot: number; cold: number } {
   let hot = 0;

@@ -20,10 +20,10 @@ import { planBands, type BandPlan } from '../../gpu/band-planner.js';
 import { GpuError } from '../../gpu/errors.js';
 import { forEachLimit } from '../concurrency.js';
 import type { PhaseContext } from '../phase.js';
-import { estimateNoise } from './stacking-cosmetic.js';
+import { estimateNoise } from '../stages/stacking/cosmetic.js';
 import { measureChannels, normalizationFor, statsOf, type ChannelStats, type NormalizationMode } from './stacking-normalization.js';
 import { groupReference, type FilterGroup } from './queue.js';
-import type { ReaderCache } from './stacking-readers.js';
+import type { ReaderCache } from '../stages/stacking/readers.js';
 import { exclude, pixelSource, type FrameRecord, type RawStackState } from './state.js';
 
 export interface StackFrame {

@@ -3,7 +3,7 @@
 // data (frames stay on disk and are streamed in bands), so the state's size does not grow with
 // image size. Paths in `artifacts` are relative to the run folder.
 
-import type { Premeasured } from './frame-analysis.js';
+import type { Premeasured } from '../stages/frames/analysis.js';
 import type { Affine } from '../../algorithms/affine.js';
 import type { FrameMetrics } from '../../algorithms/frame-metrics.js';
 import type { StarPoint } from '../../algorithms/match.js';
@@ -12,7 +12,7 @@ import type { GpuContext } from '../../gpu/context.js';
 import type { DeviceInfo } from '../../gpu/device.js';
 import type { EventLog } from '../events.js';
 import type { RunFolder } from '../run-folder.js';
-import type { ColorMode, FrameInfo } from '../scan.js';
+import type { ColorMode, FrameInfo } from '../stages/scan/scan.js';
 import type { BayerPattern } from '../../fits/keys.js';
 import type { TanWcs } from '../../astro/wcs.js';
 
@@ -101,7 +101,7 @@ export interface FrameRecord {
   entry: number | null;
   /**
    * Star and channel measurements taken while an earlier phase held the frame's pixels
-   * (frame-analysis.ts; premeasure.ts hands them to CFA_CHANNEL_PREP and REFERENCE_SELECTION,
+   * (stages/frames/analysis.ts; premeasure.ts hands them to CFA_CHANNEL_PREP and REFERENCE_SELECTION,
    * which drop them once used). Absent: nothing measured yet.
    */
   premeasured?: Premeasured | null;

@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseRawStackConfig } from '../../config/rawstack.js';
 import type { EventLine } from '../../pipeline/events.js';
-import { setReadConfinement } from '../../pipeline/confine.js';
+import { setReadConfinement } from '../../pipeline/stages/scan/confine.js';
 import { RAWSTACK_PHASES } from '../../pipeline/rawstack/phase-list.js';
 import type { ChildMessage, JobSpec } from './types.js';
 

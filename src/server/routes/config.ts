@@ -6,7 +6,7 @@ import { availableParallelism, freemem, totalmem } from 'node:os';
 import { z } from 'zod';
 import { ANY_FITS_PATTERN, defaultRawStackConfig, rawStackJsonSchema } from '../../config/rawstack.js';
 import { tiledJsonSchema, validateTiledYaml, YAML_LIMIT } from '../../config/tiled.js';
-import { decideColorMode, scanFolder, type FrameInfo } from '../../pipeline/scan.js';
+import { decideColorMode, scanFolder, type FrameInfo } from '../../pipeline/stages/scan/scan.js';
 import { checkYamlNesting, queryOf, readBody, jsonBody } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';

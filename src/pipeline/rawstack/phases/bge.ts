@@ -6,7 +6,7 @@
 // - Runs only with an RGB stack (mono → skipped no_rgb_stack) and postprocess.bge true (else
 //   skipped disabled). bge.method is the tiled workflow's on/off control (config schema); in Raw
 //   Stack the switch decides, and `none` there runs `classic` (recorded as such).
-// - The correction is additive and smooth: out_c = in_c − S_c + median(S_c) (bge-model.ts), so the
+// - The correction is additive and smooth: out_c = in_c − S_c + median(S_c) (stages/bge/model.ts), so the
 //   sky level stays, stars keep their flux and no noise is added.
 // - Seeing: median `metrics.fwhm` of the included frames. Those FWHMs are measured in
 //   full-resolution pixels (frame-metrics.ts), which for OSC data already is the debayered scale
@@ -16,7 +16,7 @@
 //
 // Methods: `classic` — tile samples (or, past MAX_FIT_POINTS samples, their grid cells) →
 // robust surface (bge.fit_method).
-// `autobge` — samples placed automatically (autobge.ts: start on a grid, descend toward dim
+// `autobge` — samples placed automatically (stages/bge/autobge.ts: start on a grid, descend toward dim
 // areas on a star-masked, detrended, smoothed map, screened by a stiff stage-one spline for
 // bright structure, coverage kept), then the rbf surface through the accepted samples (the
 // predecessor's two-stage model); bge_diagnostics.json `placement` says where every sample
@@ -26,8 +26,8 @@ import { join } from 'node:path';
 import { readFitsImage, writeFits } from '../../../fits/index.js';
 import { writeJsonAtomic } from '../../atomic.js';
 import { failed, ok, skipped, type Phase } from '../../phase.js';
-import { fitChannel, gridCells, median, objectMask, renderSurface, tileGeometry, tileSamples, type ChannelFit, type FitMethod, type GridPoint } from '../bge-model.js';
-import { placeSamples, STAGE1_LAMBDA, TREND_LAMBDA, type Placement } from '../autobge.js';
+import { fitChannel, gridCells, median, objectMask, renderSurface, tileGeometry, tileSamples, type ChannelFit, type FitMethod, type GridPoint } from '../../stages/bge/model.js';
+import { placeSamples, STAGE1_LAMBDA, TREND_LAMBDA, type Placement } from '../../stages/bge/autobge.js';
 import { includedFrames, type RawStackState } from '../state.js';
 import { addArtifact } from './report.js';
 

@@ -7,7 +7,7 @@
 // Order and rules:
 //   1. bias master (folder: sigma-clipped mean; or a master file);
 //   2. dark groups by EXPTIME (and CCD-TEMP) when dark_auto_select, one dark for each light
-//      (dark-select.ts); only groups some light uses are combined; each dark master is
+//      (stages/calibration/dark-select.ts); only groups some light uses are combined; each dark master is
 //      bias-corrected (dark − bias) when a bias exists, so it can be scaled by exposure (a dark
 //      master file too, unless its header says it is: BIASCORR = T or CALSTAT with B);
 //   3. dark-flat master (only with flats);
@@ -18,7 +18,7 @@
 //   5. per light: (light − bias − scale·dark) / flatN, NaN where the flat is dead; blank lights
 //      (padding, constant) are excluded as `blank_frame`, a light that fails is excluded as
 //      `calibration_failed`; the run goes on. On the TypeScript path each light is one frame
-//      task (calibrate-light-task.ts: read, calibrate, write, then measure its stars and channel
+//      task (stages/calibration/light-task.ts: read, calibrate, write, then measure its stars and channel
 //      statistics while it is in memory, handed on through frame.premeasured); on a GPU the
 //      calibrate kernel runs with the masters resident and CFA_CHANNEL_PREP measures.
 // Errors (`calibration_error`): a configured folder that is missing or holds no matching
@@ -41,8 +41,8 @@ import { CancelledError, failed, ok, skipped, type Phase, type PhaseContext } fr
 import { DEFAULT_FLAT_FLOOR } from '../../../cpu/calibrate.js';
 import { exposeGc } from '../../../cpu/worker-gc.js';
 import { collectSharedPools, isShared, sharedPool, toShared } from '../../../cpu/worker-pool.js';
-import type { CalibrateLightResult } from '../calibrate-light-task.js';
-import { calibratedHeader, FrameCalibrator, type CalibratedHeaderInfo } from '../calibration-apply.js';
+import type { CalibrateLightResult } from '../../stages/calibration/light-task.js';
+import { calibratedHeader, FrameCalibrator, type CalibratedHeaderInfo } from '../../stages/calibration/apply.js';
 import { saturationPlateau } from '../../../algorithms/stars.js';
 import {
   CalibrationError,
@@ -61,11 +61,11 @@ import {
   type CalibrationStage,
   type CombineResult,
   type StageSource,
-} from '../calibration-masters.js';
-import { detectBlank } from '../channel-stats.js';
+} from '../../stages/calibration/masters.js';
+import { detectBlank } from '../../stages/frames/channel-stats.js';
 import { forEachLimit } from '../../concurrency.js';
-import { groupDarks, selectDark, type DarkFrameHeader, type DarkGroup, type DarkSelection } from '../dark-select.js';
-import { FrameWorkers, mapFrames } from '../frame-workers.js';
+import { groupDarks, selectDark, type DarkFrameHeader, type DarkGroup, type DarkSelection } from '../../stages/calibration/dark-select.js';
+import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { analysisSpecOf } from '../premeasure.js';
 import { exclude, includedFrames, type FrameRecord, type RawStackState } from '../state.js';
 import { filterKey } from '../queue.js';

@@ -9,7 +9,7 @@
 //   the switch that lets HMS run anyway (false: runs on the star_white, BGE or linear input). A
 //   star_white fallback is not a successful PCC: it is a white balance on an assumption.
 // - Decisions (profile, anchor, log-D, target rounds, output scaling, MTF) are solved on a strided
-//   sample with the TS curve (hms-solve.ts); the per-pixel passes run in the `stretch` kernels
+//   sample with the TS curve (stages/hms/solve.ts); the per-pixel passes run in the `stretch` kernels
 //   (WGSL when the device policy gives a context, else the TS reference), so both paths apply the
 //   same solved parameters.
 // - Output: finite everywhere (non-finite inputs become 0 before the stretch, counted), monotone
@@ -46,7 +46,7 @@ import {
   STATS_SAMPLE_MAX,
   stretchSample,
   type AnchorResult,
-} from '../hms-solve.js';
+} from '../../stages/hms/solve.js';
 import type { RawStackState } from '../state.js';
 import { addArtifact } from './report.js';
 

@@ -9,15 +9,15 @@
 // code?, detail?}, exclusions, registration.json (registration_cc still null; QUALITY_ANALYSIS
 // rewrites it), state.summaries.REGISTRATION.
 // Pure CPU, ~10–50 ms a frame: with parallel_workers > 1 the frames are matched on frame
-// workers (frame-tasks.ts `register`, same function, same result), else on the main thread,
+// workers (stages/frames/tasks.ts `register`, same function, same result), else on the main thread,
 // yielding to the event loop between frames so a cancel (signal) is seen within one frame.
 
 import { identity } from '../../../algorithms/affine.js';
 import { failed, ok, type Phase } from '../../phase.js';
 import { medianOf } from '../quality-artifacts.js';
 import { writeRegistrationJson } from '../registration-artifact.js';
-import { packStars, type RegisterTaskResult } from '../frame-tasks.js';
-import { FrameWorkers, mapFrames } from '../frame-workers.js';
+import { packStars, type RegisterTaskResult } from '../../stages/frames/tasks.js';
+import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { exclude, includedFrames, type FrameRecord, type RawStackState } from '../state.js';
 
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));

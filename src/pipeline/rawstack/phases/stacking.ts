@@ -4,10 +4,10 @@
 //     matrices), CFA phases, normalisation scale/offset per frame and channel
 //     (stacking.normalization, relative to the reference), weights (stacking.weighting), and
 //     the band plan under runtime_limits.memory_budget;
-//   band loop (stacking-engine.ts): per band of output rows, every frame's source rows are read,
+//   band loop (stages/stacking/engine.ts): per band of output rows, every frame's source rows are read,
 //     optionally cosmetic-corrected, debayered (OSC: cfa_mode bilinear, or superpixel at half
 //     size), Lanczos-3 warped into its slot; then per channel the outlier pre-mask
-//     (stacking-premask.ts, before sigma and winsor: trails and hot pixels masked with growth
+//     (cpu/premask.ts, before sigma and winsor: trails and hot pixels masked with growth
 //     around a per-pixel median) and the stack over ALL frames with rejection.method (exact
 //     global rejection, never batch averaging);
 //   output (stacking-output.ts): optional final cosmetic correction, float32 FITS
@@ -28,11 +28,11 @@ import type { StackMethod } from '../../../cpu/stack.js';
 import { writeJsonAtomic } from '../../atomic.js';
 import { gpuFor } from '../../device-policy.js';
 import { CancelledError, failed, ok, type Phase, type PhaseContext, type PhaseOutcome } from '../../phase.js';
-import { BandEngine, type EngineOptions } from '../stacking-engine.js';
-import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN_FRAMES } from '../stacking-premask.js';
+import { BandEngine, type EngineOptions } from '../../stages/stacking/engine.js';
+import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN_FRAMES } from '../../../cpu/premask.js';
 import { channelNames } from '../stacking-normalization.js';
 import { finalCosmetic, stackHeader, type StackParameters } from '../stacking-output.js';
-import { ReaderCache } from '../stacking-readers.js';
+import { ReaderCache } from '../../stages/stacking/readers.js';
 import { channelNoise, planStackBands, prepareFrames, readHalo, SetupError, type StackPlan } from '../stacking-setup.js';
 import { composeQueueOutputs } from '../queue-outputs.js';
 import { filterGroups, stackFileName, type FilterGroup } from '../queue.js';
@@ -149,7 +149,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   const superpixel = osc && c.cfa_mode === 'superpixel';
   const cfaMode: string | null = osc ? (superpixel ? 'superpixel' : 'bilinear') : null;
 
-  // The pre-mask (stacking-premask.ts) guards sigma and winsor rejection; it needs a robust
+  // The pre-mask (cpu/premask.ts) guards sigma and winsor rejection; it needs a robust
   // centre, i.e. at least MIN_FRAMES frames.
   const method = c.rejection.method as StackMethod;
   const wantPremask = method === 'sigma' || method === 'winsor';

@@ -2,7 +2,7 @@
 // the band's owned rows, the keep rule over all frames, then the owned rows of every frame written
 // compacted (frames × owned rows × width) with masked samples as NaN, ready for the stack kernel;
 // per-frame tallies of masked samples added. Contract and TypeScript reference: premaskApply and
-// compactOwned in src/pipeline/rawstack/stacking-premask.ts.
+// compactOwned in src/cpu/premask.ts.
 // Bindings: 0 uniform Params (premask_flag's block); 1 read-only band (f32, frame-major over the
 //           band's `rows` work rows); 2 read-only mask (words of premask_flag);
 //           3 read_write out, the compacted band as u32 bits (f32 for the stack kernel);

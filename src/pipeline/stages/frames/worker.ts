@@ -1,12 +1,12 @@
-// Worker-thread entry of FrameWorkers (frame-workers.ts): runs one frame task per message and
+// Worker-thread entry of FrameWorkers (stages/frames/workers.ts): runs one frame task per message and
 // posts {result} (star lists transferred, not copied) or {error} with the stack of a bug.
 // Holds nothing between tasks and runs a minor collection after each one (worker-gc.ts), so the
 // task's young garbage does not wait for the worker's next collection. {leave: true} closes the
 // port, so the thread ends its event loop and exits by itself.
 
 import { parentPort } from 'node:worker_threads';
-import { exposeGc } from '../../cpu/worker-gc.js';
-import { runFrameTask, transferables, type FrameTask } from './frame-tasks.js';
+import { exposeGc } from '../../../cpu/worker-gc.js';
+import { runFrameTask, transferables, type FrameTask } from './tasks.js';
 
 const port = parentPort;
 if (port) {

@@ -2,7 +2,7 @@
 // samples of a band that deviate from the per-pixel median (seeds; strong seeds grow), and for
 // every cell the type of the leftmost strong seed within ±2 columns of its row, which
 // premask_apply turns into the raster-first strong seed of the cell's 5×5 window. Contract and
-// TypeScript reference: premaskFlag in src/pipeline/rawstack/stacking-premask.ts (f32 arithmetic
+// TypeScript reference: premaskFlag in src/cpu/premask.ts (f32 arithmetic
 // step by step, so both flag the same samples); wrapper src/gpu/kernels/premask.ts.
 // Bindings: 0 uniform Params; 1 read-only band, f32 frame-major (frame f, band row r, column x at
 //           (f * rows + r) * width + x); 2 read-only median, f32 rows × width; 3 read-only

@@ -20,21 +20,21 @@
 // device upload read them without copies); the lights' size is the only size accepted.
 
 import { join } from 'node:path';
-import { medianInPlace } from '../../algorithms/robust-stats.js';
-import type { RawStackConfig } from '../../config/rawstack.js';
-import { stack, type StackParams } from '../../cpu/stack.js';
-import { imageMedians, imageMediansPooled } from '../../cpu/stats.js';
-import { isShared, sharedFloat32, sharedPool } from '../../cpu/worker-pool.js';
-import { FitsHeader, FitsReader, isFitsError, readFitsImage, writeFits } from '../../fits/index.js';
-import { planBands } from '../../gpu/band-planner.js';
-import type { GpuContext } from '../../gpu/context.js';
-import { GpuError } from '../../gpu/errors.js';
-import { maxStackFrames } from '../../gpu/kernels/stack.js';
-import { DeviceBandStack, hasNaN, levelStrips, readBandInto, stripLevel } from './calibration-bands.js';
-import { ReaderCache } from './stacking-readers.js';
-import { folderPatternHint } from '../fits-names.js';
-import { scanFolder, ScanError, type FrameInfo } from '../scan.js';
-import { forEachLimit } from '../concurrency.js';
+import { medianInPlace } from '../../../algorithms/robust-stats.js';
+import type { RawStackConfig } from '../../../config/rawstack.js';
+import { stack, type StackParams } from '../../../cpu/stack.js';
+import { imageMedians, imageMediansPooled } from '../../../cpu/stats.js';
+import { isShared, sharedFloat32, sharedPool } from '../../../cpu/worker-pool.js';
+import { FitsHeader, FitsReader, isFitsError, readFitsImage, writeFits } from '../../../fits/index.js';
+import { planBands } from '../../../gpu/band-planner.js';
+import type { GpuContext } from '../../../gpu/context.js';
+import { GpuError } from '../../../gpu/errors.js';
+import { maxStackFrames } from '../../../gpu/kernels/stack.js';
+import { DeviceBandStack, hasNaN, levelStrips, readBandInto, stripLevel } from './bands.js';
+import { ReaderCache } from '../stacking/readers.js';
+import { folderPatternHint } from '../scan/fits-names.js';
+import { scanFolder, ScanError, type FrameInfo } from '../scan/scan.js';
+import { forEachLimit } from '../../concurrency.js';
 
 export type CalibrationStage = 'bias' | 'dark' | 'flat' | 'darkflat';
 export const CALIBRATION_STAGES: readonly CalibrationStage[] = ['bias', 'dark', 'flat', 'darkflat'];

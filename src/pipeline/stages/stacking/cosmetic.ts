@@ -24,7 +24,7 @@
 // are skipped. Deterministic, single pass, O(pixels) with the expensive tests only at local
 // extremes.
 
-import { MAD_TO_SIGMA, medianInPlace } from '../../algorithms/robust-stats.js';
+import { MAD_TO_SIGMA, medianInPlace } from '../../../algorithms/robust-stats.js';
 
 /** Largest mean-neighbour-excess / centre-excess ratio of an isolated pixel (stars: ≥ 0.3). */
 export const ISOLATION = 0.15;

@@ -1,4 +1,4 @@
-// Runs frame tasks (frame-tasks.ts) with at most `runtime_limits.parallel_workers` frames in
+// Runs frame tasks (stages/frames/tasks.ts) with at most `runtime_limits.parallel_workers` frames in
 // flight: star detection and correlation proxies are CPU-bound whole-frame work, so with more
 // than one worker they run in worker threads (one frame each at a time); with one they run on
 // the main thread (no thread start-up cost, same results). `mapFrames` feeds the tasks, hands
@@ -8,10 +8,10 @@
 // result is identical whichever thread computed it.
 
 import { Worker } from 'node:worker_threads';
-import { CancelledError } from '../phase.js';
-import { runFrameTask, type FrameTask, type FrameTaskResult } from './frame-tasks.js';
+import { CancelledError } from '../../phase.js';
+import { runFrameTask, type FrameTask, type FrameTaskResult } from './tasks.js';
 // Sets V8's --expose-gc on the main thread before any frame worker starts (see worker-gc.ts).
-import '../../cpu/worker-gc.js';
+import '../../../cpu/worker-gc.js';
 
 /**
  * Young-generation cap of a frame worker. Star detection allocates many short-lived objects, and
@@ -77,7 +77,7 @@ export class FrameWorkers {
       if (a === '-e' || a === '--eval' || a === '-p' || a === '--print') i++;
       else if (!a.startsWith('--input-type') && !a.startsWith('--eval=') && !a.startsWith('--print=')) execArgv.push(a);
     }
-    const worker = new Worker(new URL('./frame-worker.js', import.meta.url), { execArgv, resourceLimits: { maxYoungGenerationSizeMb: FRAME_WORKER_YOUNG_GEN_MIB } });
+    const worker = new Worker(new URL('./worker.js', import.meta.url), { execArgv, resourceLimits: { maxYoungGenerationSizeMb: FRAME_WORKER_YOUNG_GEN_MIB } });
     const slot: Slot = { worker, job: null };
     worker.on('message', (msg: { result?: FrameTaskResult; error?: string }) => {
       const job = slot.job;

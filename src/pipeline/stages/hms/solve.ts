@@ -27,8 +27,8 @@
 //   scientific     one solve, no output scaling; linear_expansion > 0.001 blends each channel with
 //                  its [p0.001, p99.999] luminance-percentile normalisation
 
-import { selectQuantile } from './bge-model.js';
-import { asinhCurve, asinhCurveValue, hmsPixelParams, mtf, REC709, stretchAsinh, type AsinhParams, type HmsPixelSettings } from '../../cpu/stretch.js';
+import { selectQuantile } from '../bge/model.js';
+import { asinhCurve, asinhCurveValue, hmsPixelParams, mtf, REC709, stretchAsinh, type AsinhParams, type HmsPixelSettings } from '../../../cpu/stretch.js';
 
 export const SAMPLE_MAX = 2_000_000;
 /** Statistics after the stretch (medians, percentiles) use a smaller sample: 200k is ample. */

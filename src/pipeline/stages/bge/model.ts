@@ -23,7 +23,7 @@
 //   5. Correction: out = in − S + median(S) per channel, so the sky level stays (positive) and
 //      only the gradient goes; S is smooth, so no pixel noise is added.
 
-import { selectInPlace } from '../../algorithms/robust-stats.js';
+import { selectInPlace } from '../../../algorithms/robust-stats.js';
 
 export const MASK_SIGMA = 3;
 export const MIN_TILE_FREE_FRACTION = 0.25;

@@ -24,7 +24,7 @@
 // bands carry GROW halo rows and any band plan gives the same image; masked samples are tallied
 // per frame (low/high) only on the band's owned rows, so tallies are exact across bands.
 
-import { minKeep } from '../../cpu/stack.js';
+import { minKeep } from './stack.js';
 
 /** Growth radius (px) around seed samples. */
 export const GROW = 2;
@@ -33,7 +33,7 @@ export const ALPHA = 0.5;
 /** Fewest frames for which the median is a robust centre. */
 export const MIN_FRAMES = 3;
 
-/** Mask byte values (shared with shaders/stacking/premask_*.wgsl). */
+/** Mask byte values (shared with shaders/premask/premask_*.wgsl). */
 export const SEED_HIGH = 1;
 export const SEED_LOW = 2;
 export const GROWN_HIGH = 3;
@@ -103,7 +103,7 @@ export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
   const { width: W, rows: R, band, median: M, mask, level: L } = a;
   const plane = W * R;
   // The star-profile tolerance t = α·|M − L| depends on the pixel only. Arithmetic is f32 step
-  // by step, as in shaders/stacking/premask_flag.wgsl, so both paths flag alike.
+  // by step, as in shaders/premask/premask_flag.wgsl, so both paths flag alike.
   const f32 = Math.fround;
   const alpha = f32(ALPHA);
   const level = f32(L);

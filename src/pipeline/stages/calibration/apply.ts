@@ -1,17 +1,17 @@
 // Applying the masters to one light (CALIBRATION): out = (light − bias − darkScale·dark) / flatN,
 // NaN where the normalised flat is dead (≤ DEFAULT_FLAT_FLOOR), with the calibrate kernel in
 // WGSL (masters uploaded once and kept resident on the device, one light up and one result down
-// per frame; the TypeScript path is CALIBRATION's light task, calibrate-light-task.ts); and the header of
+// per frame; the TypeScript path is CALIBRATION's light task, stages/calibration/light-task.ts); and the header of
 // the calibrated frame (the light's cards plus CALIBRAT, BIASCORR, DARKCORR, FLATCORR, DARKSEL,
 // DARKSCAL and HISTORY; SATURATE/DATAMAX moved to the calibrated scale, or SATURATE from the
 // light's saturation plateau when it has no such card).
 // Invariant: the masters are never modified; a calibrator holds device buffers only between
 // its creation and dispose().
 
-import { DEFAULT_FLAT_FLOOR } from '../../cpu/calibrate.js';
-import type { FitsHeader } from '../../fits/index.js';
-import type { GpuContext } from '../../gpu/context.js';
-import { calibrateResident, type CalibrationMasterBuffers } from '../../gpu/kernels/calibrate.js';
+import { DEFAULT_FLAT_FLOOR } from '../../../cpu/calibrate.js';
+import type { FitsHeader } from '../../../fits/index.js';
+import type { GpuContext } from '../../../gpu/context.js';
+import { calibrateResident, type CalibrationMasterBuffers } from '../../../gpu/kernels/calibrate.js';
 
 export interface AppliedMasters {
   bias: Float32Array | null;

@@ -1,4 +1,4 @@
-// Band I/O of master combining (calibration-masters.ts combineFrames): a calibration file's rows
+// Band I/O of master combining (stages/calibration/masters.ts combineFrames): a calibration file's rows
 // decoded straight into the caller's array with the offset master subtracted in the same pass,
 // the robust level of a decoded frame, and the device side of a band stack whose buffers
 // outlive one master.
@@ -12,11 +12,11 @@
 // buffers come from the context's pool and go back with release() (same sizes next master:
 // reused, not re-created).
 
-import { medianInPlace } from '../../algorithms/robust-stats.js';
-import type { FitsReader, RowScratch, StorageKind } from '../../fits/index.js';
-import type { StackParams } from '../../cpu/stack.js';
-import type { GpuContext } from '../../gpu/context.js';
-import { stackResident } from '../../gpu/kernels/stack.js';
+import { medianInPlace } from '../../../algorithms/robust-stats.js';
+import type { FitsReader, RowScratch, StorageKind } from '../../../fits/index.js';
+import type { StackParams } from '../../../cpu/stack.js';
+import type { GpuContext } from '../../../gpu/context.js';
+import { stackResident } from '../../../gpu/kernels/stack.js';
 
 /** Storage kinds whose decoded values can never be NaN (integers, unless BLANK is set). */
 function integerStorage(storage: StorageKind): boolean {

@@ -17,7 +17,7 @@
 //      outer ring slide along their edge only (they pin the surface at the border). A start whose
 //      patch is mostly masked (a star) first jumps to the nearest usable block within that reach.
 //   3. At the final position the sample is the tile-sized patch estimate shared with classic
-//      (bge-model.ts patchSample). Screening, each rejection with its reason: `masked` (no
+//      (stages/bge/model.ts patchSample). Screening, each rejection with its reason: `masked` (no
 //      usable patch within reach), `duplicate` (ended within a quarter spacing of a dimmer
 //      sample), and `bright_structure`: stage one of the model, a stiff spline (STAGE1_LAMBDA,
 //      polynomial part of bge.poly_order) through the luminance samples, refitted without those
@@ -33,7 +33,7 @@
 // Stage two, the rbf surface per channel through the accepted samples, is bge.ts's (fitChannel).
 // Deterministic: no random numbers (the grid replaces the predecessor's seeded random starts).
 
-import { fitSurface, MIN_TILE_FREE_FRACTION, patchSample, robustSigma, selectQuantile, type Surface, type TileGeometry, type TileSample } from './bge-model.js';
+import { fitSurface, MIN_TILE_FREE_FRACTION, patchSample, robustSigma, selectQuantile, type Surface, type TileGeometry, type TileSample } from './model.js';
 
 /** Most placed samples in auto mode (each rbf fit is a dense (n + m)³ solve, several per channel). */
 export const MAX_AUTO_POINTS = 400;

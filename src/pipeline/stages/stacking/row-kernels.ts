@@ -11,8 +11,8 @@
 //   rejected-sample counts are added atomically into the shared tallies (low, then high).
 // All typed arrays in the arguments must be SharedArrayBuffer views when a pool runs them.
 
-import { stack, type StackMethod } from '../../cpu/stack.js';
-import { warp, type WarpKernel } from '../../cpu/warp.js';
+import { stack, type StackMethod } from '../../../cpu/stack.js';
+import { warp, type WarpKernel } from '../../../cpu/warp.js';
 
 export interface WarpRowsArgs {
   kernel: WarpKernel;

@@ -19,8 +19,8 @@
 // a dark sky can put 40 % of the pixels on the modal value, and such frames are real data.
 // Invariant: the input is never modified.
 
-import { MAD_TO_SIGMA, medianInPlace, selectInPlace } from '../../algorithms/robust-stats.js';
-import { redSite, type CfaPattern } from '../../cpu/debayer.js';
+import { MAD_TO_SIGMA, medianInPlace, selectInPlace } from '../../../algorithms/robust-stats.js';
+import { redSite, type CfaPattern } from '../../../cpu/debayer.js';
 
 export interface ChannelStats {
   /** Finite pixels of the channel. */

@@ -12,7 +12,7 @@
 // they were ~2 MB each and tens of MB of them were alive at STACKING's peak RSS. Integer and
 // compressed files decode through scratch buffers the cache recycles (one per read in flight).
 
-import { FitsReader, type RowScratch } from '../../fits/index.js';
+import { FitsReader, type RowScratch } from '../../../fits/index.js';
 
 interface Entry {
   reader: Promise<FitsReader>;

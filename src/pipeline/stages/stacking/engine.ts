@@ -1,6 +1,6 @@
 // STACKING's band loop: for each band of output rows, every included frame's source rows are
 // read, optionally cosmetic-corrected, debayered (OSC) and warped into the frame's slot of the
-// band; then each channel's slots are (optionally pre-masked, stacking-premask.ts) stacked per
+// band; then each channel's slots are (optionally pre-masked, cpu/premask.ts) stacked per
 // pixel across ALL frames (exact global rejection) and the band's rows of the output are filled.
 // A band's "work rows" are its owned rows plus the planner's halo rows (the pre-mask's growth
 // reach); slots hold work rows, the final stack only the owned ones.
@@ -30,22 +30,22 @@
 // (called from the phase's finalize, also after an error or a cancel); memory stays within the
 // band plan (planStackBands).
 
-import { debayerBilinear, resolveDebayer, type DebayerPlanes } from '../../cpu/debayer.js';
-import type { StackMethod } from '../../cpu/stack.js';
-import { sourceRowsFor, type WarpKernel, type WarpParams } from '../../cpu/warp.js';
-import { isShared, sharedFloat32, sharedPool, type PoolKernel, type WorkerPool } from '../../cpu/worker-pool.js';
-import { READBACK_CHUNK_BYTES, type GpuContext } from '../../gpu/context.js';
-import { debayerBilinearResident } from '../../gpu/kernels/debayer.js';
-import { stackResident, type SrcLayout } from '../../gpu/kernels/stack.js';
-import { warpBilinearGpu, warpBilinearResident, warpLanczos3Gpu, warpLanczos3Resident } from '../../gpu/kernels/warp.js';
-import { premaskMaskBytes, premaskResident, scatterNanResident } from '../../gpu/kernels/premask.js';
-import type { Band } from '../../gpu/band-planner.js';
-import { cosmeticCorrect } from './stacking-cosmetic.js';
-import { stackRows, superpixelRows, warpRows, type StackRowsArgs, type SuperpixelArgs, type WarpRowsArgs } from './stacking-kernels.js';
-import { phaseChannels } from './channel-stats.js';
-import { ALPHA as PREMASK_ALPHA, compactOwned, GROW as PREMASK_GROW, premaskApply, premaskFlag, type PremaskArgs } from './stacking-premask.js';
-import type { ReaderCache } from './stacking-readers.js';
-import type { StackFrame } from './stacking-setup.js';
+import { debayerBilinear, resolveDebayer, type DebayerPlanes } from '../../../cpu/debayer.js';
+import type { StackMethod } from '../../../cpu/stack.js';
+import { sourceRowsFor, type WarpKernel, type WarpParams } from '../../../cpu/warp.js';
+import { isShared, sharedFloat32, sharedPool, type PoolKernel, type WorkerPool } from '../../../cpu/worker-pool.js';
+import { READBACK_CHUNK_BYTES, type GpuContext } from '../../../gpu/context.js';
+import { debayerBilinearResident } from '../../../gpu/kernels/debayer.js';
+import { stackResident, type SrcLayout } from '../../../gpu/kernels/stack.js';
+import { warpBilinearGpu, warpBilinearResident, warpLanczos3Gpu, warpLanczos3Resident } from '../../../gpu/kernels/warp.js';
+import { premaskMaskBytes, premaskResident, scatterNanResident } from '../../../gpu/kernels/premask.js';
+import type { Band } from '../../../gpu/band-planner.js';
+import { cosmeticCorrect } from './cosmetic.js';
+import { stackRows, superpixelRows, warpRows, type StackRowsArgs, type SuperpixelArgs, type WarpRowsArgs } from './row-kernels.js';
+import { phaseChannels } from '../frames/channel-stats.js';
+import { ALPHA as PREMASK_ALPHA, compactOwned, GROW as PREMASK_GROW, premaskApply, premaskFlag, type PremaskArgs } from '../../../cpu/premask.js';
+import type { ReaderCache } from './readers.js';
+import type { StackFrame } from '../../rawstack/stacking-setup.js';
 
 export type KernelPath = 'gpu' | 'software-gpu' | 'typescript' | 'typescript-workers';
 
@@ -131,14 +131,14 @@ interface Work {
   ownedRows: number;
 }
 
-const KERNELS_URL = new URL('./stacking-kernels.js', import.meta.url).href;
-const PREMASK_URL = new URL('./stacking-premask.js', import.meta.url).href;
+const KERNELS_URL = new URL('./row-kernels.js', import.meta.url).href;
+const PREMASK_URL = new URL('../../../cpu/premask.js', import.meta.url).href;
 const WARP_ROWS: PoolKernel = { module: KERNELS_URL, name: 'warpRows' };
 const STACK_ROWS: PoolKernel = { module: KERNELS_URL, name: 'stackRows' };
 const PREMASK_FLAG: PoolKernel = { module: PREMASK_URL, name: 'premaskFlag' };
 const PREMASK_APPLY: PoolKernel = { module: PREMASK_URL, name: 'premaskApply' };
 const SUPERPIXEL_ROWS: PoolKernel = { module: KERNELS_URL, name: 'superpixelRows' };
-const DEBAYER_ROWS: PoolKernel = { module: new URL('../../cpu/debayer.js', import.meta.url).href, name: 'debayerBilinearRows' };
+const DEBAYER_ROWS: PoolKernel = { module: new URL('../../../cpu/debayer.js', import.meta.url).href, name: 'debayerBilinearRows' };
 
 function pathOf(ctx: GpuContext | null, workers: number): KernelPath {
   if (ctx) return ctx.info.kind === 'gpu' ? 'gpu' : 'software-gpu';

@@ -8,9 +8,9 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { isFitsError, keys, readFitsHeader, type FitsErrorCode, type FitsHeader } from '../fits/index.js';
-import type { BayerPattern } from '../fits/keys.js';
-import { forEachLimit } from './concurrency.js';
+import { isFitsError, keys, readFitsHeader, type FitsErrorCode, type FitsHeader } from '../../../fits/index.js';
+import type { BayerPattern } from '../../../fits/keys.js';
+import { forEachLimit } from '../../concurrency.js';
 import { confinedNames, readConfinement, type ReadConfinement } from './confine.js';
 
 export interface FrameInfo {

@@ -2,7 +2,7 @@
 // with one worker): read the light → blank check → (light − bias − scale·dark) / flatN in place
 // (cpu/calibrate.ts, the TypeScript reference of the calibrate kernel) → write
 // outputs/calibrated/cal_NNNNN.fit (atomic) → measure the calibrated plane while it is still in
-// memory (frame-analysis.ts: channel statistics and stars), so CFA_CHANNEL_PREP and
+// memory (stages/frames/analysis.ts: channel statistics and stars), so CFA_CHANNEL_PREP and
 // REFERENCE_SELECTION do not read and decode the frame again.
 // The masters arrive in shared memory (one copy for every worker); the calibrated header is
 // built here from the light's own header (FitsHeader does not cross threads).
@@ -10,13 +10,13 @@
 // or cannot be written is a typed `calibration_failed` result, a blank one `blank_frame`; the
 // calibrated file exists only when the result is ok.
 
-import { calibrate } from '../../cpu/calibrate.js';
+import { calibrate } from '../../../cpu/calibrate.js';
 import { isMainThread } from 'node:worker_threads';
-import { FitsReader, isFitsError, writeFits, type FitsErrorCode, type FitsHeader } from '../../fits/index.js';
-import { calibratedHeader, type CalibratedHeaderInfo } from './calibration-apply.js';
-import { saturationPlateau } from '../../algorithms/stars.js';
-import { detectBlank } from './channel-stats.js';
-import { analyzePlane, premeasuredTransferables, type AnalysisSpec, type Premeasured } from './frame-analysis.js';
+import { FitsReader, isFitsError, writeFits, type FitsErrorCode, type FitsHeader } from '../../../fits/index.js';
+import { calibratedHeader, type CalibratedHeaderInfo } from './apply.js';
+import { saturationPlateau } from '../../../algorithms/stars.js';
+import { detectBlank } from '../frames/channel-stats.js';
+import { analyzePlane, premeasuredTransferables, type AnalysisSpec, type Premeasured } from '../frames/analysis.js';
 
 export interface CalibrateLightTask {
   kind: 'calibrate';

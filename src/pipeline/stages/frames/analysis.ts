@@ -7,7 +7,7 @@
 //                  (CFA_CHANNEL_PREP's normalization inputs);
 //   analyzePlane   both at once → a Premeasured record.
 // Why one module: a calibrated frame is measured while CALIBRATION still holds it (the light task,
-// calibrate-light-task.ts), and without calibration CFA_CHANNEL_PREP measures both on its one
+// stages/calibration/light-task.ts), and without calibration CFA_CHANNEL_PREP measures both on its one
 // read, so CFA_CHANNEL_PREP and REFERENCE_SELECTION take the results from the frame record
 // (premeasure.ts) instead of reading and decoding every frame again. A result is the same
 // whichever place computed it (same functions, same inputs: the plane as written to disk and
@@ -15,12 +15,12 @@
 // Invariants: no exceptions for bad frames (typed results); results are structured-clone
 // friendly (typed arrays, plain objects), star lists as packed f64 (x, y, flux) triplets.
 
-import { frameMetrics, type FrameMetrics } from '../../algorithms/frame-metrics.js';
-import { detectStars, saturationPlateau } from '../../algorithms/stars.js';
-import { keys, type FitsHeader } from '../../fits/index.js';
-import { cfaPhase, type CfaPattern } from '../../cpu/debayer.js';
+import { frameMetrics, type FrameMetrics } from '../../../algorithms/frame-metrics.js';
+import { detectStars, saturationPlateau } from '../../../algorithms/stars.js';
+import { keys, type FitsHeader } from '../../../fits/index.js';
+import { cfaPhase, type CfaPattern } from '../../../cpu/debayer.js';
 import { measureChannels, MONO_PHASES, phaseChannels, type FrameChannelStats } from './channel-stats.js';
-import { cosmeticCorrect, estimateNoise } from './stacking-cosmetic.js';
+import { cosmeticCorrect, estimateNoise } from '../stacking/cosmetic.js';
 
 /** Stars kept per frame for registration (brightest first). */
 export const MAX_STORED_STARS = 1500;
@@ -40,7 +40,7 @@ export interface MeasureSpec {
   /**
    * Cosmetic pass before detection (no dark was applied, so hot pixels are still in the frame):
    * isolated hot and cold pixels replaced as STACKING's per-frame correction does
-   * (stacking-cosmetic.ts, threshold `sigma`). Null or absent: none.
+   * (stages/stacking/cosmetic.ts, threshold `sigma`). Null or absent: none.
    */
   cosmetic?: { sigma: number } | null;
 }

@@ -1,13 +1,13 @@
 // Per-frame pixel work of the Raw Stack phases, as self-contained tasks that run either on the
-// main thread or in a worker thread (frame-workers.ts): each task reads ONE frame from disk,
+// main thread or in a worker thread (stages/frames/workers.ts): each task reads ONE frame from disk,
 // works on it and returns a small result (metrics, a trimmed star list, a correlation), so no
 // more than one frame per running task is ever in memory.
 //   measure  read plane 0 → detectStars (on the raw mosaic with `cfa` for OSC) → frameMetrics;
 //            returns the brightest `maxStars` stars as packed (x, y, flux) triplets
-//            (frame-analysis.ts measurePlane).
-//   analyze  read plane 0 → channel statistics and measure in one read (frame-analysis.ts
+//            (stages/frames/analysis.ts measurePlane).
+//   analyze  read plane 0 → channel statistics and measure in one read (stages/frames/analysis.ts
 //            analyzePlane): CFA_CHANNEL_PREP when CALIBRATION did not already measure the frame.
-//   calibrate CALIBRATION's light: calibrate, write, analyze (calibrate-light-task.ts).
+//   calibrate CALIBRATION's light: calibrate, write, analyze (stages/calibration/light-task.ts).
 //   cc       read plane 0 band by band into its proxy (ccProxyOfFile) → registrationCc against the reference proxy (shared
 //            memory, built once per run by the caller) under the frame's registration matrix.
 //   register registerStars(reference stars, frame stars) on packed star lists (no pixels):
@@ -15,12 +15,12 @@
 // Invariants: a bad frame is a typed result ({ok: false, code, detail}), never an exception;
 // exceptions mean bugs. Results are structured-clone friendly (typed arrays, plain objects).
 
-import { CcProxyBuilder, registrationCc, type CcProxy } from '../../algorithms/registration-cc.js';
-import type { Affine } from '../../algorithms/affine.js';
-import type { StarPoint } from '../../algorithms/match.js';
-import { registerStars, type RegistrationResult } from '../../algorithms/registration.js';
-import { FitsReader, isFitsError } from '../../fits/index.js';
-import { calibrateLight, calibrateLightTransferables, type CalibrateLightResult, type CalibrateLightTask } from './calibrate-light-task.js';
+import { CcProxyBuilder, registrationCc, type CcProxy } from '../../../algorithms/registration-cc.js';
+import type { Affine } from '../../../algorithms/affine.js';
+import type { StarPoint } from '../../../algorithms/match.js';
+import { registerStars, type RegistrationResult } from '../../../algorithms/registration.js';
+import { FitsReader, isFitsError } from '../../../fits/index.js';
+import { calibrateLight, calibrateLightTransferables, type CalibrateLightResult, type CalibrateLightTask } from '../calibration/light-task.js';
 import {
   analyzePlane,
   measurePlane,
@@ -30,9 +30,9 @@ import {
   type MeasureSpec,
   type Plane,
   type Premeasured,
-} from './frame-analysis.js';
+} from './analysis.js';
 
-export type { ChannelsTaskResult, MeasureFailure, MeasureOk, MeasureResult, Plane } from './frame-analysis.js';
+export type { ChannelsTaskResult, MeasureFailure, MeasureOk, MeasureResult, Plane } from './analysis.js';
 
 export interface MeasureTask extends MeasureSpec {
   kind: 'measure';
