@@ -7,7 +7,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isFitsError, writeFits } from '../../src/fits/index.js';
 import { cosmeticCorrect, estimateNoise } from '../../src/pipeline/stages/stacking/cosmetic.js';
-import { normalizationFor } from '../../src/pipeline/rawstack/stacking-normalization.js';
+import { normalizationFor } from '../../src/pipeline/stages/stacking/normalization.js';
 import { compactOwned, premaskApply, premaskFlag, GROW } from '../../src/cpu/premask.js';
 import { ReaderCache } from '../../src/pipeline/stages/stacking/readers.js';
 import { planStackBands, toCells, type StackFrame } from '../../src/pipeline/rawstack/stacking-setup.js';

@@ -3,7 +3,7 @@
 // Per frame: the warp matrix (reference pixel → frame pixel, the inverse of REGISTRATION's
 // frame → reference matrix; identity for the reference), the effective CFA pattern of its stored
 // pixel (0, 0) (the run's Bayer pattern shifted by the light's XBAYROFF/YBAYROFF/ROWORDER), the
-// per-channel normalisation (stacking-normalization.ts), the weight and, when per-frame cosmetic
+// per-channel normalisation (stages/stacking/normalization.ts), the weight and, when per-frame cosmetic
 // correction is on, its pixel noise per CFA phase (from a central strip of rows).
 // Frames that cannot be stacked are excluded here with a reason and the run goes on: no usable
 // registration matrix while other frames have one (registration_failed), a pixel source that
@@ -21,7 +21,7 @@ import { GpuError } from '../../gpu/errors.js';
 import { forEachLimit } from '../concurrency.js';
 import type { PhaseContext } from '../phase.js';
 import { estimateNoise } from '../stages/stacking/cosmetic.js';
-import { measureChannels, normalizationFor, statsOf, type ChannelStats, type NormalizationMode } from './stacking-normalization.js';
+import { measureChannels, normalizationFor, statsOf, type ChannelStats, type NormalizationMode } from '../stages/stacking/normalization.js';
 import { groupReference, type FilterGroup } from './queue.js';
 import type { ReaderCache } from '../stages/stacking/readers.js';
 import { exclude, pixelSource, type FrameRecord, type RawStackState } from './state.js';

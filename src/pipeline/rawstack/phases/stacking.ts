@@ -30,7 +30,7 @@ import { gpuFor } from '../../device-policy.js';
 import { CancelledError, failed, ok, type Phase, type PhaseContext, type PhaseOutcome } from '../../phase.js';
 import { BandEngine, type EngineOptions } from '../../stages/stacking/engine.js';
 import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN_FRAMES } from '../../../cpu/premask.js';
-import { channelNames } from '../stacking-normalization.js';
+import { channelNames } from '../../stages/stacking/normalization.js';
 import { finalCosmetic, stackHeader, type StackParameters } from '../stacking-output.js';
 import { ReaderCache } from '../../stages/stacking/readers.js';
 import { channelNoise, planStackBands, prepareFrames, readHalo, SetupError, type StackPlan } from '../stacking-setup.js';

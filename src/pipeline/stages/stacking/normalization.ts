@@ -12,10 +12,10 @@
 // Invariants: scale is finite and > 0, offset finite (a degenerate statistic falls back to 1 / 0
 // and is reported); the reference frame always gets scale 1, offset 0.
 
-import type { CfaPattern } from '../../cpu/debayer.js';
-import { measureChannels as measureFrameChannels, MONO_PHASES, phaseChannels } from '../stages/frames/channel-stats.js';
-import type { FitsReader } from '../../fits/index.js';
-import type { ChannelNormalization } from './state.js';
+import type { CfaPattern } from '../../../cpu/debayer.js';
+import { measureChannels as measureFrameChannels, MONO_PHASES, phaseChannels } from '../frames/channel-stats.js';
+import type { FitsReader } from '../../../fits/index.js';
+import type { ChannelNormalization } from '../../rawstack/state.js';
 
 export type NormalizationMode = 'addscale' | 'background' | 'median' | 'none';
 
