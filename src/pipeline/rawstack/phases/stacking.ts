@@ -33,7 +33,8 @@ import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN
 import { channelNames } from '../../stages/stacking/normalization.js';
 import { finalCosmetic, stackHeader, type StackParameters } from '../stacking-output.js';
 import { ReaderCache } from '../../stages/stacking/readers.js';
-import { channelNoise, planStackBands, prepareFrames, readHalo, SetupError, type StackPlan } from '../stacking-setup.js';
+import { channelNoise, planStackBands, readHalo, type StackPlan } from '../../stages/stacking/plan.js';
+import { prepareFrames, SetupError } from '../stacking-setup.js';
 import { composeQueueOutputs } from '../queue-outputs.js';
 import { filterGroups, stackFileName, type FilterGroup } from '../queue.js';
 import type { RawStackState } from '../state.js';

@@ -60,8 +60,11 @@ const KEYS = {
   darkflat: { dir: 'darkflats_dir', use: 'use_darkflat', useMaster: 'darkflat_use_master', master: 'darkflat_master' },
 } as const;
 
+/** The configuration keys that name calibration sources (Raw Stack's names; another pipeline maps its own onto them). */
+export type CalibrationSourceConfig = Pick<RawStackConfig, 'bias_dir' | 'darks_dir' | 'flats_dir' | 'darkflats_dir' | 'calibration'>;
+
 /** Where each stage's data comes from; throws CalibrationError for a master flag without a path. */
-export function resolveStageSources(config: RawStackConfig): Record<CalibrationStage, StageSource> {
+export function resolveStageSources(config: CalibrationSourceConfig): Record<CalibrationStage, StageSource> {
   const cal = config.calibration;
   const out = {} as Record<CalibrationStage, StageSource>;
   for (const stage of CALIBRATION_STAGES) {

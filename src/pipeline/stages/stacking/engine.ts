@@ -45,7 +45,7 @@ import { stackRows, superpixelRows, warpRows, type StackRowsArgs, type Superpixe
 import { phaseChannels } from '../frames/channel-stats.js';
 import { ALPHA as PREMASK_ALPHA, compactOwned, GROW as PREMASK_GROW, premaskApply, premaskFlag, type PremaskArgs } from '../../../cpu/premask.js';
 import type { ReaderCache } from './readers.js';
-import type { StackFrame } from '../../rawstack/stacking-setup.js';
+import type { StackFrame } from './plan.js';
 
 export type KernelPath = 'gpu' | 'software-gpu' | 'typescript' | 'typescript-workers';
 

@@ -15,7 +15,6 @@
 import type { CfaPattern } from '../../../cpu/debayer.js';
 import { measureChannels as measureFrameChannels, MONO_PHASES, phaseChannels } from '../frames/channel-stats.js';
 import type { FitsReader } from '../../../fits/index.js';
-import type { ChannelNormalization } from '../../rawstack/state.js';
 
 export type NormalizationMode = 'addscale' | 'background' | 'median' | 'none';
 
@@ -25,9 +24,9 @@ export interface ChannelStats {
   median: number;
 }
 
-/** Statistics of a ChannelNormalization record (an older record without `median` uses the location). */
-export function statsOf(n: ChannelNormalization): ChannelStats {
-  const median = (n as Partial<ChannelNormalization>).median;
+/** Statistics of a stored normalisation record (an older record without `median` uses the location). */
+export function statsOf(n: { location: number; spread: number; median?: number }): ChannelStats {
+  const median = n.median;
   return { location: n.location, spread: n.spread, median: typeof median === 'number' && Number.isFinite(median) ? median : n.location };
 }
 
