@@ -11,7 +11,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { STRETCH_MODES, type StretchMode } from '../ui/stretch-math.js';
+import { STRETCH_MODES, type StretchMode } from '../shared/stretch-math.js';
 import { encodeImage, ExportError, formatOf, parseChannel, renderFits, writeAtomic } from '../viewer/export.js';
 import { hmsSettings, recipeFromDiagnostics } from '../viewer/hms-look.js';
 import { UsageError } from './usage.js';

@@ -10,8 +10,8 @@
 import { ApiError, request } from './api.js';
 import { byId, clear, h, say } from './dom.js';
 import { viewerUrl } from './image-viewer.js';
-import { fitsRow } from './pyramid-math.js';
-import { STRETCH_MODES, type StretchMode } from './stretch-math.js';
+import { fitsRow } from '../shared/pyramid-math.js';
+import { STRETCH_MODES, type StretchMode } from '../shared/stretch-math.js';
 import { ViewerCanvas, type CompareMode } from './viewer-canvas.js';
 import { LevelsPanel } from './viewer-levels.js';
 import { ImageSource, type PixelReading } from './viewer-source.js';

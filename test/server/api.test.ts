@@ -361,9 +361,13 @@ test('hostile paths: files list, grant and scan never reach outside the allowed 
   assert.equal([link.type, link.size, link.mtime, link.outside_roots], ['link', null, null, true]);
 });
 
-test('static UI: index, pages with content types, confinement, no listings', async () => {
+test('static UI: index, pages with content types, shared modules, confinement, no listings', async () => {
   const ui = join(dir, 'ui');
   await mkdir(join(ui, 'css'), { recursive: true });
+  // The modules the UI shares with the server are built beside it (dist/shared) and served at /shared/.
+  await mkdir(join(dir, 'shared'), { recursive: true });
+  await writeFile(join(dir, 'shared', 'csv.js'), 'export const shared = 1;');
+  await writeFile(join(dir, 'shared', 'notes.txt'), 'not a module');
   await writeFile(join(ui, 'index.html'), '<!doctype html><title>skystack</title>');
   await writeFile(join(ui, 'run-monitor.html'), '<!doctype html><title>monitor</title>');
   await writeFile(join(ui, 'app.js'), 'export {};');
@@ -382,9 +386,14 @@ test('static UI: index, pages with content types, confinement, no listings', asy
     assert.match(String((await http(s.url, 'GET', '/ui/run-monitor.html?preprocessing_job_id=job_x')).headers['content-type']), /^text\/html/);
     assert.match(String((await http(s.url, 'GET', '/ui/app.js')).headers['content-type']), /^text\/javascript/);
     assert.match(String((await http(s.url, 'GET', '/ui/css/main.css')).headers['content-type']), /^text\/css/);
+    const shared = await http(s.url, 'GET', '/shared/csv.js');
+    assert.equal([shared.status, shared.text], [200, 'export const shared = 1;']);
+    assert.match(String(shared.headers['content-type']), /^text\/javascript/);
+    envelope(await http(s.url, 'GET', '/shared/notes.txt'), 404, 'NOT_FOUND');
+    envelope(await http(s.url, 'POST', '/shared/csv.js'), 405, 'METHOD_NOT_ALLOWED');
     envelope(await http(s.url, 'GET', '/ui/css'), 404, 'NOT_FOUND');
     envelope(await http(s.url, 'GET', '/ui/missing.html'), 404, 'NOT_FOUND');
-    for (const p of ['/ui/../ui-secret.txt', '/ui/%2e%2e/ui-secret.txt', '/ui/leak.txt', '/ui/..%2fui-secret.txt']) {
+    for (const p of ['/ui/../ui-secret.txt', '/ui/%2e%2e/ui-secret.txt', '/ui/leak.txt', '/ui/..%2fui-secret.txt', '/shared/..%2fui-secret.txt', '/shared/%2e%2e/ui/app.js']) {
       const r = await http(s.url, 'GET', p);
       assert.ok(r.status === 403 || r.status === 404, `${p} → ${r.status}`);
       assert.not.match(r.text, /TOP-SECRET/);

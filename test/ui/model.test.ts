@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { RAWSTACK_PHASES as SERVER_PHASES } from '../../src/pipeline/rawstack/phase-list.js';
+import { csvRecords, parseCsv } from '../../src/shared/csv.js';
 
 const uiDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'ui');
 const load = async <T>(name: string): Promise<T> => (await import(pathToFileURL(join(uiDir, name)).href)) as T;
@@ -44,8 +45,7 @@ uiTest('keyLines: the line of every key path, nested objects and arrays, any for
   assert.is(compact.size, 4);
 });
 
-uiTest('parseCsv: RFC 4180 quoting (commas, doubled quotes, line breaks) and records by header', async () => {
-  const { parseCsv, csvRecords } = await load<{ parseCsv(t: string): string[][]; csvRecords(t: string): Record<string, string>[] }>('csv.js');
+test('parseCsv (src/shared, built for the UI and the server): RFC 4180 quoting (commas, doubled quotes, line breaks) and records by header', () => {
   assert.equal(parseCsv('a,b\n1,"x, y"\n2,"say ""hi"""\n3,"two\nlines"\n'), [
     ['a', 'b'],
     ['1', 'x, y'],

@@ -15,7 +15,7 @@ import { CacheRefused } from '../../viewer/cache.js';
 import { EXPORT_EXT, EXPORT_MIME, ExportError, parseChannel, type ChannelChoice, type ExportFormat } from '../../viewer/export.js';
 import { ViewerError } from '../../viewer/protocol.js';
 import { sourcePath, type OpenedSource, type Prepared } from '../../viewer/service.js';
-import { STRETCH_MODES, type ChannelLevels } from '../../ui/stretch-math.js';
+import { STRETCH_MODES, type ChannelLevels } from '../../shared/stretch-math.js';
 import { queryOf } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';

@@ -16,7 +16,7 @@ import { isInside, PATH_FIELD_MAX } from '../paths.js';
 import { page, PageQuery, type ApiRegistry } from '../registry.js';
 import { listRunFiles, openRunFile, readRunText } from '../run-files.js';
 import { EVENTS_REL, FRAME_QUALITY_REL, parseEventText, phaseStatuses, readEvents, readRunRecord, RUN_ID_RE, type RunSummary } from '../run-index.js';
-import { csvRecords } from '../../ui/csv.js';
+import { csvRecords } from '../../shared/csv.js';
 
 export const VIEW_LIMIT = 8 * 1024 * 1024;
 
@@ -305,7 +305,7 @@ function followEvents(runDir: string, after: number, out: PassThrough, gone: () 
 
 /**
  * frame_quality.csv rows with numbers parsed. The CSV reading is the UI's RFC 4180 parser
- * (src/ui/csv.ts, plain TypeScript without DOM): the file quotes names that hold commas.
+ * (src/shared/csv.ts, plain TypeScript without DOM): the file quotes names that hold commas.
  */
 export function parseCsv(text: string): Record<string, string | number | null>[] {
   return csvRecords(text.trim()).map((r) => {

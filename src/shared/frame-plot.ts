@@ -1,7 +1,7 @@
 // Per-frame plots shared by the web UI (frame-plots-view.ts) and the HTML report
 // (src/report/frame-plots-html.ts): the acquisition order of the frames and a chart model per
 // metric; frame-plot-svg.ts draws a model as an SVG node tree. DOM-free and Node-free, so both
-// builds compile it (the server imports it like ui/csv.ts).
+// builds compile it (the server imports it like shared/csv.ts).
 // Invariants:
 // - Acquisition order: frames with a DATE-OBS in time order (ties: frame index), then frames
 //   without one in index order; `order` says which of the two the x axis shows.
