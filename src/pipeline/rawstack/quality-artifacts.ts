@@ -24,7 +24,7 @@
 import { join } from 'node:path';
 import type { FrameMetrics } from '../../algorithms/frame-metrics.js';
 import { writeFileAtomic } from '../atomic.js';
-import { addArtifact } from './phases/report.js';
+import { addArtifact } from '../artifacts.js';
 import type { FrameRecord, RawStackState } from './state.js';
 
 export const FRAME_QUALITY_HEADER = 'index,file,status,reason,star_count,fwhm,fwhm_x,fwhm_y,eccentricity,background,noise,snr,saturation,registration_cc,quality_score,weight';

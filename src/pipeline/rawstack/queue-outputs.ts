@@ -12,7 +12,7 @@
 import { copyFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readFitsImage, writeFits } from '../../fits/index.js';
-import { addArtifact } from './phases/report.js';
+import { addArtifact } from '../artifacts.js';
 import type { RawStackState } from './state.js';
 
 export interface FilterStack {

@@ -14,7 +14,7 @@
 import { join } from 'node:path';
 import { writeJsonAtomic } from '../atomic.js';
 import type { Affine } from '../../algorithms/affine.js';
-import { addArtifact } from './phases/report.js';
+import { addArtifact } from '../artifacts.js';
 import type { FrameRecord, RawStackState } from './state.js';
 
 export const REGISTRATION_JSON = 'artifacts/preprocess/registration.json';

@@ -25,7 +25,8 @@ import { referenceSelectionPhase } from './phases/reference-selection.js';
 import { registrationPhase } from './phases/registration.js';
 import { stackingPhase } from './phases/stacking.js';
 import { astrometryPhase, bgePhase, hmsPhase, pccPhase } from './phases/postprocess.js';
-import { addArtifact, reportPhase } from './phases/report.js';
+import { addArtifact } from '../artifacts.js';
+import { reportPhase } from './phases/report.js';
 import type { RawStackState } from './state.js';
 
 export interface RawStackRunOptions {

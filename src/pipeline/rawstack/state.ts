@@ -10,6 +10,7 @@ import type { StarPoint } from '../../algorithms/match.js';
 import type { RawStackConfig } from '../../config/rawstack.js';
 import type { GpuContext } from '../../gpu/context.js';
 import type { DeviceInfo } from '../../gpu/device.js';
+import type { ArtifactEntry } from '../artifacts.js';
 import type { EventLog } from '../events.js';
 import type { RunFolder } from '../run-folder.js';
 import type { ColorMode, FrameInfo } from '../stages/scan/scan.js';
@@ -105,13 +106,6 @@ export interface FrameRecord {
    * which drop them once used). Absent: nothing measured yet.
    */
   premeasured?: Premeasured | null;
-}
-
-export interface ArtifactEntry {
-  type: string;
-  phase: string;
-  /** Relative to the run folder. */
-  path: string;
 }
 
 export interface Masters {

@@ -25,7 +25,7 @@ import { writeJsonAtomic } from '../../atomic.js';
 import { CancelledError, failed, ok, skipped, type Phase } from '../../phase.js';
 import { registrationJson, REGISTRATION_JSON } from '../registration-artifact.js';
 import type { RawStackState } from '../state.js';
-import { addArtifact } from './report.js';
+import { addArtifact } from '../../artifacts.js';
 
 export const ASTROMETRY_JSON = 'artifacts/preprocess/preprocessing_registration.json';
 export const WCS_FILE = 'artifacts/preprocess/stacked_rgb.wcs';

@@ -29,7 +29,7 @@ import { failed, ok, skipped, type Phase } from '../../phase.js';
 import { fitChannel, gridCells, median, objectMask, renderSurface, tileGeometry, tileSamples, type ChannelFit, type FitMethod, type GridPoint } from '../../stages/bge/model.js';
 import { placeSamples, STAGE1_LAMBDA, TREND_LAMBDA, type Placement } from '../../stages/bge/autobge.js';
 import { includedFrames, type RawStackState } from '../state.js';
-import { addArtifact } from './report.js';
+import { addArtifact } from '../../artifacts.js';
 
 /** Thin-plate smoothing (coordinates normalised by the long side); IRLS divides it by the weight. */
 export const RBF_LAMBDA = 1e-3;

@@ -69,7 +69,7 @@ import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { analysisSpecOf } from '../premeasure.js';
 import { exclude, includedFrames, type FrameRecord, type RawStackState } from '../state.js';
 import { filterKey } from '../queue.js';
-import { addArtifact } from './report.js';
+import { addArtifact } from '../../artifacts.js';
 
 const MiB = 1024 * 1024;
 /** The main thread's collector (null where the runtime refuses it). */

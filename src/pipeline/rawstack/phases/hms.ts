@@ -48,7 +48,7 @@ import {
   type AnchorResult,
 } from '../../stages/hms/solve.js';
 import type { RawStackState } from '../state.js';
-import { addArtifact } from './report.js';
+import { addArtifact } from '../../artifacts.js';
 
 const rel = (state: RawStackState, abs: string) => abs.slice(state.folder.runDir.length + 1).split('\\').join('/');
 

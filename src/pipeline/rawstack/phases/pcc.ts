@@ -31,7 +31,7 @@ import { readFitsHeader } from '../../../fits/index.js';
 import { writeJsonAtomic } from '../../atomic.js';
 import { CancelledError, failed, ok, skipped, type Phase, type PhaseContext, type PhaseOutcome, type ReasonCode } from '../../phase.js';
 import type { RawStackState } from '../state.js';
-import { addArtifact } from './report.js';
+import { addArtifact } from '../../artifacts.js';
 
 const DIAG = 'artifacts/preprocess/pcc_diagnostics.json';
 const OUT = 'outputs/stacked_rgb_pcc.fits';

@@ -8,6 +8,7 @@
 // with frames found / usable / stacked and its filter's stack) and a queue table in the reports.
 
 import { join } from 'node:path';
+import { addArtifact } from '../../artifacts.js';
 import { writeFileAtomic, writeJsonAtomic } from '../../atomic.js';
 import type { EventLine } from '../../events.js';
 import { ok, type Phase } from '../../phase.js';
@@ -148,11 +149,6 @@ function calibrationNote(state: RawStackState): string | null {
   if (!c) return null;
   const n = (v: number | null) => (typeof v === 'number' && Number.isFinite(v) ? String(Math.round(v)) : '?');
   return `No darks applied: hot and cold pixels of each light were replaced by a cosmetic pass (k = ${c.sigma} σ; median ${n(c.hot_per_frame_median)} hot, ${n(c.cold_per_frame_median)} cold pixels per frame over ${c.frames} frames) before star detection and stacking (calibration.cosmetic_without_darks).`;
-}
-
-/** Registers an artifact for the manifest (idempotent by path). */
-export function addArtifact(state: RawStackState, type: string, phase: string, path: string): void {
-  if (!state.artifacts.some((a) => a.path === path)) state.artifacts.push({ type, phase, path });
 }
 
 export const reportPhase: Phase<RawStackState> = {

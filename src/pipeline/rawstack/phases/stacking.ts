@@ -39,7 +39,7 @@ import { composeQueueOutputs } from '../queue-outputs.js';
 import { filterGroups, stackFileName, type FilterGroup } from '../queue.js';
 import type { RawStackState } from '../state.js';
 import { cosmeticWithoutDarks } from '../premeasure.js';
-import { addArtifact } from './report.js';
+import { addArtifact } from '../../artifacts.js';
 
 /** Resampling kernel of the warp (DESIGN §8: Lanczos-3; bilinear is the kernels' other option). */
 export const STACKING_WARP_KERNEL: WarpKernel = 'lanczos3';
