@@ -1,5 +1,6 @@
-// Reading run folders for the API: which folders under runs_dir are runs, their run.json,
-// their events.jsonl, the phase statuses derived from the events, and closing a run whose
+// Reading run folders for the API: which folders under runs_dir are runs, their run.json and
+// layout (by pipeline kind, src/shared/run-layout.ts), their event log, the phase statuses
+// derived from the events, and closing a run whose
 // process ended without closing it (cancel by kill, server restart): the open phase gets a
 // phase_end {status: error, reason} and the run a run_end, so every run's events are closed.
 // Every file of a run folder is opened through run-files.ts (confined to the run folder).
@@ -9,19 +10,15 @@ import { join } from 'node:path';
 import { writeJsonAtomic } from '../pipeline/atomic.js';
 import type { EventLine, RunStatus } from '../pipeline/events.js';
 import { RAWSTACK_PHASES } from '../pipeline/rawstack/phase-list.js';
-import { runFolderAt, type RunRecord } from '../pipeline/run-folder.js';
+import { inRunFolder, runFolderAt, type RunRecord } from '../pipeline/run-folder.js';
+import { layoutOf, RUN_LAYOUTS, RUN_RECORD, type RunLayout } from '../shared/run-layout.js';
 import { appendRunText, readRunText, statRunFile } from './run-files.js';
 
 export const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
-/** The events file, relative to the run folder. */
-export const EVENTS_REL = 'artifacts/preprocess/events.jsonl';
-/** The frame quality table, relative to the run folder. */
-export const FRAME_QUALITY_REL = 'artifacts/preprocess/frame_quality.csv';
-
 /** run.json, or null when missing, unparsable or not a confined regular file. */
 export async function readRunRecord(runDir: string): Promise<RunRecord | null> {
-  const text = await readRunText(runDir, 'run.json', 1024 * 1024);
+  const text = await readRunText(runDir, RUN_RECORD, 1024 * 1024);
   if (text === null) return null;
   try {
     const rec = JSON.parse(text) as RunRecord;
@@ -31,9 +28,20 @@ export async function readRunRecord(runDir: string): Promise<RunRecord | null> {
   }
 }
 
+/**
+ * The run's layout: the kind its run.json names; without a run.json (a run folder written by
+ * hand, or one whose record is being replaced) the kind whose event log exists, else Raw Stack's.
+ */
+export async function runLayout(runDir: string, rec?: RunRecord | null): Promise<RunLayout> {
+  const record = rec === undefined ? await readRunRecord(runDir) : rec;
+  if (record) return layoutOf(record.kind);
+  for (const layout of Object.values(RUN_LAYOUTS)) if (await statRunFile(runDir, layout.events)) return layout;
+  return RUN_LAYOUTS.rawstack;
+}
+
 /** Parsed event lines; a torn last line (being written) is left out. */
-export async function readEvents(runDir: string): Promise<EventLine[]> {
-  const text = await readRunText(runDir, EVENTS_REL);
+export async function readEvents(runDir: string, layout?: RunLayout): Promise<EventLine[]> {
+  const text = await readRunText(runDir, (layout ?? (await runLayout(runDir))).events);
   return text === null ? [] : parseEventText(text);
 }
 
@@ -81,7 +89,7 @@ export async function summarizeRun(dir: string, runId: string, jobId: string | n
   const rec = await readRunRecord(dir);
   let created = typeof rec?.created_at === 'string' ? rec.created_at : undefined;
   if (!rec) {
-    const s = await statRunFile(dir, EVENTS_REL);
+    const s = await statRunFile(dir, (await runLayout(dir, null)).events);
     if (!s) return null;
     created = s.mtime.toISOString();
   }
@@ -123,16 +131,18 @@ export function phaseStatuses(lines: EventLine[], order: readonly string[] = RAW
  * Closes a run whose process is gone: ends open phases with `error`/`reason`, appends run_end
  * with `status`, and sets run.json's status. Idempotent (nothing happens after a run_end).
  */
-export async function closeRun(runDir: string, status: RunStatus, reason: 'cancelled' | 'interrupted' | 'crashed', kind = 'rawstack'): Promise<boolean> {
+export async function closeRun(runDir: string, status: RunStatus, reason: 'cancelled' | 'interrupted' | 'crashed'): Promise<boolean> {
+  const rec = await readRunRecord(runDir);
+  const layout = await runLayout(runDir, rec);
+  const folder = runFolderAt(runDir, rec?.run_id ?? '', layout.kind);
   // The run's process is gone: its scratch files (unkept calibrated frames) go too, also when a
   // killed process could not remove them itself. rm removes a planted symlink, never its target.
-  await rm(runFolderAt(runDir, '').scratchDir, { recursive: true, force: true }).catch(() => undefined);
-  const lines = await readEvents(runDir);
-  const rec = await readRunRecord(runDir);
+  await rm(folder.scratchDir, { recursive: true, force: true }).catch(() => undefined);
+  const lines = await readEvents(runDir, layout);
   if (lines.some((l) => l.type === 'run_end')) {
     if (rec && (rec.status === 'running' || (rec.status as string) === 'pending')) {
       rec.status = lines.filter((l): l is Extract<EventLine, { type: 'run_end' }> => l.type === 'run_end').pop()!.status;
-      await writeJsonAtomic(join(runDir, 'run.json'), rec);
+      await writeJsonAtomic(inRunFolder(folder, layout.record), rec);
     }
     return false;
   }
@@ -140,13 +150,13 @@ export async function closeRun(runDir: string, status: RunStatus, reason: 'cance
   let seq = lines.reduce((m, l) => Math.max(m, l.seq ?? 0), 0);
   const now = Date.now();
   // A process killed mid-write can leave a torn last line: start ours on a fresh line.
-  const text = (await readRunText(runDir, EVENTS_REL)) ?? '';
+  const text = (await readRunText(runDir, layout.events)) ?? '';
   let out = text.length > 0 && !text.endsWith('\n') ? '\n' : '';
   const emit = (body: Record<string, unknown>) => {
     out += JSON.stringify({ seq: ++seq, ts: new Date().toISOString(), run_id: runId, ...body }) + '\n';
   };
   const startTs = lines[0] ? Date.parse(lines[0].ts) : now;
-  if (!lines.some((l) => l.type === 'run_start')) emit({ type: 'run_start', kind, run_dir: runDir });
+  if (!lines.some((l) => l.type === 'run_start')) emit({ type: 'run_start', kind: layout.kind, run_dir: runDir });
   const open = new Map<string, number>();
   for (const l of lines) {
     if (l.type === 'phase_start') open.set(l.phase, Date.parse(l.ts));
@@ -160,10 +170,10 @@ export async function closeRun(runDir: string, status: RunStatus, reason: 'cance
   }
   emit({ type: 'run_end', status, duration_ms: Math.max(0, now - startTs), failed_phases: failed, closed_by: 'server', reason });
   // One append through the confined open: a planted events.jsonl link is never written through.
-  if (!(await appendRunText(runDir, EVENTS_REL, out))) return false;
+  if (!(await appendRunText(runDir, layout.events, out))) return false;
   if (rec) {
     rec.status = status;
-    await writeJsonAtomic(join(runDir, 'run.json'), rec);
+    await writeJsonAtomic(inRunFolder(folder, layout.record), rec);
   }
   return true;
 }

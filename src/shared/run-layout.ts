@@ -38,10 +38,13 @@ export interface RunLayout {
 
 const join = (...parts: string[]): string => parts.join('/');
 
+/** The run record: the same file in every kind of run folder (it names the kind). */
+export const RUN_RECORD = 'run.json';
+
 function layout(kind: RunKind, artifacts: string, events: string, config: string, report: string, frameTable: string | null): RunLayout {
   return {
     kind,
-    record: 'run.json',
+    record: RUN_RECORD,
     outputs: 'outputs',
     masters: 'outputs/masters',
     calibrated: 'outputs/calibrated',
@@ -71,6 +74,17 @@ export const artifactPath = (layout: RunLayout, name: string): string => join(la
 
 /** An output's path: `name` inside outputs/. */
 export const outputPath = (layout: RunLayout, name: string): string => join(layout.outputs, name);
+
+/** The calibrated copy of light `index` (0-based input order): cal_NNNNN.fit, NNNNN = index + 1. */
+export const calibratedFrameName = (index: number): string => `cal_${String(index + 1).padStart(5, '0')}.fit`;
+
+/** The name (without extension) of an image output lying directly in outputs/, else null. */
+export function outputImageName(layout: RunLayout, path: string): string | null {
+  const prefix = `${layout.outputs}/`;
+  if (!path.startsWith(prefix)) return null;
+  const m = /^([^/]+)\.(fits?|fts)$/i.exec(path.slice(prefix.length));
+  return m ? m[1]! : null;
+}
 
 /** `path` (relative to the run folder) as seen from a file in the artifacts folder (links in reports). */
 export function fromArtifacts(layout: RunLayout, path: string): string {

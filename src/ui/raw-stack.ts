@@ -19,10 +19,11 @@ import { ParamEditor } from './param-editor.js';
 import { showPatternHint, wirePatternHint } from './pattern-hint.js';
 import { RunQueue } from './run-queue.js';
 import { RunState } from './run-state.js';
+import { RUN_LAYOUTS } from '../shared/run-layout.js';
 
 const LAST_JOB_KEY = 'skystack.rawstack.lastJob';
-const REPORT_PATH = 'artifacts/preprocess/preprocessing_report.html';
-const FRAME_CSV = 'artifacts/preprocess/frame_quality.csv';
+const REPORT_PATH = RUN_LAYOUTS.rawstack.report.html;
+const FRAME_CSV = RUN_LAYOUTS.rawstack.frameTable!;
 const LOG_LINES = 14;
 
 const editor = new ParamEditor(byId<HTMLTextAreaElement>('params-json'), byId('editor-gutter'), byId('editor-issues'));

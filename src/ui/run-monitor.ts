@@ -14,9 +14,10 @@ import { FrameTable, frameRows, openFrameInViewer, type FrameRow } from './frame
 import { followJob } from './live.js';
 import { renderLog, renderNotes, renderPhaseTable, renderPreviews } from './monitor-views.js';
 import { RunState } from './run-state.js';
+import { RUN_LAYOUTS } from '../shared/run-layout.js';
 
-const REPORT_PATH = 'artifacts/preprocess/preprocessing_report.html';
-const FRAME_CSV = 'artifacts/preprocess/frame_quality.csv';
+const REPORT_PATH = RUN_LAYOUTS.rawstack.report.html;
+const FRAME_CSV = RUN_LAYOUTS.rawstack.frameTable!;
 const params = new URLSearchParams(location.search);
 const jobId = params.get('preprocessing_job_id');
 const forcePolling = params.get('live') === 'poll';

@@ -4,7 +4,6 @@
 // job child process) owns the AbortSignal and receives every event line as it is written.
 
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { RawStackConfig } from '../../config/rawstack.js';
 import { exposeGc } from '../../cpu/worker-gc.js';
 import { collectSharedPools } from '../../cpu/worker-pool.js';
@@ -14,7 +13,7 @@ import { SKYSTACK_VERSION } from '../../version.js';
 import { writeJsonAtomic } from '../atomic.js';
 import { EventLog, type EventLine, type RunStatus } from '../events.js';
 import type { Phase } from '../phase.js';
-import { createRunFolder, writeRunRecord, type RunFolder, type RunRecord } from '../run-folder.js';
+import { createRunFolder, inRunFolder, writeRunRecord, type RunFolder, type RunRecord } from '../run-folder.js';
 import { runPhases } from '../runner.js';
 import { calibrationPhase } from './phases/calibration.js';
 import { cfaChannelPrepPhase } from './phases/cfa-channel-prep.js';
@@ -64,7 +63,7 @@ export async function runRawStack(config: RawStackConfig, options: RawStackRunOp
   const runsDir = options.runsDir || config.runs_dir || 'runs';
   const { ctx: gpu, info: device } = await GpuContext.create(options.device ?? devicePreferenceFromEnv(), config.runtime_limits.memory_budget * 1024 * 1024);
   const folder = options.folder ?? (await createRunFolder(runsDir, config.run_name, options.now));
-  const events = new EventLog(join(folder.artifactsDir, 'events.jsonl'), folder.runId, options.onEvent);
+  const events = new EventLog(folder.eventsFile, folder.runId, options.onEvent);
   const record: RunRecord = {
     run_id: folder.runId,
     kind: 'rawstack',
@@ -98,9 +97,9 @@ export async function runRawStack(config: RawStackConfig, options: RawStackRunOp
   try {
     await writeRunRecord(folder, record);
     // The effective configuration, plus what ran it; `_runtime` is ignored when fed back as a config.
-    await writeJsonAtomic(join(folder.artifactsDir, 'effective_config.json'), { ...config, _runtime: { skystack_version: SKYSTACK_VERSION, device } });
-    addArtifact(state, 'config', 'INPUT_SCAN', 'artifacts/preprocess/effective_config.json');
-    addArtifact(state, 'events', 'INPUT_SCAN', 'artifacts/preprocess/events.jsonl');
+    await writeJsonAtomic(inRunFolder(folder, folder.layout.config), { ...config, _runtime: { skystack_version: SKYSTACK_VERSION, device } });
+    addArtifact(state, 'config', 'INPUT_SCAN', folder.layout.config);
+    addArtifact(state, 'events', 'INPUT_SCAN', folder.layout.events);
     events.emit({ type: 'run_start', kind: 'rawstack', run_dir: folder.runDir, device: device.kind, adapter: device.adapter, skystack_version: SKYSTACK_VERSION });
     if (device.fallbackReason) events.emit({ type: 'warning', code: 'device_fallback', message: device.fallbackReason });
     // Pooled device buffers are sized for one phase's work; the next phase rarely reuses them, and

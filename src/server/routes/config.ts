@@ -13,7 +13,7 @@ import { ApiError } from '../errors.js';
 import { PATH_FIELD_MAX } from '../paths.js';
 import type { ApiRegistry } from '../registry.js';
 import { readRunText } from '../run-files.js';
-import { FRAME_QUALITY_REL } from '../run-index.js';
+import { runLayout } from '../run-index.js';
 import { findRun, parseCsv } from './runs.js';
 
 const SchemaQuery = z.strictObject({ kind: z.enum(['tiled', 'rawstack']).default('tiled') });
@@ -111,7 +111,8 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
         measured.source = 'scan figures from the request';
       } else if (body.run_id) {
         const dir = await findRun(app, body.run_id);
-        const csv = await readRunText(dir, FRAME_QUALITY_REL);
+        const table = (await runLayout(dir)).frameTable;
+        const csv = table === null ? null : await readRunText(dir, table);
         const rows = csv === null ? null : parseCsv(csv);
         if (!rows) throw new ApiError('NOT_FOUND', `run ${body.run_id} has no frame_quality.csv`);
         const used = rows.filter((r) => r.status !== 'excluded');

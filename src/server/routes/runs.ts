@@ -15,7 +15,7 @@ import { ApiError } from '../errors.js';
 import { isInside, PATH_FIELD_MAX } from '../paths.js';
 import { page, PageQuery, type ApiRegistry } from '../registry.js';
 import { listRunFiles, openRunFile, readRunText } from '../run-files.js';
-import { EVENTS_REL, FRAME_QUALITY_REL, parseEventText, phaseStatuses, readEvents, readRunRecord, RUN_ID_RE, type RunSummary } from '../run-index.js';
+import { parseEventText, phaseStatuses, readEvents, readRunRecord, RUN_ID_RE, runLayout, type RunSummary } from '../run-index.js';
 import { csvRecords } from '../../shared/csv.js';
 
 export const VIEW_LIMIT = 8 * 1024 * 1024;
@@ -79,14 +79,15 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
   api.add({ method: 'get', path: '/api/runs/:id', tag: 'runs', summary: 'run details: run.json, phase statuses, job link', responses: { 200: 'run', 404: 'no such run' } }, async (ctx) => {
     const dir = await findRun(app, ctx.params.id!);
     const rec = await readRunRecord(dir);
-    const lines = await readEvents(dir);
+    const layout = await runLayout(dir, rec);
+    const lines = await readEvents(dir, layout);
     const status = phaseStatuses(lines);
     const jobId = rec?.job_id ?? null;
     const job = jobId ? app.jobs.get(jobId) : undefined;
     ctx.body = {
       run_id: ctx.params.id,
       run: rec,
-      kind: rec?.kind ?? 'rawstack',
+      kind: layout.kind,
       status: rec?.status ?? status.run_status,
       run_status: status.run_status,
       progress: status.progress,
@@ -105,9 +106,11 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
     ctx.body = { items, total: lines.length };
   });
 
-  api.add({ method: 'get', path: '/api/runs/:id/artifacts', tag: 'runs', summary: 'files of the run (artifacts/ and outputs/)', responses: { 200: '{items, total}', 404: 'no such run' } }, async (ctx) => {
+  api.add({ method: 'get', path: '/api/runs/:id/artifacts', tag: 'runs', summary: 'files of the run (artifacts/ and outputs/, and logs/ of a tiled run)', responses: { 200: '{items, total}', 404: 'no such run' } }, async (ctx) => {
     const dir = await findRun(app, ctx.params.id!);
-    const files = await listRunFiles(dir, ['artifacts', 'outputs'], ['run.json'], 10000);
+    const layout = await runLayout(dir);
+    const top = [layout.record, ...(layout.config.includes('/') ? [] : [layout.config])];
+    const files = await listRunFiles(dir, [...layout.listed], top, 10000);
     const base = `/api/runs/${encodeURIComponent(ctx.params.id!)}/artifacts`;
     ctx.body = {
       items: files.map((f) => {
@@ -174,16 +177,17 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
 
   api.add({ method: 'get', path: '/api/runs/:id/report', tag: 'runs', summary: 'quality report: frame table and summary', responses: { 200: 'report', 404: 'no such run' } }, async (ctx) => {
     const dir = await findRun(app, ctx.params.id!);
-    const csv = await readRunText(dir, FRAME_QUALITY_REL);
+    const layout = await runLayout(dir);
+    const csv = layout.frameTable === null ? null : await readRunText(dir, layout.frameTable);
     const frames = csv === null ? null : parseCsv(csv);
-    const reportText = await readRunText(dir, 'artifacts/preprocess/preprocessing_report.json');
+    const reportText = await readRunText(dir, layout.report.json);
     let report: unknown = null;
     try {
       report = reportText === null ? null : (JSON.parse(reportText) as unknown);
     } catch {
       report = null; // being written
     }
-    const lines = await readEvents(dir);
+    const lines = await readEvents(dir, layout);
     const status = phaseStatuses(lines);
     const rows = frames ?? [];
     const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
@@ -210,7 +214,7 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
       },
       frames: rows,
       report,
-      links: { html: `/api/runs/${encodeURIComponent(ctx.params.id!)}/artifacts/raw/artifacts/preprocess/preprocessing_report.html` },
+      links: { html: `/api/runs/${encodeURIComponent(ctx.params.id!)}/artifacts/raw/${layout.report.html}` },
     };
   });
 
@@ -229,13 +233,13 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
       ctx.set('Cache-Control', 'no-cache');
       ctx.set('X-Accel-Buffering', 'no');
       ctx.body = stream;
-      followEvents(dir, after, stream, () => ctx.req.destroyed);
+      followEvents(dir, (await runLayout(dir)).events, after, stream, () => ctx.req.destroyed);
     },
   );
 }
 
-/** Tails the run's events file from byte 0, sending lines with seq > after; ends after run_end. */
-function followEvents(runDir: string, after: number, out: PassThrough, gone: () => boolean): void {
+/** Tails the run's events file (`eventsRel`) from byte 0, sending lines with seq > after; ends after run_end. */
+function followEvents(runDir: string, eventsRel: string, after: number, out: PassThrough, gone: () => boolean): void {
   let offset = 0;
   let partial = '';
   let closed = false;
@@ -253,7 +257,7 @@ function followEvents(runDir: string, after: number, out: PassThrough, gone: () 
     if (gone()) return close();
     let fh;
     try {
-      ({ fh } = await openRunFile(runDir, EVENTS_REL));
+      ({ fh } = await openRunFile(runDir, eventsRel));
     } catch {
       return; // run not started yet (or a link out of the run folder: the same to a client)
     }

@@ -22,9 +22,10 @@
 // predecessor's two-stage model); bge_diagnostics.json `placement` says where every sample
 // ended, how far it moved, and why rejected ones were dropped.
 
-import { join } from 'node:path';
 import { readFitsImage, writeFits } from '../../../fits/index.js';
+import { artifactPath, outputPath } from '../../../shared/run-layout.js';
 import { writeJsonAtomic } from '../../atomic.js';
+import { inRunFolder } from '../../run-folder.js';
 import { failed, ok, skipped, type Phase } from '../../phase.js';
 import { fitChannel, gridCells, median, objectMask, renderSurface, tileGeometry, tileSamples, type ChannelFit, type FitMethod, type GridPoint } from '../../stages/bge/model.js';
 import { placeSamples, STAGE1_LAMBDA, TREND_LAMBDA, type Placement } from '../../stages/bge/autobge.js';
@@ -56,14 +57,17 @@ export const bgePhase: Phase<RawStackState> = {
     const { state } = ctx;
     const cfg = { ...state.config.bge, method: state.config.bge.method === 'none' ? ('classic' as const) : state.config.bge.method };
     const started = Date.now();
-    const diagFile = join(state.folder.artifactsDir, 'bge_diagnostics.json');
-    const diag: Record<string, unknown> = { success: false, method: cfg.method, method_requested: state.config.bge.method, input: 'outputs/stacked_rgb.fits', effective: { bge: { ...cfg, rbf_lambda: RBF_LAMBDA }, tile: { ...state.config.tile } } };
+    const layout = state.folder.layout;
+    const diagRel = artifactPath(layout, 'bge_diagnostics.json');
+    const outRel = outputPath(layout, 'stacked_rgb_bge.fits');
+    const diagFile = inRunFolder(state.folder, diagRel);
+    const diag: Record<string, unknown> = { success: false, method: cfg.method, method_requested: state.config.bge.method, input: outputPath(layout, 'stacked_rgb.fits'), effective: { bge: { ...cfg, rbf_lambda: RBF_LAMBDA }, tile: { ...state.config.tile } } };
     const fail = async (message: string, extra: Record<string, unknown> = {}) => {
       Object.assign(diag, { success: false, failure_reason: message, ...extra, duration_ms: Date.now() - started });
       await writeJsonAtomic(diagFile, diag);
-      addArtifact(state, 'bge_diagnostics', 'BGE', 'artifacts/preprocess/bge_diagnostics.json');
+      addArtifact(state, 'bge_diagnostics', 'BGE', diagRel);
       state.summaries.BGE = { success: false, failure_reason: message };
-      return failed('input_error', `BGE: ${message}`, { diagnostics: 'artifacts/preprocess/bge_diagnostics.json' });
+      return failed('input_error', `BGE: ${message}`, { diagnostics: diagRel });
     };
 
     const img = await readFitsImage(state.outputs.stacked_rgb!);
@@ -164,10 +168,10 @@ export const bgePhase: Phase<RawStackState> = {
 
     const header = img.header.clone();
     header.addHistory(`skystack BGE: method ${cfg.method}, fit ${method}, tile ${geo.tile_px}px, ${points.length} ${pointsKind} fit points (${summary.samples_valid}/${summary.samples_total} samples); sky level kept`);
-    const outFile = join(state.folder.outputsDir, 'stacked_rgb_bge.fits');
+    const outFile = inRunFolder(state.folder, outRel);
     await writeFits(outFile, { width, height, planes: 3, data: out }, { header });
     state.outputs.stacked_rgb_bge = outFile;
-    addArtifact(state, 'stacked_rgb_bge', 'BGE', 'outputs/stacked_rgb_bge.fits');
+    addArtifact(state, 'stacked_rgb_bge', 'BGE', outRel);
 
     const residualRms = Math.sqrt(fits.reduce((a, f) => a + f.residual_rms ** 2, 0) / 3);
     Object.assign(diag, {
@@ -175,11 +179,11 @@ export const bgePhase: Phase<RawStackState> = {
       failure_reason: null,
       fit: { method, points: pointsKind, points_fitted: points.length, residual_rms: residualRms },
       channels,
-      output: 'outputs/stacked_rgb_bge.fits',
+      output: outRel,
       duration_ms: Date.now() - started,
     });
     await writeJsonAtomic(diagFile, diag);
-    addArtifact(state, 'bge_diagnostics', 'BGE', 'artifacts/preprocess/bge_diagnostics.json');
+    addArtifact(state, 'bge_diagnostics', 'BGE', diagRel);
     state.summaries.BGE = {
       success: true,
       method: cfg.method,
@@ -189,7 +193,7 @@ export const bgePhase: Phase<RawStackState> = {
       gradient_amplitude: channels.map((c) => c.gradient_amplitude),
     };
     ctx.progress(5, 5, 'done');
-    return ok({ output: 'outputs/stacked_rgb_bge.fits', samples: summary.samples_valid, residual_rms: residualRms });
+    return ok({ output: outRel, samples: summary.samples_valid, residual_rms: residualRms });
   },
 };
 

@@ -70,6 +70,8 @@ import { analysisSpecOf } from '../premeasure.js';
 import { exclude, includedFrames, type FrameRecord, type RawStackState } from '../state.js';
 import { filterKey } from '../queue.js';
 import { addArtifact } from '../../artifacts.js';
+import { inRunFolder } from '../../run-folder.js';
+import { calibratedFrameName } from '../../../shared/run-layout.js';
 
 const MiB = 1024 * 1024;
 /** The main thread's collector (null where the runtime refuses it). */
@@ -150,11 +152,12 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     return skipped('not_configured', 'no calibration folder or master file configured: lights pass on unchanged', detail);
   }
   const t0 = performance.now();
-  const mastersDir = join(state.folder.outputsDir, 'masters');
+  const layout = state.folder.layout;
+  const mastersDir = inRunFolder(state.folder, layout.masters);
   // output.keep_calibrated_frames = false: the frames live in the run's scratch folder, which the
   // run removes when it ends (run.ts), so they cost disk only while the run needs them.
   const keepCalibrated = c.output.keep_calibrated_frames;
-  const calDir = keepCalibrated ? join(state.folder.outputsDir, 'calibrated') : join(state.folder.scratchDir, 'calibrated');
+  const calDir = keepCalibrated ? inRunFolder(state.folder, layout.calibrated) : join(state.folder.scratchDir, 'calibrated');
   await mkdir(mastersDir, { recursive: true });
   await mkdir(calDir, { recursive: true });
   const stackGpuCtx = gpuFor(state.gpu, 'stack');
@@ -268,7 +271,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     return r;
   };
   const details: Record<string, Record<string, unknown>> = {};
-  const rel = (name: string) => `outputs/masters/${name}`;
+  const rel = (name: string) => `${layout.masters}/${name}`;
   // Master files are written while the next master is combined (a master's data does not change
   // once its write starts); the writes are awaited after the lights (which never read the master
   // files: the last master's flush overlaps them), and a failed one fails the phase.
@@ -507,7 +510,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     const group = sel ? groups.find((g) => g.id === sel.groupId)! : null;
     const scale = sel?.scale ?? 1;
     const flatKey = flatGroups ? (lightFlatKey.get(frame.index) ?? null) : undefined;
-    const name = `cal_${String(frame.index + 1).padStart(5, '0')}.fit`;
+    const name = calibratedFrameName(frame.index);
     const header: CalibratedHeaderInfo = {
       bias: biasName,
       dark: group?.name ?? null,
@@ -524,7 +527,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     frame.calibratedFile = plan.file;
     frame.darkUsed = plan.group?.name ?? null;
     calibrated++;
-    ctx.frame(frame.index, frame.name, 'ok', undefined, { calibrated: `outputs/calibrated/${plan.name}`, ...(plan.group ? { dark: plan.group.name, dark_scale: Number(plan.scale.toFixed(6)) } : {}) });
+    ctx.frame(frame.index, frame.name, 'ok', undefined, { calibrated: `${layout.calibrated}/${plan.name}`, ...(plan.group ? { dark: plan.group.name, dark_scale: Number(plan.scale.toFixed(6)) } : {}) });
   };
   /** fitsCode: the light could not be read; its frame event carries that specific code. */
   const onExcluded = (frame: FrameRecord, code: 'blank_frame' | 'calibration_failed', detail: string, fitsCode?: string) => {
@@ -624,9 +627,9 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
     frames_calibrated: calibrated,
     frames_failed: failedFrames,
     frames_blank: blank,
-    calibrated_dir: keepCalibrated ? 'outputs/calibrated' : null,
+    calibrated_dir: keepCalibrated ? layout.calibrated : null,
     calibrated_frames_kept: keepCalibrated,
-    masters_dir: 'outputs/masters',
+    masters_dir: layout.masters,
     device: { stack: stackGpuCtx ? 'gpu' : 'cpu', calibrate: calibrateGpu ? 'gpu' : 'cpu' },
     // Lights whose stars and channel statistics were measured here (CFA_CHANNEL_PREP and
     // REFERENCE_SELECTION then read nothing for them).

@@ -49,6 +49,8 @@ import {
 } from '../../stages/hms/solve.js';
 import type { RawStackState } from '../state.js';
 import { addArtifact } from '../../artifacts.js';
+import { inRunFolder } from '../../run-folder.js';
+import { artifactPath } from '../../../shared/run-layout.js';
 
 const rel = (state: RawStackState, abs: string) => abs.slice(state.folder.runDir.length + 1).split('\\').join('/');
 
@@ -249,8 +251,9 @@ export const hmsPhase: Phase<RawStackState> = {
       channel_files: channelFiles,
       duration_ms: Date.now() - started,
     };
-    await writeJsonAtomic(join(state.folder.artifactsDir, 'hms_diagnostics.json'), diag);
-    addArtifact(state, 'hms_diagnostics', 'HYPERMETRIC_STRETCH', 'artifacts/preprocess/hms_diagnostics.json');
+    const diagRel = artifactPath(state.folder.layout, 'hms_diagnostics.json');
+    await writeJsonAtomic(inRunFolder(state.folder, diagRel), diag);
+    addArtifact(state, 'hms_diagnostics', 'HYPERMETRIC_STRETCH', diagRel);
     state.summaries.HYPERMETRIC_STRETCH = {
       mode: cfg.mode,
       input: inputKind,

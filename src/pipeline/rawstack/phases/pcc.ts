@@ -22,7 +22,6 @@
 // - The summary carries the factors, the FWHM source and the colour-relation plot data.
 
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { chooseCatalog } from '../../../astro/catalog/find.js';
 import { isDataLack, isPccError, runPccOnFile, runStarWhiteOnFile, type PccResult } from '../../../astro/pcc-file.js';
 import type { PccErrorCode } from '../../../astro/pcc-errors.js';
@@ -32,10 +31,9 @@ import { writeJsonAtomic } from '../../atomic.js';
 import { CancelledError, failed, ok, skipped, type Phase, type PhaseContext, type PhaseOutcome, type ReasonCode } from '../../phase.js';
 import type { RawStackState } from '../state.js';
 import { addArtifact } from '../../artifacts.js';
+import { inRunFolder } from '../../run-folder.js';
+import { artifactPath, outputPath } from '../../../shared/run-layout.js';
 
-const DIAG = 'artifacts/preprocess/pcc_diagnostics.json';
-const OUT = 'outputs/stacked_rgb_pcc.fits';
-const OUT_WHITE = 'outputs/stacked_rgb_starwhite.fits';
 /** Most stars in the report's colour plots. */
 const PLOT_STARS = 400;
 
@@ -123,8 +121,12 @@ export const pccPhase: Phase<RawStackState> = {
     const cfg = state.config.pcc;
     const started = Date.now();
     const input = state.outputs.stacked_rgb_bge ?? state.outputs.stacked_rgb!;
-    const inputRel = state.outputs.stacked_rgb_bge ? 'outputs/stacked_rgb_bge.fits' : 'outputs/stacked_rgb.fits';
-    const diagFile = join(state.folder.artifactsDir, 'pcc_diagnostics.json');
+    const layout = state.folder.layout;
+    const inputRel = outputPath(layout, state.outputs.stacked_rgb_bge ? 'stacked_rgb_bge.fits' : 'stacked_rgb.fits');
+    const DIAG = artifactPath(layout, 'pcc_diagnostics.json');
+    const OUT = outputPath(layout, 'stacked_rgb_pcc.fits');
+    const OUT_WHITE = outputPath(layout, 'stacked_rgb_starwhite.fits');
+    const diagFile = inRunFolder(state.folder, DIAG);
 
     /**
      * Ends the phase after PCC could not calibrate (`code`); with pcc.fallback star_white and a
@@ -143,7 +145,7 @@ export const pccPhase: Phase<RawStackState> = {
       let text = message;
       if (cfg.fallback === 'star_white' && isDataLack(code)) {
         try {
-          const w = await runStarWhiteOnFile({ input, output: join(state.folder.outputsDir, 'stacked_rgb_starwhite.fits'), failure: { code, message, ...(diagnostics ? { diagnostics } : {}) }, diagnosticsFile: diagFile, diagnosticsNames: { input: inputRel, output: OUT_WHITE }, config: cfg, signal: ctx.signal });
+          const w = await runStarWhiteOnFile({ input, output: inRunFolder(state.folder, OUT_WHITE), failure: { code, message, ...(diagnostics ? { diagnostics } : {}) }, diagnosticsFile: diagFile, diagnosticsNames: { input: inputRel, output: OUT_WHITE }, config: cfg, signal: ctx.signal });
           state.outputs.stacked_rgb_starwhite = w.output;
           addArtifact(state, 'stacked_rgb_starwhite', 'PCC', OUT_WHITE);
           summary.method = 'star_white';
@@ -178,7 +180,7 @@ export const pccPhase: Phase<RawStackState> = {
     }
     ctx.progress(1, 3, `photometry (${choice.catalog.id})`);
 
-    const outFile = join(state.folder.outputsDir, 'stacked_rgb_pcc.fits');
+    const outFile = inRunFolder(state.folder, OUT);
     try {
       const r = await runPccOnFile({ input, output: outFile, catalog: choice.catalog, diagnosticsFile: diagFile, diagnosticsNames: { input: inputRel, output: OUT }, signal: ctx.signal, config: cfg, wcs: found.wcs });
       const d = r.result;

@@ -15,7 +15,7 @@
 import { identity } from '../../../algorithms/affine.js';
 import { failed, ok, type Phase } from '../../phase.js';
 import { medianOf } from '../quality-artifacts.js';
-import { writeRegistrationJson } from '../registration-artifact.js';
+import { registrationJsonPath, writeRegistrationJson } from '../registration-artifact.js';
 import { packStars, type RegisterTaskResult } from '../../stages/frames/tasks.js';
 import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { exclude, includedFrames, type FrameRecord, type RawStackState } from '../state.js';
@@ -94,7 +94,7 @@ export const registrationPhase: Phase<RawStackState> = {
       engine: 'triangle_similarity',
       median_residual_rms_px: Number.isFinite(medianOf(residuals)) ? Number(medianOf(residuals).toFixed(4)) : null,
       timing: { match_ms: Number.isFinite(medianOf(matchMs)) ? Math.round(medianOf(matchMs) * 10) / 10 : null },
-      registration_json: 'artifacts/preprocess/registration.json',
+      registration_json: registrationJsonPath(state.folder.layout),
     };
     state.summaries.REGISTRATION = details;
     if (frames.length > 1 && registered <= 1) {

@@ -7,11 +7,12 @@
 // Run queue runs also get artifacts/preprocess/run_queue.json (every entry, inactive ones too,
 // with frames found / usable / stacked and its filter's stack) and a queue table in the reports.
 
-import { join } from 'node:path';
+import { artifactPath, outputPath } from '../../../shared/run-layout.js';
 import { addArtifact } from '../../artifacts.js';
 import { writeFileAtomic, writeJsonAtomic } from '../../atomic.js';
 import type { EventLine } from '../../events.js';
 import { ok, type Phase } from '../../phase.js';
+import { inRunFolder } from '../../run-folder.js';
 import type { ReportFrame, ReportModel, ReportPhase, ReportPostprocessSection, ReportPreview, ReportQueueEntry } from '../../../report/model.js';
 import { registrationShift } from '../../../report/registration-shift.js';
 import { renderHtml, renderMarkdown } from '../../../report/render.js';
@@ -45,7 +46,7 @@ export function queueRows(state: RawStackState): ReportQueueEntry[] | null {
   const stacked = state.summaries.STACKING !== undefined;
   const perFilter = (state.summaries.STACKING?.per_filter ?? {}) as Record<string, { duration_ms?: number }>;
   return state.queue.map((e) => {
-    const output = `outputs/${stackFileName(e.filter)}`;
+    const output = outputPath(state.folder.layout, stackFileName(e.filter));
     const ms = e.active ? perFilter[e.filter]?.duration_ms : undefined;
     return {
       index: e.index,
@@ -106,7 +107,7 @@ export function buildReportModel(
   return {
     run_id: state.runId,
     status,
-    kind: 'rawstack',
+    kind: state.folder.kind,
     generated_at: new Date().toISOString(),
     generator: { name: SKYSTACK_NAME, version: SKYSTACK_VERSION },
     device,
@@ -156,22 +157,22 @@ export const reportPhase: Phase<RawStackState> = {
   optional: false,
   async run(ctx) {
     const { state } = ctx;
-    const dir = state.folder.artifactsDir;
-    const rel = (name: string) => `artifacts/preprocess/${name}`;
+    const layout = state.folder.layout;
+    const at = (rel: string) => inRunFolder(state.folder, rel);
     const formats = new Set(state.config.report.formats);
     // The run's final status is known only after REPORT; report what is known now.
     const failedCore = [...ctx.outcomes.entries()].some(([name, o]) => o.status === 'error' && !OPTIONAL_PHASES.has(name));
     const cancelled = [...ctx.outcomes.values()].some((o) => o.status === 'error' && o.reason === 'cancelled');
     const status = cancelled ? 'cancelled' : failedCore ? 'error' : 'ok';
-    if (formats.has('json')) addArtifact(state, 'report_json', 'REPORT', rel('preprocessing_report.json'));
-    if (formats.has('markdown')) addArtifact(state, 'report_markdown', 'REPORT', rel('preprocessing_report.md'));
-    if (formats.has('html')) addArtifact(state, 'report_html', 'REPORT', rel('preprocessing_report.html'));
-    addArtifact(state, 'manifest', 'REPORT', rel('artifacts_manifest.json'));
+    if (formats.has('json')) addArtifact(state, 'report_json', 'REPORT', layout.report.json);
+    if (formats.has('markdown')) addArtifact(state, 'report_markdown', 'REPORT', layout.report.markdown);
+    if (formats.has('html')) addArtifact(state, 'report_html', 'REPORT', layout.report.html);
+    addArtifact(state, 'manifest', 'REPORT', layout.manifest);
     // Run queue: every entry, inactive ones included, with what became of it.
     const queue = queueRows(state);
     if (queue) {
-      await writeJsonAtomic(join(dir, 'run_queue.json'), { run_id: state.runId, entries: queue });
-      addArtifact(state, 'run_queue', 'REPORT', rel('run_queue.json'));
+      await writeJsonAtomic(at(artifactPath(layout, 'run_queue.json')), { run_id: state.runId, entries: queue });
+      addArtifact(state, 'run_queue', 'REPORT', artifactPath(layout, 'run_queue.json'));
     }
     const { previews, data } = await writePreviews(state, (msg) => ctx.warn('report_preview', msg));
     for (const p of previews) addArtifact(state, 'preview', 'REPORT', p.path);
@@ -180,10 +181,10 @@ export const reportPhase: Phase<RawStackState> = {
     // registered above, before they exist).
     await scanArtifacts(state, (type, phase, path) => addArtifact(state, type, phase, path));
     const model = buildReportModel(state, status, { postprocess_results, previews });
-    if (formats.has('json')) await writeJsonAtomic(join(dir, 'preprocessing_report.json'), model);
-    if (formats.has('markdown')) await writeFileAtomic(join(dir, 'preprocessing_report.md'), renderMarkdown(model));
-    if (formats.has('html')) await writeFileAtomic(join(dir, 'preprocessing_report.html'), renderHtml(model, { previewData: data }));
-    await writeJsonAtomic(join(dir, 'artifacts_manifest.json'), { run_id: state.runId, artifacts: state.artifacts });
-    return ok({ formats: [...formats], report_json: formats.has('json') ? rel('preprocessing_report.json') : null, report_html: formats.has('html') ? rel('preprocessing_report.html') : null });
+    if (formats.has('json')) await writeJsonAtomic(at(layout.report.json), model);
+    if (formats.has('markdown')) await writeFileAtomic(at(layout.report.markdown), renderMarkdown(model));
+    if (formats.has('html')) await writeFileAtomic(at(layout.report.html), renderHtml(model, { previewData: data }));
+    await writeJsonAtomic(at(layout.manifest), { run_id: state.runId, artifacts: state.artifacts });
+    return ok({ formats: [...formats], report_json: formats.has('json') ? layout.report.json : null, report_html: formats.has('html') ? layout.report.html : null });
   },
 };

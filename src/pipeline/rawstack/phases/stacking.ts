@@ -19,7 +19,6 @@
 // Memory: one band of all frames plus per-frame scratch (the band plan) and the output image;
 // frames are never held whole, so 1000 frames need no more than 20 apart from thinner bands.
 
-import { join } from 'node:path';
 import { isFitsError, writeFits } from '../../../fits/index.js';
 import { GpuError } from '../../../gpu/errors.js';
 import { maxStackFrames } from '../../../gpu/kernels/stack.js';
@@ -40,6 +39,8 @@ import { filterGroups, stackFileName, type FilterGroup } from '../queue.js';
 import type { RawStackState } from '../state.js';
 import { cosmeticWithoutDarks } from '../premeasure.js';
 import { addArtifact } from '../../artifacts.js';
+import { inRunFolder } from '../../run-folder.js';
+import { artifactPath, outputPath } from '../../../shared/run-layout.js';
 
 /** Resampling kernel of the warp (DESIGN §8: Lanczos-3; bilinear is the kernels' other option). */
 export const STACKING_WARP_KERNEL: WarpKernel = 'lanczos3';
@@ -298,8 +299,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   const header = stackHeader(state, setup, ctx.outcomes, params);
   // Run queue: outputs/stacked_<filter>.fits per group (stacked_linear/rgb follow from them).
   const outName = sink ? stackFileName(sink.group.filter!) : osc ? 'stacked_rgb.fits' : 'stacked_linear.fits';
-  const outRel = `outputs/${outName}`;
-  const outPath = join(state.folder.outputsDir, outName);
+  const outRel = outputPath(state.folder.layout, outName);
+  const outPath = inRunFolder(state.folder, outRel);
   const tWrite = performance.now();
   await writeFits(outPath, { width: W, height: H, planes: C, data: image }, { header });
   const writeMs = performance.now() - tWrite;
@@ -425,10 +426,10 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     outputs: sink ? { [outName.replace(/\.fits$/, '')]: outRel } : osc ? { stacked_rgb: outRel } : { stacked_linear: outRel },
     timings_ms: timings,
   };
-  const diagRel = 'artifacts/preprocess/stacking_diagnostics.json';
+  const diagRel = artifactPath(state.folder.layout, 'stacking_diagnostics.json');
   if (sink) sink.diagnostics = diagnostics;
   else {
-    await writeJsonAtomic(join(state.folder.runDir, diagRel), diagnostics);
+    await writeJsonAtomic(inRunFolder(state.folder, diagRel), diagnostics);
     addArtifact(state, 'stacking_diagnostics', 'STACKING', diagRel);
   }
 
@@ -508,10 +509,10 @@ async function runQueueStacking(ctx: PhaseContext<RawStackState>): Promise<Phase
   const stacks = sinks.map((s) => ({ filter: s.group.filter!, path: s.outPath!, rel: s.outRel!, frames: (s.summary?.frames_used as number) ?? 0 }));
   const composed = await composeQueueOutputs(state, stacks, state.colorMode === 'OSC');
   for (const note of composed.notes) ctx.warn(note.code, note.message);
-  const diagRel = 'artifacts/preprocess/stacking_diagnostics.json';
+  const diagRel = artifactPath(state.folder.layout, 'stacking_diagnostics.json');
   const perFilter = Object.fromEntries(sinks.map((s) => [s.group.filter!, s.diagnostics!]));
   const framesUsed = stacks.reduce((a, s) => a + s.frames, 0);
-  await writeJsonAtomic(join(state.folder.runDir, diagRel), {
+  await writeJsonAtomic(inRunFolder(state.folder, diagRel), {
     phase: 'STACKING',
     queue: true,
     color_mode: state.colorMode,
