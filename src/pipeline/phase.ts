@@ -2,7 +2,7 @@
 // declared memory needs, and a typed outcome. Failures and skips are data with a reason code
 // from a closed union, never bare strings, so reports, the API and tests can branch on them.
 
-import type { EventLog } from './events.js';
+import type { EventLog, PhasePlanEntry } from './events.js';
 
 export type ReasonCode =
   // skips
@@ -63,6 +63,8 @@ export interface MemoryNeeds {
 
 export interface PhaseContext<S> {
   readonly phase: string;
+  /** The run's phases in order, with their optional flags (what run_start carries). */
+  readonly plan: readonly PhasePlanEntry[];
   /** Run-wide state shared by the phases (frames, config, intermediate results). */
   readonly state: S;
   readonly signal: AbortSignal;

@@ -19,7 +19,6 @@
 import { basename } from 'node:path';
 import type { FitsHeader } from '../../fits/index.js';
 import type { PhaseOutcome } from '../phase.js';
-import { RAWSTACK_PHASES } from './phase-list.js';
 import { cosmeticCorrect, estimateNoise } from '../stages/stacking/cosmetic.js';
 import type { StackSetup } from './stacking-setup.js';
 import type { RawStackState } from './state.js';
@@ -144,10 +143,10 @@ export function stackHeader(state: RawStackState, setup: StackSetup, outcomes: R
     h.set('DATE-END', fitsDate(Math.max(...starts.map((s) => s.t + s.e * 1000))), { comment: 'end of the latest stacked frame (UTC)' });
   }
   addHistory(h, `skystack ${SKYSTACK_VERSION} Raw Stack run ${state.runId}`);
-  for (const phase of RAWSTACK_PHASES) {
+  // The phases that ended before STACKING, in run order (the outcomes' insertion order).
+  for (const [phase, outcome] of outcomes) {
     if (phase === 'STACKING') break;
-    const outcome = outcomes.get(phase);
-    if (outcome) addHistory(h, phaseHistory(state, setup, phase, outcome));
+    addHistory(h, phaseHistory(state, setup, phase, outcome));
   }
   addHistory(
     h,

@@ -8,11 +8,7 @@ import type { Affine } from '../../algorithms/affine.js';
 import type { FrameMetrics } from '../../algorithms/frame-metrics.js';
 import type { StarPoint } from '../../algorithms/match.js';
 import type { RawStackConfig } from '../../config/rawstack.js';
-import type { GpuContext } from '../../gpu/context.js';
-import type { DeviceInfo } from '../../gpu/device.js';
-import type { ArtifactEntry } from '../artifacts.js';
-import type { EventLog } from '../events.js';
-import type { RunFolder } from '../run-folder.js';
+import type { PipelineBase } from '../run.js';
 import type { ColorMode, FrameInfo } from '../stages/scan/scan.js';
 import type { BayerPattern } from '../../fits/keys.js';
 import type { TanWcs } from '../../astro/wcs.js';
@@ -115,15 +111,8 @@ export interface Masters {
   darkflat: string | null;
 }
 
-export interface RawStackState {
-  config: RawStackConfig;
-  folder: RunFolder;
-  runId: string;
-  jobId: string | null;
-  events: EventLog;
-  device: DeviceInfo;
-  /** Null when the TypeScript kernels run. */
-  gpu: GpuContext | null;
+/** Raw Stack's run-wide state: what every run has (run.ts PipelineBase) plus the frames and each phase's results. */
+export interface RawStackState extends PipelineBase<RawStackConfig> {
   frames: FrameRecord[];
   colorMode: ColorMode | null;
   bayer: BayerPattern | null;
@@ -144,8 +133,6 @@ export interface RawStackState {
   };
   /** Celestial WCS of the stacked outputs, set by ASTROMETRY when it solved (PCC reads it). */
   wcs?: TanWcs;
-  artifacts: ArtifactEntry[];
-  warnings: { code: string; message: string }[];
   /** Run queue (queue.ts); null for a single-folder run (no queue entries). */
   queue: QueueEntryState[] | null;
   /** Free-form summaries of each phase for the report (phase name → JSON-serialisable object). */

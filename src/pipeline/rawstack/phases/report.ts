@@ -10,26 +10,27 @@
 import { artifactPath, outputPath } from '../../../shared/run-layout.js';
 import { addArtifact } from '../../artifacts.js';
 import { writeFileAtomic, writeJsonAtomic } from '../../atomic.js';
-import type { EventLine } from '../../events.js';
+import type { EventLine, PhasePlanEntry } from '../../events.js';
+import { planOf } from '../../../shared/run-progress.js';
 import { ok, type Phase } from '../../phase.js';
 import { inRunFolder } from '../../run-folder.js';
 import type { ReportFrame, ReportModel, ReportPhase, ReportPostprocessSection, ReportPreview, ReportQueueEntry } from '../../../report/model.js';
 import { registrationShift } from '../../../report/registration-shift.js';
 import { renderHtml, renderMarkdown } from '../../../report/render.js';
 import type { FrameRecord, RawStackState } from '../state.js';
-import { OPTIONAL_PHASES, RAWSTACK_PHASES } from '../phase-list.js';
 import { stackFileName } from '../queue.js';
 import { postprocessSections, scanArtifacts, writePreviews } from '../report-extras.js';
 import { SKYSTACK_NAME, SKYSTACK_VERSION } from '../../../version.js';
 
-function phaseRows(lines: readonly EventLine[]): ReportPhase[] {
+/** One row per phase of the plan before the report itself, from the events so far. */
+function phaseRows(lines: readonly EventLine[], plan: readonly PhasePlanEntry[], report: string): ReportPhase[] {
   const ends = new Map<string, Extract<EventLine, { type: 'phase_end' }>>();
   const started = new Set<string>();
   for (const l of lines) {
     if (l.type === 'phase_start') started.add(l.phase);
     if (l.type === 'phase_end') ends.set(l.phase, l);
   }
-  return RAWSTACK_PHASES.filter((p) => p !== 'REPORT').map((phase) => {
+  return plan.filter((p) => p.name !== report).map(({ name: phase }) => {
     const end = ends.get(phase);
     if (!end) return { phase, status: started.has(phase) ? 'error' : 'not_started' };
     const row: ReportPhase = { phase, status: end.status, duration_ms: end.duration_ms };
@@ -76,7 +77,7 @@ function shiftOf(f: FrameRecord, state: RawStackState): Pick<ReportFrame, 'dx_px
 export function buildReportModel(
   state: RawStackState,
   status: ReportModel['status'],
-  extras: { postprocess_results?: ReportPostprocessSection[]; previews?: ReportPreview[] } = {},
+  extras: { postprocess_results?: ReportPostprocessSection[]; previews?: ReportPreview[]; plan?: readonly PhasePlanEntry[]; report?: string } = {},
 ): ReportModel {
   const lines = state.events.lines;
   const detailed = state.config.report.detailed;
@@ -111,7 +112,7 @@ export function buildReportModel(
     generated_at: new Date().toISOString(),
     generator: { name: SKYSTACK_NAME, version: SKYSTACK_VERSION },
     device,
-    phases: phaseRows(lines),
+    phases: phaseRows(lines, extras.plan ?? planOf(lines) ?? [], extras.report ?? 'REPORT'),
     queue: queueRows(state),
     input: {
       lights_dir: state.config.lights_dir,
@@ -161,7 +162,8 @@ export const reportPhase: Phase<RawStackState> = {
     const at = (rel: string) => inRunFolder(state.folder, rel);
     const formats = new Set(state.config.report.formats);
     // The run's final status is known only after REPORT; report what is known now.
-    const failedCore = [...ctx.outcomes.entries()].some(([name, o]) => o.status === 'error' && !OPTIONAL_PHASES.has(name));
+    const optional = new Set(ctx.plan.filter((p) => p.optional).map((p) => p.name));
+    const failedCore = [...ctx.outcomes.entries()].some(([name, o]) => o.status === 'error' && !optional.has(name));
     const cancelled = [...ctx.outcomes.values()].some((o) => o.status === 'error' && o.reason === 'cancelled');
     const status = cancelled ? 'cancelled' : failedCore ? 'error' : 'ok';
     if (formats.has('json')) addArtifact(state, 'report_json', 'REPORT', layout.report.json);
@@ -176,11 +178,12 @@ export const reportPhase: Phase<RawStackState> = {
     }
     const { previews, data } = await writePreviews(state, (msg) => ctx.warn('report_preview', msg));
     for (const p of previews) addArtifact(state, 'preview', 'REPORT', p.path);
-    const postprocess_results = await postprocessSections(state, phaseRows(state.events.lines));
+    const rows = phaseRows(state.events.lines, ctx.plan, ctx.phase);
+    const postprocess_results = await postprocessSections(state, rows);
     // Last: whatever a phase wrote but did not register (the report files themselves are
     // registered above, before they exist).
     await scanArtifacts(state, (type, phase, path) => addArtifact(state, type, phase, path));
-    const model = buildReportModel(state, status, { postprocess_results, previews });
+    const model = buildReportModel(state, status, { postprocess_results, previews, plan: ctx.plan, report: ctx.phase });
     if (formats.has('json')) await writeJsonAtomic(at(layout.report.json), model);
     if (formats.has('markdown')) await writeFileAtomic(at(layout.report.markdown), renderMarkdown(model));
     if (formats.has('html')) await writeFileAtomic(at(layout.report.html), renderHtml(model, { previewData: data }));
