@@ -9,7 +9,9 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeJsonAtomic } from '../pipeline/atomic.js';
 import type { EventLine, RunStatus } from '../pipeline/events.js';
-import { RAWSTACK_PHASES } from '../pipeline/rawstack/phase-list.js';
+import { parseEventLines } from '../shared/events.js';
+import { foldEvents, planOf, type PhaseViewStatus } from '../shared/run-progress.js';
+import { planOfKind } from '../pipeline/pipelines.js';
 import { inRunFolder, runFolderAt, type RunRecord } from '../pipeline/run-folder.js';
 import { layoutOf, RUN_LAYOUTS, RUN_RECORD, type RunLayout } from '../shared/run-layout.js';
 import { appendRunText, readRunText, statRunFile } from './run-files.js';
@@ -45,18 +47,7 @@ export async function readEvents(runDir: string, layout?: RunLayout): Promise<Ev
   return text === null ? [] : parseEventText(text);
 }
 
-export function parseEventText(text: string): EventLine[] {
-  const out: EventLine[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      out.push(JSON.parse(line) as EventLine);
-    } catch {
-      // partial line at the end of a file being appended to
-    }
-  }
-  return out;
-}
+export const parseEventText = parseEventLines;
 
 export interface RunSummary {
   run_id: string;
@@ -97,34 +88,25 @@ export async function summarizeRun(dir: string, runId: string, jobId: string | n
   return { run_id: runId, kind: str(rec?.kind, 'rawstack'), status: str(rec?.status, 'unknown'), created_at: created ?? '', job_id: typeof rec?.job_id === 'string' ? rec.job_id : jobId, run_dir: dir };
 }
 
-export type PhaseView = { phase: string; status: 'pending' | 'running' | 'ok' | 'skipped' | 'error'; progress: number; reason?: string; message?: string; duration_ms?: number };
+export type PhaseView = { phase: string; status: PhaseViewStatus; optional: boolean; progress: number; reason?: string; message?: string; duration_ms?: number };
 
-/** Phase list with statuses from the events (seed phases first, unknown phases appended). */
-export function phaseStatuses(lines: EventLine[], order: readonly string[] = RAWSTACK_PHASES): { phases: PhaseView[]; run_status: RunStatus | 'running' | 'pending'; progress: number } {
-  const map = new Map<string, PhaseView>(order.map((p) => [p, { phase: p, status: 'pending', progress: 0 }]));
-  let runStatus: RunStatus | 'running' | 'pending' = 'pending';
-  for (const l of lines) {
-    if (l.type === 'run_start') runStatus = 'running';
-    else if (l.type === 'run_end') runStatus = l.status;
-    else if (l.type === 'phase_start' || l.type === 'phase_progress' || l.type === 'phase_end') {
-      let v = map.get(l.phase);
-      if (!v) map.set(l.phase, (v = { phase: l.phase, status: 'pending', progress: 0 }));
-      if (l.type === 'phase_start') v.status = 'running';
-      else if (l.type === 'phase_progress') v.progress = Math.max(v.progress, Math.min(1, Math.max(0, l.progress)));
-      else {
-        v.status = l.status;
-        v.progress = 1;
-        v.duration_ms = l.duration_ms;
-        if (l.reason) v.reason = l.reason;
-        if (typeof l.message === 'string') v.message = l.message;
-      }
-    }
-  }
-  const phases = [...map.values()];
-  const done = phases.filter((p) => p.status === 'ok' || p.status === 'skipped' || p.status === 'error').length;
-  const current = phases.find((p) => p.status === 'running')?.progress ?? 0;
-  const progress = runStatus === 'ok' || runStatus === 'error' || runStatus === 'cancelled' ? 1 : Math.round(((done + current) / phases.length) * 1e4) / 1e4;
-  return { phases, run_status: runStatus, progress };
+/**
+ * Phase list with statuses from the events (shared/run-progress.ts): the plan run_start carries,
+ * else that of the run's kind (`kind`: a run not started yet, or written before run_start carried
+ * its plan); phases the events name beyond it appended.
+ */
+export function phaseStatuses(lines: readonly EventLine[], kind = 'rawstack'): { phases: PhaseView[]; run_status: RunStatus | 'running' | 'pending'; progress: number } {
+  const run = foldEvents(lines, planOf(lines) ? [] : planOfKind(kind));
+  const phases = [...run.phases.values()].map((p): PhaseView => ({
+    phase: p.name,
+    status: p.status,
+    optional: p.optional,
+    progress: p.progress,
+    ...(p.reason !== undefined ? { reason: p.reason } : {}),
+    ...(p.message !== undefined ? { message: p.message } : {}),
+    ...(p.duration_ms !== undefined ? { duration_ms: p.duration_ms } : {}),
+  }));
+  return { phases, run_status: run.runStatus, progress: Math.round(run.fraction * 1e4) / 1e4 };
 }
 
 /**

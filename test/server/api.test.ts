@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { generateDataset } from '../../fixtures/generator/index.js';
 import type { RunningServer } from '../../src/server/app.js';
+import { RAWSTACK } from '../../src/pipeline/rawstack/definition.js';
+import { phasePlan } from '../../src/pipeline/runner.js';
 import { http, testServer, tinyLights, type Res } from './helpers.js';
 
 let dir = '';
@@ -46,6 +48,8 @@ test('system info, health and the OpenAPI document', async () => {
   assert.is(info.json.name, 'skystack');
   assert.is(info.json.api_version, 1);
   assert.equal(info.json.capabilities.pipelines.map((p: { name: string }) => p.name), ['rawstack']);
+  // Each pipeline's phase plan comes from its definition (the same list run_start carries).
+  assert.equal(info.json.capabilities.pipelines[0].phases, phasePlan(RAWSTACK.phases));
   assert.is(info.json.capabilities.sse, true);
   assert.is(info.json.capabilities.resume, false);
   // Solvers: each of the two is either available or listed as missing with the lookup's reason.

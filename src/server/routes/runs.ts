@@ -81,7 +81,7 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
     const rec = await readRunRecord(dir);
     const layout = await runLayout(dir, rec);
     const lines = await readEvents(dir, layout);
-    const status = phaseStatuses(lines);
+    const status = phaseStatuses(lines, layout.kind);
     const jobId = rec?.job_id ?? null;
     const job = jobId ? app.jobs.get(jobId) : undefined;
     ctx.body = {
@@ -188,7 +188,7 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
       report = null; // being written
     }
     const lines = await readEvents(dir, layout);
-    const status = phaseStatuses(lines);
+    const status = phaseStatuses(lines, layout.kind);
     const rows = frames ?? [];
     const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
     const accepted = rows.filter((r) => r.status !== 'excluded');
