@@ -23,7 +23,8 @@ import { readFitsImage } from '../../../fits/index.js';
 import { artifactPath, outputPath, type RunLayout } from '../../../shared/run-layout.js';
 import { writeJsonAtomic } from '../../atomic.js';
 import { inRunFolder } from '../../run-folder.js';
-import { CancelledError, failed, ok, skipped, type Phase } from '../../phase.js';
+import { CancelledError, failed, ok, skipped } from '../../phase.js';
+import type { RawStackPhase } from '../reasons.js';
 import { registrationJson, registrationJsonPath } from '../registration-artifact.js';
 import type { RawStackState } from '../state.js';
 import { addArtifact } from '../../artifacts.js';
@@ -62,7 +63,7 @@ function solvedSummary(r: SolveResult, width: number, height: number) {
   };
 }
 
-export const astrometryPhase: Phase<RawStackState> = {
+export const astrometryPhase: RawStackPhase = {
   name: 'ASTROMETRY',
   optional: true,
   // One RGB stack plus its luminance and the detector's significance image.

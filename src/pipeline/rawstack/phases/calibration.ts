@@ -37,7 +37,8 @@ import { imageMedians, imageMediansPooled } from '../../../cpu/stats.js';
 import { isFitsError, isPartialWrite, keys, readFitsImage, writeFits, type FitsHeader } from '../../../fits/index.js';
 import { GpuError } from '../../../gpu/errors.js';
 import { gpuFor } from '../../device-policy.js';
-import { CancelledError, failed, ok, skipped, type Phase, type PhaseContext } from '../../phase.js';
+import { CancelledError, failed, ok, skipped, type PhaseContext } from '../../phase.js';
+import type { RawStackPhase } from '../reasons.js';
 import { DEFAULT_FLAT_FLOOR } from '../../../cpu/calibrate.js';
 import { exposeGc } from '../../../cpu/worker-gc.js';
 import { collectSharedPools, isShared, sharedPool, toShared } from '../../../cpu/worker-pool.js';
@@ -646,7 +647,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>) {
   return ok(summary);
 }
 
-export const calibrationPhase: Phase<RawStackState> = {
+export const calibrationPhase: RawStackPhase = {
   name: PHASE,
   optional: false,
   async run(ctx) {

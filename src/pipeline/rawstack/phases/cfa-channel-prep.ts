@@ -20,12 +20,13 @@
 // Writes: frame.normalization, exclusions, state.summaries.CFA_CHANNEL_PREP.
 
 import type { CfaPattern } from '../../../cpu/debayer.js';
-import { failed, ok, type Phase } from '../../phase.js';
+import { failed, ok } from '../../phase.js';
+import type { RawStackPhase } from '../reasons.js';
 import type { ChannelStats } from '../../stages/frames/channel-stats.js';
 import type { AnalyzeTaskResult, ChannelsTaskResult } from '../../stages/frames/tasks.js';
 import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { analysisSpecOf, takeChannels } from '../premeasure.js';
-import { exclude, includedFrames, pixelSource, type FrameRecord, type RawStackState } from '../state.js';
+import { exclude, includedFrames, pixelSource, type FrameRecord } from '../state.js';
 
 const PHASE = 'CFA_CHANNEL_PREP';
 
@@ -38,7 +39,7 @@ function medianOf(values: number[]): number | null {
   return n % 2 ? v[n >> 1]! : (v[n / 2 - 1]! + v[n / 2]!) / 2;
 }
 
-export const cfaChannelPrepPhase: Phase<RawStackState> = {
+export const cfaChannelPrepPhase: RawStackPhase = {
   name: PHASE,
   optional: false,
   async run(ctx) {

@@ -23,10 +23,11 @@
 // state.summaries.FRAME_FILTERING.
 
 import { filterFrames, type FilterFrame, type FilterResult } from '../../../algorithms/frame-filter.js';
-import { failed, ok, skipped, type Phase } from '../../phase.js';
+import { failed, ok, skipped } from '../../phase.js';
+import type { RawStackPhase } from '../reasons.js';
 import { filterGroups } from '../queue.js';
 import { qualityArtifactPaths, writeQualityArtifacts } from '../quality-artifacts.js';
-import { exclude, type FrameExclusionCode, type RawStackState } from '../state.js';
+import { exclude, type FrameExclusionCode } from '../state.js';
 import { computeWeights } from '../weights.js';
 
 const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toFixed(4)) : null);
@@ -37,7 +38,7 @@ function warningCode(text: string): string {
   return 'quality_filter';
 }
 
-export const frameFilteringPhase: Phase<RawStackState> = {
+export const frameFilteringPhase: RawStackPhase = {
   name: 'FRAME_FILTERING',
   optional: false,
   async prepare(ctx) {

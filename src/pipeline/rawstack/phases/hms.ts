@@ -28,7 +28,8 @@ import { readFitsImage, writeFits } from '../../../fits/index.js';
 import { stretchAsinhGpu, stretchMtfGpu } from '../../../gpu/kernels/stretch.js';
 import { writeJsonAtomic } from '../../atomic.js';
 import { gpuFor } from '../../device-policy.js';
-import { ok, skipped, type Phase } from '../../phase.js';
+import { ok, skipped } from '../../phase.js';
+import type { RawStackPhase } from '../reasons.js';
 import {
   adaptiveAnchor,
   decideLogD,
@@ -79,7 +80,7 @@ function brightest(planes: Float32Array[], width: number, height: number): { val
   return { value: best, isolated };
 }
 
-export const hmsPhase: Phase<RawStackState> = {
+export const hmsPhase: RawStackPhase = {
   name: 'HYPERMETRIC_STRETCH',
   optional: true,
   // Input RGB, its [0, 1] copy, the stretched planes and the interleaved-for-writing copy; on the

@@ -28,7 +28,8 @@ import type { PccErrorCode } from '../../../astro/pcc-errors.js';
 import { TanWcs } from '../../../astro/wcs.js';
 import { readFitsHeader } from '../../../fits/index.js';
 import { writeJsonAtomic } from '../../atomic.js';
-import { CancelledError, failed, ok, skipped, type Phase, type PhaseContext, type PhaseOutcome, type ReasonCode } from '../../phase.js';
+import { CancelledError, failed, ok, skipped, type PhaseContext } from '../../phase.js';
+import type { RawStackPhase, RawStackOutcome, RawStackReasonCode } from '../reasons.js';
 import type { RawStackState } from '../state.js';
 import { addArtifact } from '../../artifacts.js';
 import { inRunFolder } from '../../run-folder.js';
@@ -83,7 +84,7 @@ export function colourRelations(r: PccResult): { rg: ColourRelation; bg: ColourR
 }
 
 /** Skip reasons and error reasons of the PCC failure codes. */
-function outcomeOf(code: PccErrorCode): { status: 'skipped' | 'error'; reason: ReasonCode } {
+function outcomeOf(code: PccErrorCode): { status: 'skipped' | 'error'; reason: RawStackReasonCode } {
   switch (code) {
     case 'PCC_NO_WCS':
       return { status: 'skipped', reason: 'no_wcs' };
@@ -103,7 +104,7 @@ function outcomeOf(code: PccErrorCode): { status: 'skipped' | 'error'; reason: R
   }
 }
 
-export const pccPhase: Phase<RawStackState> = {
+export const pccPhase: RawStackPhase = {
   name: 'PCC',
   optional: true,
   // Input RGB, the calibrated copy, the luminance for star detection and the sampled statistics.
@@ -132,7 +133,7 @@ export const pccPhase: Phase<RawStackState> = {
      * Ends the phase after PCC could not calibrate (`code`); with pcc.fallback star_white and a
      * lack of data, the white balance runs first. The outcome stays the PCC's own.
      */
-    const end = async (code: PccErrorCode, message: string, diagnostics?: Record<string, unknown>): Promise<PhaseOutcome> => {
+    const end = async (code: PccErrorCode, message: string, diagnostics?: Record<string, unknown>): Promise<RawStackOutcome> => {
       const o = outcomeOf(code);
       const summary: Record<string, unknown> = { success: false, method: 'photometric', failure_reason: code, message, stars_in_field: diagnostics?.stars_in_field ?? 0, stars_matched: diagnostics?.stars_matched ?? 0, stars_used: diagnostics?.stars_used ?? 0 };
       if (diagnostics?.fwhm_source) summary.fwhm_source = diagnostics.fwhm_source;

@@ -13,16 +13,17 @@
 // yielding to the event loop between frames so a cancel (signal) is seen within one frame.
 
 import { identity } from '../../../algorithms/affine.js';
-import { failed, ok, type Phase } from '../../phase.js';
+import { failed, ok } from '../../phase.js';
+import type { RawStackPhase } from '../reasons.js';
 import { medianOf } from '../quality-artifacts.js';
 import { registrationJsonPath, writeRegistrationJson } from '../registration-artifact.js';
 import { packStars, type RegisterTaskResult } from '../../stages/frames/tasks.js';
 import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
-import { exclude, includedFrames, type FrameRecord, type RawStackState } from '../state.js';
+import { exclude, includedFrames, type FrameRecord } from '../state.js';
 
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-export const registrationPhase: Phase<RawStackState> = {
+export const registrationPhase: RawStackPhase = {
   name: 'REGISTRATION',
   optional: false,
   async run(ctx) {

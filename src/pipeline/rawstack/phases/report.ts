@@ -12,7 +12,8 @@ import { addArtifact } from '../../artifacts.js';
 import { writeFileAtomic, writeJsonAtomic } from '../../atomic.js';
 import type { EventLine, PhasePlanEntry } from '../../events.js';
 import { planOf } from '../../../shared/run-progress.js';
-import { ok, type Phase } from '../../phase.js';
+import { ok } from '../../phase.js';
+import type { RawStackPhase } from '../reasons.js';
 import { inRunFolder } from '../../run-folder.js';
 import type { ReportFrame, ReportModel, ReportPhase, ReportPostprocessSection, ReportPreview, ReportQueueEntry } from '../../../report/model.js';
 import { registrationShift } from '../../../report/registration-shift.js';
@@ -153,7 +154,7 @@ function calibrationNote(state: RawStackState): string | null {
   return `No darks applied: hot and cold pixels of each light were replaced by a cosmetic pass (k = ${c.sigma} σ; median ${n(c.hot_per_frame_median)} hot, ${n(c.cold_per_frame_median)} cold pixels per frame over ${c.frames} frames) before star detection and stacking (calibration.cosmetic_without_darks).`;
 }
 
-export const reportPhase: Phase<RawStackState> = {
+export const reportPhase: RawStackPhase = {
   name: 'REPORT',
   optional: false,
   async run(ctx) {

@@ -26,7 +26,8 @@ import type { WarpKernel } from '../../../cpu/warp.js';
 import type { StackMethod } from '../../../cpu/stack.js';
 import { writeJsonAtomic } from '../../atomic.js';
 import { gpuFor } from '../../device-policy.js';
-import { CancelledError, failed, ok, type Phase, type PhaseContext, type PhaseOutcome } from '../../phase.js';
+import { CancelledError, failed, ok, type PhaseContext } from '../../phase.js';
+import type { RawStackPhase, RawStackOutcome } from '../reasons.js';
 import { BandEngine, type EngineOptions } from '../../stages/stacking/engine.js';
 import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN_FRAMES } from '../../../cpu/premask.js';
 import { channelNames } from '../../stages/stacking/normalization.js';
@@ -83,7 +84,7 @@ async function deviceLost(state: RawStackState): Promise<string | null> {
   }
 }
 
-export const stackingPhase: Phase<RawStackState> = {
+export const stackingPhase: RawStackPhase = {
   name: 'STACKING',
   optional: false,
 
@@ -137,7 +138,7 @@ interface GroupSink {
   summary?: Record<string, unknown>;
 }
 
-async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | null): Promise<PhaseOutcome> {
+async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | null): Promise<RawStackOutcome> {
   const { state } = ctx;
   const c = state.config;
   const started = performance.now();
@@ -486,7 +487,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
  * stacking_diagnostics.json holds every filter's diagnostics under `per_filter`.
  * A filter whose stack fails ends the phase with that error (the stacks written so far stay).
  */
-async function runQueueStacking(ctx: PhaseContext<RawStackState>): Promise<PhaseOutcome> {
+async function runQueueStacking(ctx: PhaseContext<RawStackState>): Promise<RawStackOutcome> {
   const { state } = ctx;
   const groups = filterGroups(state, state.frames.filter((f) => f.status === 'included'));
   // A filter whose every frame was excluded gets no stack: say so (the queue table shows 0 stacked).
@@ -503,7 +504,7 @@ async function runQueueStacking(ctx: PhaseContext<RawStackState>): Promise<Phase
     live.delete(state);
     await l?.engine?.dispose();
     await l?.readers.closeAll();
-    if (outcome.status !== 'ok') return { ...outcome, message: `filter ${group.filter}: ${outcome.message ?? outcome.reason}` } as PhaseOutcome;
+    if (outcome.status !== 'ok') return { ...outcome, message: `filter ${group.filter}: ${outcome.message ?? outcome.reason}` } as RawStackOutcome;
     sinks.push(sink);
   }
   const stacks = sinks.map((s) => ({ filter: s.group.filter!, path: s.outPath!, rel: s.outRel!, frames: (s.summary?.frames_used as number) ?? 0 }));
