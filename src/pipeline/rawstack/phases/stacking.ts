@@ -21,11 +21,10 @@
 
 import { isFitsError, writeFits } from '../../../fits/index.js';
 import { GpuError } from '../../../gpu/errors.js';
-import { maxStackFrames } from '../../../gpu/kernels/stack.js';
 import type { WarpKernel } from '../../../cpu/warp.js';
 import type { StackMethod } from '../../../cpu/stack.js';
 import { writeJsonAtomic } from '../../atomic.js';
-import { gpuFor } from '../../device-policy.js';
+import { stackingPlacement, withStackOnHost } from '../../device-policy.js';
 import { CancelledError, failed, ok, type PhaseContext } from '../../phase.js';
 import type { RawStackPhase, RawStackOutcome } from '../reasons.js';
 import { BandEngine, type EngineOptions } from '../../stages/stacking/engine.js';
@@ -170,14 +169,9 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   const W = setup.width;
   const H = setup.height;
 
-  // Which device runs what.
-  let stackCtx = gpuFor(state.gpu, 'stack');
-  if (stackCtx && N > maxStackFrames(stackCtx.limits)) {
-    ctx.warn('stack_on_host', `${N} frames exceed what one stack dispatch takes (${maxStackFrames(stackCtx.limits)}); stacking in TypeScript`);
-    stackCtx = null;
-  }
-  const warpCtx = gpuFor(state.gpu, kernel === 'lanczos3' ? 'warp_lanczos3' : 'warp_bilinear');
-  const debayerCtx = osc ? gpuFor(state.gpu, 'debayer') : null;
+  // Which device runs what (device-policy.ts).
+  let placement = stackingPlacement(state.gpu, { frames: N, osc, superpixel, kernel, premaskOnDevice: stackingOptions.premaskOnDevice });
+  if (placement.stackOnHost) ctx.warn('stack_on_host', placement.stackOnHost);
   const halo = readHalo(osc, cosmeticOn, superpixel);
   let premask: EngineOptions['premask'] = null;
   if (wantPremask && N >= PREMASK_MIN_FRAMES) {
@@ -185,9 +179,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     const refSlot = setup.frames.find((f) => f.record === setup.reference)!;
     const level = refSlot.stats.map((s) => (Number.isFinite(s.location) ? s.location : 0));
     if (sigma.some((row) => row.some((s) => !(s > 0)))) ctx.warn('premask_noise', 'pixel noise could not be measured on some frames; the pre-mask skips them');
-    // WGSL pre-mask on a hardware GPU; on a software adapter the TypeScript one is faster.
-    const onDevice = stackingOptions.premaskOnDevice ?? (stackCtx?.info.kind === 'gpu');
-    premask = { sigma, level, onDevice: onDevice && stackCtx !== null, indexCapacity: stackingOptions.premaskIndexCapacity, chunkRows: stackingOptions.premaskChunkRows };
+    premask = { sigma, level, onDevice: placement.premaskOnDevice, indexCapacity: stackingOptions.premaskIndexCapacity, chunkRows: stackingOptions.premaskChunkRows };
   }
   const workers = c.runtime_limits.parallel_workers;
   const budgetBytes = c.runtime_limits.memory_budget * MiB;
@@ -210,21 +202,21 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
       // 8 MiB row chunk of the band and its mask (PREMASK_CHUNK_BYTES), yet keeps these 5 B
       // reserved: they also size the binding check, so reserving less would let the bands (and
       // the peak, by ~75 MiB on the 30 × 2048 px bench) grow; the plan stays as measured.
-      extraBytesPerFramePixel: (extraBytes = premask ? (device && stackCtx ? 5 : 1) : 0),
+      extraBytesPerFramePixel: (extraBytes = premask ? (device && placement.stack ? 5 : 1) : 0),
       // Host pre-mask beside a device stack: the masked samples' index lists (host and device,
       // u32 for 1/32 of a band's owned samples each: nanIndexCapacity).
-      extraBytesPerPixel: premask && !premask.onDevice && device && stackCtx ? Math.ceil(N / 4) : 0,
+      extraBytesPerPixel: premask && !premask.onDevice && device && placement.stack ? Math.ceil(N / 4) : 0,
       budgetBytes,
-      maxBindingBytes: device && stackCtx ? Math.min(stackCtx.limits.maxStorageBufferBindingSize, stackCtx.limits.maxBufferSize) : null,
+      maxBindingBytes: device && placement.stack ? Math.min(placement.stack.limits.maxStorageBufferBindingSize, placement.stack.limits.maxBufferSize) : null,
     });
   let plan: StackPlan;
   try {
-    plan = planFor(stackCtx !== null);
+    plan = planFor(placement.stack !== null);
   } catch (e) {
     if (!(e instanceof GpuError)) throw e;
-    if (e.code === 'BINDING_TOO_LARGE' && stackCtx) {
-      ctx.warn('stack_on_host', `the frames' band slices exceed the device's storage-binding limit (${describe(e)}); stacking in TypeScript`);
-      stackCtx = null;
+    if (e.code === 'BINDING_TOO_LARGE' && placement.stack) {
+      placement = withStackOnHost(placement, `the frames' band slices exceed the device's storage-binding limit (${describe(e)}); stacking in TypeScript`);
+      ctx.warn('stack_on_host', placement.stackOnHost!);
       try {
         plan = planFor(false);
       } catch (e2) {
@@ -233,7 +225,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
       }
     } else return failed('budget_error', e.message);
   }
-  if (premask && !stackCtx) premask.onDevice = false;
+  if (premask) premask.onDevice = placement.premaskOnDevice;
 
   const engine = new BandEngine({
     width: W,
@@ -253,7 +245,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     premask,
     perFrameCosmetic: cosmeticOn ? { sigma: cosmeticSigma } : null,
     workers,
-    gpu: { debayer: debayerCtx, warp: warpCtx, stack: stackCtx },
+    gpu: { debayer: placement.debayer, warp: placement.warp, stack: placement.stack },
     readers,
   });
   l.engine = engine;

@@ -30,6 +30,7 @@ import { planBands } from '../../../gpu/band-planner.js';
 import type { GpuContext } from '../../../gpu/context.js';
 import { GpuError } from '../../../gpu/errors.js';
 import { maxStackFrames } from '../../../gpu/kernels/stack.js';
+import { stackContextFor } from '../../device-policy.js';
 import { DeviceBandStack, hasNaN, levelStrips, readBandInto, stripLevel } from './bands.js';
 import { ReaderCache } from '../stacking/readers.js';
 import { folderPatternHint } from '../scan/fits-names.js';
@@ -241,7 +242,7 @@ export async function combineFrames(files: readonly string[], o: CombineOptions)
   const n = files.length;
   const { width, height } = o;
   if (n === 0) throw new CalibrationError('no frames to combine');
-  let gpu = o.gpu && n <= maxStackFrames(o.gpu.limits) ? o.gpu : null;
+  let gpu = o.gpu && stackContextFor(o.gpu, n) ? o.gpu : null;
   // The device band is one storage binding: the plan keeps it under the adapter's limit. A set
   // too large for even a minimal band there stacks in TypeScript.
   let plan: ReturnType<typeof planBands> | null = null;

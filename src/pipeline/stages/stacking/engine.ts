@@ -5,7 +5,7 @@
 // A band's "work rows" are its owned rows plus the planner's halo rows (the pre-mask's growth
 // reach); slots hold work rows, the final stack only the owned ones.
 //
-// What runs where (device-policy.ts decides per kernel):
+// What runs where (device-policy.ts decides, stackingPlacement; the engine takes its contexts as given):
 // - reading and per-frame cosmetic correction: host (TypeScript), reads prefetched
 //   `parallel_workers` frames ahead so file I/O overlaps the compute of the current frame;
 // - debayer: bilinear on the device when gpuFor('debayer') (hardware GPU), else TypeScript
@@ -172,9 +172,6 @@ export class BandEngine {
       validSamples: new Array(C).fill(0),
       corrected: { hot: 0, cold: 0 },
     };
-    // Debayering on the device only feeds a device warp (the policy never splits them otherwise);
-    // superpixel cells are always formed on the host (a copy, no kernel worth a dispatch).
-    if (o.gpu.debayer && (!o.gpu.warp || o.binning === 2)) o.gpu.debayer = null;
     this.store = o.gpu.stack ? new DeviceStore(o, o.gpu.stack, this.pool) : new HostStore(o, this.pool);
   }
 
