@@ -34,6 +34,18 @@ export function parseCsv(text: string): string[][] {
   return rows;
 }
 
+/**
+ * Rows keyed by the header row with values typed: an empty cell is null, a decimal number a
+ * number, anything else the text (frame_quality.csv for the API's report and suggestions).
+ */
+export function csvNumericRecords(text: string): Record<string, string | number | null>[] {
+  return csvRecords(text.trim()).map((r) => {
+    const row: Record<string, string | number | null> = {};
+    for (const [h, v] of Object.entries(r)) row[h] = v === '' ? null : /^-?\d+(\.\d+)?(e-?\d+)?$/i.test(v) ? Number(v) : v;
+    return row;
+  });
+}
+
 /** Rows as objects keyed by the header row. */
 export function csvRecords(text: string): Record<string, string>[] {
   const [header, ...rows] = parseCsv(text);

@@ -24,7 +24,7 @@ import type { ApiRegistry } from '../registry.js';
 import { listRunFiles, openRunFile, readRunText } from '../run-files.js';
 import { runLayout } from '../run-index.js';
 import { artifactPath } from '../../shared/run-layout.js';
-import { findRun } from './runs.js';
+import { findRun } from '../run-lookup.js';
 
 const FITS_NAME = /\.(fits?|fts)(\.fz|\.gz)?$/i;
 /** Images listed per run (calibrated frames included). */

@@ -12,7 +12,7 @@ import { page, PageQuery, type ApiRegistry } from '../registry.js';
 import { readRunRecord } from '../run-index.js';
 import { AcceptedSchema, JobListSchema, JobRecordSchema } from '../schemas.js';
 import { RawStackStartBody, startRawStack } from '../rawstack-start.js';
-import { findRun } from './runs.js';
+import { findRun } from '../run-lookup.js';
 import { PIPELINE_NAMES, PIPELINES } from './pipelines.js';
 
 const RunBody = z.looseObject({ pipeline: z.string().min(1).max(64).describe(`one of: ${PIPELINE_NAMES.join(', ')}`) });

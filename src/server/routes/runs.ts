@@ -4,19 +4,19 @@
 // (a run started with another runs_dir inside the roots). Raw Stack runs show like any run.
 // Every file of a run folder is opened through run-files.ts (confined to the run folder).
 
-import { realpath, stat } from 'node:fs/promises';
-import { extname, join, relative, sep } from 'node:path';
+import { extname, relative, sep } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { z } from 'zod';
 import type { EventLine } from '../../pipeline/events.js';
 import { queryOf } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { isInside, PATH_FIELD_MAX } from '../paths.js';
+import { PATH_FIELD_MAX } from '../paths.js';
 import { page, PageQuery, type ApiRegistry } from '../registry.js';
 import { listRunFiles, openRunFile, readRunText } from '../run-files.js';
-import { parseEventText, phaseStatuses, readEvents, readRunRecord, RUN_ID_RE, runLayout, type RunSummary } from '../run-index.js';
-import { csvRecords } from '../../shared/csv.js';
+import { parseEventText, phaseStatuses, readEvents, readRunRecord, runLayout } from '../run-index.js';
+import { csvNumericRecords } from '../../shared/csv.js';
+import { allRuns, findRun } from '../run-lookup.js';
 
 export const VIEW_LIMIT = 8 * 1024 * 1024;
 
@@ -40,26 +40,6 @@ const TEXT_TYPES = new Set(['json', 'jsonl', 'csv', 'markdown', 'html', 'text'])
 
 export function artifactType(name: string): { type: string; mime: string } {
   return TYPES[extname(name).toLowerCase()] ?? { type: 'binary', mime: 'application/octet-stream' };
-}
-
-/** All runs the API knows: runs_dir folders plus job run folders elsewhere, newest first. */
-export async function allRuns(app: AppContext): Promise<RunSummary[]> {
-  const jobRuns = app.jobs.list().flatMap((j) => (j.run_dir && j.run_id ? [{ run_id: j.run_id, run_dir: j.run_dir, job_id: j.job_id }] : []));
-  return app.runList.list(jobRuns);
-}
-
-/** The run folder (realpath) for an id, confined to the runs dir or a job's run folder. */
-export async function findRun(app: AppContext, id: string): Promise<string> {
-  if (!RUN_ID_RE.test(id) || id.includes('..')) throw new ApiError('NOT_FOUND', `no run ${JSON.stringify(id.slice(0, 140))}`);
-  const candidates = [join(app.runsDir, id), ...app.jobs.list().filter((j) => j.run_id === id && j.run_dir).map((j) => j.run_dir!)];
-  for (const c of candidates) {
-    const real = await realpath(c).catch(() => null);
-    if (!real || app.guard.rootOf(real) === null) continue;
-    if (c.startsWith(app.runsDir) && !isInside(app.runsDir, real)) continue;
-    const s = await stat(real).catch(() => null);
-    if (s?.isDirectory()) return real;
-  }
-  throw new ApiError('NOT_FOUND', `no run ${id}`);
 }
 
 const LogsQuery = z.strictObject({ tail: z.coerce.number().int().min(1).max(100000).optional(), limit: z.coerce.number().int().min(1).max(100000).optional(), offset: z.coerce.number().int().min(0).default(0) });
@@ -179,7 +159,7 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
     const dir = await findRun(app, ctx.params.id!);
     const layout = await runLayout(dir);
     const csv = layout.frameTable === null ? null : await readRunText(dir, layout.frameTable);
-    const frames = csv === null ? null : parseCsv(csv);
+    const frames = csv === null ? null : csvNumericRecords(csv);
     const reportText = await readRunText(dir, layout.report.json);
     let report: unknown = null;
     try {
@@ -305,16 +285,4 @@ function followEvents(runDir: string, eventsRel: string, after: number, out: Pas
   };
   const timer = setInterval(step, 200);
   step();
-}
-
-/**
- * frame_quality.csv rows with numbers parsed. The CSV reading is the UI's RFC 4180 parser
- * (src/shared/csv.ts, plain TypeScript without DOM): the file quotes names that hold commas.
- */
-export function parseCsv(text: string): Record<string, string | number | null>[] {
-  return csvRecords(text.trim()).map((r) => {
-    const row: Record<string, string | number | null> = {};
-    for (const [h, v] of Object.entries(r)) row[h] = v === '' ? null : /^-?\d+(\.\d+)?(e-?\d+)?$/i.test(v) ? Number(v) : v;
-    return row;
-  });
 }
