@@ -25,6 +25,7 @@
 // per frame (low/high) only on the band's owned rows, so tallies are exact across bands.
 
 import { minKeep } from './stack.js';
+import type { PoolKernel } from './worker-pool.js';
 
 /** Growth radius (px) around seed samples. */
 export const GROW = 2;
@@ -303,3 +304,7 @@ export function compactOwned(band: Float32Array, width: number, rows: number, fr
   }
   return band.subarray(0, frames * owned);
 }
+
+/** premaskFlag and premaskApply as worker-pool handles (the stacking engine runs them over frames and rows). */
+export const PREMASK_FLAG: PoolKernel = { module: import.meta.url, name: 'premaskFlag' satisfies keyof typeof import('./premask.js') };
+export const PREMASK_APPLY: PoolKernel = { module: import.meta.url, name: 'premaskApply' satisfies keyof typeof import('./premask.js') };

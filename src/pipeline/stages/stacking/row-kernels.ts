@@ -12,6 +12,7 @@
 // All typed arrays in the arguments must be SharedArrayBuffer views when a pool runs them.
 
 import { stack, type StackMethod } from '../../../cpu/stack.js';
+import type { PoolKernel } from '../../../cpu/worker-pool.js';
 import { warp, type WarpKernel } from '../../../cpu/warp.js';
 
 export interface WarpRowsArgs {
@@ -187,3 +188,8 @@ export function superpixelRows(a: SuperpixelArgs, start: number, end: number): v
     }
   }
 }
+
+/** These kernels as worker-pool handles (the module is this file, so the path is checked by the compiler). */
+export const WARP_ROWS: PoolKernel = { module: import.meta.url, name: 'warpRows' satisfies keyof typeof import('./row-kernels.js') };
+export const STACK_ROWS: PoolKernel = { module: import.meta.url, name: 'stackRows' satisfies keyof typeof import('./row-kernels.js') };
+export const SUPERPIXEL_ROWS: PoolKernel = { module: import.meta.url, name: 'superpixelRows' satisfies keyof typeof import('./row-kernels.js') };
