@@ -13,7 +13,10 @@ import { qualityAnalysisPhase } from './phases/quality-analysis.js';
 import { referenceSelectionPhase } from './phases/reference-selection.js';
 import { registrationPhase } from './phases/registration.js';
 import { stackingPhase } from './phases/stacking.js';
-import { astrometryPhase, bgePhase, hmsPhase, pccPhase } from './phases/postprocess.js';
+import { astrometryPhase } from './phases/astrometry.js';
+import { bgePhase } from './phases/bge.js';
+import { pccPhase } from './phases/pcc.js';
+import { hmsPhase } from './phases/hms.js';
 import { reportPhase } from './phases/report.js';
 import type { RawStackState } from './state.js';
 
