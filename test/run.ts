@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-// Dawn prints these from native code on every adapter request (DESIGN "GPU strategy" in docs);
+// Dawn prints these from native code on every adapter request (docs/ARCHITECTURE.md "GPU strategy");
 // they are expected, so they are counted instead of shown.
 const DAWN_NOISE = /^Warning: (maxDynamic(Uniform|Storage)BuffersPerPipelineLayout artificially reduced|Couldn't load Vulkan)/;
 

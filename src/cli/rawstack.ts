@@ -63,7 +63,7 @@ export async function runRawStackCli(argv: string[]): Promise<number> {
     const yaml = /\.ya?ml$/i.test(values.config);
     if ((yaml ? yamlDepth(text, MAX_NESTING) : jsonDepth(text, MAX_NESTING)) > MAX_NESTING) throw new UsageError(`--config ${values.config} nests deeper than ${MAX_NESTING} levels`);
     try {
-      // YAML without custom tags (DESIGN §7); a document that is not a mapping is refused below.
+      // YAML without custom tags (docs/threat-model.md); a document that is not a mapping is refused below.
       fileLayer = (yaml ? parseYaml(text, { customTags: [] }) : JSON.parse(text)) as Record<string, unknown>;
     } catch (e) {
       throw new UsageError(`--config ${values.config} is not valid ${yaml ? 'YAML' : 'JSON'}: ${(e as Error).message}`);

@@ -77,7 +77,7 @@ export interface PhaseContext<S> {
 
 export interface Phase<S, R extends string = string> {
   readonly name: string;
-  /** Optional (postprocess) phases: an error does not stop the run (DESIGN §5). */
+  /** Optional (postprocess) phases: an error does not stop the run (docs/ARCHITECTURE.md "Pipelines, phases and the runner"). */
   readonly optional: boolean;
   /** Memory this phase needs at most, for the budget check and the report. */
   memory?(ctx: PhaseContext<S>): MemoryNeeds;

@@ -1,4 +1,4 @@
-// Path confinement (DESIGN §7): every path that arrives in a request is checked here before
+// Path confinement (docs/threat-model.md): every path that arrives in a request is checked here before
 // anything touches the file system with it. Rules, in order: a string of at most MAX_PATH
 // bytes, no NUL, absolute, no `..` segment; lexically inside an allowed root (so nothing
 // outside the roots is even stat()ed, and answers never reveal whether such a path exists);

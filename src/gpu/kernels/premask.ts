@@ -1,7 +1,7 @@
 // Wrapper for STACKING's outlier pre-mask on the device: shaders/premask/premask_flag.wgsl and
 // premask_apply.wgsl, encoded as one chain on a band that already sits on the device (median
 // from the stack kernel's median pass → flag (seeds and growth bits) → apply/compact), so the
-// band never leaves the device between warp and stack (DESIGN §4). Contract and TypeScript
+// band never leaves the device between warp and stack (docs/ARCHITECTURE.md "GPU strategy"). Contract and TypeScript
 // reference: src/cpu/premask.ts (the two give identical masks, tallies and
 // compacted bands; test/gpu/premask.test.ts).
 // Invariants: dispatches never read or write outside the bound ranges (every index is checked in

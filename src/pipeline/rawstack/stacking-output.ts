@@ -1,5 +1,5 @@
 // STACKING's image output: final cosmetic correction and the FITS header with provenance
-// (DESIGN §8). The stacked image is in the reference frame's geometry and, after normalisation,
+// (docs/ARCHITECTURE.md "Raw Stack decisions"). The stacked image is in the reference frame's geometry and, after normalisation,
 // in its photometric scale, so the header starts from the reference light's header with every
 // card kept (unknown ones too) and then:
 //   NCOMBINE  number of stacked frames

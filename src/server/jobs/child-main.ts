@@ -1,5 +1,5 @@
 // The job child process (`skystack job <spec-file>`): runs one job and reports progress and
-// the result to the server over IPC. It owns the GPU device for the job (DESIGN §2), so a
+// the result to the server over IPC. It owns the GPU device for the job (docs/ARCHITECTURE.md "Processes"), so a
 // native crash ends this process, never the server. SIGTERM cancels cleanly (the run closes
 // its events with `cancelled`); losing the server (IPC disconnect) ends the process at once,
 // so an orphan never keeps writing into a run the restarted server has closed.

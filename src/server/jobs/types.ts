@@ -1,4 +1,4 @@
-// Job records and job specs (DESIGN §5). A record is what the API shows and what survives a
+// Job records and job specs (docs/ARCHITECTURE.md "Processes"). A record is what the API shows and what survives a
 // restart; a spec is what the child process needs to do the work (written next to the
 // record before the child starts, handed over by file name, never through a shell).
 

@@ -1,5 +1,5 @@
 // Job endpoints: start a pipeline run ({pipeline, ...}), resume (409 for Raw Stack, which is
-// not resumable), list (newest first, paged), one job, cancel. Jobs are DESIGN §5 records.
+// not resumable), list (newest first, paged), one job, cancel. Job records: docs/ARCHITECTURE.md "Processes".
 
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-// ASTROMETRY (seed "Postprocess switches" 1, predecessor.md §5.1): plate-solves the RGB stack
+// ASTROMETRY (seed "Postprocess switches" 1): plate-solves the RGB stack
 // with an external solver (src/astro/solve-image.ts → solve.ts: astrometry.net's solve-field on
 // our detected stars, or ASTAP on a luminance image), then
 // - writes the WCS (+ PLTSOLVD, HISTORY) into the headers of the stacked outputs present now
@@ -7,7 +7,7 @@
 // - writes artifacts/preprocess/stacked_rgb.wcs (header-only FITS) and
 //   artifacts/preprocess/preprocessing_registration.json (registration summary + `astrometry`:
 //   centre, scale, rotation, parity, field size, solver, index, hints, attempts, WCS cards),
-//   the latter also after a failed solve (with the error), as DESIGN §5 asks of a failing
+//   the latter also after a failed solve (with the error), as every failing
 //   optional phase;
 // - exposes the WCS as `state.wcs` for PCC.
 //

@@ -1,4 +1,4 @@
-// BGE (seed "Postprocess switches" 2, predecessor.md §5.2): removes the background gradient of
+// BGE (seed "Postprocess switches" 2): removes the background gradient of
 // the linear RGB stack and writes outputs/stacked_rgb_bge.fits plus
 // artifacts/preprocess/bge_diagnostics.json (written on success and on failure).
 //

@@ -1,4 +1,4 @@
-// CALIBRATION (seed "Calibration", DESIGN §8): builds or loads the bias, dark, dark-flat and flat
+// CALIBRATION (seed "Calibration", docs/ARCHITECTURE.md "Raw Stack decisions"): builds or loads the bias, dark, dark-flat and flat
 // masters and writes every included light, calibrated, as float32 FITS to
 // outputs/calibrated/cal_NNNNN.fit (NNNNN = frame index + 1, the light's 1-based position in
 // input order; in the run's scratch folder instead when output.keep_calibrated_frames is false).

@@ -1,4 +1,4 @@
-// FRAME_FILTERING: the seed's quality filter plus DESIGN §8's transparency rule (frame-filter.ts
+// FRAME_FILTERING: the seed's quality filter plus the transparency rule (docs/ARCHITECTURE.md "Raw Stack decisions") (frame-filter.ts
 // holds the rules, thresholds and override semantics), then the stacking weights and the quality
 // artifacts.
 // - quality_filter.mode `off`: the phase ends `skipped` (reason quality_mode_off) from prepare(),

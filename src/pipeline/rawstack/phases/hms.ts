@@ -1,5 +1,5 @@
-// HYPERMETRIC_STRETCH (seed "Postprocess switches" 4 and the HMS parameter table, predecessor.md
-// §5.4): non-linear stretch of the best linear RGB stack (PCC > BGE > stacked_rgb) into
+// HYPERMETRIC_STRETCH (seed "Postprocess switches" 4 and the HMS parameter table; the
+// predecessor's method): non-linear stretch of the best linear RGB stack (PCC > BGE > stacked_rgb) into
 // outputs/<hypermetric_stretch.output_rgb> (float32 in [0, 1]) and
 // artifacts/preprocess/hms_diagnostics.json.
 //

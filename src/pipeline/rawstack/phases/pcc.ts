@@ -1,4 +1,4 @@
-// PCC (seed "Postprocess switches" 3, predecessor.md §5.3, DESIGN §8): photometric colour
+// PCC (seed "Postprocess switches" 3, docs/pcc.md): photometric colour
 // calibration of the linear RGB stack against a star catalogue — `pcc.catalog_file` when set,
 // else the installed catalogue package (src/astro/catalog/find.ts: kstars-data) — through the
 // library entry point runPccOnFile (src/astro/pcc-file.ts). Writes outputs/stacked_rgb_pcc.fits
@@ -10,7 +10,7 @@
 //   TAN WCS in the input's (or stacked_rgb's) header, accepted only when ASTROMETRY ended ok or
 //   the header says PLTSOLVD = T, so a capture program's pointing guess is never taken for a solve.
 // - Skips (seed skip table): disabled; no_rgb_stack; no_wcs; no_catalog_stars (no catalogue at all,
-//   or fewer than pcc.min_stars catalogue stars on the image). Errors (the run goes on, DESIGN §5):
+//   or fewer than pcc.min_stars catalogue stars on the image). Errors (the run goes on: PCC is optional):
 //   an unreadable or malformed catalogue/image → input_error; a fit rejected by its guards (too
 //   few usable stars, compressed or inverted colours, residual, condition number) → fit_failed.
 //   Any non-ok outcome makes HMS skip when hypermetric_stretch.require_successful_pcc is true

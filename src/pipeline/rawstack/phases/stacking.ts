@@ -42,7 +42,7 @@ import { addArtifact } from '../../artifacts.js';
 import { inRunFolder } from '../../run-folder.js';
 import { artifactPath, outputPath } from '../../../shared/run-layout.js';
 
-/** Resampling kernel of the warp (DESIGN §8: Lanczos-3; bilinear is the kernels' other option). */
+/** Resampling kernel of the warp (docs/ARCHITECTURE.md "Raw Stack decisions": Lanczos-3; bilinear is the kernels' other option). */
 export const STACKING_WARP_KERNEL: WarpKernel = 'lanczos3';
 /** Most FITS files kept open at once across bands. */
 export const STACKING_OPEN_FILES = 64;

@@ -1,4 +1,4 @@
-// AutoBGE sample placement (bge.method autobge; predecessor.md §5.2: "sample points placed
+// AutoBGE sample placement (bge.method autobge; the predecessor's: "sample points placed
 // automatically by gradient descent toward dim areas", then a two-stage polynomial + RBF model).
 //
 //   1. Descent map: the luminance (R+G+B)/3 with the object mask applied, averaged in blocks of

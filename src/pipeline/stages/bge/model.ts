@@ -1,4 +1,4 @@
-// Background gradient model of the BGE phase (classic method, predecessor.md §5.2), on whole
+// Background gradient model of the BGE phase (the predecessor's classic method), on whole
 // planes of the RGB stack (one stacked image, not frames: three f32 planes of W·H).
 //
 //   1. Object mask on the luminance (R+G+B)/3: a coarse block-median background (blocks of the
@@ -39,7 +39,7 @@ export interface TileGeometry {
   tmax: number;
 }
 
-/** tile.* geometry (predecessor.md §5.2): size = floor(clamp(size_factor · seeing, tmin, tmax)). */
+/** tile.* geometry (the predecessor's): size = floor(clamp(size_factor · seeing, tmin, tmax)). */
 export function tileGeometry(width: number, height: number, tile: { size_factor: number; min_size: number; max_divisor: number; overlap_fraction: number }, seeing: number | null, seeingSource: string): TileGeometry {
   const s = seeing !== null && Number.isFinite(seeing) && seeing > 0 ? seeing : 3.0;
   const tmin = Math.max(16, tile.min_size);

@@ -1,4 +1,4 @@
-// Dark grouping and per-light dark selection (seed "Calibration" dark matching, DESIGN §8).
+// Dark grouping and per-light dark selection (seed "Calibration" dark matching, docs/ARCHITECTURE.md "Raw Stack decisions").
 // Pure functions over header values, so the rules are testable without pixels.
 //
 // Grouping: darks are grouped by EXPTIME; two darks belong to one exposure when they differ by
@@ -12,7 +12,7 @@
 //      one (exposure first, then temperature), scale 1;
 //   2. exposure matches but no temperature does: the closest temperature, scale 1, warning;
 //   3. nothing within the exposure tolerance: the group with the closest exposure (ratio), its
-//      bias-corrected master scaled by e / exposure (DESIGN §8), warning; when no bias master
+//      bias-corrected master scaled by e / exposure, warning; when no bias master
 //      exists the dark still holds the bias offset and cannot be scaled, so it is used as is;
 //   4. light exposure unknown, or the only groups have no EXPTIME: the largest group, scale 1.
 

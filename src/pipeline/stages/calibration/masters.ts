@@ -8,7 +8,7 @@
 // matching frame, a master file that cannot be read, and any frame or master whose size differs
 // from the lights are CalibrationErrors naming the config key and path.
 //
-// Combining (DESIGN §8): a sigma-clipped mean (kappa `calibration.master_rejection_sigma`,
+// Combining (docs/ARCHITECTURE.md "Raw Stack decisions"): a sigma-clipped mean (kappa `calibration.master_rejection_sigma`,
 // at most 5 iterations, never below half the samples) per pixel over all frames of the set,
 // with the stack kernel (WGSL when the device policy allows, else TypeScript). The frames are
 // streamed in bands of rows (planBands under the memory budget): each band reads the same rows
@@ -191,7 +191,7 @@ export class CombineScratch {
   }
 }
 
-/** Sigma-clipping iterations and survivor floor of masters (DESIGN §8 fixes kappa = 3 by default). */
+/** Sigma-clipping iterations and survivor floor of masters (kappa is 3 by default). */
 export const MASTER_MAX_ITERS = 5;
 export const MASTER_MIN_FRACTION = 0.5;
 

@@ -1,4 +1,4 @@
-// HyperMetric Stretch decisions (predecessor.md §5.4, a port of VeraLux HMS): everything that is
+// HyperMetric Stretch decisions (the predecessor's, a port of VeraLux HMS): everything that is
 // solved on statistics rather than applied per pixel. The per-pixel curves live in
 // src/cpu/stretch.ts (TS reference) and src/gpu/kernels/stretch.ts (WGSL); the statistics here
 // run on a strided sample of the image (≤ SAMPLE_MAX pixels) pushed through the same TS curve,

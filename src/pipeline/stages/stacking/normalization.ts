@@ -1,4 +1,4 @@
-// Per-frame, per-channel normalisation of STACKING (DESIGN §8: the four modes must differ as their
+// Per-frame, per-channel normalisation of STACKING (docs/ARCHITECTURE.md "Raw Stack decisions": the four modes must differ as their
 // names say), relative to the reference frame's statistics:
 //   addscale:   scale = ref_spread / spread, offset = ref_loc − loc·scale  (level and spread matched)
 //   background: scale = 1,                   offset = ref_loc − loc        (level matched only)
