@@ -4,37 +4,18 @@
 // runtime_limits.memory_budget.
 
 import type { RawStackConfig } from '../../config/rawstack.js';
-import type { DeviceInfo, DevicePreference } from '../../gpu/device.js';
-import type { EventLine, RunStatus } from '../events.js';
 import type { Phase } from '../phase.js';
-import type { RunFolder } from '../run-folder.js';
-import { runPipeline } from '../run.js';
+import { runPipeline, type PipelineRunOptions, type PipelineRunResult } from '../run.js';
 import { RAWSTACK } from './definition.js';
 import type { RawStackState } from './state.js';
 
-export interface RawStackRunOptions {
+/** The generic run's options; the folder's parent, name and the memory budget come from the configuration. */
+export type RawStackRunOptions = Omit<PipelineRunOptions<RawStackState>, 'runsDir' | 'runName' | 'memoryBudgetMiB'> & {
   /** Parent of the run folder; falls back to config.runs_dir, then ./runs. */
   runsDir?: string;
-  jobId?: string | null;
-  signal?: AbortSignal;
-  onEvent?: (line: EventLine) => void;
-  device?: DevicePreference;
-  /** Creation time for the folder name (tests). */
-  now?: Date;
-  /** A run folder created beforehand (the API creates it to answer with run_id at once). */
-  folder?: RunFolder;
-  /** Phases to run instead of the standard list (tests). */
-  phases?: Phase<RawStackState>[];
-}
+};
 
-export interface RawStackRunResult {
-  runId: string;
-  runDir: string;
-  status: RunStatus;
-  phases: { phase: string; status: string; reason?: string; duration_ms: number }[];
-  outputs: RawStackState['outputs'];
-  device: DeviceInfo;
-}
+export type RawStackRunResult = Omit<PipelineRunResult<RawStackState>, 'state'> & { outputs: RawStackState['outputs'] };
 
 /** The standard phase list (a copy, for tests that replace a phase). */
 export function standardPhases(): Phase<RawStackState>[] {

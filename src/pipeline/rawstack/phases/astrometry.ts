@@ -24,6 +24,7 @@ import { artifactPath, outputPath, type RunLayout } from '../../../shared/run-la
 import { writeJsonAtomic } from '../../atomic.js';
 import { inRunFolder } from '../../run-folder.js';
 import { CancelledError, failed, ok, skipped } from '../../phase.js';
+import { postprocessGate } from '../postprocess-gate.js';
 import type { RawStackPhase } from '../reasons.js';
 import { registrationJson, registrationJsonPath } from '../registration-artifact.js';
 import type { RawStackState } from '../state.js';
@@ -73,8 +74,8 @@ export const astrometryPhase: RawStackPhase = {
   },
   async prepare(ctx) {
     const { state } = ctx;
-    if (!state.config.postprocess.astrometry) return skipped('disabled', 'postprocess.astrometry is false');
-    if (!state.outputs.stacked_rgb) return skipped('no_rgb_stack', 'no RGB stack (mono data or stacking did not produce one)');
+    const gate = postprocessGate(state, 'astrometry');
+    if (gate) return gate;
     const lookups = await lookupSolvers(state.config.astrometry);
     if (!lookups.some((l) => l.ok)) {
       const reasons = lookups.map((l) => (l.ok ? '' : `${l.solver}: ${l.reason}`));

@@ -26,10 +26,12 @@ import { readFitsImage, writeFits } from '../../../fits/index.js';
 import { artifactPath, outputPath } from '../../../shared/run-layout.js';
 import { writeJsonAtomic } from '../../atomic.js';
 import { inRunFolder } from '../../run-folder.js';
-import { failed, ok, skipped, type Phase } from '../../phase.js';
+import { failed, ok } from '../../phase.js';
+import { postprocessGate } from '../postprocess-gate.js';
+import type { RawStackPhase } from '../reasons.js';
 import { fitChannel, gridCells, median, objectMask, renderSurface, tileGeometry, tileSamples, type ChannelFit, type FitMethod, type GridPoint } from '../../stages/bge/model.js';
 import { placeSamples, STAGE1_LAMBDA, TREND_LAMBDA, type Placement } from '../../stages/bge/autobge.js';
-import { includedFrames, type RawStackState } from '../state.js';
+import { includedFrames } from '../state.js';
 import { addArtifact } from '../../artifacts.js';
 
 /** Thin-plate smoothing (coordinates normalised by the long side); IRLS divides it by the weight. */
@@ -40,7 +42,7 @@ export const MAX_FIT_POINTS = 600;
 const IRLS_NOISE_FLOOR = 0.1;
 const CHANNELS = ['R', 'G', 'B'];
 
-export const bgePhase: Phase<RawStackState> = {
+export const bgePhase: RawStackPhase = {
   name: 'BGE',
   optional: true,
   // Whole-image work on one stack: input and output RGB, luminance, residual, surface and mask.
@@ -50,8 +52,8 @@ export const bgePhase: Phase<RawStackState> = {
   },
   async prepare(ctx) {
     const { state } = ctx;
-    if (!state.config.postprocess.bge) return skipped('disabled', 'postprocess.bge is false');
-    if (!state.outputs.stacked_rgb) return skipped('no_rgb_stack', 'no RGB stack (mono data or stacking did not produce one)');
+    const gate = postprocessGate(state, 'bge');
+    if (gate) return gate;
   },
   async run(ctx) {
     const { state } = ctx;

@@ -29,6 +29,7 @@ import { stretchAsinhGpu, stretchMtfGpu } from '../../../gpu/kernels/stretch.js'
 import { writeJsonAtomic } from '../../atomic.js';
 import { gpuFor } from '../../device-policy.js';
 import { ok, skipped } from '../../phase.js';
+import { postprocessGate } from '../postprocess-gate.js';
 import type { RawStackPhase } from '../reasons.js';
 import {
   adaptiveAnchor,
@@ -91,8 +92,8 @@ export const hmsPhase: RawStackPhase = {
   },
   async prepare(ctx) {
     const { state } = ctx;
-    if (!state.config.postprocess.hypermetric_stretch) return skipped('disabled', 'postprocess.hypermetric_stretch is false');
-    if (!state.outputs.stacked_rgb) return skipped('no_rgb_stack', 'no RGB stack (mono data or stacking did not produce one)');
+    const gate = postprocessGate(state, 'hypermetric_stretch');
+    if (gate) return gate;
     const pcc = ctx.outcomes.get('PCC');
     if (state.config.hypermetric_stretch.require_successful_pcc && pcc?.status !== 'ok') {
       const what = !pcc ? 'did not run' : `ended ${pcc.status}${'reason' in pcc ? ` (${pcc.reason})` : ''}`;

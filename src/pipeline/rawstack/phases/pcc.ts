@@ -29,6 +29,7 @@ import { TanWcs } from '../../../astro/wcs.js';
 import { readFitsHeader } from '../../../fits/index.js';
 import { writeJsonAtomic } from '../../atomic.js';
 import { CancelledError, failed, ok, skipped, type PhaseContext } from '../../phase.js';
+import { postprocessGate } from '../postprocess-gate.js';
 import type { RawStackPhase, RawStackOutcome, RawStackReasonCode } from '../reasons.js';
 import type { RawStackState } from '../state.js';
 import { addArtifact } from '../../artifacts.js';
@@ -114,8 +115,8 @@ export const pccPhase: RawStackPhase = {
   },
   async prepare(ctx) {
     const { state } = ctx;
-    if (!state.config.postprocess.pcc) return skipped('disabled', 'postprocess.pcc is false');
-    if (!state.outputs.stacked_rgb) return skipped('no_rgb_stack', 'no RGB stack (mono data or stacking did not produce one)');
+    const gate = postprocessGate(state, 'pcc');
+    if (gate) return gate;
   },
   async run(ctx) {
     const { state } = ctx;

@@ -13,7 +13,7 @@ import { warpBilinearResident, warpLanczos3Resident } from '../../../gpu/kernels
 import { ALPHA as PREMASK_ALPHA, GROW as PREMASK_GROW } from '../../../cpu/premask.js';
 import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
-import { HostScratch, hostSource, nanIndexCapacity, premaskChunkRows, premaskHost, sharedU32, sharedU64, sharedU8, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
+import { HostScratch, hostSource, nanIndexCapacity, premaskChunkRows, premaskHost, sharedU32, stackParams, sharedU64, sharedU8, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
 
 export class DeviceStore implements SlotStore {
   private readonly slots: GPUBuffer[];
@@ -245,16 +245,7 @@ export class DeviceStore implements SlotStore {
       { buffer: this.mean, offset: 0, size: plane * 4 },
       { buffer: this.count, offset: 0, size: plane * 4 },
       rejected,
-      {
-        width: o.width,
-        rows,
-        frames: N,
-        ...o.rejection,
-        method,
-        scale: o.frames.map((f) => f.scale[c]!),
-        offset: o.frames.map((f) => f.offset[c]!),
-        weight: o.frames.map((f) => f.weight),
-      },
+      stackParams(o, c, rows, method),
       encoder,
       { layout },
     );

@@ -11,7 +11,7 @@
 //   rejected-sample counts are added atomically into the shared tallies (low, then high).
 // All typed arrays in the arguments must be SharedArrayBuffer views when a pool runs them.
 
-import { stack, type StackMethod } from '../../../cpu/stack.js';
+import { stack, type StackParams } from '../../../cpu/stack.js';
 import type { PoolKernel } from '../../../cpu/worker-pool.js';
 import { warp, type WarpKernel } from '../../../cpu/warp.js';
 
@@ -51,17 +51,10 @@ export function warpRows(a: WarpRowsArgs, start: number, end: number): void {
   }
 }
 
-export interface StackRowsArgs {
+/** The stack's parameters (cpu/stack.ts) with every frame's normalisation and weight given, the band and the tallies. */
+export interface StackRowsArgs extends Omit<StackParams, 'scale' | 'offset' | 'weight' | 'winsorK'> {
   /** Frames × rows × width, one channel. */
   band: Float32Array;
-  width: number;
-  rows: number;
-  frames: number;
-  method: StackMethod;
-  low: number;
-  high: number;
-  maxIters: number;
-  minFraction: number;
   scale: number[];
   offset: number[];
   weight: number[];

@@ -201,9 +201,9 @@ export async function premaskHost(
   return nan ? args.band : compactOwned(band, o.width, w.rows, N, w.ownedY0, w.ownedRows);
 }
 
-export function stackArgs(o: EngineOptions, c: number, band: Float32Array, rows: number, method: StackMethod, mean: Float32Array, rejected: Uint32Array, counts: BigUint64Array): StackRowsArgs {
+/** The stack's parameters for channel `c` of a band of `rows` rows: the rejection, and each frame's normalisation and weight. */
+export function stackParams(o: EngineOptions, c: number, rows: number, method: StackMethod) {
   return {
-    band,
     width: o.width,
     rows,
     frames: o.frames.length,
@@ -212,8 +212,9 @@ export function stackArgs(o: EngineOptions, c: number, band: Float32Array, rows:
     scale: o.frames.map((f) => f.scale[c]!),
     offset: o.frames.map((f) => f.offset[c]!),
     weight: o.frames.map((f) => f.weight),
-    mean,
-    rejected,
-    counts,
   };
+}
+
+export function stackArgs(o: EngineOptions, c: number, band: Float32Array, rows: number, method: StackMethod, mean: Float32Array, rejected: Uint32Array, counts: BigUint64Array): StackRowsArgs {
+  return { band, ...stackParams(o, c, rows, method), mean, rejected, counts };
 }
