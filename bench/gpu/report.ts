@@ -16,6 +16,8 @@ export interface KernelRow {
   ms: number;
   timing: 'timestamp' | 'wall';
   wall_ms: number;
+  /** GPU time from the first pass's begin to the last's end, per repetition (timestamps only). */
+  span_ms: number | null;
   reps: number;
   gbs: number;
   /** gbs over the copy kernel's bandwidth. */
@@ -85,7 +87,8 @@ export interface RawstackReport {
 export interface GpuBenchReport {
   schema: 'skystack-gpu-bench/1';
   date: string;
-  machine: { cpu: string; cores: number; memory_gib: number; node: string; platform: string; label?: string };
+  /** `load`: 1-minute load average at the start and the end (other work on a shared machine). */
+  machine: { cpu: string; cores: number; memory_gib: number; node: string; platform: string; load: [number, number]; label?: string };
   options: { quick: boolean; paths: string[]; allow_software: boolean };
   paths: PathReport[];
   rawstack: RawstackReport | null;
@@ -117,10 +120,10 @@ export function streamGoal(rows: readonly KernelRow[]): { met: number; of: numbe
 export function kernelTable(p: PathReport): string {
   const rows = (p.kernels ?? []).map((k) =>
     k.error
-      ? [k.name, k.cls, k.size, '–', '–', '–', '–', '–', `FAILED: ${k.error}`]
-      : [k.name, k.cls, k.size, mb(k.bytes), `${fix(k.ms, 3)} (${k.timing === 'timestamp' ? 'ts' : 'wall'})`, fix(k.wall_ms, 3), fix(k.mpix_s, 0), fix(k.gbs, 1), pct(k.fraction)],
+      ? [k.name, k.cls, k.size, '–', '–', '–', '–', '–', '–', `FAILED: ${k.error}`]
+      : [k.name, k.cls, k.size, mb(k.bytes), `${fix(k.ms, 3)} (${k.timing === 'timestamp' ? 'ts' : 'wall'})`, fix(k.span_ms, 3), fix(k.wall_ms, 3), fix(k.mpix_s, 0), fix(k.gbs, 1), pct(k.fraction)],
   );
-  return table(['kernel', 'class', 'size', 'bytes/rep', 'ms/rep', 'wall ms/rep', 'Mpix/s', 'GB/s', 'of copy bw'], rows);
+  return table(['kernel', 'class', 'size', 'bytes/rep', 'ms/rep', 'GPU span ms/rep', 'wall ms/rep', 'Mpix/s', 'GB/s', 'of copy bw'], rows);
 }
 
 export function bandwidthTable(p: PathReport): string {
@@ -174,9 +177,9 @@ export function markdown(report: GpuBenchReport): string {
     '',
     `## ${report.date.slice(0, 10)} — GPU bench (\`npm run bench -- gpu${report.options.quick ? ' --quick' : ''}\`), ${m.label ? `${m.label}, ` : ''}${m.cpu}, ${m.cores} cores, ${m.memory_gib} GiB, node ${m.node}`,
     '',
-    'Kernel times are per repetition, K repetitions per submit; `ts` = sum of the passes\' GPU timestamps, `wall` = submit to onSubmittedWorkDone over K. ' +
+    'Kernel times are per repetition, K repetitions per submit; `ts` = sum of the passes\' GPU timestamps, `wall` = submit to onSubmittedWorkDone over K; GPU span = first pass begin to last pass end over K (gaps between passes included). ' +
       'Bytes are the fewest each repetition must move (inputs read once, outputs written once); fractions are of the copy kernel\'s bandwidth (read + written). ' +
-      `Goal: ≥ ${STREAM_GOAL * 100} % for \`stream\` kernels.`,
+      `Goal: ≥ ${STREAM_GOAL * 100} % for \`stream\` kernels. Load average ${fix(m.load[0], 1)} at the start, ${fix(m.load[1], 1)} at the end, on ${m.cores} cores.`,
   ];
   for (const p of report.paths) {
     out.push('', `### ${deviceLine(p)}`);

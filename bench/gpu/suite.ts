@@ -9,7 +9,7 @@
 // 3 no hardware adapter where one is required.
 
 import { appendFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GpuContext } from '../../src/gpu/context.js';
@@ -75,13 +75,13 @@ async function measurePath(path: 'gpu' | 'software', o: GpuBenchOptions): Promis
         const t = await timeBatches(ctx, p.rep, { ...batch, selfSubmit: p.selfSubmit ?? false });
         if (t.granularityNs !== null) grain = grain === null ? t.granularityNs : Math.min(grain, t.granularityNs);
         const gbs = gbPerSecond(p.bytes, t.ms);
-        row = { name: p.name, kernels: p.kernels, cls: p.cls, size: p.size, bytes: p.bytes, mpix: p.mpix, ms: t.ms, timing: t.timing, wall_ms: t.wallMs, reps: t.reps, gbs, fraction: fractionOf(gbs, report.reference_gbs), mpix_s: p.mpix / (t.ms / 1000) };
+        row = { name: p.name, kernels: p.kernels, cls: p.cls, size: p.size, bytes: p.bytes, mpix: p.mpix, ms: t.ms, timing: t.timing, wall_ms: t.wallMs, span_ms: t.spanMs, reps: t.reps, gbs, fraction: fractionOf(gbs, report.reference_gbs), mpix_s: p.mpix / (t.ms / 1000) };
       } finally {
         p.release();
       }
       if (ctx.uncapturedErrors.length > 0) throw new Error(`device validation errors: ${ctx.uncapturedErrors.splice(0).join('; ')}`);
     } catch (e) {
-      row = { name: c.name, kernels: [], cls: 'compute', size: '', bytes: 0, mpix: 0, ms: NaN, timing: 'wall', wall_ms: NaN, reps: 0, gbs: NaN, fraction: null, mpix_s: NaN, error: (e as Error).message.split('\n')[0] };
+      row = { name: c.name, kernels: [], cls: 'compute', size: '', bytes: 0, mpix: 0, ms: NaN, timing: 'wall', wall_ms: NaN, span_ms: null, reps: 0, gbs: NaN, fraction: null, mpix_s: NaN, error: (e as Error).message.split('\n')[0] };
     }
     report.kernels.push(row);
     log(`[gpu-bench]   ${row.name}: ${row.error ? `FAILED ${row.error}` : `${row.ms.toFixed(3)} ms/rep (${row.timing}, ${row.reps} reps), ${row.gbs.toFixed(1)} GB/s, ${row.fraction === null ? '–' : `${(100 * row.fraction).toFixed(0)} %`} of copy`}`);
@@ -151,7 +151,7 @@ export async function gpuBench(o: GpuBenchOptions): Promise<number> {
   const report: GpuBenchReport = {
     schema: 'skystack-gpu-bench/1',
     date: new Date().toISOString(),
-    machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version, platform: `${process.platform}-${process.arch}`, ...(o.label ? { label: o.label } : {}) },
+    machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version, platform: `${process.platform}-${process.arch}`, load: [loadavg()[0]!, 0], ...(o.label ? { label: o.label } : {}) },
     options: { quick: o.quick, paths: o.paths, allow_software: o.allowSoftware },
     paths: [],
     rawstack: null,
@@ -173,6 +173,7 @@ export async function gpuBench(o: GpuBenchOptions): Promise<number> {
     const ran = report.paths.filter((p) => p.available).map((p) => p.path);
     report.rawstack = await rawstack([...ran, 'cpu'], o);
   }
+  report.machine.load[1] = loadavg()[0]!;
   const failed = report.paths.some((p) => p.kernels?.some((k) => k.error)) || (report.rawstack?.runs.some((r) => r.error) ?? false);
   if (status === 0 && failed) status = 1;
   const section = markdown(report);

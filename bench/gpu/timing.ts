@@ -28,6 +28,8 @@ export interface BatchTiming {
   timing: 'timestamp' | 'wall';
   /** Wall milliseconds per repetition (always measured). */
   wallMs: number;
+  /** First pass begin to last pass end per repetition (timestamps only, else null): includes the gaps between passes. */
+  spanMs: number | null;
   /** Repetitions per batch. */
   reps: number;
   /** Passes per repetition (timestamp timing only, else null). */
@@ -41,6 +43,7 @@ export type Rep = (encoder: GPUCommandEncoder) => Promise<void>;
 
 interface OneBatch {
   gpuMs: number | null;
+  spanMs: number | null;
   wallMs: number;
   passes: number;
   granularityNs: number;
@@ -56,10 +59,10 @@ async function batch(ctx: GpuContext, rep: Rep, reps: number, selfSubmit: boolea
   ctx.submit(encoder);
   await ctx.done();
   const wallMs = performance.now() - t0;
-  if (!timer) return { gpuMs: null, wallMs, passes: 0, granularityNs: 0 };
+  if (!timer) return { gpuMs: null, spanMs: null, wallMs, passes: 0, granularityNs: 0 };
   const times = await timer.collect();
   const usable = times.untimed === 0 && times.invalid === 0 && times.passes.length > 0;
-  return { gpuMs: usable ? totalMs(times) : null, wallMs, passes: times.passes.length, granularityNs: times.granularityNs };
+  return { gpuMs: usable ? totalMs(times) : null, spanMs: usable ? times.spanMs : null, wallMs, passes: times.passes.length, granularityNs: times.granularityNs };
 }
 
 /** Warm-up (pipelines compiled, pool filled), then `samples` batches of K repetitions. */
@@ -77,6 +80,7 @@ export async function timeBatches(ctx: GpuContext, rep: Rep, options: BatchOptio
     ms: stamped ? median(runs.map((r) => r.gpuMs!)) / reps : wallMs,
     timing: stamped ? 'timestamp' : 'wall',
     wallMs,
+    spanMs: stamped ? median(runs.map((r) => r.spanMs!)) / reps : null,
     reps,
     passes: stamped ? runs[0]!.passes / reps : null,
     granularityNs: stamped ? Math.min(...runs.map((r) => r.granularityNs)) : null,

@@ -14,8 +14,10 @@ export interface PassTime {
 
 export interface PassTimes {
   passes: PassTime[];
-  /** Passes whose end stamp was missing or not after the begin stamp (left out of `passes`). */
+  /** Passes whose stamps were missing, zero or out of order (left out of `passes`). */
   invalid: number;
+  /** First begin to last end of the valid passes (ms): GPU time including the gaps between passes. */
+  spanMs: number;
   /** Passes encoded while the timer was full (not timed at all). */
   untimed: number;
   /**
@@ -30,16 +32,22 @@ export function passDurations(stamps: ArrayLike<bigint>, labels: readonly string
   const passes: PassTime[] = [];
   let invalid = 0;
   let bits = 0n;
+  let first: bigint | null = null;
+  let last: bigint | null = null;
   for (let i = 0; i < labels.length; i++) {
     const begin = stamps[2 * i];
     const end = stamps[2 * i + 1];
-    if (begin === undefined || end === undefined || begin === 0n || end <= begin) {
+    // end = begin is a real reading for a pass shorter than a quantized grain.
+    if (begin === undefined || end === undefined || begin === 0n || end < begin) {
       invalid++;
       continue;
     }
     bits |= begin | end;
+    if (first === null || begin < first) first = begin;
+    if (last === null || end > last) last = end;
     passes.push({ label: labels[i]!, ns: Number(end - begin) });
   }
+  const spanMs = first === null || last === null ? 0 : Number(last - first) / 1e6;
   let granularityNs = 0;
   if (bits !== 0n) {
     granularityNs = 1;
@@ -48,7 +56,7 @@ export function passDurations(stamps: ArrayLike<bigint>, labels: readonly string
       granularityNs *= 2;
     }
   }
-  return { passes, invalid, untimed, granularityNs };
+  return { passes, invalid, spanMs, untimed, granularityNs };
 }
 
 /** Total GPU time of the passes, in milliseconds. */

@@ -57,14 +57,14 @@ test('options: defaults, --quick sizes, usage errors', () => {
 });
 
 function row(name: string, cls: 'stream' | 'compute', fraction: number | null, extra: Partial<KernelRow> = {}): KernelRow {
-  return { name, kernels: [name], cls, size: '10x10', bytes: 2e8, mpix: 24, ms: 0.1, timing: 'timestamp', wall_ms: 0.12, reps: 100, gbs: 2000, fraction, mpix_s: 240000, ...extra };
+  return { name, kernels: [name], cls, size: '10x10', bytes: 2e8, mpix: 24, ms: 0.1, timing: 'timestamp', wall_ms: 0.12, span_ms: 0.105, reps: 100, gbs: 2000, fraction, mpix_s: 240000, ...extra };
 }
 
 test('report: stream goal, kernel table cells, idle verdict, pixel share', () => {
   const rows = [row('calibrate', 'stream', 0.8), row('decode_int16', 'stream', 0.42), row('warp_lanczos3', 'compute', 0.1), row('stack none', 'stream', null, { error: 'boom' })];
   assert.equal(streamGoal(rows), { met: 1, of: 2, missed: ['decode_int16'] });
   const t = kernelTable({ path: 'gpu', available: true, kernels: rows });
-  assert.match(t, /\| calibrate \| stream \| 10x10 \| 200 MB \| 0\.100 \(ts\) \| 0\.120 \| 240000 \| 2000\.0 \| 80 % \|/);
+  assert.match(t, /\| calibrate \| stream \| 10x10 \| 200 MB \| 0\.100 \(ts\) \| 0\.105 \| 0\.120 \| 240000 \| 2000\.0 \| 80 % \|/);
   assert.match(t, /\| stack none \|.*FAILED: boom \|/);
   const quiet = { wallMs: 3000, cpuMs: 30 };
   const spin = { wallMs: 3000, cpuMs: 2950 };
@@ -83,7 +83,7 @@ test('report: the Markdown section names the device, the tables and the Raw Stac
   const report: GpuBenchReport = {
     schema: 'skystack-gpu-bench/1',
     date: '2026-11-26T10:00:00.000Z',
-    machine: { cpu: 'EPYC', cores: 16, memory_gib: 128, node: 'v20.20.2', platform: 'linux-x64', label: 'lent H100' },
+    machine: { cpu: 'EPYC', cores: 16, memory_gib: 128, node: 'v20.20.2', platform: 'linux-x64', load: [0.5, 1.25], label: 'lent H100' },
     options: { quick: false, paths: ['gpu', 'software'], allow_software: false },
     paths: [
       {
@@ -120,6 +120,7 @@ test('report: the Markdown section names the device, the tables and the Raw Stac
   assert.match(md, /^\n## 2026-11-26 — GPU bench \(`npm run bench -- gpu`\), lent H100, EPYC, 16 cores/);
   assert.match(md, /### gpu: nvidia NVIDIA H100 80GB HBM3 — NVIDIA: 580\.159\.04 \(default \(vulkan\), core\)/);
   assert.match(md, /timestamp queries: yes \(grain 32 ns\)/);
+  assert.match(md, /Load average 0\.5 at the start, 1\.3 at the end, on 16 cores\./);
   assert.match(md, /\| copy kernel \| 537 MB \| 0\.200 \| timestamp \| 2684\.4 \|/);
   assert.match(md, /### software: not available \(NO_ADAPTER: none\)/);
   assert.match(md, /\| CALIBRATION ⁽ᵖ⁾ \| 1000 \(25 %\) \/ 3000 \|/);

@@ -15,20 +15,22 @@ import { gpu } from '../helpers/gpu.js';
 const g = globalThis as unknown as { GPUBufferUsage?: Record<string, number> };
 g.GPUBufferUsage ??= { MAP_READ: 0x1, MAP_WRITE: 0x2, COPY_SRC: 0x4, COPY_DST: 0x8, INDEX: 0x10, VERTEX: 0x20, UNIFORM: 0x40, STORAGE: 0x80, INDIRECT: 0x100, QUERY_RESOLVE: 0x200 };
 
-test('passDurations: end − begin per pass, bad pairs counted apart, grain of the stamps', () => {
-  const stamps = [1_000_000n, 1_250_000n, 2_000_000n, 2_000_000n, 0n, 5n, 3_000_000n, 3_500_000n];
-  const t = passDurations(stamps, ['a', 'b', 'c', 'd'], 2);
+test('passDurations: end − begin per pass, bad pairs counted apart, span and grain of the stamps', () => {
+  const stamps = [1_000_000n, 1_250_000n, 2_000_000n, 2_000_000n, 0n, 5n, 3_000_000n, 3_500_000n, 4_000_000n, 3_900_000n];
+  const t = passDurations(stamps, ['a', 'b', 'c', 'd', 'e'], 2);
   assert.equal(t.passes, [
     { label: 'a', ns: 250_000 },
+    { label: 'b', ns: 0 },
     { label: 'd', ns: 500_000 },
   ]);
-  assert.is(t.invalid, 2, 'an empty pass (end = begin) and a zero begin stamp');
+  assert.is(t.invalid, 2, 'a zero begin stamp and an end before its begin');
   assert.is(t.untimed, 2);
   assert.is(totalMs(t), 0.75);
+  assert.is(t.spanMs, 2.5, 'first begin (1.0 ms) to last valid end (3.5 ms)');
   // The valid stamps' lowest set bit: 1 250 000 = 2^4 · 78 125, the others have more factors of 2.
   assert.is(t.granularityNs, 16);
   assert.is(passDurations([65536n * 3n, 65536n * 7n], ['q']).granularityNs, 65536, 'quantized stamps show a 65536 ns grain');
-  assert.equal(passDurations([], []), { passes: [], invalid: 0, untimed: 0, granularityNs: 0 });
+  assert.equal(passDurations([], []), { passes: [], invalid: 0, spanMs: 0, untimed: 0, granularityNs: 0 });
   assert.is(passDurations([10n], ['missing end']).invalid, 1);
 });
 
