@@ -6,7 +6,8 @@
 // [--no-siril] [--no-record]`: the whole-pipeline benches of bench/rawstack.ts instead (the
 // device comes from SKYSTACK_DEVICE, as for a run).
 // `npm run bench -- gpu [--quick] [--allow-software] [--paths gpu,software] [--only REGEX]
-// [--frames N --size WxH] [--no-rawstack] [--json FILE] [--out FILE] [--label TEXT]`: the GPU
+// [--frames N --size WxH] [--no-rawstack] [--json FILE] [--out FILE] [--label TEXT]
+// [--software-icd FILE] [--deadline-s S]`: the GPU
 // path measured (bench/gpu/suite.ts).
 
 import { appendFile, readdir, writeFile } from 'node:fs/promises';
@@ -41,6 +42,8 @@ const { values, positionals } = parseArgs({
     out: { type: 'string' },
     label: { type: 'string' },
     'no-rawstack': { type: 'boolean', default: false },
+    'software-icd': { type: 'string' },
+    'deadline-s': { type: 'string' },
   },
 });
 

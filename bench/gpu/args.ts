@@ -20,6 +20,13 @@ export interface GpuBenchOptions {
   data?: string;
   /** Free text naming the machine in the heading (e.g. "lent H100"). */
   label?: string;
+  /**
+   * A Vulkan ICD file (VK_DRIVER_FILES) for the software path only, e.g. a carried SwiftShader
+   * on a GPU machine without Mesa; where Mesa's GL ES is present its llvmpipe is still taken first.
+   */
+  softwareIcd?: string;
+  /** Seconds after which kernel cases and Raw Stack runs not yet started are skipped (recorded as such). */
+  deadlineS?: number;
 }
 
 /**
@@ -36,6 +43,8 @@ export function parseGpuBenchArgs(v: Record<string, string | boolean | undefined
   if (!size || Number(size[1]) < 64 || Number(size[2]) < 64) return `--size takes WIDTHxHEIGHT, each at least 64 (got "${v.size}")`;
   const budget = v.budget === undefined ? 256 : Number(v.budget);
   if (!(budget >= 64)) return `--budget takes MiB, at least 64 (got "${v.budget}")`;
+  const deadline = v['deadline-s'] === undefined ? undefined : Number(v['deadline-s']);
+  if (deadline !== undefined && !(deadline > 0)) return `--deadline-s takes seconds (got "${v['deadline-s']}")`;
   let only: RegExp | undefined;
   try {
     only = typeof v.only === 'string' ? new RegExp(v.only) : undefined;
@@ -57,6 +66,8 @@ export function parseGpuBenchArgs(v: Record<string, string | boolean | undefined
     budget,
     ...(typeof v.data === 'string' ? { data: v.data } : {}),
     ...(typeof v.label === 'string' ? { label: v.label } : {}),
+    ...(typeof v['software-icd'] === 'string' ? { softwareIcd: v['software-icd'] } : {}),
+    ...(deadline !== undefined ? { deadlineS: deadline } : {}),
   };
 }
 

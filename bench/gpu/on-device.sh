@@ -68,6 +68,11 @@ else
   echo "carried loader: $(ls "$VK"/usr/lib/x86_64-linux-gnu/libvulkan.so.1*)"
 fi
 ls /usr/share/vulkan/icd.d /etc/vulkan/icd.d /usr/local/nvidia/share/vulkan/icd.d 2>/dev/null
+SOFT=()
+if [ -s "$REPO/.carry/swiftshader.tar.xz" ]; then
+  mkdir -p "$APP/swiftshader" && unxz_to "$REPO/.carry/swiftshader.tar.xz" "$APP/swiftshader.tar" && tar -C "$APP/swiftshader" --no-same-owner -xf "$APP/swiftshader.tar" \
+    && SOFT=(--software-icd "$APP/swiftshader/vk_swiftshader_icd.json") && echo "software path: carried SwiftShader (VK_DRIVER_FILES for that path only)"
+fi
 
 PROBE=()
 [ "$ALLOW" = 1 ] && PROBE=(--allow-software)
@@ -93,15 +98,16 @@ fi
 DEV=gpu
 [ "$ALLOW" = 1 ] && DEV=auto
 step "test/gpu on SKYSTACK_DEVICE=$DEV"
-SKYSTACK_DEVICE=$DEV timeout 150 node dist/test/run.js '^gpu/' > "$OUT/test-gpu.txt" 2>&1
+SKYSTACK_DEVICE=$DEV timeout 120 node dist/test/run.js '^gpu/' > "$OUT/test-gpu.txt" 2>&1
 tests=$?
 tail -n 25 "$OUT/test-gpu.txt"
 
 step "bench gpu"
-GPU_ARGS=(--json "$OUT/gpu-bench.json" --out "$OUT/results-section.md" --no-record)
+# --deadline-s: what has not started 300 s in is skipped (and recorded so), inside timeout's 360.
+GPU_ARGS=(--json "$OUT/gpu-bench.json" --out "$OUT/results-section.md" --no-record --deadline-s 300)
 [ "$ALLOW" = 1 ] && GPU_ARGS+=(--allow-software)
 [ -n "$LABEL" ] && GPU_ARGS+=(--label "$LABEL")
-timeout 330 node dist/bench/run.js gpu "${GPU_ARGS[@]}" "${BENCH[@]}"
+timeout 360 node dist/bench/run.js gpu "${GPU_ARGS[@]}" "${SOFT[@]}" "${BENCH[@]}"
 bench=$?
 step "done: tests exit $tests, bench exit $bench (quick $QUICK)"
 [ $tests -eq 0 ] && [ $bench -eq 0 ] || exit 1

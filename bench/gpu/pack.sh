@@ -6,6 +6,8 @@
 #                         Raw Stack child and test/gpu import (bench/gpu/pack-list.ts), trimmed:
 #                         webgpu with linux-x64's dawn.node only, no type declarations or READMEs
 #   .carry/debs/*.deb     the Vulkan loader (libvulkan1, amd64), which Dawn dlopens
+#   .carry/swiftshader.tar.xz  Chromium's SwiftShader Vulkan driver, if this machine has it: the
+#                         software adapter on the device, which has no Mesa
 # Builds first (npm run build). Prints the sizes and what the call would send in all (tracked +
 # untracked files + .carry), and fails above LIMIT_MIB (default 60: the device takes 64 MiB).
 # Usage: bash bench/gpu/pack.sh [--no-build]
@@ -38,6 +40,18 @@ if ! ls .carry/debs/libvulkan1_*.deb >/dev/null 2>&1; then
   ls .carry/debs/libvulkan1_*.deb >/dev/null 2>&1 || { echo "pack: could not download libvulkan1" >&2; exit 1; }
 fi
 
+# SwiftShader (Vulkan on the CPU, no dependencies beyond libc/libm/libgcc), when this machine has
+# it (Chromium ships it): the device has no Mesa, so it stands in as the software adapter there.
+ss_dir=${SWIFTSHADER_DIR:-/usr/lib/chromium}
+if [ -f "$ss_dir/libvk_swiftshader.so" ] && [ -f "$ss_dir/vk_swiftshader_icd.json" ]; then
+  if [ ! -s .carry/swiftshader.tar.xz ] || [ "$ss_dir/libvk_swiftshader.so" -nt .carry/swiftshader.tar.xz ]; then
+    tar -C "$ss_dir" -cf - libvk_swiftshader.so vk_swiftshader_icd.json | xz -T0 -6 > .carry/swiftshader.tar.xz.tmp && mv .carry/swiftshader.tar.xz.tmp .carry/swiftshader.tar.xz
+  fi
+else
+  rm -f .carry/swiftshader.tar.xz
+  echo "pack: no SwiftShader in $ss_dir (set SWIFTSHADER_DIR): the device run measures no software adapter"
+fi
+
 # dist + trimmed node_modules. node_modules may be a link (a worktree's): tar reads through it.
 mapfile -t modules < <(node dist/bench/gpu/pack-list.js)
 [ "${#modules[@]}" -gt 0 ] || { echo "pack: no packages listed" >&2; exit 1; }
@@ -57,7 +71,7 @@ mv .carry/app.tar.xz.tmp .carry/app.tar.xz
 carry=$(du -sb .carry | cut -f1)
 tree=$( { git ls-files -z; git ls-files -z --others --exclude-standard; } | xargs -0 -r stat -L -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
 mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
-echo "pack: .carry/node.xz $(mib "$(stat -c %s .carry/node.xz)"), .carry/app.tar.xz $(mib "$(stat -c %s .carry/app.tar.xz)"), .carry/debs $(mib "$(du -sb .carry/debs | cut -f1)")"
+echo "pack: .carry/node.xz $(mib "$(stat -c %s .carry/node.xz)"), .carry/app.tar.xz $(mib "$(stat -c %s .carry/app.tar.xz)"), .carry/debs $(mib "$(du -sb .carry/debs | cut -f1)"), .carry/swiftshader.tar.xz $(mib "$(stat -c %s .carry/swiftshader.tar.xz 2>/dev/null || echo 0)")"
 echo "pack: .carry $(mib "$carry") + working tree $(mib "$tree") = $(mib $((carry + tree))) of the 64 MiB a device call takes"
 if [ $((carry + tree)) -gt $((LIMIT_MIB * 1048576)) ]; then
   echo "pack: over ${LIMIT_MIB} MiB: the call would be refused or leave no margin" >&2

@@ -1,8 +1,8 @@
 // `node dist/bench/gpu/probe.js [--allow-software]`: which adapter SKYSTACK_DEVICE (default gpu;
-// auto with --allow-software) gets, as one JSON line (adapter info, how it was acquired, timestamp-query support), and exit
-// status 0 only for a hardware GPU — 0 for a software adapter too with --allow-software, 3
-// otherwise. bench/gpu/on-device.sh runs it first so a machine whose GPU Dawn cannot reach fails
-// loudly before any test or bench runs on the wrong adapter.
+// auto with --allow-software) gets, as one JSON line (adapter info, how it was acquired,
+// timestamp-query support). Exit status 0 only for a hardware GPU (or, with --allow-software, a
+// software adapter), else 3: bench/gpu/on-device.sh runs it first, so a machine whose GPU Dawn
+// cannot reach fails loudly before any test or bench runs on the wrong adapter.
 
 import { acquireDevice, devicePreferenceFromEnv } from '../../src/gpu/device.js';
 

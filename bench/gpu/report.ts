@@ -24,6 +24,8 @@ export interface KernelRow {
   fraction: number | null;
   mpix_s: number;
   error?: string;
+  /** Not measured (the --deadline-s budget ran out). */
+  skipped?: string;
 }
 
 export interface IdleReport {
@@ -71,6 +73,8 @@ export interface RawstackRun {
   max_rss_mib?: number;
   phases?: RawstackPhase[];
   error?: string;
+  /** Not run (the --deadline-s budget ran out). */
+  skipped?: string;
 }
 
 export interface RawstackReport {
@@ -89,9 +93,11 @@ export interface GpuBenchReport {
   date: string;
   /** `load`: 1-minute load average at the start and the end (other work on a shared machine). */
   machine: { cpu: string; cores: number; memory_gib: number; node: string; platform: string; load: [number, number]; label?: string };
-  options: { quick: boolean; paths: string[]; allow_software: boolean };
+  options: { quick: boolean; paths: string[]; allow_software: boolean; software_icd: string | null };
   paths: PathReport[];
   rawstack: RawstackReport | null;
+  /** False while the bench is still running (the file is rewritten after every step). */
+  complete?: boolean;
 }
 
 const fix = (v: number | null | undefined, d = 1) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(d));
@@ -112,15 +118,15 @@ export function deviceLine(p: PathReport): string {
 
 /** Stream kernels at or above the goal, of those measured (errors left out). */
 export function streamGoal(rows: readonly KernelRow[]): { met: number; of: number; missed: string[] } {
-  const stream = rows.filter((r) => r.cls === 'stream' && !r.error && r.fraction !== null);
+  const stream = rows.filter((r) => r.cls === 'stream' && !r.error && !r.skipped && r.fraction !== null);
   const missed = stream.filter((r) => r.fraction! < STREAM_GOAL).map((r) => r.name);
   return { met: stream.length - missed.length, of: stream.length, missed };
 }
 
 export function kernelTable(p: PathReport): string {
   const rows = (p.kernels ?? []).map((k) =>
-    k.error
-      ? [k.name, k.cls, k.size, '–', '–', '–', '–', '–', '–', `FAILED: ${k.error}`]
+    k.error || k.skipped
+      ? [k.name, k.cls, k.size, '–', '–', '–', '–', '–', '–', k.error ? `FAILED: ${k.error}` : k.skipped!]
       : [k.name, k.cls, k.size, mb(k.bytes), `${fix(k.ms, 3)} (${k.timing === 'timestamp' ? 'ts' : 'wall'})`, fix(k.span_ms, 3), fix(k.wall_ms, 3), fix(k.mpix_s, 0), fix(k.gbs, 1), pct(k.fraction)],
   );
   return table(['kernel', 'class', 'size', 'bytes/rep', 'ms/rep', 'GPU span ms/rep', 'wall ms/rep', 'Mpix/s', 'GB/s', 'of copy bw'], rows);
@@ -148,7 +154,8 @@ const PIXEL_PHASES = new Set(['CALIBRATION', 'STACKING']);
 
 export function rawstackTable(r: RawstackReport): string {
   const ok = r.runs.filter((x) => x.phases);
-  if (ok.length === 0) return r.runs.map((x) => `Raw Stack on ${x.path}: FAILED ${x.error ?? ''}`).join('\n');
+  const notRun = r.runs.filter((x) => !x.phases).map((x) => `Raw Stack on ${x.path}: ${x.error ? `FAILED ${x.error}` : (x.skipped ?? 'not run')}`);
+  if (ok.length === 0) return notRun.join('\n');
   const phases = ok[0]!.phases!.filter((p) => p.status !== 'skipped').map((p) => p.phase);
   const cell = (run: RawstackRun, ph: string) => {
     const p = run.phases!.find((x) => x.phase === ph);
@@ -158,9 +165,8 @@ export function rawstackTable(r: RawstackReport): string {
   };
   const rows = phases.map((ph) => [PIXEL_PHASES.has(ph) ? `${ph} ⁽ᵖ⁾` : ph, ...ok.map((run) => cell(run, ph))]);
   rows.push(['**whole run**', ...ok.map((run) => `**${run.wall_ms}** / ${run.cpu_ms} (peak RSS ${fix(run.max_rss_mib, 0)} MiB)`)]);
-  const failed = r.runs.filter((x) => !x.phases).map((x) => `Raw Stack on ${x.path}: FAILED ${x.error ?? ''}`);
   const devices = ok.map((run) => `${run.path} = ${run.device ?? '?'}`).join('; ');
-  return [table(['phase', ...ok.map((run) => `${run.path}: wall ms (share) / CPU ms`)], rows), '', `Devices: ${devices}.`, ...failed].join('\n');
+  return [table(['phase', ...ok.map((run) => `${run.path}: wall ms (share) / CPU ms`)], rows), '', `Devices: ${devices}.`, ...notRun].join('\n');
 }
 
 /** Share of the run's wall time spent in phases that do pixel work on the device. */
@@ -183,6 +189,7 @@ export function markdown(report: GpuBenchReport): string {
   ];
   for (const p of report.paths) {
     out.push('', `### ${deviceLine(p)}`);
+    if (p.path === 'software' && report.options.software_icd) out.push('', `Vulkan drivers for this path: \`VK_DRIVER_FILES=${report.options.software_icd}\` (GL ES, where present, is tried first).`);
     if (!p.available) continue;
     const d = p.device!;
     out.push(
@@ -219,6 +226,7 @@ export function markdown(report: GpuBenchReport): string {
       ...r.runs.flatMap((x) => (x.phases ?? []).filter((p) => p.timing).map((p) => `- ${x.path} ${p.phase}: \`${JSON.stringify(p.timing)}\``)),
     );
   }
+  if (report.complete === false) out.push('', '**Incomplete: the bench was still running when this was written.**');
   out.push('');
   return out.join('\n');
 }

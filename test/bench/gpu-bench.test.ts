@@ -47,13 +47,16 @@ test('options: defaults, --quick sizes, usage errors', () => {
   const q = parseGpuBenchArgs({ quick: true, 'allow-software': true, 'no-record': true, paths: 'software', only: '^stack' }) as GpuBenchOptions;
   assert.equal([q.frames, q.width, q.height, q.paths, q.record, q.allowSoftware], [10, 1024, 768, ['software'], false, true]);
   assert.ok(q.only!.test('stack none N=16'));
-  const r = parseGpuBenchArgs({ frames: '12', size: '800x600', 'no-rawstack': true, out: 'x.md', json: 'x.json', label: 'H100' }) as GpuBenchOptions;
-  assert.equal([r.frames, r.width, r.height, r.rawstack, r.out, r.json, r.label], [12, 800, 600, false, 'x.md', 'x.json', 'H100']);
+  const r = parseGpuBenchArgs({ frames: '12', size: '800x600', 'no-rawstack': true, out: 'x.md', json: 'x.json', label: 'H100', 'software-icd': '/x/icd.json' }) as GpuBenchOptions;
+  assert.equal([r.frames, r.width, r.height, r.rawstack, r.out, r.json, r.label, r.softwareIcd], [12, 800, 600, false, 'x.md', 'x.json', 'H100', '/x/icd.json']);
+  assert.is(d.softwareIcd, undefined);
   assert.match(parseGpuBenchArgs({ paths: 'gpu,tpu' }) as string, /--paths/);
   assert.match(parseGpuBenchArgs({ size: '800' }) as string, /--size/);
   assert.match(parseGpuBenchArgs({ frames: '2' }) as string, /--frames/);
   assert.match(parseGpuBenchArgs({ budget: '10' }) as string, /--budget/);
   assert.match(parseGpuBenchArgs({ only: '(' }) as string, /--only/);
+  assert.match(parseGpuBenchArgs({ 'deadline-s': '0' }) as string, /--deadline-s/);
+  assert.is((parseGpuBenchArgs({ 'deadline-s': '300' }) as GpuBenchOptions).deadlineS, 300);
 });
 
 function row(name: string, cls: 'stream' | 'compute', fraction: number | null, extra: Partial<KernelRow> = {}): KernelRow {
@@ -61,11 +64,18 @@ function row(name: string, cls: 'stream' | 'compute', fraction: number | null, e
 }
 
 test('report: stream goal, kernel table cells, idle verdict, pixel share', () => {
-  const rows = [row('calibrate', 'stream', 0.8), row('decode_int16', 'stream', 0.42), row('warp_lanczos3', 'compute', 0.1), row('stack none', 'stream', null, { error: 'boom' })];
+  const rows = [
+    row('calibrate', 'stream', 0.8),
+    row('decode_int16', 'stream', 0.42),
+    row('warp_lanczos3', 'compute', 0.1),
+    row('stack none', 'stream', null, { error: 'boom' }),
+    row('stretch_mtf', 'stream', 0.3, { skipped: 'skipped: 301 s past the start, over --deadline-s 300' }),
+  ];
   assert.equal(streamGoal(rows), { met: 1, of: 2, missed: ['decode_int16'] });
   const t = kernelTable({ path: 'gpu', available: true, kernels: rows });
   assert.match(t, /\| calibrate \| stream \| 10x10 \| 200 MB \| 0\.100 \(ts\) \| 0\.105 \| 0\.120 \| 240000 \| 2000\.0 \| 80 % \|/);
   assert.match(t, /\| stack none \|.*FAILED: boom \|/);
+  assert.match(t, /\| stretch_mtf \|.*\| skipped: 301 s past the start, over --deadline-s 300 \|/);
   const quiet = { wallMs: 3000, cpuMs: 30 };
   const spin = { wallMs: 3000, cpuMs: 2950 };
   assert.match(idleLine({ before: quiet, after_request: quiet, after_work: quiet, after_destroy: quiet }), /no spinning thread/);
@@ -84,7 +94,7 @@ test('report: the Markdown section names the device, the tables and the Raw Stac
     schema: 'skystack-gpu-bench/1',
     date: '2026-11-26T10:00:00.000Z',
     machine: { cpu: 'EPYC', cores: 16, memory_gib: 128, node: 'v20.20.2', platform: 'linux-x64', load: [0.5, 1.25], label: 'lent H100' },
-    options: { quick: false, paths: ['gpu', 'software'], allow_software: false },
+    options: { quick: false, paths: ['gpu', 'software'], allow_software: false, software_icd: '/tmp/ss/vk_swiftshader_icd.json' },
     paths: [
       {
         path: 'gpu',
@@ -113,8 +123,10 @@ test('report: the Markdown section names the device, the tables and the Raw Stac
       runs: [
         { path: 'gpu', device: 'gpu (NVIDIA H100)', wall_ms: 4000, cpu_ms: 9000, max_rss_mib: 600, phases: [{ phase: 'CALIBRATION', status: 'ok', duration_ms: 1000, cpu_ms: 3000, peak_rss_mib: 400, timing: { masters: 200 } }] },
         { path: 'cpu', error: 'child ended 1' },
+        { path: 'software', skipped: 'skipped: over --deadline-s 300' },
       ],
     },
+    complete: false,
   };
   const md = markdown(report);
   assert.match(md, /^\n## 2026-11-26 — GPU bench \(`npm run bench -- gpu`\), lent H100, EPYC, 16 cores/);
@@ -122,9 +134,10 @@ test('report: the Markdown section names the device, the tables and the Raw Stac
   assert.match(md, /timestamp queries: yes \(grain 32 ns\)/);
   assert.match(md, /Load average 0\.5 at the start, 1\.3 at the end, on 16 cores\./);
   assert.match(md, /\| copy kernel \| 537 MB \| 0\.200 \| timestamp \| 2684\.4 \|/);
-  assert.match(md, /### software: not available \(NO_ADAPTER: none\)/);
+  assert.match(md, /### software: not available \(NO_ADAPTER: none\)\n\nVulkan drivers for this path: `VK_DRIVER_FILES=\/tmp\/ss\/vk_swiftshader_icd\.json`/);
   assert.match(md, /\| CALIBRATION ⁽ᵖ⁾ \| 1000 \(25 %\) \/ 3000 \|/);
-  assert.match(md, /Raw Stack on cpu: FAILED child ended 1/);
+  assert.match(md, /Raw Stack on cpu: FAILED child ended 1\nRaw Stack on software: skipped: over --deadline-s 300/);
+  assert.match(md, /\*\*Incomplete: the bench was still running when this was written\.\*\*\n$/);
   assert.match(md, /gpu: pixel phases 25 % of the run/);
   assert.match(md, /- gpu CALIBRATION: `\{"masters":200\}`/);
 });
