@@ -1,12 +1,13 @@
 // Opt-in pass timing (src/gpu/timer.ts and the hook in GpuContext.dispatch): stamp arithmetic,
 // slot hand-out and overflow on a stand-in device, the timestampWrites dispatch() attaches
-// only while a timer is set, and — where the adapter has timestamp queries (a hardware GPU;
+// only while a timer is set, the extra Dawn flags acquireDevice() takes, and — where the adapter has timestamp queries (a hardware GPU;
 // llvmpipe's GL ES path has none) — real pass durations beside unchanged kernel output.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { calibrate } from '../../src/cpu/calibrate.js';
 import { GpuContext } from '../../src/gpu/context.js';
-import type { DeviceInfo } from '../../src/gpu/device.js';
+import { acquireDevice, type DeviceInfo } from '../../src/gpu/device.js';
+import type { GpuError } from '../../src/gpu/errors.js';
 import { calibrateResident } from '../../src/gpu/kernels/calibrate.js';
 import { PassTimer, passDurations, totalMs } from '../../src/gpu/timer.js';
 import { gpu } from '../helpers/gpu.js';
@@ -84,6 +85,20 @@ test('dispatch() attaches timestampWrites only while a timer is set', () => {
       ['calibrate', null],
     ],
   );
+});
+
+(gpu.ctx ? test : test.skip)('acquireDevice passes extra Dawn flags to every attempt (a malformed one fails each; the bench\'s toggle opens a device)', async () => {
+  const path = gpu.info.kind === 'gpu' ? 'gpu' : 'software';
+  try {
+    await acquireDevice(path, { dawnFlags: ['not-a-key-value-flag'] });
+    assert.unreachable('a malformed flag should fail every attempt');
+  } catch (e) {
+    assert.is((e as GpuError).code, 'NO_ADAPTER');
+    assert.match((e as Error).message, /<key>=<value>/);
+  }
+  const { acquired, info } = await acquireDevice(path, { dawnFlags: ['disable-dawn-features=timestamp_quantization'] });
+  assert.is(info.kind, path);
+  acquired!.device.destroy();
 });
 
 const timestamps = gpu.ctx?.device.features.has('timestamp-query') ?? false;
