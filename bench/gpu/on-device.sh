@@ -33,7 +33,7 @@ done
 exec > >(tee -a "$OUT/log.txt") 2>&1
 t0=$SECONDS
 step() { echo "== [$((SECONDS - t0)) s] $*"; }
-die() { echo "ON-DEVICE FAILED: $*"; exit "${2:-1}"; }
+die() { echo "ON-DEVICE FAILED: $1"; exit "${2:-1}"; }
 
 step "machine: $(uname -srm), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
 if command -v nvidia-smi >/dev/null; then
