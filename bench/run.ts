@@ -5,6 +5,10 @@
 // `npm run bench -- rawstack|rawstack-memory [--quick] [--budget MIB] [--repeat N] [--data DIR]
 // [--no-siril] [--no-record]`: the whole-pipeline benches of bench/rawstack.ts instead (the
 // device comes from SKYSTACK_DEVICE, as for a run).
+// `npm run bench -- gpu [--quick] [--allow-software] [--paths gpu,software] [--only REGEX]
+// [--frames N --size WxH] [--no-rawstack] [--json FILE] [--out FILE] [--label TEXT]
+// [--software-icd FILE] [--deadline-s S]`: the GPU
+// path measured (bench/gpu/suite.ts).
 
 import { appendFile, readdir, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
@@ -30,6 +34,16 @@ const { values, positionals } = parseArgs({
     only: { type: 'string' },
     json: { type: 'string' },
     'no-record': { type: 'boolean', default: false },
+    // gpu suite (bench/gpu/suite.ts)
+    'allow-software': { type: 'boolean', default: false },
+    paths: { type: 'string', default: 'gpu,software' },
+    frames: { type: 'string' },
+    size: { type: 'string' },
+    out: { type: 'string' },
+    label: { type: 'string' },
+    'no-rawstack': { type: 'boolean', default: false },
+    'software-icd': { type: 'string' },
+    'deadline-s': { type: 'string' },
   },
 });
 
@@ -148,11 +162,19 @@ async function main(): Promise<void> {
   }
 }
 
-const SUITES = ['rawstack', 'rawstack-memory'];
+const SUITES = ['rawstack', 'rawstack-memory', 'gpu'];
 const suite = positionals[0];
 if (positionals.length > 1 || (suite !== undefined && !SUITES.includes(suite))) {
   console.error(`bench: unknown selector '${positionals.join(' ')}' (one of ${SUITES.join(', ')}, or none for the kernel benches)`);
   process.exitCode = 2;
+} else if (suite === 'gpu') {
+  const { parseGpuBenchArgs } = await import('./gpu/args.js');
+  const { gpuBench } = await import('./gpu/suite.js');
+  const parsed = parseGpuBenchArgs(values);
+  if (typeof parsed === 'string') {
+    console.error(`bench gpu: ${parsed}`);
+    process.exitCode = 2;
+  } else process.exitCode = await gpuBench(parsed);
 } else if (suite !== undefined) {
   const { speedBench, memoryBench } = await import('./rawstack.js');
   const budget = values.budget === undefined ? undefined : Number(values.budget);

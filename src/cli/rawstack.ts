@@ -109,6 +109,9 @@ export async function runRawStackCli(argv: string[]): Promise<number> {
       const text = `${line.phase}: ${line.status}${line.reason ? ` (${line.reason}${typeof line.message === 'string' ? `: ${line.message}` : ''})` : ''} in ${(line.duration_ms / 1000).toFixed(1)} s`;
       if (tty) bar.finish(text);
       else process.stderr.write(`${text}\n`);
+      // The scan's hint in this command's terms: the option that takes the files it found.
+      const suggested = (line as { suggested_pattern?: unknown }).suggested_pattern;
+      if (line.reason === 'pattern_mismatch' && typeof suggested === 'string') process.stderr.write(`hint: run again with --pattern '${suggested}'\n`);
     } else if (line.type === 'warning') {
       process.stderr.write(`warning ${line.code}: ${line.message}\n`);
     }

@@ -3,11 +3,12 @@
 // Invariants: pipelines are created once per (device, kernel, override constants); staging
 // buffers come from the pool; after device loss every call fails with DEVICE_LOST.
 
-import { acquireDevice, type DeviceInfo, type DevicePreference } from './device.js';
+import { acquireDevice, type AcquireOptions, type DeviceInfo, type DevicePreference } from './device.js';
 import { BufferPool } from './buffer-pool.js';
 import { GpuError } from './errors.js';
 import { KERNELS, type KernelId } from './registry.js';
 import { loadShader } from './shaders.js';
+import type { PassTimer } from './timer.js';
 
 export type Overrides = Record<string, number>;
 
@@ -47,6 +48,8 @@ export class GpuContext {
   /** Pooled buffers that commands not yet submitted still use; released at the next submit. */
   private retiring: GPUBuffer[] = [];
   private bounce: Uint8Array | undefined;
+  /** Opt-in pass timing (benchmarks only): while set, dispatch() has every pass write timestamps. */
+  timer: PassTimer | null = null;
 
   constructor(
     /** Held so the Dawn instance outlives the device (events stop when it is collected). */
@@ -65,8 +68,8 @@ export class GpuContext {
   }
 
   /** Acquires a device per preference; `null` context means "use the TypeScript kernels". */
-  static async create(preference?: DevicePreference, poolLimitBytes?: number): Promise<{ ctx: GpuContext | null; info: DeviceInfo }> {
-    const { acquired, info } = await acquireDevice(preference);
+  static async create(preference?: DevicePreference, poolLimitBytes?: number, options?: AcquireOptions): Promise<{ ctx: GpuContext | null; info: DeviceInfo }> {
+    const { acquired, info } = await acquireDevice(preference, options);
     return { ctx: acquired ? new GpuContext(acquired.instance, acquired.device, acquired.info, poolLimitBytes) : null, info };
   }
 
@@ -146,7 +149,8 @@ export class GpuContext {
     const max = this.limits.maxComputeWorkgroupsPerDimension;
     if (x > max || y > max || z > max) throw new GpuError('BAD_ARGUMENT', `${id}: dispatch ${x}x${y}x${z} exceeds ${max} workgroups per dimension`);
     const own = encoder ?? this.device.createCommandEncoder({ label: id });
-    const pass = own.beginComputePass({ label: id });
+    const timestampWrites = this.timer?.writes(id);
+    const pass = own.beginComputePass(timestampWrites ? { label: id, timestampWrites } : { label: id });
     pass.setPipeline(kernel.pipeline);
     pass.setBindGroup(0, group);
     pass.dispatchWorkgroups(x, y, z);

@@ -114,13 +114,21 @@ function candidatesFor(preference: DevicePreference): Candidate[] {
   }
 }
 
+export interface AcquireOptions {
+  /**
+   * Extra dawn.node instance flags for every attempt, e.g. the benchmarks'
+   * 'disable-dawn-features=timestamp_quantization' (exact pass timings). Runs pass none.
+   */
+  dawnFlags?: readonly string[];
+}
+
 /**
  * Acquires a device for `preference`. For `auto` it never throws: without any adapter it
  * returns `null` with an explanation in `info`. For an explicit `gpu` or `software` it throws
  * NO_ADAPTER when that path is unavailable, so a benchmark or test never runs silently on the
  * wrong path.
  */
-export async function acquireDevice(preference: DevicePreference = devicePreferenceFromEnv()): Promise<{ acquired: AcquiredDevice | null; info: DeviceInfo }> {
+export async function acquireDevice(preference: DevicePreference = devicePreferenceFromEnv(), options: AcquireOptions = {}): Promise<{ acquired: AcquiredDevice | null; info: DeviceInfo }> {
   const attempts: DeviceAttempt[] = [];
   const info = (kind: DevicePath, extra: Partial<DeviceInfo> = {}): DeviceInfo => ({
     preference,
@@ -144,7 +152,7 @@ export async function acquireDevice(preference: DevicePreference = devicePrefere
     const attempt: DeviceAttempt = { backend: c.backend, featureLevel: c.featureLevel, outcome: 'none' };
     attempts.push(attempt);
     try {
-      const gpu = mod.create(c.flags);
+      const gpu = mod.create([...c.flags, ...(options.dawnFlags ?? [])]);
       const adapter = await gpu.requestAdapter({ featureLevel: c.featureLevel, powerPreference: 'high-performance' } as GPURequestAdapterOptions);
       if (!adapter) {
         attempt.reason = `no ${c.featureLevel} adapter from the ${c.backend} backend`;
