@@ -193,7 +193,9 @@ interface RunNames {
   dir: string;
 }
 
-async function runNames(dir: string): Promise<RunNames> {
+async function runNames(given: string): Promise<RunNames> {
+  // Without a trailing slash (`ls -d */` adds one), as the run's texts spell the folder.
+  const dir = given.replace(/\/+$/, '');
   try {
     const rec = JSON.parse(await readFile(join(dir, 'run.json'), 'utf8')) as { run_id?: string };
     return { id: rec.run_id ?? '', dir };
