@@ -1,6 +1,6 @@
 // Aperture photometry of catalogue stars on a planar RGB image: centroid near the predicted
 // position, aperture sum minus the annulus median sky per channel, radii scaled by the FWHM
-// (predecessor §5.3 auto_fwhm: r_ap = max(min_aperture, 1.8·FWHM), r_in = max(r_ap + 1, 3·FWHM),
+// (the predecessor's auto_fwhm: r_ap = max(min_aperture, 1.8·FWHM), r_in = max(r_ap + 1, 3·FWHM),
 // r_out = max(r_in + 2, 5·FWHM)).
 //
 // Centroids are found on the channel sum so all three channels share one aperture (colour ratios
