@@ -46,6 +46,8 @@ export interface PipelineDefinition<C, S extends PipelineBase<C>> {
   readonly alwaysRun: string | null;
   /** What run.json records as the run's input. */
   input(config: C): Record<string, unknown>;
+  /** What the effective-configuration file records (default: the configuration itself). */
+  effectiveConfig?(config: C): unknown;
   /** The state before the first phase. */
   initialState(base: PipelineBase<C>): S;
 }
@@ -106,7 +108,7 @@ export async function runPipeline<C, S extends PipelineBase<C>>(definition: Pipe
   const first = phases[0]?.name ?? 'RUN';
   try {
     await writeRunRecord(folder, record);
-    await writeEffectiveConfig(folder, config, device);
+    await writeEffectiveConfig(folder, definition.effectiveConfig ? definition.effectiveConfig(config) : config, device);
     addArtifact(state, 'config', first, folder.layout.config);
     addArtifact(state, 'events', first, folder.layout.events);
     events.emit({ type: 'run_start', kind: definition.kind, run_dir: folder.runDir, device: device.kind, adapter: device.adapter, skystack_version: SKYSTACK_VERSION, phases: phasePlan(phases) });

@@ -34,6 +34,7 @@ import { bandPlanDiagnostics, finalCosmetic, frameDiagnostics, rejectionTotals, 
 import { ReaderCache } from '../../stages/stacking/readers.js';
 import { channelNoise, planStackBands, readHalo, type StackPlan } from '../../stages/stacking/plan.js';
 import { prepareFrames, SetupError, type StackSetup } from '../stacking-setup.js';
+import type { WeightField } from '../../stages/stacking/weightfield.js';
 import { composeQueueOutputs } from '../queue-outputs.js';
 import { filterGroups, stackFileName, type FilterGroup } from '../queue.js';
 import type { RawStackState } from '../state.js';
@@ -82,50 +83,66 @@ async function deviceLost(state: RawStackState): Promise<string | null> {
   }
 }
 
-export const stackingPhase: RawStackPhase = {
-  name: 'STACKING',
-  optional: false,
+/**
+ * What another pipeline changes in this phase (the tiled workflow): the mono output's file
+ * name, and a per-pixel weight field for the engine instead of the frames' weights (the stack
+ * then runs on the host; stages/stacking/weightfield.ts). Raw Stack's is STACKING_DEFAULT.
+ */
+export interface StackingVariant {
+  monoName: string;
+  weightField?(ctx: PhaseContext<RawStackState>, setup: StackSetup): WeightField | null;
+}
 
-  memory(ctx) {
-    const { state } = ctx;
-    const channels = state.colorMode === 'OSC' ? 3 : 1;
-    const budget = state.config.runtime_limits.memory_budget * MiB;
-    const image = (state.width ?? 0) * (state.height ?? 0) * channels * 4;
-    return { hostBytes: budget + image, deviceBytes: state.gpu ? budget : 0 };
-  },
+const STACKING_DEFAULT: StackingVariant = { monoName: 'stacked_linear.fits' };
 
-  async prepare(ctx) {
-    const { state } = ctx;
-    if (state.width === null || state.height === null || state.colorMode === null) return failed('input_error', 'INPUT_SCAN did not determine the image size and colour mode');
-    if (!state.frames.some((f) => f.status === 'included')) return failed('no_frames', 'no included frames to stack');
-  },
+export const stackingPhase: RawStackPhase = stackingPhaseWith(STACKING_DEFAULT);
 
-  async run(ctx) {
-    try {
-      return ctx.state.queue ? await runQueueStacking(ctx) : await runStacking(ctx, null);
-    } catch (e) {
-      if (e instanceof CancelledError) throw e;
-      if (e instanceof SetupError) return failed(e.reason, e.message);
-      if (e instanceof GpuError) {
-        if (e.code === 'BUDGET_TOO_SMALL' || e.code === 'POOL_EXHAUSTED') return failed('budget_error', e.message);
-        return failed('device_error', e.message);
+export function stackingPhaseWith(variant: StackingVariant): RawStackPhase {
+  return {
+    name: 'STACKING',
+    optional: false,
+
+    memory(ctx) {
+      const { state } = ctx;
+      const channels = state.colorMode === 'OSC' ? 3 : 1;
+      const budget = state.config.runtime_limits.memory_budget * MiB;
+      const image = (state.width ?? 0) * (state.height ?? 0) * channels * 4;
+      return { hostBytes: budget + image, deviceBytes: state.gpu ? budget : 0 };
+    },
+
+    async prepare(ctx) {
+      const { state } = ctx;
+      if (state.width === null || state.height === null || state.colorMode === null) return failed('input_error', 'INPUT_SCAN did not determine the image size and colour mode');
+      if (!state.frames.some((f) => f.status === 'included')) return failed('no_frames', 'no included frames to stack');
+    },
+
+    async run(ctx) {
+      try {
+        return ctx.state.queue ? await runQueueStacking(ctx) : await runStacking(ctx, null, variant);
+      } catch (e) {
+        if (e instanceof CancelledError) throw e;
+        if (e instanceof SetupError) return failed(e.reason, e.message);
+        if (e instanceof GpuError) {
+          if (e.code === 'BUDGET_TOO_SMALL' || e.code === 'POOL_EXHAUSTED') return failed('budget_error', e.message);
+          return failed('device_error', e.message);
+        }
+        if (isFitsError(e)) return failed('input_error', `reading frames for stacking failed: ${e.message}`);
+        // A lost device surfaces through Dawn as assorted errors (a rejected mapAsync, ...): ask it.
+        const lost = await deviceLost(ctx.state);
+        if (lost) return failed('device_error', `${lost} (${describe(e)})`);
+        throw e;
       }
-      if (isFitsError(e)) return failed('input_error', `reading frames for stacking failed: ${e.message}`);
-      // A lost device surfaces through Dawn as assorted errors (a rejected mapAsync, ...): ask it.
-      const lost = await deviceLost(ctx.state);
-      if (lost) return failed('device_error', `${lost} (${describe(e)})`);
-      throw e;
-    }
-  },
+    },
 
-  async finalize(ctx) {
-    const l = live.get(ctx.state);
-    live.delete(ctx.state);
-    if (!l) return;
-    await l.engine?.dispose();
-    await l.readers.closeAll();
-  },
-};
+    async finalize(ctx) {
+      const l = live.get(ctx.state);
+      live.delete(ctx.state);
+      if (!l) return;
+      await l.engine?.dispose();
+      await l.readers.closeAll();
+    },
+  };
+}
 
 /** What one filter group's stack left (run queue): its file, diagnostics and summary. */
 interface GroupSink {
@@ -186,12 +203,13 @@ interface StackLayout {
  * level per frame, and the band plan under the memory budget; a plan too wide for a device
  * binding moves the stack to TypeScript and plans again. An outcome when no plan fits.
  */
-function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: StackRequest): StackLayout | RawStackOutcome {
+function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: StackRequest, stackOnHost = false): StackLayout | RawStackOutcome {
   const { state } = ctx;
   const c = state.config;
   const N = setup.frames.length;
   const C = setup.channels;
   let placement = stackingPlacement(state.gpu, { frames: N, osc: r.osc, superpixel: r.superpixel, kernel: r.kernel, premaskOnDevice: stackingOptions.premaskOnDevice });
+  if (stackOnHost && placement.stack) placement = withStackOnHost(placement, 'a per-pixel weight field stacks in TypeScript');
   if (placement.stackOnHost) ctx.warn('stack_on_host', placement.stackOnHost);
   const halo = readHalo(r.osc, r.cosmeticOn, r.superpixel);
   let premask: EngineOptions['premask'] = null;
@@ -274,7 +292,7 @@ async function stackBands(ctx: PhaseContext<RawStackState>, engine: BandEngine, 
   return image;
 }
 
-async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | null): Promise<RawStackOutcome> {
+async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | null, variant: StackingVariant = STACKING_DEFAULT): Promise<RawStackOutcome> {
   const { state } = ctx;
   const c = state.config;
   const started = performance.now();
@@ -292,7 +310,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   const { width: W, height: H, channels: C } = setup;
 
   // 2. Placement, pre-mask and band plan.
-  const layout = layoutStack(ctx, setup, r);
+  const weightField = variant.weightField?.(ctx, setup) ?? null;
+  const layout = layoutStack(ctx, setup, r, weightField !== null);
   if ('status' in layout) return layout;
   const { placement, premask, plan } = layout;
 
@@ -317,6 +336,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     workers: c.runtime_limits.parallel_workers,
     gpu: { debayer: placement.debayer, warp: placement.warp, stack: placement.stack },
     readers,
+    weightField,
   });
   l.engine = engine;
   const tLoop = performance.now();
@@ -342,7 +362,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   };
   const header = stackHeader(state, setup, ctx.outcomes, params);
   // Run queue: outputs/stacked_<filter>.fits per group (stacked_linear/rgb follow from them).
-  const outName = sink ? stackFileName(sink.group.filter!) : r.osc ? 'stacked_rgb.fits' : 'stacked_linear.fits';
+  const outName = sink ? stackFileName(sink.group.filter!) : r.osc ? 'stacked_rgb.fits' : variant.monoName;
   const outRel = outputPath(state.folder.layout, outName);
   const outPath = inRunFolder(state.folder, outRel);
   const tWrite = performance.now();

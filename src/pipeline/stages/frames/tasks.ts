@@ -25,6 +25,7 @@ import {
   analyzePlane,
   measurePlane,
   premeasuredTransferables,
+  STAR_SHAPE_FIELDS,
   type AnalysisSpec,
   type MeasureResult,
   type MeasureSpec,
@@ -86,9 +87,17 @@ export function packStars(stars: readonly StarPoint[]): Float64Array {
   return out;
 }
 
-export function unpackStars(packed: Float64Array): StarPoint[] {
+/** Star lists from packed triplets; with `shapes` (analysis.ts) each star also carries its fwhm, eccentricity and peak. */
+export function unpackStars(packed: Float64Array, shapes?: Float64Array): StarPoint[] {
   const out: StarPoint[] = new Array(packed.length / 3);
-  for (let i = 0; i < out.length; i++) out[i] = { x: packed[3 * i]!, y: packed[3 * i + 1]!, flux: packed[3 * i + 2]! };
+  for (let i = 0; i < out.length; i++) {
+    out[i] = { x: packed[3 * i]!, y: packed[3 * i + 1]!, flux: packed[3 * i + 2]! };
+    if (shapes && shapes.length >= STAR_SHAPE_FIELDS * (i + 1)) {
+      out[i]!.fwhm = shapes[STAR_SHAPE_FIELDS * i]!;
+      out[i]!.eccentricity = shapes[STAR_SHAPE_FIELDS * i + 1]!;
+      out[i]!.peak = shapes[STAR_SHAPE_FIELDS * i + 2]!;
+    }
+  }
   return out;
 }
 
@@ -190,7 +199,7 @@ export async function runFrameTask(task: FrameTask): Promise<FrameTaskResult> {
 
 /** Transferable buffers of a result (moved, not copied, back from a worker). */
 export function transferables(result: FrameTaskResult): ArrayBuffer[] {
-  if (result.kind === 'measure') return result.ok && result.stars.buffer instanceof ArrayBuffer ? [result.stars.buffer] : [];
+  if (result.kind === 'measure') return result.ok && result.stars.buffer instanceof ArrayBuffer ? [result.stars.buffer, ...(result.shapes.buffer instanceof ArrayBuffer ? [result.shapes.buffer] : [])] : [];
   if (result.kind === 'analyze') return result.ok ? premeasuredTransferables(result.premeasured) : [];
   if (result.kind === 'calibrate') return calibrateLightTransferables(result);
   return [];

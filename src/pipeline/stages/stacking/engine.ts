@@ -42,6 +42,7 @@ import { HostStore } from './host-store.js';
 import type { ReaderCache } from './readers.js';
 import type { StackFrame } from './plan.js';
 import type { RawRead, SlotStore, Work } from './slots.js';
+import type { WeightField } from './weightfield.js';
 
 export type KernelPath = 'gpu' | 'software-gpu' | 'typescript' | 'typescript-workers';
 
@@ -75,6 +76,8 @@ export interface EngineOptions {
   /** Contexts per kernel (null = TypeScript). */
   gpu: { debayer: GpuContext | null; warp: GpuContext | null; stack: GpuContext | null };
   readers: ReaderCache;
+  /** Per-pixel frame weights (weightfield.ts) instead of StackFrame.weight; needs gpu.stack null. */
+  weightField?: WeightField | null;
 }
 
 export interface Timings {
@@ -134,6 +137,7 @@ export class BandEngine {
       validSamples: new Array(C).fill(0),
       corrected: { hot: 0, cold: 0 },
     };
+    if (o.weightField && o.gpu.stack) throw new Error('a weight field stacks on the host: gpu.stack must be null');
     this.store = o.gpu.stack ? new DeviceStore(o, o.gpu.stack, this.pool) : new HostStore(o, this.pool);
   }
 

@@ -8,6 +8,7 @@ import { warpBilinearGpu, warpLanczos3Gpu } from '../../../gpu/kernels/warp.js';
 import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
 import { stackRows, STACK_ROWS, type StackRowsArgs } from './row-kernels.js';
+import { stackFieldRows, STACK_FIELD_ROWS, type StackFieldRowsArgs, type WeightField } from './weightfield.js';
 import { HostScratch, hostSource, premaskHost, sharedU32, sharedU64, sharedU8, stackArgs, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
 
 export class HostStore implements SlotStore {
@@ -74,6 +75,13 @@ export class HostStore implements SlotStore {
     else stackRows(args, 0, args.rows);
   }
 
+  /** The final stack with the weight field's per-pixel weights (owned rows from image row imageY0). */
+  private async runFieldStack(args: StackRowsArgs, field: WeightField, imageY0: number): Promise<void> {
+    const a: StackFieldRowsArgs = { ...args, field, imageY0 };
+    if (this.pool) await this.pool.run(STACK_FIELD_ROWS, a, 0, a.rows, { minChunk: 4, reused: true });
+    else stackFieldRows(a, 0, a.rows);
+  }
+
   async stackChannel(c: number, w: Work, _totals: EngineTotals, timings: Timings): Promise<Float32Array> {
     const o = this.o;
     const N = o.frames.length;
@@ -90,7 +98,9 @@ export class HostStore implements SlotStore {
     }
     const t = performance.now();
     const mean = this.mean.subarray(0, w.ownedRows * o.width);
-    await this.runStack(stackArgs(o, c, band, w.ownedRows, o.rejection.method, mean, this.rejected[c]!, this.counts[c]!));
+    const args = stackArgs(o, c, band, w.ownedRows, o.rejection.method, mean, this.rejected[c]!, this.counts[c]!);
+    if (o.weightField) await this.runFieldStack(args, o.weightField, w.y0 + w.ownedY0);
+    else await this.runStack(args);
     timings.stack += performance.now() - t;
     return mean.slice();
   }

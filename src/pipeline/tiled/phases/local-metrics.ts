@@ -1,0 +1,136 @@
+// LOCAL_METRICS: per frame and tile, what the local weight L is made of (weights.ts).
+// - Stars: each frame's stored stars (GLOBAL_METRICS; unsaturated ones carry FWHM, eccentricity,
+//   peak) mapped onto the reference grid by the frame's registration matrix; per tile the
+//   count and the medians of FWHM, roundness √(1 − e²) and contrast peak/σ (σ the frame noise).
+// - Structure: the tile's rectangle mapped into the frame (bounding box of its corners, clipped),
+//   measured by the tile_metrics kernel (cpu/tile-metrics.ts; step 2 on a Bayer mosaic):
+//   E/σ² and the tile's mean less the frame's sky background as its background. One frame's pixels in memory at a time.
+// A tile the frame covers less than half of (COMMON_OVERLAP) has no measurement for it (the
+// lowest L there). With fewer than local_metrics.min_frames frames, or stacking.weight_mode not
+// `local`, L is not computed: the stack degrades to global weights (or uniform), with a warning
+// and the mode recorded in local_metrics.json.
+
+import { applyAffine, invertAffine } from '../../../algorithms/affine.js';
+import { tileMetrics } from '../../../cpu/tile-metrics.js';
+import { failed, ok } from '../../phase.js';
+import { pixelSource } from '../../rawstack/state.js';
+import { readPlane } from '../../stages/frames/tasks.js';
+import { writeArtifact, tiledPhase } from '../records.js';
+import type { TiledPhase } from '../reasons.js';
+import { tileCount, tileRect } from '../tile-grid.js';
+import { localWeights, type TileMeasure } from '../weights.js';
+
+function median(v: number[]): number {
+  const s = v.filter(Number.isFinite).sort((a, b) => a - b);
+  const n = s.length;
+  if (n === 0) return NaN;
+  return n % 2 ? s[n >> 1]! : 0.5 * (s[n / 2 - 1]! + s[n / 2]!);
+}
+
+const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(5)) : null);
+
+export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local_metrics', 'tile.star_min_count', 'stacking.weight_mode'], {
+  name: 'LOCAL_METRICS',
+  optional: false,
+  async run(ctx) {
+    const s = ctx.state;
+    const g = s.tiled.grid;
+    if (!g || s.width === null || s.height === null) return failed('input_error', 'TILE_GRID did not run');
+    const cfg = s.config.tiled;
+    const frames = s.frames.filter((f) => f.status === 'included' && f.registration?.ok && f.registration.matrix && s.tiled.coverage.has(f.index));
+    if (frames.length === 0) return failed('no_frames', 'no registered frame');
+    const n = tileCount(g);
+    const mode = cfg.stacking.weight_mode;
+    const minFrames = cfg.local_metrics.min_frames;
+    if (mode !== 'local' || frames.length < minFrames) {
+      const reason = mode !== 'local' ? `stacking.weight_mode is ${mode}` : `${frames.length} frames, below local_metrics.min_frames = ${minFrames}`;
+      if (mode === 'local') ctx.warn('local_weights_off', `local weights off: ${reason}; the stack uses global weights only`);
+      s.tiled.local = { frames: frames.map((f) => f.index), measures: [], l: null, types: [] };
+      const rel = await writeArtifact(s, 'LOCAL_METRICS', 'local_metrics.json', { mode: mode === 'uniform' ? 'uniform' : 'global', reason, num_frames: frames.length, num_tiles: n });
+      return ok({ mode: mode === 'uniform' ? 'uniform' : 'global', weight_reason: reason, artifact: rel });
+    }
+    const osc = s.colorMode === 'OSC';
+    const measures: TileMeasure[][] = [];
+    const W = s.width;
+    const H = s.height;
+    let done = 0;
+    for (const f of frames) {
+      ctx.checkCancelled();
+      const toRef = f.registration!.matrix!;
+      const toFrame = invertAffine(toRef)!;
+      const cov = s.tiled.coverage.get(f.index)!;
+      const noise = f.metrics?.background_rms ?? NaN;
+      // Stars on the reference grid, into every tile that holds them.
+      const starsIn: { fwhm: number[]; round: number[]; contrast: number[] }[] = Array.from({ length: n }, () => ({ fwhm: [], round: [], contrast: [] }));
+      const nx = g.originsX.length;
+      for (const st of f.stars ?? []) {
+        if (!(st.fwhm !== undefined && Number.isFinite(st.fwhm))) continue;
+        const [x, y] = applyAffine(toRef, st.x, st.y);
+        for (let ty = 0; ty < g.originsY.length; ty++) {
+          const oy = g.originsY[ty]!;
+          if (y < oy || y >= oy + g.sizeY) continue;
+          for (let tx = 0; tx < nx; tx++) {
+            const ox = g.originsX[tx]!;
+            if (x < ox || x >= ox + g.sizeX) continue;
+            const b = starsIn[ty * nx + tx]!;
+            b.fwhm.push(st.fwhm);
+            b.round.push(Math.sqrt(1 - Math.min(1, (st.eccentricity ?? 0) ** 2)));
+            b.contrast.push(noise > 0 ? (st.peak ?? NaN) / noise : NaN);
+          }
+        }
+      }
+      // Structure: tile rectangles in frame pixels.
+      const rects = new Int32Array(4 * n);
+      for (let t = 0; t < n; t++) {
+        const r = tileRect(g, t);
+        const pts = [applyAffine(toFrame, r.x, r.y), applyAffine(toFrame, r.x + r.width, r.y), applyAffine(toFrame, r.x, r.y + r.height), applyAffine(toFrame, r.x + r.width, r.y + r.height)];
+        let x0 = Math.max(0, Math.floor(Math.min(...pts.map((p) => p[0]))));
+        let y0 = Math.max(0, Math.floor(Math.min(...pts.map((p) => p[1]))));
+        const x1 = Math.min(W, Math.ceil(Math.max(...pts.map((p) => p[0]))));
+        const y1 = Math.min(H, Math.ceil(Math.max(...pts.map((p) => p[1]))));
+        if (osc) {
+          x0 &= ~1;
+          y0 &= ~1;
+        }
+        rects.set([x0, y0, Math.max(0, x1 - x0), Math.max(0, y1 - y0)], 4 * t);
+      }
+      const plane = await readPlane(pixelSource(f));
+      const tm = tileMetrics(plane.data, { width: plane.width, height: plane.height, step: osc ? 2 : 1, rects });
+      const row: TileMeasure[] = [];
+      for (let t = 0; t < n; t++) {
+        const b = starsIn[t]!;
+        const usable = cov[t]! >= 0.5;
+        row.push({
+          stars: usable ? b.fwhm.length : 0,
+          fwhm: usable ? median(b.fwhm) : NaN,
+          roundness: usable ? median(b.round) : NaN,
+          contrast: usable ? median(b.contrast) : NaN,
+          structure: usable && noise > 0 ? tm[3 * t + 2]! / (noise * noise) : NaN,
+          // Relative to the frame's sky: what a cloud or a gradient adds here, not the sky level.
+          background: usable ? tm[3 * t + 1]! - (f.metrics?.background_median ?? NaN) : NaN,
+        });
+      }
+      measures.push(row);
+      ctx.progress(++done, frames.length, 'frames');
+    }
+    const lm = cfg.local_metrics;
+    const lw = localWeights(measures, n, { star_min_count: cfg.tile.star_min_count, star: lm.star_mode.weights, structure: lm.structure_mode, clamp: lm.clamp as [number, number] }, frames.map((f) => f.metrics?.background_rms ?? NaN));
+    s.tiled.local = { frames: frames.map((f) => f.index), measures, l: lw.l, types: lw.types };
+    const starTiles = lw.types.filter((t) => t === 'STAR').length;
+    const body = {
+      mode: 'local',
+      num_frames: frames.length,
+      num_tiles: n,
+      tile_types: lw.types,
+      star_tiles: starTiles,
+      structure_tiles: n - starTiles,
+      frames: frames.map((f) => ({ index: f.index, file: f.name })),
+      // frames × tiles, row per frame.
+      tile_metrics: measures.map((row, fi) =>
+        row.map((m, t) => ({ star_count: m.stars, fwhm: r4(m.fwhm), roundness: r4(m.roundness), contrast: r4(m.contrast), structure: r4(m.structure), background: r4(m.background), quality_score: r4(lw.q[fi * n + t]!), local_weight: r4(lw.l[fi * n + t]!) })),
+      ),
+    };
+    const rel = await writeArtifact(s, 'LOCAL_METRICS', 'local_metrics.json', body);
+    return ok({ mode: 'local', star_tiles: starTiles, structure_tiles: n - starTiles, artifact: rel });
+  },
+});
