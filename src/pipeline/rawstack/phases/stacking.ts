@@ -21,6 +21,7 @@
 
 import { isFitsError, writeFits } from '../../../fits/index.js';
 import { GpuError } from '../../../gpu/errors.js';
+import type { GpuContext } from '../../../gpu/context.js';
 import type { WarpKernel } from '../../../cpu/warp.js';
 import type { StackMethod } from '../../../cpu/stack.js';
 import { writeJsonAtomic } from '../../atomic.js';
@@ -91,6 +92,8 @@ async function deviceLost(state: RawStackState): Promise<string | null> {
 export interface StackingVariant {
   monoName: string;
   weightField?(ctx: PhaseContext<RawStackState>, setup: StackSetup): WeightField | null;
+  /** Where the weight-field stack runs (null or absent: TypeScript). */
+  weightFieldGpu?(state: RawStackState): GpuContext | null;
 }
 
 const STACKING_DEFAULT: StackingVariant = { monoName: 'stacked_linear.fits' };
@@ -337,6 +340,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     gpu: { debayer: placement.debayer, warp: placement.warp, stack: placement.stack },
     readers,
     weightField,
+    weightFieldGpu: weightField ? (variant.weightFieldGpu?.(state) ?? null) : null,
   });
   l.engine = engine;
   const tLoop = performance.now();

@@ -78,6 +78,8 @@ export interface EngineOptions {
   readers: ReaderCache;
   /** Per-pixel frame weights (weightfield.ts) instead of StackFrame.weight; needs gpu.stack null. */
   weightField?: WeightField | null;
+  /** Where the weight-field stack runs (null: TypeScript on the worker pool). */
+  weightFieldGpu?: GpuContext | null;
 }
 
 export interface Timings {
@@ -151,7 +153,7 @@ export class BandEngine {
       debayer: o.channels === 1 ? 'off' : o.binning === 2 ? (this.pool ? 'typescript-workers' : 'typescript') : pathOf(o.gpu.debayer, o.workers),
       warp: pathOf(o.gpu.warp, o.workers),
       premask: o.premask ? (o.premask.onDevice ? pathOf(o.gpu.stack, o.workers) : host) : 'off',
-      stack: pathOf(o.gpu.stack, o.workers),
+      stack: o.weightField ? pathOf(o.weightFieldGpu ?? null, o.workers) : pathOf(o.gpu.stack, o.workers),
     };
   }
 

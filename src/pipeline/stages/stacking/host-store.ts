@@ -8,7 +8,7 @@ import { warpBilinearGpu, warpLanczos3Gpu } from '../../../gpu/kernels/warp.js';
 import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
 import { stackRows, STACK_ROWS, type StackRowsArgs } from './row-kernels.js';
-import { stackFieldRows, STACK_FIELD_ROWS, type StackFieldRowsArgs, type WeightField } from './weightfield.js';
+import { stackFieldGpu, stackFieldRows, STACK_FIELD_ROWS, type StackFieldRowsArgs, type WeightField } from './weightfield.js';
 import { HostScratch, hostSource, premaskHost, sharedU32, sharedU64, sharedU8, stackArgs, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
 
 export class HostStore implements SlotStore {
@@ -75,10 +75,11 @@ export class HostStore implements SlotStore {
     else stackRows(args, 0, args.rows);
   }
 
-  /** The final stack with the weight field's per-pixel weights (owned rows from image row imageY0). */
+  /** The final stack with the weight field's per-pixel weights (owned rows from image row imageY0): WGSL when placed on a device, else TypeScript. */
   private async runFieldStack(args: StackRowsArgs, field: WeightField, imageY0: number): Promise<void> {
     const a: StackFieldRowsArgs = { ...args, field, imageY0 };
-    if (this.pool) await this.pool.run(STACK_FIELD_ROWS, a, 0, a.rows, { minChunk: 4, reused: true });
+    if (this.o.weightFieldGpu) await stackFieldGpu(this.o.weightFieldGpu, a);
+    else if (this.pool) await this.pool.run(STACK_FIELD_ROWS, a, 0, a.rows, { minChunk: 4, reused: true });
     else stackFieldRows(a, 0, a.rows);
   }
 

@@ -3,12 +3,16 @@
 // grid, and the grid's normalised windows along both image axes. When EngineOptions.weightField
 // is set, the final stack of every band and channel weights each frame per pixel from the field
 // instead of by its StackFrame.weight; rejection stays per pixel over all frames, the pre-mask
-// and its median pass are unchanged. The stack then runs in TypeScript on the worker pool (the
-// WGSL kernel shaders/stack/stack_weightfield.wgsl has the same contract; see device-policy.ts).
+// and its median pass are unchanged. The slots stay on the host (HostStore); the weighted stack
+// runs in TypeScript on the worker pool, or as shaders/stack/stack_weightfield.wgsl on the
+// context EngineOptions.weightFieldGpu names (device-policy.ts: a hardware GPU).
 // Rows [start, end) of a band are stacked by the same reference kernel as a whole band would be,
 // so the result does not depend on the split.
 
-import { AXIS_SLOTS, axisWindows, stackWeightfield, type AxisWindows } from '../../../cpu/stack-weightfield.js';
+import type { StackParams, StackResult } from '../../../cpu/stack.js';
+import { AXIS_SLOTS, axisWindows, stackWeightfield, type AxisWindows, type WeightFieldRows } from '../../../cpu/stack-weightfield.js';
+import type { GpuContext } from '../../../gpu/context.js';
+import { stackWeightfieldGpu } from '../../../gpu/kernels/stack-weightfield.js';
 import type { PoolKernel } from '../../../cpu/worker-pool.js';
 import type { StackRowsArgs } from './row-kernels.js';
 
@@ -43,6 +47,17 @@ export interface StackFieldRowsArgs extends StackRowsArgs {
 }
 
 /** Stacks rows [start, end) of the band with the field's weights; tallies added like stackRows. */
+/** The stack's parameters and the field's rows for rows [start, end) of the band. */
+function partOf(a: StackFieldRowsArgs, start: number, end: number): { params: StackParams; field: WeightFieldRows } {
+  const rows = end - start;
+  const y0 = a.imageY0 + start;
+  const f = a.field;
+  return {
+    params: { width: a.width, rows, frames: a.frames, method: a.method, low: a.low, high: a.high, maxIters: a.maxIters, minFraction: a.minFraction, scale: a.scale, offset: a.offset },
+    field: { tilesX: f.tilesX, tilesY: f.tilesY, table: f.table, cols: f.cols, rows: { tile: f.rows.tile.subarray(y0 * AXIS_SLOTS, (y0 + rows) * AXIS_SLOTS), weight: f.rows.weight.subarray(y0 * AXIS_SLOTS, (y0 + rows) * AXIS_SLOTS) } },
+  };
+}
+
 export function stackFieldRows(a: StackFieldRowsArgs, start: number, end: number): void {
   if (end <= start) return;
   const { width: W, frames: N } = a;
@@ -50,14 +65,21 @@ export function stackFieldRows(a: StackFieldRowsArgs, start: number, end: number
   const rows = end - start;
   const tile = new Float32Array(N * rows * W);
   for (let f = 0; f < N; f++) tile.set(a.band.subarray(f * plane + start * W, f * plane + end * W), f * rows * W);
-  const y0 = a.imageY0 + start;
-  const f = a.field;
-  const res = stackWeightfield(
-    tile,
-    { width: W, rows, frames: N, method: a.method, low: a.low, high: a.high, maxIters: a.maxIters, minFraction: a.minFraction, scale: a.scale, offset: a.offset },
-    { tilesX: f.tilesX, tilesY: f.tilesY, table: f.table, cols: f.cols, rows: { tile: f.rows.tile.subarray(y0 * AXIS_SLOTS, (y0 + rows) * AXIS_SLOTS), weight: f.rows.weight.subarray(y0 * AXIS_SLOTS, (y0 + rows) * AXIS_SLOTS) } },
-  );
-  a.mean.set(res.mean, start * W);
+  const part = partOf(a, start, end);
+  addResult(a, start, stackWeightfield(tile, part.params, part.field));
+}
+
+/** The whole band on the device (shaders/stack/stack_weightfield.wgsl); median ignores weights, so it stacks in TypeScript. */
+export async function stackFieldGpu(ctx: GpuContext, a: StackFieldRowsArgs): Promise<void> {
+  if (a.method === 'median') return stackFieldRows(a, 0, a.rows);
+  const part = partOf(a, 0, a.rows);
+  addResult(a, 0, await stackWeightfieldGpu(ctx, a.band.subarray(0, a.frames * a.rows * a.width), part.params, part.field));
+}
+
+/** Writes a part's mean rows from row `start` and adds its tallies. */
+function addResult(a: StackFieldRowsArgs, start: number, res: StackResult): void {
+  const N = a.frames;
+  a.mean.set(res.mean, start * a.width);
   let survivors = 0;
   let empty = 0;
   for (let i = 0; i < res.count.length; i++) {

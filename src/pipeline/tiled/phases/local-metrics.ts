@@ -3,7 +3,8 @@
 //   peak) mapped onto the reference grid by the frame's registration matrix; per tile the
 //   count and the medians of FWHM, roundness √(1 − e²) and contrast peak/σ (σ the frame noise).
 // - Structure: the tile's rectangle mapped into the frame (bounding box of its corners, clipped),
-//   measured by the tile_metrics kernel (cpu/tile-metrics.ts; step 2 on a Bayer mosaic):
+//   measured by the tile_metrics kernel (WGSL where device-policy.ts places it, else
+//   cpu/tile-metrics.ts; step 2 on a Bayer mosaic):
 //   E/σ² and the tile's mean less the frame's sky background as its background. One frame's pixels in memory at a time.
 // A tile the frame covers less than half of (COMMON_OVERLAP) has no measurement for it (the
 // lowest L there). With fewer than local_metrics.min_frames frames, or stacking.weight_mode not
@@ -11,7 +12,11 @@
 // and the mode recorded in local_metrics.json.
 
 import { applyAffine, invertAffine } from '../../../algorithms/affine.js';
-import { tileMetrics } from '../../../cpu/tile-metrics.js';
+import { tileMetrics, type TileMetricsParams } from '../../../cpu/tile-metrics.js';
+import type { GpuContext } from '../../../gpu/context.js';
+import { GpuError } from '../../../gpu/errors.js';
+import { tileMetricsGpu } from '../../../gpu/kernels/tile-metrics.js';
+import { gpuFor } from '../../device-policy.js';
 import { failed, ok } from '../../phase.js';
 import { pixelSource } from '../../rawstack/state.js';
 import { readPlane } from '../../stages/frames/tasks.js';
@@ -25,6 +30,18 @@ function median(v: number[]): number {
   const n = s.length;
   if (n === 0) return NaN;
   return n % 2 ? s[n >> 1]! : 0.5 * (s[n / 2 - 1]! + s[n / 2]!);
+}
+
+/** The tile_metrics kernel on the device when placed there (a plane over one binding: TypeScript), else TypeScript. */
+async function measureTiles(ctx: GpuContext | null, plane: Float32Array, p: TileMetricsParams): Promise<Float64Array> {
+  if (ctx) {
+    try {
+      return await tileMetricsGpu(ctx, plane, p);
+    } catch (e) {
+      if (!(e instanceof GpuError && e.code === 'BINDING_TOO_LARGE')) throw e;
+    }
+  }
+  return tileMetrics(plane, p);
 }
 
 const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(5)) : null);
@@ -50,6 +67,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
       return ok({ mode: mode === 'uniform' ? 'uniform' : 'global', weight_reason: reason, artifact: rel });
     }
     const osc = s.colorMode === 'OSC';
+    const tmCtx = gpuFor(s.gpu, 'tile_metrics');
     const measures: TileMeasure[][] = [];
     const W = s.width;
     const H = s.height;
@@ -95,7 +113,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
         rects.set([x0, y0, Math.max(0, x1 - x0), Math.max(0, y1 - y0)], 4 * t);
       }
       const plane = await readPlane(pixelSource(f));
-      const tm = tileMetrics(plane.data, { width: plane.width, height: plane.height, step: osc ? 2 : 1, rects });
+      const tm = await measureTiles(tmCtx, plane.data, { width: plane.width, height: plane.height, step: osc ? 2 : 1, rects });
       const row: TileMeasure[] = [];
       for (let t = 0; t < n; t++) {
         const b = starsIn[t]!;

@@ -10,6 +10,7 @@
 // DEBAYER: not needed: STACKING already debayered (OSC), or there is nothing to debayer (mono).
 
 import { readFitsImage } from '../../../fits/index.js';
+import { gpuFor } from '../../device-policy.js';
 import { ok, skipped, type PhaseContext } from '../../phase.js';
 import { stackingPhaseWith } from '../../rawstack/phases/stacking.js';
 import type { RawStackState } from '../../rawstack/state.js';
@@ -55,7 +56,7 @@ function fieldFor(ctx: PhaseContext<RawStackState>, setup: StackSetup) {
   return weightField(table, g.originsX, g.originsY, g.sizeX, g.sizeY, setup.width, setup.height);
 }
 
-const inner = fromRawStack(stackingPhaseWith({ monoName: 'stacked.fits', weightField: fieldFor }));
+const inner = fromRawStack(stackingPhaseWith({ monoName: 'stacked.fits', weightField: fieldFor, weightFieldGpu: (state) => gpuFor(state.gpu, 'stack_weightfield') }));
 
 export const tiledStackingPhase: TiledPhase = tiledPhase('STACKING', ['stacking', 'normalization', 'validation'], {
   ...inner,
