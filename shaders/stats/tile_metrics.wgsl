@@ -2,12 +2,13 @@
 // measure (TypeScript reference with the same contract: src/cpu/tile-metrics.ts). For every
 // pixel p = (x, y) of the rectangle whose neighbours (x + s, y) and (x, y + s) also lie in it
 // (s = params.step: 1 mono, 2 on a Bayer mosaic) and all three samples are finite:
-//   count += 1; sum += I(p); energy += ((I(x+s, y) − I(p))² + (I(x, y+s) − I(p))²) / 2.
-// Output per rectangle r: out[3r] = count, out[3r+1] = sum / count, out[3r+2] = energy / count
-// (NaN for both when count = 0).
+//   count += 1; sum += I(p); energy += ((I(x+s, y) − I(p))² + (I(x, y+s) − I(p))²) / 2;
+//   and when I(p) ≤ params.bg_cut: bg_count += 1; bg_sum += I(p).
+// Output per rectangle r (5 f32 at 5r): count, sum / count, energy / count, bg_count,
+// bg_sum / bg_count (NaN means when their count is 0).
 // Bindings: 0 uniform Params; 1 read-only plane (row-major, `width` per row); 2 read-only
 //           rectangles as vec4<i32> (x, y, w, h), clipped to the plane by the caller;
-//           3 read_write out, 3 f32 per rectangle.
+//           3 read_write out, 5 f32 per rectangle.
 // Workgroup: WG x 1 x 1, one workgroup per rectangle (grid x = rectangles); invocation i takes
 //            positions i, i + WG, … of the rectangle's (w − s)·(h − s) positions.
 // Precision: f32 sums per invocation, then a tree over WG in workgroup memory; the count is
@@ -18,7 +19,7 @@ struct Params {
   width: u32,
   step: u32,
   rects: u32,
-  _pad: u32,
+  bg_cut: f32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -34,6 +35,8 @@ var<private> NAN_BITS: u32 = 0x7fc00000u;
 var<workgroup> w_count: array<u32, WG>;
 var<workgroup> w_sum: array<f32, WG>;
 var<workgroup> w_energy: array<f32, WG>;
+var<workgroup> w_bg_count: array<u32, WG>;
+var<workgroup> w_bg_sum: array<f32, WG>;
 
 fn finite(v: f32) -> bool {
   return (bitcast<u32>(v) & 0x7f800000u) != 0x7f800000u;
@@ -50,6 +53,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
   var count = 0u;
   var sum = 0.0;
   var energy = 0.0;
+  var bg_count = 0u;
+  var bg_sum = 0.0;
   for (var k = li; k < total; k += WG) {
     let x = u32(rect.x) + k % cols;
     let y = u32(rect.y) + k / cols;
@@ -63,25 +68,37 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
       count += 1u;
       sum += v;
       energy += 0.5 * (dx * dx + dy * dy);
+      if (v <= params.bg_cut) {
+        bg_count += 1u;
+        bg_sum += v;
+      }
     }
   }
   w_count[li] = count;
   w_sum[li] = sum;
   w_energy[li] = energy;
+  w_bg_count[li] = bg_count;
+  w_bg_sum[li] = bg_sum;
   workgroupBarrier();
   for (var half = WG / 2u; half > 0u; half /= 2u) {
     if (li < half) {
       w_count[li] += w_count[li + half];
       w_sum[li] += w_sum[li + half];
       w_energy[li] += w_energy[li + half];
+      w_bg_count[li] += w_bg_count[li + half];
+      w_bg_sum[li] += w_bg_sum[li + half];
     }
     workgroupBarrier();
   }
   if (li == 0u) {
     let n = w_count[0];
     let nan = bitcast<f32>(NAN_BITS);
-    out[3u * r] = f32(n);
-    out[3u * r + 1u] = select(nan, w_sum[0] / f32(n), n > 0u);
-    out[3u * r + 2u] = select(nan, w_energy[0] / f32(n), n > 0u);
+    let nb = w_bg_count[0];
+    let o = 5u * r;
+    out[o] = f32(n);
+    out[o + 1u] = select(nan, w_sum[0] / f32(n), n > 0u);
+    out[o + 2u] = select(nan, w_energy[0] / f32(n), n > 0u);
+    out[o + 3u] = f32(nb);
+    out[o + 4u] = select(nan, w_bg_sum[0] / f32(nb), nb > 0u);
   }
 }

@@ -112,8 +112,13 @@ export const TiledConfigSchema = z.strictObject({
     .prefault({}),
   validation: z
     .strictObject({
-      min_fwhm_improvement_percent: z.number().min(-100).max(100).default(0).describe('the stack FWHM must be this much below the median frame FWHM'),
-      max_seam_score: z.number().positive().default(1.25).describe('tile-boundary gradient over the gradient beside it, 95th percentile'),
+      min_fwhm_improvement_percent: z
+        .number()
+        .min(-100)
+        .max(100)
+        .default(-15)
+        .describe('the stack FWHM must be at least this much below the median frame FWHM (negative: at most this much above; OSC frames are measured on the mosaic, the stack after bilinear debayering)'),
+      max_seam_score: z.number().positive().default(1.1).describe('tile-boundary gradient over the gradient beside it, pooled over the boundary lines'),
       require_no_tile_pattern: z.boolean().default(true),
     })
     .prefault({}),

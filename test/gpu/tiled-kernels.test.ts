@@ -1,5 +1,5 @@
 // The tiled workflow's WGSL kernels against their TypeScript references on seeded data:
-// stats/tile_metrics (count exact, mean and E to 1e-4 relative, NaN skipped, step 2 on a
+// stats/tile_metrics (counts exact, means and E to 1e-4 relative, NaN skipped, step 2 on a
 // mosaic) and stack/stack_weightfield (none: 1e-5 relative; sigma and winsor: the same result
 // except where f32 and f64 put a sample on different sides of a bound, on under 1 % of pixels;
 // tallies close). Skipped with the reason printed where no adapter exists.
@@ -31,15 +31,16 @@ gpuTest('tile_metrics: count, mean and E/σ² sums match the TypeScript referenc
   }
   const rects = new Int32Array([0, 0, 64, 64, 48, 30, 64, 64, 139, 86, 64, 64, 10, 10, 1, 1, 0, 0, W, H]);
   for (const step of [1, 2] as const) {
-    const want = tileMetrics(plane, { width: W, height: H, step, rects });
-    const got = await tileMetricsGpu(gpu.ctx!, plane, { width: W, height: H, step, rects });
+    const want = tileMetrics(plane, { width: W, height: H, step, rects, bgCut: 530 });
+    const got = await tileMetricsGpu(gpu.ctx!, plane, { width: W, height: H, step, rects, bgCut: 530 });
     for (let i = 0; i < want.length; i++) {
       const a = got[i]!;
       const b = want[i]!;
       if (Number.isNaN(b)) assert.ok(Number.isNaN(a), `step ${step} [${i}]: NaN expected`);
       else assert.ok(Math.abs(a - b) <= 1e-4 * Math.abs(b), `step ${step} [${i}]: ${a} vs ${b}`);
     }
-    assert.is(want[9], 0, 'a 1×1 rectangle has no pair');
+    assert.is(want[15], 0, 'a 1×1 rectangle has no pair');
+    assert.ok(want[3]! > 0 && want[3]! < want[0]!, 'the sky count leaves the stars out');
   }
 });
 

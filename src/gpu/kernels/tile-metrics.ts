@@ -20,7 +20,7 @@ export async function tileMetricsGpu(ctx: GpuContext, plane: Float32Array, p: Ti
   const rects = ctx.upload(p.rects, undefined, 'tile-metrics-rects');
   const out = ctx.storage(n * TILE_METRICS_FIELDS * 4, 'tile-metrics-out');
   try {
-    const uniform = ctx.uniform(packUniform([['u32', p.width], ['u32', p.step], ['u32', n], ['u32', 0]]));
+    const uniform = ctx.uniform(packUniform([['u32', p.width], ['u32', p.step], ['u32', n], ['f32', p.bgCut]]));
     ctx.retire(uniform);
     ctx.dispatch('tile_metrics', kernel, ctx.bindGroup(kernel, [uniform, src, rects, out]), [n, 1]);
     return Float64Array.from(await ctx.readFloat32(out, n * TILE_METRICS_FIELDS));

@@ -3,16 +3,20 @@
 //   peak) mapped onto the reference grid by the frame's registration matrix; per tile the
 //   count and the medians of FWHM, roundness √(1 − e²) and contrast peak/σ (σ the frame noise).
 // - Structure: the tile's rectangle mapped into the frame (bounding box of its corners, clipped),
+//   cosmetic-corrected (stages/stacking/cosmetic.ts: hot pixels are not structure) and
 //   measured by the tile_metrics kernel (WGSL where device-policy.ts places it, else
 //   cpu/tile-metrics.ts; step 2 on a Bayer mosaic):
-//   E/σ² and the tile's mean less the frame's sky background as its background. One frame's pixels in memory at a time.
+//   E/σ² and the tile's sky (mean of its samples at most 3σ above the frame's sky) less the
+//   frame's sky as its background. One frame's pixels in memory at a time.
+// L is computed from these relative to the frame's own medians (relativeToFrame), since G
+// already carries the frame's global quality.
 // A tile the frame covers less than half of (COMMON_OVERLAP) has no measurement for it (the
 // lowest L there). With fewer than local_metrics.min_frames frames, or stacking.weight_mode not
 // `local`, L is not computed: the stack degrades to global weights (or uniform), with a warning
 // and the mode recorded in local_metrics.json.
 
 import { applyAffine, invertAffine } from '../../../algorithms/affine.js';
-import { tileMetrics, type TileMetricsParams } from '../../../cpu/tile-metrics.js';
+import { TILE_METRICS_FIELDS, tileMetrics, type TileMetricsParams } from '../../../cpu/tile-metrics.js';
 import type { GpuContext } from '../../../gpu/context.js';
 import { GpuError } from '../../../gpu/errors.js';
 import { tileMetricsGpu } from '../../../gpu/kernels/tile-metrics.js';
@@ -20,6 +24,7 @@ import { gpuFor } from '../../device-policy.js';
 import { failed, ok } from '../../phase.js';
 import { pixelSource } from '../../rawstack/state.js';
 import { readPlane } from '../../stages/frames/tasks.js';
+import { cosmeticCorrect } from '../../stages/stacking/cosmetic.js';
 import { writeArtifact, tiledPhase } from '../records.js';
 import type { TiledPhase } from '../reasons.js';
 import { tileCount, tileRect } from '../tile-grid.js';
@@ -32,6 +37,9 @@ function median(v: number[]): number {
   return n % 2 ? s[n >> 1]! : 0.5 * (s[n / 2 - 1]! + s[n / 2]!);
 }
 
+/** Outlier threshold (σ of the frame noise) of the cosmetic pass before the structure measure. */
+const COSMETIC_SIGMA = 5;
+
 /** The tile_metrics kernel on the device when placed there (a plane over one binding: TypeScript), else TypeScript. */
 async function measureTiles(ctx: GpuContext | null, plane: Float32Array, p: TileMetricsParams): Promise<Float64Array> {
   if (ctx) {
@@ -42,6 +50,22 @@ async function measureTiles(ctx: GpuContext | null, plane: Float32Array, p: Tile
     }
   }
   return tileMetrics(plane, p);
+}
+
+/**
+ * A frame's tile measurements relative to the frame's own medians (FWHM, roundness and contrast
+ * over all its measured stars, E/σ² over its tiles): G already carries the frame's global
+ * seeing, transparency and noise, so L carries only how this region differs from the frame as a
+ * whole, and W = G·L counts each once (a frame soft on the left and sharp on the right is not
+ * penalised on the right for its global FWHM). Star counts and backgrounds stay as measured.
+ */
+function relativeToFrame(row: TileMeasure[], starsIn: { fwhm: number[]; round: number[]; contrast: number[] }[]): TileMeasure[] {
+  const all = (k: 'fwhm' | 'round' | 'contrast') => median(starsIn.flatMap((b) => b[k]));
+  const f = all('fwhm');
+  const r = all('round');
+  const c = all('contrast');
+  const e = median(row.map((m) => m.structure));
+  return row.map((m) => ({ ...m, fwhm: m.fwhm / f, roundness: m.roundness / r, contrast: m.contrast / c, structure: m.structure / e }));
 }
 
 const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(5)) : null);
@@ -69,6 +93,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
     const osc = s.colorMode === 'OSC';
     const tmCtx = gpuFor(s.gpu, 'tile_metrics');
     const measures: TileMeasure[][] = [];
+    const relative: TileMeasure[][] = [];
     const W = s.width;
     const H = s.height;
     let done = 0;
@@ -113,7 +138,13 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
         rects.set([x0, y0, Math.max(0, x1 - x0), Math.max(0, y1 - y0)], 4 * t);
       }
       const plane = await readPlane(pixelSource(f));
-      const tm = await measureTiles(tmCtx, plane.data, { width: plane.width, height: plane.height, step: osc ? 2 : 1, rects });
+      // Hot and cold pixels would pass for structure (one spike's gradient energy matches a
+      // star's): the measured copy is cosmetic-corrected first (the stacked pixels are not).
+      const data = noise > 0 ? cosmeticCorrect(plane.data, { width: plane.width, height: plane.height, readY0: 0, y0: 0, y1: plane.height, step: osc ? 2 : 1, sigma: COSMETIC_SIGMA, noise: [noise, noise, noise, noise] }).data : plane.data;
+      const sky = f.metrics?.background_median ?? NaN;
+      // Sky samples: at most 3σ above the frame's sky (stars excluded); no cut without a measured sky.
+      const bgCut = Number.isFinite(sky) && noise > 0 ? sky + 3 * noise : Number.MAX_VALUE;
+      const tm = await measureTiles(tmCtx, data, { width: plane.width, height: plane.height, step: osc ? 2 : 1, rects, bgCut });
       const row: TileMeasure[] = [];
       for (let t = 0; t < n; t++) {
         const b = starsIn[t]!;
@@ -123,16 +154,17 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
           fwhm: usable ? median(b.fwhm) : NaN,
           roundness: usable ? median(b.round) : NaN,
           contrast: usable ? median(b.contrast) : NaN,
-          structure: usable && noise > 0 ? tm[3 * t + 2]! / (noise * noise) : NaN,
-          // Relative to the frame's sky: what a cloud or a gradient adds here, not the sky level.
-          background: usable ? tm[3 * t + 1]! - (f.metrics?.background_median ?? NaN) : NaN,
+          structure: usable && noise > 0 ? tm[TILE_METRICS_FIELDS * t + 2]! / (noise * noise) : NaN,
+          // The tile's sky relative to the frame's: what a cloud or a gradient adds here, not the sky level.
+          background: usable ? tm[TILE_METRICS_FIELDS * t + 4]! - sky : NaN,
         });
       }
       measures.push(row);
+      relative.push(relativeToFrame(row, starsIn));
       ctx.progress(++done, frames.length, 'frames');
     }
     const lm = cfg.local_metrics;
-    const lw = localWeights(measures, n, { star_min_count: cfg.tile.star_min_count, star: lm.star_mode.weights, structure: lm.structure_mode, clamp: lm.clamp as [number, number] }, frames.map((f) => f.metrics?.background_rms ?? NaN));
+    const lw = localWeights(relative, n, { star_min_count: cfg.tile.star_min_count, star: lm.star_mode.weights, structure: lm.structure_mode, clamp: lm.clamp as [number, number] }, frames.map((f) => f.metrics?.background_rms ?? NaN));
     s.tiled.local = { frames: frames.map((f) => f.index), measures, l: lw.l, types: lw.types };
     const starTiles = lw.types.filter((t) => t === 'STAR').length;
     const body = {

@@ -76,13 +76,13 @@ export const tiledStackingPhase: TiledPhase = tiledPhase('STACKING', ['stacking'
     const improvement = ((g.seeingFwhm - out.fwhm) / g.seeingFwhm) * 100;
     const checks = {
       fwhm: { seeing_fwhm: r4(g.seeingFwhm), output_fwhm: r4(out.fwhm), output_stars: out.stars, fwhm_improvement_percent: r4(improvement), min_fwhm_improvement_percent: v.min_fwhm_improvement_percent, pass: Number.isFinite(improvement) && improvement >= v.min_fwhm_improvement_percent },
-      seams: { lines: seam.lines, max: r4(seam.max), p95: r4(seam.p95), max_seam_score: v.max_seam_score, required: v.require_no_tile_pattern, pass: !v.require_no_tile_pattern || !(seam.p95 > v.max_seam_score) },
+      seams: { lines: seam.lines, pooled: r4(seam.pooled), max: r4(seam.max), p95: r4(seam.p95), max_seam_score: v.max_seam_score, required: v.require_no_tile_pattern, pass: !v.require_no_tile_pattern || !(seam.pooled > v.max_seam_score) },
     };
     let nan = 0;
     for (const x of lum) if (!Number.isFinite(x)) nan++;
     const pass = checks.fwhm.pass && checks.seams.pass;
     const rel = await writeArtifact(s, 'STACKING', 'validation.json', { pass, weight_mode: s.tiled.table?.mode ?? null, weight_reason: s.tiled.table?.reason ?? null, no_data_pixels: nan, ...checks });
-    if (!pass) ctx.warn('validation_failed', `validation: ${[!checks.fwhm.pass ? `FWHM improvement ${r4(improvement)} % below ${v.min_fwhm_improvement_percent} %` : '', !checks.seams.pass ? `seam score ${r4(seam.p95)} above ${v.max_seam_score}` : ''].filter(Boolean).join('; ')}`);
+    if (!pass) ctx.warn('validation_failed', `validation: ${[!checks.fwhm.pass ? `FWHM improvement ${r4(improvement)} % below ${v.min_fwhm_improvement_percent} %` : '', !checks.seams.pass ? `seam score ${r4(seam.pooled)} above ${v.max_seam_score}` : ''].filter(Boolean).join('; ')}`);
     return ok({ ...(outcome.details ?? {}), weight_mode: s.tiled.table?.mode ?? null, validation: rel, validation_pass: pass });
   },
 });
