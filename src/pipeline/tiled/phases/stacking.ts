@@ -81,6 +81,16 @@ export const tiledStackingPhase: TiledPhase = tiledPhase('STACKING', ['stacking'
     let nan = 0;
     for (const x of lum) if (!Number.isFinite(x)) nan++;
     const pass = checks.fwhm.pass && checks.seams.pass;
+    // The report's stacking table says which weighting ran and why, and what clustering did.
+    const clustering = ctx.outcomes.get('STATE_CLUSTERING');
+    s.summaries.STACKING = {
+      ...(s.summaries.STACKING ?? {}),
+      weighting: s.tiled.table ? `${s.tiled.table.mode}: ${s.tiled.table.reason}` : 'per frame',
+      state_clustering: clustering?.status === 'skipped' ? `off (${clustering.reason}${clustering.message ? `: ${clustering.message}` : ''})` : clustering?.status === 'ok' ? 'per-cluster weight tables' : 'not run',
+      validation: pass ? 'pass' : 'fail',
+      fwhm_improvement_percent: checks.fwhm.fwhm_improvement_percent,
+      seam_score: checks.seams.pooled,
+    };
     const rel = await writeArtifact(s, 'STACKING', 'validation.json', { pass, weight_mode: s.tiled.table?.mode ?? null, weight_reason: s.tiled.table?.reason ?? null, no_data_pixels: nan, ...checks });
     if (!pass) ctx.warn('validation_failed', `validation: ${[!checks.fwhm.pass ? `FWHM improvement ${r4(improvement)} % below ${v.min_fwhm_improvement_percent} %` : '', !checks.seams.pass ? `seam score ${r4(seam.pooled)} above ${v.max_seam_score}` : ''].filter(Boolean).join('; ')}`);
     return ok({ ...(outcome.details ?? {}), weight_mode: s.tiled.table?.mode ?? null, validation: rel, validation_pass: pass });
