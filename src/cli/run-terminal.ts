@@ -49,7 +49,11 @@ export interface TerminalRunResult {
   device: { kind: string; adapter: string | null };
 }
 
-export async function runInTerminal(start: (signal: AbortSignal, onEvent: (line: EventLine) => void) => Promise<TerminalRunResult>, json: boolean): Promise<number> {
+/**
+ * Runs `start` in the terminal. `patternOption` names how this command sets the file pattern, for
+ * the scan's hint (`--pattern '*.fit'`).
+ */
+export async function runInTerminal(start: (signal: AbortSignal, onEvent: (line: EventLine) => void) => Promise<TerminalRunResult>, json: boolean, patternOption = (p: string) => `--pattern '${p}'`): Promise<number> {
   const controller = new AbortController();
   let interrupts = 0;
   const onSigint = () => {
@@ -76,7 +80,7 @@ export async function runInTerminal(start: (signal: AbortSignal, onEvent: (line:
       else process.stderr.write(`${text}\n`);
       // The scan's hint in this command's terms: the option that takes the files it found.
       const suggested = (line as { suggested_pattern?: unknown }).suggested_pattern;
-      if (line.reason === 'pattern_mismatch' && typeof suggested === 'string') process.stderr.write(`hint: run again with --pattern '${suggested}'\n`);
+      if (line.reason === 'pattern_mismatch' && typeof suggested === 'string') process.stderr.write(`hint: run again with ${patternOption(suggested)}\n`);
     } else if (line.type === 'warning') {
       process.stderr.write(`warning ${line.code}: ${line.message}\n`);
     }

@@ -52,6 +52,6 @@ export async function runTiledCli(argv: string[]): Promise<number> {
   if (!r.ok) throw new UsageError(`invalid configuration:\n${r.issues.map((i) => `  ${i.path || '(root)'}: ${i.message}`).join('\n')}`);
   if (r.config.tiled.input.input_dir.trim() === '') throw new UsageError('tiled needs --input-dir (or input.input_dir in the configuration)');
   const runsDir = values['runs-dir'];
-  return runInTerminal((signal, onEvent) => runTiled(r.config, { ...(runsDir ? { runsDir } : {}), signal, onEvent }), values.json);
+  return runInTerminal((signal, onEvent) => runTiled(r.config, { ...(runsDir ? { runsDir } : {}), signal, onEvent }), values.json, (p) => `--set input.pattern='${p}'`);
 }
 

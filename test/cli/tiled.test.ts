@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
@@ -35,18 +35,22 @@ async function captured(f: () => Promise<number>): Promise<{ code: number; out: 
 
 const OFF = ['--set', 'astrometry.enabled=false', '--set', 'pcc.enabled=false', '--set', 'bge.method=none', '--set', 'hypermetric_stretch.enabled=false'];
 
-test('tiled run from the CLI: exit 0, --json last line, config.yaml with the overrides', () =>
+test('tiled run from the CLI with bias, darks and flats: exit 0, --json last line, config.yaml with the overrides', () =>
   withTempDir('cli-tiled', async (dir) => {
-    await generateDataset({ out: join(dir, 'data'), kind: 'mono', frames: 6, width: 160, height: 128, seed: 12, calibration: false, badFrames: 'none', starDensity: 8000 });
+    await generateDataset({ out: join(dir, 'data'), kind: 'mono', frames: 6, width: 160, height: 128, seed: 12, calibration: true, calibrationCounts: { bias: 3, darks: 3, flats: 3 }, badFrames: 'none', starDensity: 8000 });
     const cfg = join(dir, 'tiled.yaml');
     await writeFile(cfg, 'tile:\n  size_factor: 16\n  star_min_count: 2\nlocal_metrics: { min_frames: 4 }\nstacking: { method: rej }\nunknown_block: { a: 1 }\n');
-    const r = await captured(() => main(['tiled', '--input-dir', join(dir, 'data', 'lights'), '--config', cfg, '--runs-dir', join(dir, 'runs'), '--run-name', 'cli', '--set', 'tile.overlap_fraction=0.5', ...OFF, '--json']));
+    const data = (f: string) => join(dir, 'data', f);
+    const r = await captured(() => main(['tiled', '--input-dir', data('lights'), '--bias', data('bias'), '--darks', data('darks'), '--flats', data('flats'), '--config', cfg, '--runs-dir', join(dir, 'runs'), '--run-name', 'cli', '--set', 'tile.overlap_fraction=0.5', ...OFF, '--json']));
     assert.is(r.code, 0, r.err.slice(-2000));
     const last = JSON.parse(r.out.trim().split('\n').pop()!) as { run_id: string; run_dir: string; status: string; phases: { phase: string; status: string }[] };
     assert.equal(Object.keys(last).sort(), ['phases', 'run_dir', 'run_id', 'status']);
     assert.is(last.status, 'ok');
     assert.match(last.run_id, /^cli_\d{8}_\d{6}/);
     assert.equal(last.phases.map((p) => p.phase), TILED.phases.map((p) => p.name));
+    assert.is(last.phases.find((p) => p.phase === 'CALIBRATION')!.status, 'ok');
+    const masters = await readdir(join(last.run_dir, 'outputs', 'masters'));
+    assert.ok(masters.length >= 3, `masters: ${masters.join(', ')}`);
     assert.match(r.err, /warning .*tiled\.yaml:6: unknown block "unknown_block" \(ignored\)/);
     const effective = parseYaml(await readFile(join(last.run_dir, 'config.yaml'), 'utf8')) as { tile: { size_factor: number; overlap_fraction: number }; stacking: { method: string }; input: { input_dir: string } };
     assert.equal([effective.tile.size_factor, effective.tile.overlap_fraction, effective.stacking.method, effective.input.input_dir], [16, 0.5, 'rej', join(dir, 'data', 'lights')]);
@@ -65,6 +69,7 @@ test('tiled usage errors exit 2', () =>
     assert.match(r.err, /tile\.overlap_fraction \(line 2\)/);
     assert.is((await captured(() => main(['tiled', '--input-dir', dir, '--set', 'tile.size_factor=-3']))).code, 2);
     assert.is((await captured(() => main(['tiled', '--input-dir', dir, '--set', 'nokey']))).code, 2);
+    assert.match((await captured(() => main(['tiled', '--help']))).out, /tiled --input-dir DIR/);
   }),
 );
 
