@@ -166,6 +166,14 @@ test('five frames: local weights off with a warning, global weights recorded as 
     // Global weights only: every tile has the same table column.
     for (const row of rec.weight_table as number[][]) for (const v of row) assert.ok(Math.abs(v - row[0]!) < 1e-4);
     await access(join(r.runDir, 'outputs', 'stacked.fits'));
+    // With the reduced-mode threshold lowered, the frames are clustered and the stack blends the clusters' tables.
+    const c = await run(join(dir, 'data', 'lights'), join(dir, 'runs'), 'local', { assumptions: { frames_reduced_threshold: 4 }, synthetic: { clustering: { cluster_count_range: [2, 3] } } });
+    assert.is(c.status, 'ok', JSON.stringify(c.phases));
+    const st = await json(c.runDir, 'state_clustering.json');
+    const syn = await json(c.runDir, 'synthetic_frames.json');
+    assert.equal([st.mode, st.n_clusters, st.cluster_sizes.reduce((a: number, b: number) => a + b, 0), syn.mode, syn.num_synthetic], ['clustered', 2, 5, 'virtual', 2]);
+    assert.match((await json(c.runDir, 'validation.json')).weight_reason, /blended over 2 synthetic frames/);
+    assert.match((await json(r.runDir, 'state_clustering.json')).message, /below assumptions\.frames_reduced_threshold = 200/);
   }),
 );
 

@@ -12,6 +12,7 @@ import { AXIS_SLOTS, axisWindows, stackWeightfield, type WeightFieldRows } from 
 import { tileMetrics } from '../../src/cpu/tile-metrics.js';
 import { stackFieldRows, weightField } from '../../src/pipeline/stages/stacking/weightfield.js';
 import { tileCount, tileGrid, type TileGrid } from '../../src/pipeline/tiled/tile-grid.js';
+import { clusterFrames, clusterTable } from '../../src/pipeline/tiled/clustering.js';
 import { globalWeights, localWeights, tileTable, type TileMeasure } from '../../src/pipeline/tiled/weights.js';
 import { seamScore } from '../../src/pipeline/tiled/validation.js';
 
@@ -222,6 +223,29 @@ test('global weights: seeing counts (larger FWHM, lower G); equal frames get G =
   const missing = globalWeights([...frames.slice(0, 4), { background: 100, noise: 5, transparency: 1000, fwhm: NaN }], s);
   assert.ok(missing.g[4]! < missing.g[3]!, 'no FWHM: not rewarded');
   assert.is(AXIS_SLOTS, 4);
+});
+
+test('clustering: deterministic k-means separates two frame states; the blended table keeps every tile column summing to 1', () => {
+  const n = 12;
+  const tiles = 3;
+  // Six good frames (G ≈ 1.5, low noise) and six poor ones (G ≈ 0.5, more noise).
+  const g = Array.from({ length: n }, (_, f) => (f % 2 ? 0.5 + 0.01 * f : 1.5 + 0.01 * f));
+  const l = new Float64Array(n * tiles).fill(1);
+  const input = { g, table: tileTable(g, l, tiles).table, tiles, l, background: new Array(n).fill(100), noise: g.map((x) => (x > 1 ? 5 : 8)) };
+  const a = clusterFrames(input, [2, 4]);
+  const b = clusterFrames(input, [2, 4]);
+  assert.equal(a.labels, b.labels, 'deterministic');
+  assert.equal([a.k, a.method], [2, 'kmeans']);
+  for (let f = 2; f < n; f++) assert.is(a.labels[f] === a.labels[0], f % 2 === 0, `frame ${f}`);
+  const t = clusterTable(input, a, 'tile_weighted');
+  for (let tile = 0; tile < tiles; tile++) {
+    let sum = 0;
+    for (let f = 0; f < n; f++) sum += t.table[f * tiles + tile]!;
+    assert.ok(Math.abs(sum - 1) < 1e-6, `tile ${tile}: ${sum}`);
+  }
+  // The better cluster weighs more: w_k = exp(median clip(ln G)).
+  const good = a.labels[0]!;
+  assert.ok(t.clusterWeights[good]! > t.clusterWeights[1 - good]!);
 });
 
 test.run();
