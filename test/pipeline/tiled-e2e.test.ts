@@ -88,9 +88,10 @@ for (const kind of ['mono', 'osc'] as const) {
 
       // Phases in order, one start and one end each; skips with their reasons.
       const lines = parseEventLines(await readFile(join(d, 'logs', 'run_events.jsonl'), 'utf8'));
-      const first = lines[0] as Extract<EventLine, { type: 'run_start' }> & { phases: { name: string }[] };
+      const first = lines[0] as Extract<EventLine, { type: 'run_start' }> & { phases: { name: string }[]; input: unknown };
       assert.is(first.type, 'run_start');
       assert.equal(first.phases.map((p) => p.name), TILED.phases.map((p) => p.name));
+      assert.equal(first.input, { input_dir: lights, pattern: '*.fits' });
       assert.equal(lines.filter((l) => l.type === 'phase_start').map((l) => (l as { phase: string }).phase), TILED.phases.map((p) => p.name));
       const ends = Object.fromEntries(tiled.phases.map((p) => [p.phase, `${p.status}${p.reason ? `/${p.reason}` : ''}`]));
       assert.equal([ends.PREWARP, ends.STATE_CLUSTERING, ends.SYNTHETIC_FRAMES, ends.DEBAYER, ends.CALIBRATION], ['skipped/not_needed', 'skipped/reduced_mode', 'skipped/reduced_mode', 'skipped/not_needed', 'skipped/not_configured']);
@@ -132,6 +133,11 @@ for (const kind of ['mono', 'osc'] as const) {
         assert.match(r.config_hash, /^[0-9a-f]{64}$/, name);
         if (name !== 'SCAN_INPUT') assert.match(r.inputs.previous ?? '', /^[0-9a-f]{64}$/, name);
       }
+      const md = await readFile(join(d, 'artifacts', 'report.md'), 'utf8');
+      assert.match(md, /^# Tiled workflow report: /);
+      assert.match(md, /- weighting: local: W = G·L per tile/);
+      assert.match(md, /- state_clustering: off \(reduced_mode: /);
+      assert.match(md, /\[report\.html\]\(report\.html#frame-plots\)/);
       const validation = await json(d, 'validation.json');
       assert.is(validation.seams.pass, true, JSON.stringify(validation.seams));
 

@@ -41,6 +41,7 @@ export const TILED: PipelineDefinition<TiledConfigBundle, TiledState> = {
   ],
   alwaysRun: tiledReportPhase.name,
   input: (config) => ({ input_dir: config.tiled.input.input_dir, pattern: config.tiled.input.pattern }),
+  inputInRunStart: true,
   effectiveConfig: (config) => config.tiled,
   initialState: (base) => ({
     ...base,
