@@ -7,7 +7,10 @@
 //   measured by the tile_metrics kernel (WGSL where device-policy.ts places it, else
 //   cpu/tile-metrics.ts; step 2 on a Bayer mosaic):
 //   E/σ² and the tile's sky (mean of its samples at most 3σ above the frame's sky) less the
-//   frame's sky as its background. One frame's pixels in memory at a time.
+//   frame's sky as its background. On the frame workers (stages/frames/tasks.ts `tiles`,
+//   runtime_limits.parallel_workers frames in memory at a time), or one frame at a time on the
+//   main thread when the kernel runs on the device. A frame that cannot be read has no
+//   structure measurement (the lowest L in STRUCTURE tiles) and a frame event says so.
 // L is computed from these relative to the frame's own medians (relativeToFrame), since G
 // already carries the frame's global quality.
 // A tile the frame covers less than half of (COMMON_OVERLAP) has no measurement for it (the
@@ -23,11 +26,13 @@ import { tileMetricsGpu } from '../../../gpu/kernels/tile-metrics.js';
 import { gpuFor } from '../../device-policy.js';
 import { failed, ok } from '../../phase.js';
 import { pixelSource } from '../../rawstack/state.js';
-import { readPlane } from '../../stages/frames/tasks.js';
-import { cosmeticCorrect } from '../../stages/stacking/cosmetic.js';
+import { cosmeticPlane, readPlane, type TileMetricsTask, type TileMetricsTaskResult } from '../../stages/frames/tasks.js';
+import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
+import { isFitsError } from '../../../fits/index.js';
+import type { FrameRecord } from '../../rawstack/state.js';
 import { writeArtifact, tiledPhase } from '../records.js';
 import type { TiledPhase } from '../reasons.js';
-import { tileCount, tileRect } from '../tile-grid.js';
+import { tileCount, tileRect, type TileGrid } from '../tile-grid.js';
 import { localWeights, type TileMeasure } from '../weights.js';
 
 function median(v: number[]): number {
@@ -37,7 +42,7 @@ function median(v: number[]): number {
   return n % 2 ? s[n >> 1]! : 0.5 * (s[n / 2 - 1]! + s[n / 2]!);
 }
 
-/** Outlier threshold (σ of the frame noise) of the cosmetic pass before the structure measure. */
+/** Outlier threshold (σ of the frame noise) of the cosmetic pass before the structure measure (hot pixels are not structure). */
 const COSMETIC_SIGMA = 5;
 
 /** The tile_metrics kernel on the device when placed there (a plane over one binding: TypeScript), else TypeScript. */
@@ -66,6 +71,53 @@ function relativeToFrame(row: TileMeasure[], starsIn: { fwhm: number[]; round: n
   const c = all('contrast');
   const e = median(row.map((m) => m.structure));
   return row.map((m) => ({ ...m, fwhm: m.fwhm / f, roundness: m.roundness / r, contrast: m.contrast / c, structure: m.structure / e }));
+}
+
+/** What LOCAL_METRICS knows of a frame before reading its pixels: its stars per tile, and the tile task. */
+function framePlan(f: FrameRecord, g: TileGrid, W: number, H: number, osc: boolean) {
+  const n = tileCount(g);
+  const toRef = f.registration!.matrix!;
+  const toFrame = invertAffine(toRef)!;
+  const noise = f.metrics?.background_rms ?? NaN;
+  const sky = f.metrics?.background_median ?? NaN;
+  // Stars on the reference grid, into every tile that holds them.
+  const starsIn: { fwhm: number[]; round: number[]; contrast: number[] }[] = Array.from({ length: n }, () => ({ fwhm: [], round: [], contrast: [] }));
+  const nx = g.originsX.length;
+  for (const st of f.stars ?? []) {
+    if (!(st.fwhm !== undefined && Number.isFinite(st.fwhm))) continue;
+    const [x, y] = applyAffine(toRef, st.x, st.y);
+    for (let ty = 0; ty < g.originsY.length; ty++) {
+      const oy = g.originsY[ty]!;
+      if (y < oy || y >= oy + g.sizeY) continue;
+      for (let tx = 0; tx < nx; tx++) {
+        const ox = g.originsX[tx]!;
+        if (x < ox || x >= ox + g.sizeX) continue;
+        const b = starsIn[ty * nx + tx]!;
+        b.fwhm.push(st.fwhm);
+        b.round.push(Math.sqrt(1 - Math.min(1, (st.eccentricity ?? 0) ** 2)));
+        b.contrast.push(noise > 0 ? (st.peak ?? NaN) / noise : NaN);
+      }
+    }
+  }
+  // Structure: tile rectangles in frame pixels (bounding box of the mapped corners, clipped).
+  const rects = new Int32Array(4 * n);
+  for (let t = 0; t < n; t++) {
+    const r = tileRect(g, t);
+    const pts = [applyAffine(toFrame, r.x, r.y), applyAffine(toFrame, r.x + r.width, r.y), applyAffine(toFrame, r.x, r.y + r.height), applyAffine(toFrame, r.x + r.width, r.y + r.height)];
+    let x0 = Math.max(0, Math.floor(Math.min(...pts.map((p) => p[0]))));
+    let y0 = Math.max(0, Math.floor(Math.min(...pts.map((p) => p[1]))));
+    const x1 = Math.min(W, Math.ceil(Math.max(...pts.map((p) => p[0]))));
+    const y1 = Math.min(H, Math.ceil(Math.max(...pts.map((p) => p[1]))));
+    if (osc) {
+      x0 &= ~1;
+      y0 &= ~1;
+    }
+    rects.set([x0, y0, Math.max(0, x1 - x0), Math.max(0, y1 - y0)], 4 * t);
+  }
+  // Sky samples: at most 3σ above the frame's sky (stars excluded); no cut without a measured sky.
+  const bgCut = Number.isFinite(sky) && noise > 0 ? sky + 3 * noise : Number.MAX_VALUE;
+  const task = (file: string): TileMetricsTask => ({ kind: 'tiles', file, width: W, height: H, step: osc ? 2 : 1, rects, bgCut, cosmetic: noise > 0 ? { sigma: COSMETIC_SIGMA, noise } : null });
+  return { starsIn, noise, sky, task };
 }
 
 const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(5)) : null);
@@ -97,71 +149,60 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
     const W = s.width;
     const H = s.height;
     let done = 0;
-    for (const f of frames) {
-      ctx.checkCancelled();
-      const toRef = f.registration!.matrix!;
-      const toFrame = invertAffine(toRef)!;
-      const cov = s.tiled.coverage.get(f.index)!;
-      const noise = f.metrics?.background_rms ?? NaN;
-      // Stars on the reference grid, into every tile that holds them.
-      const starsIn: { fwhm: number[]; round: number[]; contrast: number[] }[] = Array.from({ length: n }, () => ({ fwhm: [], round: [], contrast: [] }));
-      const nx = g.originsX.length;
-      for (const st of f.stars ?? []) {
-        if (!(st.fwhm !== undefined && Number.isFinite(st.fwhm))) continue;
-        const [x, y] = applyAffine(toRef, st.x, st.y);
-        for (let ty = 0; ty < g.originsY.length; ty++) {
-          const oy = g.originsY[ty]!;
-          if (y < oy || y >= oy + g.sizeY) continue;
-          for (let tx = 0; tx < nx; tx++) {
-            const ox = g.originsX[tx]!;
-            if (x < ox || x >= ox + g.sizeX) continue;
-            const b = starsIn[ty * nx + tx]!;
-            b.fwhm.push(st.fwhm);
-            b.round.push(Math.sqrt(1 - Math.min(1, (st.eccentricity ?? 0) ** 2)));
-            b.contrast.push(noise > 0 ? (st.peak ?? NaN) / noise : NaN);
+    let unreadable = 0;
+    // Per frame: its stars per tile and its tile rectangles (main thread, no pixels), then the
+    // pixels' tile sums: on the device where placed (one frame at a time), else on the frame
+    // workers (runtime_limits.parallel_workers frames at a time, results in frame order).
+    const plans = frames.map((f) => framePlan(f, g, W, H, osc));
+    const workers = new FrameWorkers(tmCtx ? 0 : Math.min(s.config.runtime_limits.parallel_workers, frames.length));
+    try {
+      await mapFrames(
+        frames,
+        tmCtx ? 1 : Math.max(1, workers.size),
+        ctx.signal,
+        async (f, i): Promise<TileMetricsTaskResult> => {
+          const task = plans[i]!.task(pixelSource(f));
+          if (!tmCtx) return (await workers.run(task)) as TileMetricsTaskResult;
+          let plane;
+          try {
+            plane = await readPlane(task.file);
+          } catch (e) {
+            if (!isFitsError(e)) throw e;
+            return { kind: 'tiles', ok: false, code: 'unreadable', detail: e.message, fitsCode: e.code };
           }
-        }
-      }
-      // Structure: tile rectangles in frame pixels.
-      const rects = new Int32Array(4 * n);
-      for (let t = 0; t < n; t++) {
-        const r = tileRect(g, t);
-        const pts = [applyAffine(toFrame, r.x, r.y), applyAffine(toFrame, r.x + r.width, r.y), applyAffine(toFrame, r.x, r.y + r.height), applyAffine(toFrame, r.x + r.width, r.y + r.height)];
-        let x0 = Math.max(0, Math.floor(Math.min(...pts.map((p) => p[0]))));
-        let y0 = Math.max(0, Math.floor(Math.min(...pts.map((p) => p[1]))));
-        const x1 = Math.min(W, Math.ceil(Math.max(...pts.map((p) => p[0]))));
-        const y1 = Math.min(H, Math.ceil(Math.max(...pts.map((p) => p[1]))));
-        if (osc) {
-          x0 &= ~1;
-          y0 &= ~1;
-        }
-        rects.set([x0, y0, Math.max(0, x1 - x0), Math.max(0, y1 - y0)], 4 * t);
-      }
-      const plane = await readPlane(pixelSource(f));
-      // Hot and cold pixels would pass for structure (one spike's gradient energy matches a
-      // star's): the measured copy is cosmetic-corrected first (the stacked pixels are not).
-      const data = noise > 0 ? cosmeticCorrect(plane.data, { width: plane.width, height: plane.height, readY0: 0, y0: 0, y1: plane.height, step: osc ? 2 : 1, sigma: COSMETIC_SIGMA, noise: [noise, noise, noise, noise] }).data : plane.data;
-      const sky = f.metrics?.background_median ?? NaN;
-      // Sky samples: at most 3σ above the frame's sky (stars excluded); no cut without a measured sky.
-      const bgCut = Number.isFinite(sky) && noise > 0 ? sky + 3 * noise : Number.MAX_VALUE;
-      const tm = await measureTiles(tmCtx, data, { width: plane.width, height: plane.height, step: osc ? 2 : 1, rects, bgCut });
-      const row: TileMeasure[] = [];
-      for (let t = 0; t < n; t++) {
-        const b = starsIn[t]!;
-        const usable = cov[t]! >= 0.5;
-        row.push({
-          stars: usable ? b.fwhm.length : 0,
-          fwhm: usable ? median(b.fwhm) : NaN,
-          roundness: usable ? median(b.round) : NaN,
-          contrast: usable ? median(b.contrast) : NaN,
-          structure: usable && noise > 0 ? tm[TILE_METRICS_FIELDS * t + 2]! / (noise * noise) : NaN,
-          // The tile's sky relative to the frame's: what a cloud or a gradient adds here, not the sky level.
-          background: usable ? tm[TILE_METRICS_FIELDS * t + 4]! - sky : NaN,
-        });
-      }
-      measures.push(row);
-      relative.push(relativeToFrame(row, starsIn));
-      ctx.progress(++done, frames.length, 'frames');
+          const data = task.cosmetic ? cosmeticPlane(plane, task.step, task.cosmetic) : plane.data;
+          return { kind: 'tiles', ok: true, metrics: await measureTiles(tmCtx, data, { ...task, width: plane.width, height: plane.height }), ms: { read: 0, measure: 0 } };
+        },
+        (f, r, i) => {
+          const { starsIn, noise, sky } = plans[i]!;
+          const cov = s.tiled.coverage.get(f.index)!;
+          if (!r.ok) {
+            // No pixels, no structure measurement: the lowest L in its STRUCTURE tiles.
+            unreadable++;
+            ctx.frame(f.index, f.name, 'unmeasured', r.fitsCode, { detail: r.detail });
+          }
+          const tm = r.ok ? r.metrics : null;
+          const row: TileMeasure[] = [];
+          for (let t = 0; t < n; t++) {
+            const b = starsIn[t]!;
+            const usable = cov[t]! >= 0.5;
+            row.push({
+              stars: usable ? b.fwhm.length : 0,
+              fwhm: usable ? median(b.fwhm) : NaN,
+              roundness: usable ? median(b.round) : NaN,
+              contrast: usable ? median(b.contrast) : NaN,
+              structure: usable && tm && noise > 0 ? tm[TILE_METRICS_FIELDS * t + 2]! / (noise * noise) : NaN,
+              // The tile's sky relative to the frame's: what a cloud or a gradient adds here, not the sky level.
+              background: usable && tm ? tm[TILE_METRICS_FIELDS * t + 4]! - sky : NaN,
+            });
+          }
+          measures.push(row);
+          relative.push(relativeToFrame(row, starsIn));
+          ctx.progress(++done, frames.length, 'frames');
+        },
+      );
+    } finally {
+      await workers.close();
     }
     const lm = cfg.local_metrics;
     const lw = localWeights(relative, n, { star_min_count: cfg.tile.star_min_count, star: lm.star_mode.weights, structure: lm.structure_mode, clamp: lm.clamp as [number, number] }, frames.map((f) => f.metrics?.background_rms ?? NaN));
@@ -174,6 +215,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
       tile_types: lw.types,
       star_tiles: starTiles,
       structure_tiles: n - starTiles,
+      frames_unmeasured: unreadable,
       frames: frames.map((f) => ({ index: f.index, file: f.name })),
       // frames × tiles, row per frame.
       tile_metrics: measures.map((row, fi) =>
