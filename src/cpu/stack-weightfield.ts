@@ -110,15 +110,24 @@ export function stackWeightfield(frames: Float32Array, p: StackParams, field: We
   const plane = width * rows;
   const rowBlend = new Float64Array(n * field.tilesX);
   const w = new Float64Array(width * n);
+  // One row's normalised samples, pixel-major (filled frame by frame: sequential reads).
+  const samples = new Float32Array(width * n);
+  const { tile, weight, scale, offset } = s;
   for (let r = 0; r < rows; r++) {
     rowWeights(field, n, width, r, rowBlend, w);
+    for (let f = 0; f < n; f++) {
+      const sc = scale[f]!;
+      const of = offset[f]!;
+      const from = f * plane + r * width;
+      for (let x = 0; x < width; x++) samples[x * n + f] = frames[from + x]! * sc + of; // rounded to f32 by the store
+    }
     for (let x = 0; x < width; x++) {
-      const i = r * width + x;
+      const o = x * n;
       for (let f = 0; f < n; f++) {
-        s.tile[f] = frames[f * plane + i]! * s.scale[f]! + s.offset[f]!;
-        s.weight[f] = w[x * n + f]!;
+        tile[f] = samples[o + f]!;
+        weight[f] = w[o + f]!;
       }
-      s.pixel(i);
+      s.pixel(r * width + x);
     }
   }
   return s.result();
