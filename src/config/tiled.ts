@@ -227,6 +227,8 @@ export function validateTiledYaml(text: string): TiledValidation {
     const pos = position(doc, counter, [], false);
     return { ok: false, errors: [{ path: '', code: 'invalid_type', message: 'the configuration must be a mapping of blocks', ...pos }], warnings, config: null, document: value };
   }
+  // A run's config.yaml used as a configuration: what ran it (`_runtime`) is not a block.
+  delete value._runtime;
   const unknown: string[][] = [];
   const pruned = prune(value, TiledConfigSchema, [], unknown);
   for (const p of unknown) {
