@@ -86,6 +86,7 @@ function rawConfigOf(t: TiledSettings): { ok: true; config: RawStackConfig } | {
     max_frames: t.input.max_frames,
     input_mode: t.input.input_mode,
     bayer_pattern: t.input.bayer_pattern,
+    checksums: t.input.checksums,
     bias_dir: bias_dir ?? '',
     darks_dir: darks_dir ?? '',
     flats_dir: flats_dir ?? '',

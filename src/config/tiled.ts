@@ -33,6 +33,7 @@ export const TiledConfigSchema = z.strictObject({
       max_frames: z.number().int().min(0).default(0).describe('0 = unlimited'),
       input_mode: z.enum(['auto', 'OSC', 'MONO']).default('auto'),
       bayer_pattern: z.enum(['auto', 'RGGB', 'GBRG', 'GRBG', 'BGGR']).default('auto'),
+      checksums: z.boolean().default(false).describe('SHA-256 of every light during the scan (recorded in the phase records)'),
     })
     .prefault({})
     .describe('lights of the run'),

@@ -33,7 +33,8 @@ export function recordPhase(state: TiledState, phase: string, status: string, ke
     status,
     config_keys: [...keys],
     config_hash: sha(keys.map((k) => [k, getPath(state.config.tiled, k) ?? null])),
-    inputs: { previous, frames: frames.length, frames_hash: sha(frames.map((f) => [f.index, f.name, f.calibratedFile !== null])) },
+    // A frame's identity: its file, size in bytes, DATE-OBS and SHA-256 when the scan took one (input.checksums), and whether it was calibrated.
+    inputs: { previous, frames: frames.length, frames_hash: sha(frames.map((f) => [f.index, f.file, f.info?.bytes ?? null, f.info?.dateObs ?? null, f.info?.sha256 ?? null, f.calibratedFile !== null])) },
   };
   const record = { ...body, record_hash: sha(body) };
   state.tiled.records[phase] = record;
