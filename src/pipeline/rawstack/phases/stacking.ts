@@ -87,7 +87,8 @@ async function deviceLost(state: RawStackState): Promise<string | null> {
 /**
  * What another pipeline changes in this phase (the tiled workflow): the mono output's file
  * name, and a per-pixel weight field for the engine instead of the frames' weights (the stack
- * then runs on the host; stages/stacking/weightfield.ts). Raw Stack's is STACKING_DEFAULT.
+ * then runs on the host, or in stages/stacking/weightfield.ts's WGSL where weightFieldGpu
+ * names a device). Raw Stack's is STACKING_DEFAULT.
  */
 export interface StackingVariant {
   monoName: string;
@@ -98,54 +99,57 @@ export interface StackingVariant {
 
 const STACKING_DEFAULT: StackingVariant = { monoName: 'stacked_linear.fits' };
 
-export const stackingPhase: RawStackPhase = stackingPhaseWith(STACKING_DEFAULT);
-
+/** This phase with another pipeline's variant. */
 export function stackingPhaseWith(variant: StackingVariant): RawStackPhase {
-  return {
-    name: 'STACKING',
-    optional: false,
-
-    memory(ctx) {
-      const { state } = ctx;
-      const channels = state.colorMode === 'OSC' ? 3 : 1;
-      const budget = state.config.runtime_limits.memory_budget * MiB;
-      const image = (state.width ?? 0) * (state.height ?? 0) * channels * 4;
-      return { hostBytes: budget + image, deviceBytes: state.gpu ? budget : 0 };
-    },
-
-    async prepare(ctx) {
-      const { state } = ctx;
-      if (state.width === null || state.height === null || state.colorMode === null) return failed('input_error', 'INPUT_SCAN did not determine the image size and colour mode');
-      if (!state.frames.some((f) => f.status === 'included')) return failed('no_frames', 'no included frames to stack');
-    },
-
-    async run(ctx) {
-      try {
-        return ctx.state.queue ? await runQueueStacking(ctx) : await runStacking(ctx, null, variant);
-      } catch (e) {
-        if (e instanceof CancelledError) throw e;
-        if (e instanceof SetupError) return failed(e.reason, e.message);
-        if (e instanceof GpuError) {
-          if (e.code === 'BUDGET_TOO_SMALL' || e.code === 'POOL_EXHAUSTED') return failed('budget_error', e.message);
-          return failed('device_error', e.message);
-        }
-        if (isFitsError(e)) return failed('input_error', `reading frames for stacking failed: ${e.message}`);
-        // A lost device surfaces through Dawn as assorted errors (a rejected mapAsync, ...): ask it.
-        const lost = await deviceLost(ctx.state);
-        if (lost) return failed('device_error', `${lost} (${describe(e)})`);
-        throw e;
-      }
-    },
-
-    async finalize(ctx) {
-      const l = live.get(ctx.state);
-      live.delete(ctx.state);
-      if (!l) return;
-      await l.engine?.dispose();
-      await l.readers.closeAll();
-    },
-  };
+  return { ...stackingPhase, run: (ctx) => runStackingPhase(ctx, variant) };
 }
+
+async function runStackingPhase(ctx: PhaseContext<RawStackState>, variant: StackingVariant): Promise<RawStackOutcome> {
+  try {
+    return ctx.state.queue ? await runQueueStacking(ctx) : await runStacking(ctx, null, variant);
+  } catch (e) {
+    if (e instanceof CancelledError) throw e;
+    if (e instanceof SetupError) return failed(e.reason, e.message);
+    if (e instanceof GpuError) {
+      if (e.code === 'BUDGET_TOO_SMALL' || e.code === 'POOL_EXHAUSTED') return failed('budget_error', e.message);
+      return failed('device_error', e.message);
+    }
+    if (isFitsError(e)) return failed('input_error', `reading frames for stacking failed: ${e.message}`);
+    // A lost device surfaces through Dawn as assorted errors (a rejected mapAsync, ...): ask it.
+    const lost = await deviceLost(ctx.state);
+    if (lost) return failed('device_error', `${lost} (${describe(e)})`);
+    throw e;
+  }
+}
+
+export const stackingPhase: RawStackPhase = {
+  name: 'STACKING',
+  optional: false,
+
+  memory(ctx) {
+    const { state } = ctx;
+    const channels = state.colorMode === 'OSC' ? 3 : 1;
+    const budget = state.config.runtime_limits.memory_budget * MiB;
+    const image = (state.width ?? 0) * (state.height ?? 0) * channels * 4;
+    return { hostBytes: budget + image, deviceBytes: state.gpu ? budget : 0 };
+  },
+
+  async prepare(ctx) {
+    const { state } = ctx;
+    if (state.width === null || state.height === null || state.colorMode === null) return failed('input_error', 'INPUT_SCAN did not determine the image size and colour mode');
+    if (!state.frames.some((f) => f.status === 'included')) return failed('no_frames', 'no included frames to stack');
+  },
+
+  run: (ctx) => runStackingPhase(ctx, STACKING_DEFAULT),
+
+  async finalize(ctx) {
+    const l = live.get(ctx.state);
+    live.delete(ctx.state);
+    if (!l) return;
+    await l.engine?.dispose();
+    await l.readers.closeAll();
+  },
+};
 
 /** What one filter group's stack left (run queue): its file, diagnostics and summary. */
 interface GroupSink {
@@ -212,8 +216,9 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
   const N = setup.frames.length;
   const C = setup.channels;
   let placement = stackingPlacement(state.gpu, { frames: N, osc: r.osc, superpixel: r.superpixel, kernel: r.kernel, premaskOnDevice: stackingOptions.premaskOnDevice });
-  if (stackOnHost && placement.stack) placement = withStackOnHost(placement, 'a per-pixel weight field stacks in TypeScript');
   if (placement.stackOnHost) ctx.warn('stack_on_host', placement.stackOnHost);
+  // A weight field is the caller's choice, not a limit hit: no warning (the diagnostics' device paths say where it ran).
+  if (stackOnHost && placement.stack) placement = withStackOnHost(placement, 'a per-pixel weight field stacks from host slots');
   const halo = readHalo(r.osc, r.cosmeticOn, r.superpixel);
   let premask: EngineOptions['premask'] = null;
   if (r.wantPremask && N >= PREMASK_MIN_FRAMES) {
