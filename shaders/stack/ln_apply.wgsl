@@ -12,9 +12,9 @@
 //           i = clamp(floor(fx), 0, nx - 2), tx = fx - i (nx = 1: i = 0, tx = 0), likewise in
 //           y with the image row y = y0 + r; a = mix(mix(a(i, j), a(i+1, j), tx),
 //           mix(a(i, j+1), a(i+1, j+1), tx), ty), b likewise; linear beyond the outer nodes.
-// Workgroup: WG x 1 x 1 (override), one pixel of one frame per invocation; grid x =
-//            ceil(width / WG), y = rows of this dispatch (row_base offsets a dispatch that covers
-//            only part of a tall band), z = frames.
+// Workgroup: WG x 1 x 1 (override), one pixel per invocation, all frames in a loop (the nodes
+//            and weights are the same for every frame); grid x = ceil(width / WG), y = rows of
+//            this dispatch (row_base offsets a dispatch that covers only part of a tall band).
 // Precision: f32 throughout (geometry, weights, coefficients; a·v + b may fuse into an fma);
 //            the reference differs by a few ulps of |a·v| + |b|.
 // No-data: NaN samples stay NaN (not written).
@@ -58,27 +58,33 @@ fn axis(p: f32, origin: f32, step: f32, n: u32) -> vec2<f32> {
 fn main(@builtin(global_invocation_id) gid: vec3u) {
   let x = gid.x;
   let r = params.row_base + gid.y;
-  let f = gid.z;
-  if (x >= params.width || r >= params.rows || f >= params.frames) {
+  if (x >= params.width || r >= params.rows) {
     return;
   }
-  let idx = (f * params.src_rows + params.src_row0 + r) * params.width + x;
-  let v = band[idx];
-  // NaN test on the bits: comparisons with NaN may be folded away by shader compilers.
-  if ((bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u) {
-    return;
-  }
+  // Nodes and weights once per pixel; then every frame's sample (frame-major: adjacent
+  // invocations touch adjacent addresses of each frame).
   let ax = axis(f32(x), params.gx0, params.gdx, params.nx);
   let ay = axis(f32(params.y0 + r), params.gy0, params.gdy, params.ny);
   let i = u32(ax.x);
   let j = u32(ay.x);
   let i1 = min(i + 1u, params.nx - 1u);
   let j1 = min(j + 1u, params.ny - 1u);
-  let base = f * params.ny * params.nx;
-  let c00 = coef[base + j * params.nx + i];
-  let c10 = coef[base + j * params.nx + i1];
-  let c01 = coef[base + j1 * params.nx + i];
-  let c11 = coef[base + j1 * params.nx + i1];
-  let ab = mix(mix(c00, c10, ax.y), mix(c01, c11, ax.y), ay.y);
-  band[idx] = ab.x * v + ab.y;
+  let nodes = params.ny * params.nx;
+  let k00 = j * params.nx + i;
+  let k10 = j * params.nx + i1;
+  let k01 = j1 * params.nx + i;
+  let k11 = j1 * params.nx + i1;
+  let plane = params.src_rows * params.width;
+  var idx = (params.src_row0 + r) * params.width + x;
+  var base = 0u;
+  for (var f = 0u; f < params.frames; f++) {
+    let v = band[idx];
+    // NaN test on the bits: comparisons with NaN may be folded away by shader compilers.
+    if ((bitcast<u32>(v) & 0x7fffffffu) <= 0x7f800000u) {
+      let ab = mix(mix(coef[base + k00], coef[base + k10], ax.y), mix(coef[base + k01], coef[base + k11], ax.y), ay.y);
+      band[idx] = ab.x * v + ab.y;
+    }
+    idx += plane;
+    base += nodes;
+  }
 }

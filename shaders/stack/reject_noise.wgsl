@@ -23,8 +23,12 @@
 //           6 read_write count, u32 survivors per pixel;
 //           7 read_write rejected, atomic u32: [0, N) low, [N, 2N) high per frame; ADDED to
 //             (the caller zeroes it), so the bands of an image accumulate on the device.
-// Workgroup: WG x 1 x 1 (override), one pixel per invocation; grid x = ceil(width / WG),
-//            y = rows of this dispatch (row_base offsets a dispatch covering part of a band).
+// Workgroup: WG x 1 x 1 (override); an invocation owns 4 adjacent pixels of a row, the lanes of
+//            a vec4 (lanes past the row end read NaN and write nothing): the per-frame
+//            parameters are loaded once for 4 pixels and the arithmetic runs 4 wide; every
+//            per-lane choice is a select(), the iteration loop ends when no lane is live.
+//            Grid x = ceil(ceil(width / 4) / WG), y = rows of this dispatch (row_base offsets a
+//            dispatch covering part of a band).
 // Precision: f32, sums in frame order; the reference computes in f64, so the two may disagree
 //            where a sample lies within rounding distance of a bound (counted in the tests).
 // No-data: NaN samples are ignored by every sum, count, bound and tally; a pixel without a
@@ -59,154 +63,186 @@ override WG: u32 = 64;
 // 0 sigma, 1 winsor (pipeline constant, so the unused path compiles away).
 override METHOD: u32 = 0u;
 
+alias VF = vec4<f32>;
+alias VU = vec4<u32>;
+alias VB = vec4<bool>;
+
 var<private> NAN_BITS: u32 = 0x7fc00000u;
 
+fn nanv() -> VF {
+  return VF(bitcast<f32>(NAN_BITS));
+}
+
 // NaN test on the bits: comparisons with NaN may be folded away by shader compilers.
-fn is_nan(x: f32) -> bool {
-  return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+fn is_nan(x: VF) -> VB {
+  return (bitcast<VU>(x) & VU(0x7fffffffu)) > VU(0x7f800000u);
 }
 
+fn ones(m: VB) -> VU {
+  return select(VU(0u), VU(1u), m);
+}
+
+// Index of lane 0 in a frame-0 row of the band, and which lanes lie inside the row.
 var<private> pix_base: u32;
+var<private> inrow: VB;
 
-fn sample(f: u32) -> f32 {
-  let raw = src[(f * params.src_rows + params.src_row0) * params.width + pix_base];
-  let p = frame[2u * f];
-  return fma(raw, p.x, p.y);
+fn load_pixels(a: ptr<storage, array<f32>, read>, i: u32) -> VF {
+  // Lanes past the row end read lane 0 (always inside) and are masked by the caller.
+  return VF((*a)[i], (*a)[select(i, i + 1u, inrow.y)], (*a)[select(i, i + 2u, inrow.z)], (*a)[select(i, i + 3u, inrow.w)]);
 }
 
-// Expected spread tau of frame f's sample at signal s; -1 when the frame is never rejected.
-fn tau(f: u32, s: f32) -> f32 {
+fn sample(f: u32) -> VF {
+  let i = (f * params.src_rows + params.src_row0) * params.width + pix_base;
+  let raw = VF(src[i], src[select(i, i + 1u, inrow.y)], src[select(i, i + 2u, inrow.z)], src[select(i, i + 3u, inrow.w)]);
+  let p = frame[2u * f];
+  return select(nanv(), fma(raw, VF(p.x), VF(p.y)), inrow);
+}
+
+// Expected spread tau of frame f's sample at signal s per lane; negative when the frame is
+// never rejected.
+fn tau(f: u32, s: VF) -> VF {
   let p = frame[2u * f];
   let q = frame[2u * f + 1u];
-  return select(sqrt(p.w + q.x * s + q.y * s * s), -1.0, p.w < 0.0);
+  return select(sqrt(VF(p.w) + q.x * s + q.y * s * s), VF(-1.0), p.w < 0.0);
 }
 
-fn signal(c: f32, b: f32) -> f32 {
-  return select(max(c - b, 0.0), 0.0, is_nan(b));
+fn signal(c: VF, b: VF) -> VF {
+  return select(max(c - b, VF(0.0)), VF(0.0), is_nan(b));
 }
 
 struct Kept {
-  n: u32,
-  sw: f32,
-  swv: f32,
+  n: VU,
+  sw: VF,
+  swv: VF,
 }
 
-fn kept(c: f32, s: f32) -> Kept {
-  var k = Kept(0u, 0.0, 0.0);
+fn kept(c: VF, s: VF) -> Kept {
+  var k = Kept(VU(0u), VF(0.0), VF(0.0));
   for (var f = 0u; f < params.frames; f++) {
     let v = sample(f);
-    if (is_nan(v)) {
-      continue;
-    }
     let t = tau(f, s);
-    let inside = t < 0.0 || (v >= c - params.k_low * t && v <= c + params.k_high * t);
-    if (inside) {
-      let w = frame[2u * f].z;
-      k.n += 1u;
-      k.sw += w;
-      k.swv += w * v;
-    }
+    let inside = !is_nan(v) & ((t < VF(0.0)) | ((v >= c - params.k_low * t) & (v <= c + params.k_high * t)));
+    let w = frame[2u * f].z;
+    k.n += ones(inside);
+    k.sw += select(VF(0.0), VF(w), inside);
+    k.swv += select(VF(0.0), w * v, inside);
   }
   return k;
 }
 
-fn tally(c: f32, s: f32) {
+// Adds the samples outside the bounds at c of the lanes in `lanes` to the per-frame tallies.
+fn tally(c: VF, s: VF, lanes: VB) {
   let n = params.frames;
   for (var f = 0u; f < n; f++) {
     let v = sample(f);
     let t = tau(f, s);
-    if (is_nan(v) || t < 0.0) {
-      continue;
+    let counted = lanes & !is_nan(v) & (t >= VF(0.0));
+    let lo = dot(ones(counted & (v < c - params.k_low * t)), VU(1u));
+    let hi = dot(ones(counted & (v > c + params.k_high * t)), VU(1u));
+    if (lo != 0u) {
+      atomicAdd(&rejected[f], lo);
     }
-    if (v < c - params.k_low * t) {
-      atomicAdd(&rejected[f], 1u);
-    } else if (v > c + params.k_high * t) {
-      atomicAdd(&rejected[n + f], 1u);
+    if (hi != 0u) {
+      atomicAdd(&rejected[n + f], hi);
     }
   }
 }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u) {
-  let x = gid.x;
+  let x0 = gid.x * 4u;
   let r = params.row_base + gid.y;
-  if (x >= params.width || r >= params.rows) {
+  if (x0 >= params.width || r >= params.rows) {
     return;
   }
-  pix_base = r * params.width + x;
-  let out_i = r * params.width + x;
-  var nv = 0u;
-  var sw = 0.0;
-  var swv = 0.0;
+  inrow = VU(x0) + VU(0u, 1u, 2u, 3u) < VU(params.width);
+  pix_base = r * params.width + x0;
+  let b = select(VF(0.0), load_pixels(&background, pix_base), inrow);
+  let c0 = select(nanv(), load_pixels(&centre, pix_base), inrow);
+  // The valid samples' sums, and (sigma) the first iteration's survivors at the start centre in
+  // the same pass: the engine always has the median, so this saves one pass over the frames.
+  let s0 = signal(c0, b);
+  var nv = VU(0u);
+  var sw = VF(0.0);
+  var swv = VF(0.0);
+  var k0 = Kept(VU(0u), VF(0.0), VF(0.0));
   for (var f = 0u; f < params.frames; f++) {
     let v = sample(f);
-    if (!is_nan(v)) {
-      let w = frame[2u * f].z;
-      nv += 1u;
-      sw += w;
-      swv += w * v;
+    let ok = !is_nan(v);
+    let w = frame[2u * f].z;
+    nv += ones(ok);
+    sw += select(VF(0.0), VF(w), ok);
+    swv += select(VF(0.0), w * v, ok);
+    if (METHOD == 0u) {
+      let t = tau(f, s0);
+      let inside = ok & ((t < VF(0.0)) | ((v >= c0 - params.k_low * t) & (v <= c0 + params.k_high * t)));
+      k0.n += ones(inside);
+      k0.sw += select(VF(0.0), VF(w), inside);
+      k0.swv += select(VF(0.0), w * v, inside);
     }
   }
-  if (!(nv > 0u && sw > 0.0)) {
-    mean_out[out_i] = bitcast<f32>(NAN_BITS);
-    count_out[out_i] = nv;
-    return;
-  }
+  let valid = (nv > VU(0u)) & (sw > VF(0.0));
   let m0 = swv / sw;
-  let b = background[out_i];
-  let c0 = centre[out_i];
-  var c = select(c0, m0, is_nan(c0));
-  let keep = max(1u, u32(ceil(f32(nv) * params.min_fraction)));
+  let from_median = !is_nan(c0);
+  var c = select(c0, m0, !from_median);
+  let keep = max(VU(1u), VU(ceil(VF(nv) * params.min_fraction)));
   var out_mean = m0;
   var out_count = nv;
-  var bounded = false;
-  var c_acc = 0.0;
+  var bounded = VB(false);
+  var c_acc = VF(0.0);
   if (METHOD == 0u) {
-    var prev_n = 0xffffffffu;
-    var prev_s = 0.0;
+    var prev_n = VU(0xffffffffu);
+    var prev_s = VF(0.0);
+    var live = valid;
     for (var it = 0u; it < params.max_iters; it++) {
-      let k = kept(c, signal(c, b));
-      if (!(k.n >= keep && k.sw > 0.0)) {
+      if (!any(live)) {
         break;
       }
-      out_mean = k.swv / k.sw;
-      out_count = k.n;
-      bounded = true;
-      c_acc = c;
-      let fixed = k.n == prev_n && k.swv == prev_s;
-      prev_n = k.n;
-      prev_s = k.swv;
-      if (fixed) {
-        break;
+      var k = k0;
+      if (it > 0u || !all(from_median | !live)) {
+        k = kept(c, signal(c, b));
       }
-      c = out_mean;
+      // Per lane: a refused step (too few survivors or no weight) ends that lane's iteration.
+      let ok = live & (k.n >= keep) & (k.sw > VF(0.0));
+      let m = k.swv / k.sw;
+      out_mean = select(out_mean, m, ok);
+      out_count = select(out_count, k.n, ok);
+      bounded = bounded | ok;
+      c_acc = select(c_acc, c, ok);
+      let fixed = ok & (k.n == prev_n) & (k.swv == prev_s);
+      prev_n = select(prev_n, k.n, ok);
+      prev_s = select(prev_s, k.swv, ok);
+      live = ok & !fixed;
+      c = select(c, m, live);
     }
   } else {
     for (var it = 0u; it < params.max_iters; it++) {
       let s = signal(c, b);
-      var acc = 0.0;
+      var acc = VF(0.0);
       for (var f = 0u; f < params.frames; f++) {
         let v = sample(f);
-        if (is_nan(v)) {
-          continue;
-        }
         let t = tau(f, s);
-        let d = select(clamp(v - c, -params.winsor_k * t, params.winsor_k * t), v - c, t < 0.0);
-        acc += frame[2u * f].z * d;
+        let d = select(clamp(v - c, -params.winsor_k * t, params.winsor_k * t), v - c, t < VF(0.0));
+        acc += select(VF(0.0), frame[2u * f].z * d, !is_nan(v));
       }
       c += acc / sw;
     }
     let k = kept(c, signal(c, b));
-    if (k.n >= keep && k.sw > 0.0) {
-      out_mean = k.swv / k.sw;
-      out_count = k.n;
-      bounded = true;
-      c_acc = c;
+    let ok = valid & (k.n >= keep) & (k.sw > VF(0.0));
+    out_mean = select(out_mean, k.swv / k.sw, ok);
+    out_count = select(out_count, k.n, ok);
+    bounded = ok;
+    c_acc = c;
+  }
+  out_mean = select(nanv(), out_mean, valid);
+  for (var l = 0u; l < 4u; l++) {
+    if (inrow[l]) {
+      mean_out[pix_base + l] = out_mean[l];
+      count_out[pix_base + l] = out_count[l];
     }
   }
-  mean_out[out_i] = out_mean;
-  count_out[out_i] = out_count;
-  if (bounded && out_count < nv) {
-    tally(c_acc, signal(c_acc, b));
+  let lanes = bounded & (out_count < nv) & inrow;
+  if (any(lanes)) {
+    tally(c_acc, signal(c_acc, b), lanes);
   }
 }

@@ -61,7 +61,12 @@ export interface LnFitOptions {
    */
   maskSigma?: number;
   maskGrowPx?: number;
-  /** Scale surface (default 'plane'). */
+  /**
+   * Scale surface (default 'none': the global normalization's scale stands). 'plane' fits a
+   * tilt from the stars' relative photometry; with the few dozen isolated, unsaturated stars of
+   * a small field its frame-to-frame noise (~0.05 across the field) costs more photometric
+   * scatter than real transparency gradients do, so it is for wide, star-rich fields.
+   */
   scale?: LnScaleMode;
   /** Fewest unmasked pixels for a cell's background, as a fraction of its area (default 0.1; at least 8 pixels). */
   minCellFraction?: number;
@@ -115,7 +120,7 @@ export function lnBinFactor(width: number, height: number, cfa = false): number 
   return cfa && d % 2 === 1 ? d + 1 : d;
 }
 
-export const LN_DEFAULTS: Required<LnFitOptions> = { cells: 16, maskSigma: 3, maskGrowPx: 8, scale: 'plane', minCellFraction: 0.1 };
+export const LN_DEFAULTS: Required<LnFitOptions> = { cells: 16, maskSigma: 3, maskGrowPx: 8, scale: 'none', minCellFraction: 0.1 };
 
 interface Cells {
   ncx: number;
@@ -639,9 +644,9 @@ function starPhotometry(ref: BinnedPlane, frame: BinnedPlane, seeds: Uint8Array,
     if (!(snr > 20 && fluxF > 0)) continue;
     const fx = (px + 0.5) * D - 0.5;
     const fy = (py + 0.5) * D - 0.5;
-    // Weight: inverse variance of the ratio from the sky noise (SNR²), capped at SNR 200 so
-    // that the brightest stars' unmodelled errors (shot noise, near-saturation) do not dominate.
-    const snrCapped = Math.min(snr, 200);
+    // Weight: inverse variance of the ratio from the sky noise (SNR²), capped at SNR 50 so that
+    // the brightest stars' unmodelled errors (shot noise, saturation) do not dominate.
+    const snrCapped = Math.min(snr, 50);
     out.push({ ratio: fluxR / fluxF, u: (fx - (ref.fullWidth - 1) / 2) / (ref.fullWidth / 2), v: (fy - (ref.fullHeight - 1) / 2) / (ref.fullHeight / 2), weight: snrCapped * snrCapped });
   }
   return out;
@@ -667,6 +672,9 @@ function annulusLevel(v: number[], dx: number[], dy: number[]): number | null {
   }
   return level;
 }
+
+/** Fewest stars for a scale plane (fewer: a ≡ 1). */
+export const MIN_SCALE_STARS = 8;
 
 /** Aperture radius of the scale photometry, full-resolution pixels. */
 export const APERTURE_PX = 12;
@@ -715,22 +723,27 @@ export function fitLocalNormalization(ref: BinnedPlane, frame: BinnedPlane, opti
   let tiltX = 0;
   let tiltY = 0;
   let scaleStars = 0;
-  if (o.scale === 'plane' && r.length >= 8) {
+  if (o.scale === 'plane' && r.length >= MIN_SCALE_STARS) {
+    // Robust plane: the first pass unweighted (one bright star cannot steer it: a saturated core,
+    // clipped more in the sharper image, reads 10–20 % off), each later pass weighted and
+    // without the stars beyond 3 robust σ of the previous fit.
     let keep = r.map(() => true);
     let p: [number, number, number] | null = null;
-    for (let pass = 0; pass < 2; pass++) {
+    for (let pass = 0; pass < 3; pass++) {
       const idx = keep.map((k, i) => (k ? i : -1)).filter((i) => i >= 0);
-      p = planeFit(
+      if (idx.length < MIN_SCALE_STARS) break;
+      const q = planeFit(
         idx.map((i) => r[i]!),
         idx.map((i) => u[i]!),
         idx.map((i) => v[i]!),
-        idx.map((i) => w[i]!),
+        idx.map((i) => (pass === 0 ? 1 : w[i]!)),
       );
-      if (!p) break;
-      const res = r.map((ri, i) => ri - (p![0] + p![1] * u[i]! + p![2] * v[i]!));
+      if (!q) break;
+      p = q;
+      scaleStars = idx.length;
+      const res = r.map((ri, i) => ri - (q[0] + q[1] * u[i]! + q[2] * v[i]!));
       const mad = medianInPlace(Float64Array.from(idx.map((i) => Math.abs(res[i]!)))) * MAD_TO_SIGMA;
       keep = res.map((x) => Math.abs(x) <= 3 * mad || mad === 0);
-      scaleStars = idx.length;
     }
     if (p && p[0] > 0) {
       tiltX = p[1] / p[0];

@@ -48,8 +48,15 @@ import { frameParams, minKeep, type StackParams, type StackResult } from './stac
 export type NoiseRejectMethod = 'sigma' | 'winsor';
 export const NOISE_REJECT_METHODS: readonly NoiseRejectMethod[] = ['sigma', 'winsor'];
 
-/** Default seeing tolerance α (fraction of the signal above the sky). */
-export const DEFAULT_SEEING_TOLERANCE = 0.5;
+/**
+ * Default seeing tolerance α (fraction of the signal above the sky): with κ = 3 a sample may
+ * lie up to (1 + κα) = 4× the centre's signal — the core of a frame with half the typical
+ * FWHM, or the wing of a soft frame against sharp ones (wings differ more than cores: at 2–3
+ * FWHM a 1.8× softer frame's wing is 3–4× the sharp one's). 0.5 was measured too tight: on the
+ * real-sky bench the pre-mask with α = 0.5 still widened the stack's stars by 2.6 % in the soft
+ * patch, α = 1 by nothing (bench/RESULTS.md).
+ */
+export const DEFAULT_SEEING_TOLERANCE = 1;
 
 export interface NoiseRejectParams extends Omit<StackParams, 'method'> {
   method: NoiseRejectMethod;
@@ -122,10 +129,24 @@ export function validateNoiseReject(p: NoiseRejectParams, inputLength?: number, 
 }
 
 /**
+ * Expected spread τ_f of frame f's normalised sample at centre c over sky b (the contract's
+ * bound is κ·τ); Infinity when the frame has no noise estimate. The stacking pre-mask's seed
+ * test uses the same bound around the per-pixel median (κ_high·τ above, κ_low·τ below) instead
+ * of κσ_f + α·|M − L|.
+ */
+export function expectedSpread(p: NoiseFrameParams, f: number, c: number, b: number): number {
+  const s2 = p.sigma2[f]!;
+  if (s2 !== s2) return Infinity;
+  const s = b === b ? Math.max(c - b, 0) : 0;
+  return Math.sqrt(s2 + p.poisson[f]! * s + p.alpha2[f]! * s * s);
+}
+
+/**
  * Seeing tolerance per frame from the frames' FWHM (at least `base`): a frame sharper than the
  * typical (median) one has its core higher by (F_med/F_f)² − 1 of the signal, which the high
  * bound κ_high·α_f·S must hold with 20 % to spare. Softer frames' cores are lower by less than
- * the signal itself, which base ≥ 1/κ covers. NaN or non-positive FWHM → base.
+ * the signal itself, and their wings higher by a few times it, which the base covers
+ * (DEFAULT_SEEING_TOLERANCE). NaN or non-positive FWHM → base.
  */
 export function seeingTolerances(fwhm: readonly number[], kHigh: number, base = DEFAULT_SEEING_TOLERANCE): number[] {
   const ok = fwhm.filter((f) => f > 0 && Number.isFinite(f)).sort((a, b) => a - b);

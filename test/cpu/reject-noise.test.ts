@@ -110,11 +110,13 @@ test('iteration, min_keep, NaN, weights, winsor', () => {
 });
 
 test('seeingTolerances: at least the base; sharper than typical frames get room for their higher cores', () => {
-  const a = seeingTolerances([5, 5, 5, 2.5, NaN], 3);
+  const a = seeingTolerances([5, 5, 5, 2.5, NaN], 3, 0.5);
   assert.equal(a.slice(0, 3), [0.5, 0.5, 0.5]);
   // (5 / 2.5)² − 1 = 3, × 1.2 / κ 3 = 1.2.
   assert.ok(Math.abs(a[3]! - 1.2) < 1e-12);
   assert.is(a[4], 0.5);
+  // Default base 1: a 1.6× sharper frame ((1.6)² − 1 = 1.56 → 0.62) stays at the base.
+  assert.equal(seeingTolerances([4, 4, 2.5], 3), [1, 1, 1]);
 });
 
 /** A 25×25 stamp of a star (flux F, FWHM f) on sky 1000 with σ-10 noise. */

@@ -31,7 +31,7 @@ export async function lnApplyResident(ctx: GpuContext, band: BindingResource, co
   check(p);
   const max = ctx.limits.maxComputeWorkgroupsPerDimension;
   const groupsX = Math.ceil(p.width / LN_APPLY_WG);
-  if (groupsX > max || p.frames > max) throw new GpuError('BAD_ARGUMENT', `ln_apply: ${p.width} px wide or ${p.frames} frames exceed ${max} workgroups per dimension`);
+  if (groupsX > max) throw new GpuError('BAD_ARGUMENT', `ln_apply: ${p.width} px wide needs ${groupsX} workgroups per row, over ${max}`);
   const kernel = await ctx.pipeline('ln_apply', { WG: LN_APPLY_WG });
   const own = encoder ?? ctx.device.createCommandEncoder({ label: 'ln_apply' });
   const srcRows = p.srcRows ?? p.rows;
@@ -58,7 +58,7 @@ export async function lnApplyResident(ctx: GpuContext, band: BindingResource, co
       ]),
     );
     ctx.retire(uniform);
-    ctx.dispatch('ln_apply', kernel, ctx.bindGroup(kernel, [uniform, band, coef]), [groupsX, Math.min(max, p.rows - rowBase), p.frames], own);
+    ctx.dispatch('ln_apply', kernel, ctx.bindGroup(kernel, [uniform, band, coef]), [groupsX, Math.min(max, p.rows - rowBase)], own);
   }
   if (!encoder) ctx.submit(own);
 }

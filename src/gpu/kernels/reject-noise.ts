@@ -51,7 +51,8 @@ export async function rejectNoiseResident(
 ): Promise<void> {
   check(p);
   const max = ctx.limits.maxComputeWorkgroupsPerDimension;
-  const groupsX = Math.ceil(p.width / REJECT_NOISE_WG);
+  // Four pixels per invocation (the shader's vec4 lanes).
+  const groupsX = Math.ceil(Math.ceil(p.width / 4) / REJECT_NOISE_WG);
   if (groupsX > max) throw new GpuError('BAD_ARGUMENT', `reject_noise: width ${p.width} needs ${groupsX} workgroups per row, over ${max}`);
   const kernel = await ctx.pipeline('reject_noise', { WG: REJECT_NOISE_WG, METHOD: METHOD[p.method] });
   const own = encoder ?? ctx.device.createCommandEncoder({ label: 'reject_noise' });
