@@ -32,8 +32,10 @@
 // Precision: f32, sums in frame order; the reference computes in f64, so the two may disagree
 //            where a sample lies within rounding distance of a bound (counted in the tests).
 // No-data: NaN samples are ignored by every sum, count, bound and tally; a pixel without a
-//          valid sample gives mean NaN and count 0. Rejections are rare, so each is one
-//          atomicAdd on the global tallies.
+//          valid sample gives mean NaN and count 0. Rejections are rare, so an invocation adds
+//          its 4 lanes' count per frame straight to the global tallies (no workgroup stage).
+// Sigma's first iteration is counted in the pass over the valid samples when every live lane
+// has a start centre (the engine always passes the median), saving one pass over the frames.
 
 struct Params {
   width: u32,

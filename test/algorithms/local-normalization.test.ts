@@ -15,7 +15,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { binPlane, PlaneBinner, warpBinned } from '../../src/algorithms/binned-plane.js';
-import { composeGlobal, fitLocalNormalization, fitReferenceBackground, gridValueAt, lnBinFactor, lnGrid, type LnModel } from '../../src/algorithms/local-normalization.js';
+import { compactModel, composeGlobal, fitLocalNormalization, fitReferenceBackground, gridValueAt, lnBinFactor, lnGrid, type LnModel } from '../../src/algorithms/local-normalization.js';
 import { lnApply, packLnCoefficients } from '../../src/cpu/ln-apply.js';
 import { renderScene, skyLikeStars } from '../helpers/synthetic-sky.js';
 
@@ -99,6 +99,12 @@ test('LN matches a frame with another gradient, glow, scale tilt, softer PSF, tr
   // cell, fewer where stars or the trail's mask take most of a cell); the target is smooth.
   assert.ok(rms < 0.07 * SIGMA, `sky residual rms after LN ${rms.toFixed(3)} ADU`);
   assert.ok(worstAfter < 0.4 * SIGMA, `worst sky residual after LN ${worstAfter.toFixed(3)} ADU`);
+  // The compact record (stacking_diagnostics.json) survives JSON and evaluates within 1e-5.
+  const record = JSON.parse(JSON.stringify(compactModel(model))) as LnModel;
+  for (const [x, y] of [[0, 0], [W - 1, H - 1], [300.5, 200.25]] as const) {
+    assert.ok(Math.abs(gridValueAt(record.grid, record.b, x, y) - gridValueAt(model.grid, model.b, x, y)) < 1e-5 * Math.max(1, Math.abs(gridValueAt(model.grid, model.b, x, y))));
+  }
+  assert.equal(record.fit.ok, true);
   // NaN stays NaN, and everything else is finite.
   for (let i = 0; i < W * H; i++) assert.is(Number.isNaN(out[i]!), Number.isNaN(frame[i]!));
   console.log(`  LN: sky residual rms ${rms.toFixed(3)}, worst ${worstAfter.toFixed(3)} ADU (σ ${SIGMA}; ${worstBefore.toFixed(1)} before), tilt (${model.fit.tilt_x.toFixed(4)}, ${model.fit.tilt_y.toFixed(4)}) from ${model.fit.scale_stars} stars, flux ratio ${model.fit.flux_ratio!.toFixed(4)}, ${model.fit.cells_measured}/${model.fit.cells} cells`);
