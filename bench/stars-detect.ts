@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { frameMetrics, type FrameMetrics } from '../src/algorithms/frame-metrics.js';
 import { detectStars } from '../src/algorithms/stars.js';
 import { keys } from '../src/fits/index.js';
-import { readPlane } from '../src/pipeline/rawstack/frame-tasks.js';
+import { readPlane } from '../src/pipeline/stages/frames/tasks.js';
 
 const DEFAULT_DIR = '/tmp/prof/a/runs/run_20261121_141220/outputs/calibrated';
 const DEFAULT_FILES = [1, 2, 3, 4].map((i) => `${DEFAULT_DIR}/cal_0000${i}.fit`);

@@ -22,7 +22,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { writeFits } from '../src/fits/index.js';
-import { fitZoom, levelForZoom, pyramidLevels, visibleTiles } from '../src/ui/pyramid-math.js';
+import { fitZoom, levelForZoom, pyramidLevels, visibleTiles } from '../src/shared/pyramid-math.js';
 import { mulberry32 } from '../src/algorithms/ransac.js';
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -7,29 +7,7 @@ import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-
-// Dawn prints these from native code on every adapter request (DESIGN "GPU strategy" in docs);
-// they are expected, so they are counted instead of shown.
-const DAWN_NOISE = /^Warning: (maxDynamic(Uniform|Storage)BuffersPerPipelineLayout artificially reduced|Couldn't load Vulkan)/;
-
-/** Line filter for stderr: drops Dawn's expected warnings and the native trace lines after them. */
-function dawnNoiseFilter(): { keep(line: string): boolean; hidden(): number } {
-  let hidden = 0;
-  let skipTrace = false;
-  return {
-    keep(line) {
-      if (DAWN_NOISE.test(line)) {
-        hidden++;
-        skipTrace = true;
-        return false;
-      }
-      if (skipTrace && (/^\s+at operator\(\)/.test(line) || line.trim() === '')) return false;
-      skipTrace = false;
-      return true;
-    },
-    hidden: () => hidden,
-  };
-}
+import { DawnNoiseFilter } from '../src/server/jobs/dawn-noise.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const uvuBin = join(here, '..', '..', 'node_modules', 'uvu', 'bin.js');
@@ -46,7 +24,8 @@ child.stdout.on('data', (chunk: string) => {
   stdoutText += chunk;
   process.stdout.write(chunk);
 });
-const noise = dawnNoiseFilter();
+// Dawn's expected adapter warnings are counted, not shown (the same filter as the job logs').
+const noise = new DawnNoiseFilter();
 const stderrLines = createInterface({ input: child.stderr });
 stderrLines.on('line', (line) => {
   if (noise.keep(line)) process.stderr.write(line + '\n');
@@ -56,7 +35,7 @@ const [exitCode] = (await Promise.all([
   new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code))),
   new Promise<void>((resolve) => stderrLines.on('close', () => resolve())),
 ])) as [number | null, void];
-if (noise.hidden() > 0) process.stderr.write(`(${noise.hidden()} expected Dawn adapter warnings hidden)\n`);
+if (noise.hidden > 0) process.stderr.write(`(${noise.hidden} expected Dawn adapter warnings hidden)\n`);
 
 const count = (label: string) => Number(new RegExp(`${label}:\\s+(\\d+)`).exec(stdoutText)?.[1] ?? NaN);
 const total = count('Total');

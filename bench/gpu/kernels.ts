@@ -18,7 +18,7 @@ import { stretchAsinhResident, stretchMtfResident } from '../../src/gpu/kernels/
 import { warpBilinearResident, warpLanczos3Resident, type Affine } from '../../src/gpu/kernels/warp.js';
 import { REC709, type AsinhParams, type MtfParams } from '../../src/cpu/stretch.js';
 import type { StackMethod } from '../../src/cpu/stack.js';
-import { ALPHA } from '../../src/pipeline/rawstack/stacking-premask.js';
+import { ALPHA } from '../../src/cpu/premask.js';
 import { bytesOf, type KernelClass } from './model.js';
 import type { Rep } from './timing.js';
 

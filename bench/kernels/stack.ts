@@ -1,4 +1,4 @@
-// Benchmarks of the stack kernel on the data shape of reference/webgpu-cpu.md §5: frames of
+// Benchmarks of the stack kernel on a typical data shape: frames of
 // 4096 px rows, sky 1000 ADU with a gradient, sigma ~10 noise, static "stars" (+5000 on 1/5000
 // pixels) and per-sample outliers on 1/200 (+300..2300, cosmic rays/trails) so clipping iterates;
 // weights 1/(1 + 0.05 f). Cases: sigma 3/3 x3 at N = 16 (the bar), 48 (resident, unrolled) and

@@ -1,5 +1,5 @@
 // Benchmarks of the warp kernels (warp_bilinear, warp_lanczos3) on a 4096×2048 f32 star field
-// (1024×512 with --quick) under the registration-like transform of reference/webgpu-cpu.md §6:
+// (1024×512 with --quick) under a registration-like transform:
 // rotation 0.5°, scale 1.001 about the centre, shift (12.3, −7.7). Lanczos uses the default
 // deringing ('undershoot') and is measured in both WGSL shapes: the grouped one the wrapper picks
 // for such transforms, and one pixel per invocation (what rotations beyond ~19° other than

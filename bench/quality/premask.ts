@@ -1,4 +1,4 @@
-// The stacking pre-mask's rule (src/pipeline/rawstack/stacking-premask.ts: seeds against the
+// The stacking pre-mask's rule (src/cpu/premask.ts: seeds against the
 // per-pixel median, strong seeds beyond twice the threshold grown by GROW px in the same
 // frame, the keep rule) with the seed threshold as a parameter, for the stacking-quality bench:
 // - `today`: the engine's threshold κσ_f + α·|M − L| (α = 0.5, L the reference's level);

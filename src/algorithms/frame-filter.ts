@@ -1,4 +1,4 @@
-// FRAME_FILTERING rules: the seed's quality filter table plus DESIGN §8's transparency rule.
+// FRAME_FILTERING rules: the seed's quality filter table plus the transparency rule (docs/ARCHITECTURE.md "Raw Stack decisions").
 //
 // Modes: `auto` (FWHM factor k = max_fwhm_sigma, default 2.0), `strict` (k = 1.5), `relaxed`
 // (k = 3.0), `off` (no quality rules: only frames without data — unreadable or not registered —

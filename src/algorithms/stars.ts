@@ -1233,6 +1233,8 @@ const eccentricityOf = (major: number, minor: number) => (major > 0 ? Math.sqrt(
 
 /** Half-maximum regions larger than this (px; a 22 px FWHM) do not count toward the rough scale. */
 const HALF_MAX_AREA_CAP = 400;
+/** A half-maximum flood that reaches a pixel this many times the candidate's peak has left its star. */
+const PEAK_CLIMB = 1.5;
 
 /** Fewer unsaturated stars fitted than this: up to SATURATED_FIT_COUNT saturated ones (faintest first) are fitted too. */
 const SATURATED_FIT_BELOW = 5;
@@ -1384,14 +1386,21 @@ function halfMaxScale(img: Float32Array, w: number, h: number, levelAt: (x: numb
     seen.clear();
     stack.push(py * w + px);
     seen.add(py * w + px);
+    // A region that climbs well above the candidate's own peak belongs to a brighter neighbour
+    // (the candidate sits on its wing: beside a saturated star, the flood would measure that
+    // star's half-maximum disc, not this candidate's).
+    const ceiling = PEAK_CLIMB * c.rawPeak;
     let area = 0;
-    while (stack.length > 0 && area < HALF_MAX_AREA_CAP) {
+    let climbed = false;
+    while (stack.length > 0 && area < HALF_MAX_AREA_CAP && !climbed) {
       const k = stack.pop()!;
       area++;
       const x = k % w;
       const y = (k - x) / w;
       const visit = (n: number) => {
-        if (!seen.has(n) && img[n]! - b >= half) {
+        const v = img[n]! - b;
+        if (!seen.has(n) && v >= half) {
+          if (v > ceiling) climbed = true;
           seen.add(n);
           stack.push(n);
         }
@@ -1402,7 +1411,7 @@ function halfMaxScale(img: Float32Array, w: number, h: number, levelAt: (x: numb
       if (y < h - 1) visit(k + w);
     }
     // A region that reaches the cap is no star (a streak, a nebula, a saturated blob).
-    if (area < HALF_MAX_AREA_CAP) sizes.push(2 * Math.sqrt(area / Math.PI));
+    if (area < HALF_MAX_AREA_CAP && !climbed) sizes.push(2 * Math.sqrt(area / Math.PI));
   }
   if (sizes.length === 0) return NaN;
   sizes.sort((a, b) => a - b);

@@ -1,4 +1,4 @@
-// The colour fit of PCC (after Siril SPCC, predecessor §5.3): per ratio (R/G, B/G) a robust line
+// The colour fit of PCC (after Siril SPCC, as the predecessor did): per ratio (R/G, B/G) a robust line
 // between the star's image ratio and its catalogue ratio (relative to the white reference, so
 // the white reference sits at catalogue ratio 1); the image ratio a white-reference star would
 // have, W, gives k_R = 1/W_R, k_B = 1/W_B, k_G = 1, then all divided by the largest (no channel

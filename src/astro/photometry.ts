@@ -1,6 +1,6 @@
 // Aperture photometry of catalogue stars on a planar RGB image: centroid near the predicted
 // position, aperture sum minus the annulus median sky per channel, radii scaled by the FWHM
-// (predecessor §5.3 auto_fwhm: r_ap = max(min_aperture, 1.8·FWHM), r_in = max(r_ap + 1, 3·FWHM),
+// (the predecessor's auto_fwhm: r_ap = max(min_aperture, 1.8·FWHM), r_in = max(r_ap + 1, 3·FWHM),
 // r_out = max(r_in + 2, 5·FWHM)).
 //
 // Centroids are found on the channel sum so all three channels share one aperture (colour ratios
@@ -315,37 +315,50 @@ export interface LinearityTest {
 /**
  * Which measured stars are non-linear, from the stars themselves (saturation is rarely a clean
  * flat top in a stack: dithers, seeing and the flat field move each frame's clip level):
- * 1. flattened cores: a PSF's peak is a fixed share of its flux, so a star of the brighter half
- *    whose (peak − sky)/flux over the three channels is below that of the fainter half (certainly
- *    linear) by more than max(MIN_PEAK_DEFICIT, 4 robust σ of their spread) has a clipped core
- *    (a faint star cannot clip where brighter ones do not; blends and odd shapes among the faint
- *    ones must not pass for saturation);
+ * 1. flattened cores, per channel: a PSF's peak is a fixed share of its flux, so a star of the
+ *    brighter half whose (peak − sky)/flux in some channel is below that channel's share among
+ *    the fainter half (certainly linear) by more than max(MIN_PEAK_DEFICIT, 4 robust σ of their
+ *    spread) has a clipped core there (a faint star cannot clip where brighter ones do not;
+ *    blends and odd shapes among the faint ones must not pass for saturation). Per channel,
+ *    because a red or blue star clips in one channel first: summed over the channels its core
+ *    would look almost whole while its colour is already pulled toward grey;
  * 2. the clip level per channel: the median peak of the flat-topped stars (`flatTops`, from
  *    aperture()), of the stars at the image maximum when there are two or more (`atMax`; the
- *    brightest star of any image peaks there, so one says nothing) and of the flattened ones —
- *    at least two, or one flat top, so one odd star cannot set it; every star peaking at
- *    NONLINEAR_FRACTION of it is non-linear too.
+ *    brightest star of any image peaks there, so one says nothing) and of the stars flattened in
+ *    that channel — at least two, or one flat top, so one odd star cannot set it; every star
+ *    peaking at NONLINEAR_FRACTION of it is non-linear too.
+ * `typical_peak_share` reports the channel sum's share (the summary figure of the diagnostics).
  */
 export function linearityTest(ms: readonly Pick<Measurement, 'flux' | 'sky' | 'peak'>[], flatTops: readonly [number, number, number][] = [], atMax: readonly [number, number, number][] = []): LinearityTest {
-  const ratio = ms.map((m) => {
+  const share = (m: Pick<Measurement, 'flux' | 'sky' | 'peak'>, c: number) => (m.flux[c]! > 0 ? (m.peak[c]! - m.sky[c]!) / m.flux[c]! : NaN);
+  const sumShare = (m: Pick<Measurement, 'flux' | 'sky' | 'peak'>) => {
     const f = m.flux[0] + m.flux[1] + m.flux[2];
-    const a = m.peak[0] - m.sky[0] + m.peak[1] - m.sky[1] + m.peak[2] - m.sky[2];
-    return f > 0 ? a / f : NaN;
-  });
-  const order = ms.map((m, i) => ({ i, f: m.flux[0] + m.flux[1] + m.flux[2] })).filter((o) => Number.isFinite(ratio[o.i]!)).sort((a, b) => a.f - b.f);
+    return f > 0 ? (m.peak[0] - m.sky[0] + m.peak[1] - m.sky[1] + m.peak[2] - m.sky[2]) / f : NaN;
+  };
+  const order = ms.map((m, i) => ({ i, f: m.flux[0] + m.flux[1] + m.flux[2] })).filter((o) => Number.isFinite(sumShare(ms[o.i]!))).sort((a, b) => a.f - b.f);
   let typical: number | null = null;
-  const flat = ms.map(() => false);
+  // flatIn[c][i]: star i's core is flattened in channel c.
+  const flatIn = [0, 1, 2].map(() => ms.map(() => false));
   if (order.length >= 6) {
     const half = Math.ceil(order.length / 2);
-    const faint = order.slice(0, half).map((o) => ratio[o.i]!);
-    typical = median(faint);
-    const spread = (1.4826 * median(faint.map((r) => Math.abs(r - typical!)))) / typical;
-    const cut = typical * (1 - Math.max(MIN_PEAK_DEFICIT, 4 * spread));
-    for (const o of order.slice(half)) if (ratio[o.i]! < cut) flat[o.i] = true;
+    typical = median(order.slice(0, half).map((o) => sumShare(ms[o.i]!)));
+    for (let c = 0; c < 3; c++) {
+      const faint = order.slice(0, half).map((o) => share(ms[o.i]!, c)).filter(Number.isFinite);
+      if (faint.length < 3) continue;
+      const t = median(faint);
+      if (!(t > 0)) continue;
+      const spread = (1.4826 * median(faint.map((r) => Math.abs(r - t)))) / t;
+      const cut = t * (1 - Math.max(MIN_PEAK_DEFICIT, 4 * spread));
+      for (const o of order.slice(half)) if (share(ms[o.i]!, c) < cut) flatIn[c]![o.i] = true;
+    }
   }
-  const peaks = [...flatTops, ...(atMax.length >= 2 ? atMax : []), ...ms.filter((_, i) => flat[i]).map((m) => m.peak)];
+  const flat = ms.map((_, i) => flatIn.some((f) => f[i]));
   const level: [number | null, number | null, number | null] = [null, null, null];
-  if (peaks.length >= 2 || flatTops.length === 1) for (let c = 0; c < 3; c++) level[c] = median(peaks.map((p) => p[c]!));
+  const common = [...flatTops, ...(atMax.length >= 2 ? atMax : [])];
+  for (let c = 0; c < 3; c++) {
+    const peaks = [...common.map((p) => p[c]!), ...ms.filter((_, i) => flatIn[c]![i]).map((m) => m.peak[c]!)];
+    if (peaks.length >= 2 || flatTops.length === 1) level[c] = median(peaks);
+  }
   const flags = ms.map((m, i) => flat[i]! || m.peak.some((v, c) => level[c] !== null && v >= NONLINEAR_FRACTION * level[c]!));
   return { flags, typical_peak_share: typical, flattened: flat.filter(Boolean).length, clip_level: level };
 }

@@ -1,5 +1,5 @@
 // ASTAP adapter: finds `astap_cli` (or `astap`) and its star database, builds the argument
-// list (predecessor.md §5.1: -f <image> -d <data dir> -r <radius>, plus the centre and field
+// list (as the predecessor called it: -f <image> -d <data dir> -r <radius>, plus the centre and field
 // hints), and reads the `<base>.wcs` it writes (text lines or FITS records, wcs-file.ts).
 //
 // Invariants:

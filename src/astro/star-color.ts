@@ -4,7 +4,7 @@
 // Ratios R/G and B/G are what PCC compares, so the normalisation does not matter; linear sRGB is
 // the target space, so a G2V star calibrated to neutral looks white on an sRGB display.
 //
-// White reference (DESIGN §8): a spectral type from the table below, a bare number read as B−V,
+// White reference (docs/ARCHITECTURE.md "Raw Stack decisions"): a spectral type from the table below, a bare number read as B−V,
 // or a temperature written "5778K".
 
 import { PccError } from './pcc-errors.js';

@@ -21,6 +21,7 @@ import { inspectFile } from './inspect.js';
 import { progress } from './progress.js';
 import { parseRawStackConfig, type RawStackConfig } from '../config/rawstack.js';
 import { runRawStack } from '../pipeline/rawstack/run.js';
+import { RUN_LAYOUTS } from '../shared/run-layout.js';
 import { UsageError } from './usage.js';
 
 /**
@@ -154,6 +155,6 @@ async function runWithProgress(config: RawStackConfig, runsDir: string): Promise
   console.log(`run ${result.runId}: ${result.status} on device ${result.device.kind}${result.device.adapter ? ` (${result.device.adapter})` : ''}`);
   console.log(`run folder: ${result.runDir}`);
   for (const [name, file] of Object.entries(result.outputs)) console.log(`  ${name}: ${file}`);
-  console.log(`  report: ${join(result.runDir, 'artifacts', 'preprocess', 'preprocessing_report.html')}`);
+  console.log(`  report: ${join(result.runDir, RUN_LAYOUTS.rawstack.report.html)}`);
   return result.status === 'ok' ? 0 : 1;
 }

@@ -11,7 +11,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { STRETCH_MODES, type StretchMode } from '../ui/stretch-math.js';
+import { artifactPath, layoutOf, RUN_RECORD, type RunLayout } from '../shared/run-layout.js';
+import { STRETCH_MODES, type StretchMode } from '../shared/stretch-math.js';
 import { encodeImage, ExportError, formatOf, parseChannel, renderFits, writeAtomic } from '../viewer/export.js';
 import { hmsSettings, recipeFromDiagnostics } from '../viewer/hms-look.js';
 import { UsageError } from './usage.js';
@@ -22,7 +23,7 @@ export async function runFolderOf(file: string): Promise<string | null> {
   for (let i = 0; i < 3; i++) {
     if (basename(dir) === 'outputs') {
       const run = dirname(dir);
-      if (await stat(join(run, 'run.json')).catch(() => null)) return run;
+      if (await stat(join(run, RUN_RECORD)).catch(() => null)) return run;
       return null;
     }
     dir = dirname(dir);
@@ -31,6 +32,15 @@ export async function runFolderOf(file: string): Promise<string | null> {
 }
 
 const text = (f: string) => readFile(f, 'utf8').catch(() => null);
+
+/** The layout of the run folder `run` (its run.json names the pipeline kind). */
+async function layoutAt(run: string): Promise<RunLayout> {
+  try {
+    return layoutOf((JSON.parse((await text(join(run, RUN_RECORD))) ?? '{}') as { kind?: unknown }).kind);
+  } catch {
+    return layoutOf(undefined);
+  }
+}
 
 export async function runExportCli(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -62,8 +72,9 @@ export async function runExportCli(argv: string[]): Promise<number> {
   let hms = null;
   if (stretch === 'hms') {
     const run = await runFolderOf(input);
-    const settings = hmsSettings(run ? await text(join(run, 'artifacts', 'preprocess', 'effective_config.json')) : null);
-    hms = { recipe: run ? recipeFromDiagnostics(await text(join(run, 'artifacts', 'preprocess', 'hms_diagnostics.json')), settings) : null, settings };
+    const layout = run ? await layoutAt(run) : null;
+    const settings = hmsSettings(run && layout ? await text(join(run, layout.config)) : null);
+    hms = { recipe: run && layout ? recipeFromDiagnostics(await text(join(run, artifactPath(layout, 'hms_diagnostics.json'))), settings) : null, settings };
   }
   let img;
   try {

@@ -38,6 +38,11 @@ async function inspect(argv: string[]): Promise<number> {
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // `skystack rawstack --help` (any command): the usage, not an unknown-option error.
+  if (command !== undefined && command !== 'job' && rest.some((a) => a === '--help' || a === '-h')) {
+    process.stdout.write(USAGE + '\n');
+    return 0;
+  }
   try {
     switch (command) {
       case 'inspect':

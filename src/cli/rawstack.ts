@@ -12,7 +12,7 @@ import { jsonDepth, MAX_NESTING, yamlDepth } from '../config/nesting.js';
 import { mergeLayers, setPath } from '../config/merge.js';
 import { parseRawStackConfig } from '../config/rawstack.js';
 import type { EventLine } from '../pipeline/events.js';
-import { RAWSTACK_PHASES } from '../pipeline/rawstack/phase-list.js';
+import { RunProgress } from '../shared/run-progress.js';
 import { runRawStack } from '../pipeline/rawstack/run.js';
 import { progress } from './progress.js';
 import { UsageError } from './usage.js';
@@ -63,7 +63,7 @@ export async function runRawStackCli(argv: string[]): Promise<number> {
     const yaml = /\.ya?ml$/i.test(values.config);
     if ((yaml ? yamlDepth(text, MAX_NESTING) : jsonDepth(text, MAX_NESTING)) > MAX_NESTING) throw new UsageError(`--config ${values.config} nests deeper than ${MAX_NESTING} levels`);
     try {
-      // YAML without custom tags (DESIGN §7); a document that is not a mapping is refused below.
+      // YAML without custom tags (docs/threat-model.md); a document that is not a mapping is refused below.
       fileLayer = (yaml ? parseYaml(text, { customTags: [] }) : JSON.parse(text)) as Record<string, unknown>;
     } catch (e) {
       throw new UsageError(`--config ${values.config} is not valid ${yaml ? 'YAML' : 'JSON'}: ${(e as Error).message}`);
@@ -96,18 +96,22 @@ export async function runRawStackCli(argv: string[]): Promise<number> {
   process.on('SIGINT', onSigint);
   const bar = progress(process.stderr, '');
   const tty = Boolean(process.stderr.isTTY);
-  const total = RAWSTACK_PHASES.length;
-  let done = 0;
+  // The bar's fraction: the run's progress over the plan run_start carries (shared/run-progress.ts).
+  const run = new RunProgress();
   const onEvent = (line: EventLine) => {
+    run.apply(line);
+    const total = Math.max(1, run.phases.size);
     if (line.type === 'phase_start') {
-      if (tty) bar.update(done, total, line.phase);
+      if (tty) bar.update(run.fraction * total, total, line.phase);
     } else if (line.type === 'phase_progress') {
-      if (tty) bar.update(done + line.progress, total, `${line.phase} ${line.current}/${line.total}${line.substep ? ` ${line.substep}` : ''}`);
+      if (tty) bar.update(run.fraction * total, total, `${line.phase} ${line.current}/${line.total}${line.substep ? ` ${line.substep}` : ''}`);
     } else if (line.type === 'phase_end') {
-      done++;
       const text = `${line.phase}: ${line.status}${line.reason ? ` (${line.reason}${typeof line.message === 'string' ? `: ${line.message}` : ''})` : ''} in ${(line.duration_ms / 1000).toFixed(1)} s`;
       if (tty) bar.finish(text);
       else process.stderr.write(`${text}\n`);
+      // The scan's hint in this command's terms: the option that takes the files it found.
+      const suggested = (line as { suggested_pattern?: unknown }).suggested_pattern;
+      if (line.reason === 'pattern_mismatch' && typeof suggested === 'string') process.stderr.write(`hint: run again with --pattern '${suggested}'\n`);
     } else if (line.type === 'warning') {
       process.stderr.write(`warning ${line.code}: ${line.message}\n`);
     }

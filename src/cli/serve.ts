@@ -1,5 +1,5 @@
 // `skystack serve [--host H] [--port P] [--runs-dir D] [--state-dir D] [--root DIR ...]
-// [--token T] [--max-jobs N]`: the REST API and web UI (DESIGN §2, §7). Environment:
+// [--token T] [--max-jobs N]`: the REST API and web UI (docs/ARCHITECTURE.md "Processes", docs/threat-model.md). Environment:
 // SKYSTACK_HOST, SKYSTACK_PORT, SKYSTACK_RUNS_DIR, SKYSTACK_STATE_DIR, SKYSTACK_DATA_ROOTS
 // (":"-separated), SKYSTACK_TOKEN. A generated token is printed once on stderr.
 

@@ -1,9 +1,9 @@
-// The Raw Stack parameter set (seed "Preprocessing parameter groups", DESIGN §9 key layout):
+// The Raw Stack parameter set (seed "Preprocessing parameter groups", docs/ARCHITECTURE.md "Configuration"):
 // one zod schema that is the single source of defaults, validation, TypeScript types and the
 // JSON Schema served to the parameter editor. Input/cfa_mono/registration keys sit at the top
 // level, everything else nests by its dotted name. Unknown keys are errors naming their path.
-// Defaults follow the seed where it states them and the predecessor (reference/predecessor.md
-// §4.2) elsewhere; deliberate differences are noted at the key.
+// Defaults follow the seed where it states them and the predecessor's elsewhere; deliberate
+// differences are noted at the key.
 
 import { z } from 'zod';
 
@@ -51,7 +51,7 @@ const CalibrationSchema = z.strictObject({
   dark_match_exposure_tolerance_percent: z.number().min(0).max(100).default(8),
   dark_match_use_temp: z.boolean().default(false),
   dark_match_temp_tolerance_c: z.number().min(0).max(50).default(3),
-  master_rejection_sigma: z.number().positive().default(3).describe('kappa of the sigma-clipped mean that forms masters (DESIGN §8)'),
+  master_rejection_sigma: z.number().positive().default(3).describe('kappa of the sigma-clipped mean that forms masters'),
   cosmetic_without_darks: z.boolean().default(true).describe('when no dark is applied: isolated hot and cold pixels of each light are replaced before star detection and stacking'),
   cosmetic_without_darks_sigma: z.number().positive().default(5).describe('outlier threshold (σ) of that cosmetic pass'),
 });
@@ -62,7 +62,7 @@ const QualityFilterSchema = z.strictObject({
   min_correlation: z.number().min(0).max(1).default(0.75),
   max_fwhm_sigma: z.number().positive().default(2.0),
   max_eccentricity: z.number().min(0).max(1).default(0.65),
-  min_relative_transparency: z.number().min(0).max(1).default(0.6).describe('DESIGN §8: star count or median star flux below this fraction of the sequence median excludes a frame (auto, strict)'),
+  min_relative_transparency: z.number().min(0).max(1).default(0.6).describe('star count or median star flux below this fraction of the sequence median excludes a frame (auto, strict)'),
   relative_fallback: z.boolean().default(true).describe('when min_stars, max_eccentricity and min_correlation would exclude more than half of the frames (a systematic cause), rules relative to the sequence median decide instead, with a warning'),
   manual_overrides: z
     .record(z.string().min(1), z.union([z.boolean(), z.strictObject({ include: z.boolean(), index: z.number().int().min(0).optional(), filename: z.string().optional() })]))
@@ -143,7 +143,7 @@ const PccSchema = z.strictObject({
   min_stars: z.number().int().min(3).default(10),
   max_condition_number: z.number().positive().default(3.0),
   max_residual_rms: z.number().positive().default(0.35),
-  white_reference: z.string().default('G2V').describe('spectral type or B-V that comes out neutral (DESIGN §8)'),
+  white_reference: z.string().default('G2V').describe('spectral type or B-V that comes out neutral'),
   min_aperture_px: z.number().positive().default(4),
   background_neutralization: z.boolean().default(true).describe('sky made neutral grey while star colours get the fitted factors'),
   min_slope: z.number().min(0).max(1).default(0.5).describe('image vs catalogue colour slope below which the fit is rejected (compressed or inverted colours)'),
@@ -196,7 +196,7 @@ const RuntimeLimitsSchema = z.strictObject({
 });
 
 export const RawStackConfigSchema = z.strictObject({
-  // input group (top level, DESIGN §9)
+  // input group (top level, docs/ARCHITECTURE.md "Configuration")
   lights_dir: path.default('').describe('folder with light FITS frames (required for a single-folder run)'),
   bias_dir: path.default(''),
   darks_dir: path.default(''),

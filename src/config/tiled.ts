@@ -1,4 +1,4 @@
-// The tiled-workflow configuration YAML (DESIGN §9): until the tiled workflow exists, its
+// The tiled-workflow configuration YAML (docs/ARCHITECTURE.md "Configuration"): until the tiled workflow exists, its
 // schema holds the blocks the Raw Stack import reads plus the basics. Known blocks are
 // validated strictly (types, ranges, enums); unknown blocks and unknown keys inside known
 // blocks are warnings, so YAML files from the predecessor validate and import. Every finding

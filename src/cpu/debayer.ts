@@ -271,7 +271,8 @@ export function debayerBilinear(input: Float32Array, params: DebayerParams, out?
   return planes;
 }
 
-const ROWS_KERNEL: PoolKernel = { module: import.meta.url, name: 'debayerBilinearRows' };
+/** debayerBilinearRows as a worker-pool kernel (the stacking engine runs it on band rows). */
+export const ROWS_KERNEL: PoolKernel = { module: import.meta.url, name: 'debayerBilinearRows' };
 
 export interface ParallelOptions {
   /** Worker threads (the process-wide pool of this size is used). Default 2. */

@@ -6,8 +6,8 @@
 //   t = clamp((x − c0) / (c1 − c0), 0, 1);  out = MTF(m, t) = (m − 1) t / ((2m − 1) t − m)
 //   MTF(m, 0) = 0, MTF(m, m) = 1/2, MTF(m, 1) = 1; m = 1/2 is the identity.
 //
-// HyperMetric Stretch per-pixel colour stretch (port of VeraLux HMS, see
-// shared/reference/predecessor.md §5.4), on R, G, B:
+// HyperMetric Stretch per-pixel colour stretch (the predecessor's port of VeraLux HMS), on R,
+// G, B:
 //   a_c = max(x_c − anchor, 0);  L = wR a_R + wG a_G + wB a_B
 //   f(v) = (asinh(D v + b) − asinh(b)) / (asinh(D vw + b) − asinh(b)),
 //          D = 10^logD, b = protectB ≥ 0, vw = white − anchor (so f(0) = 0 and f(vw) = 1)
@@ -186,7 +186,7 @@ export function stretchAsinh(r: Float32Array, g: Float32Array, b: Float32Array, 
   return out;
 }
 
-/** The HyperMetric Stretch settings that shape the per-pixel stretch (predecessor.md §5.4 names). */
+/** The HyperMetric Stretch settings that shape the per-pixel stretch (the predecessor's names). */
 export interface HmsPixelSettings {
   mode: 'ready_to_use' | 'scientific';
   /** Luminance weights of the sensor profile (R, G, B). */

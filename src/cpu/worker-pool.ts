@@ -1,4 +1,4 @@
-// Persistent pool of worker_threads for row-parallel TypeScript kernels (DESIGN §4: the TS path
+// Persistent pool of worker_threads for row-parallel TypeScript kernels (docs/ARCHITECTURE.md "GPU strategy": the TS path
 // runs in workers on SharedArrayBuffers; 2 workers give ~1.9x on this 2-core machine).
 // A task names a kernel as (module URL, export name); the worker imports that module once and
 // calls `fn(args, start, end)` for half-open ranges of work items (rows, elements). Typed

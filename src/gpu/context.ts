@@ -364,7 +364,7 @@ export class GpuContext {
 let shared: Promise<{ ctx: GpuContext | null; info: DeviceInfo }> | undefined;
 
 /**
- * The process-wide context (one device per process, per DESIGN §2), acquired on first use
+ * The process-wide context (one device per process: docs/ARCHITECTURE.md "Processes"), acquired on first use
  * with SKYSTACK_DEVICE's preference.
  */
 export function sharedGpu(): Promise<{ ctx: GpuContext | null; info: DeviceInfo }> {

@@ -42,10 +42,10 @@ export const KERNELS = {
   stretch_mtf: { shader: 'stretch/mtf.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
   stretch_asinh: { shader: 'stretch/asinh.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage', 'storage', 'storage'] },
   // stacking pre-mask: per-pixel outlier flags against the band median, then their application
-  premask_flag: { shader: 'stacking/premask_flag.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage'] },
-  premask_apply: { shader: 'stacking/premask_apply.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'storage', 'storage'] },
+  premask_flag: { shader: 'premask/premask_flag.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage'] },
+  premask_apply: { shader: 'premask/premask_apply.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'storage', 'storage'] },
   // stacking: NaN at listed sample indices (the host pre-mask's result applied to device slots)
-  scatter_nan: { shader: 'stacking/scatter_nan.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  scatter_nan: { shader: 'premask/scatter_nan.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
 } as const satisfies Record<string, KernelSpec>;
 
 export type KernelId = keyof typeof KERNELS;

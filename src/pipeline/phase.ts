@@ -1,48 +1,44 @@
 // What a pipeline phase is: an object with prepare / run / finalize (finalize always runs),
 // declared memory needs, and a typed outcome. Failures and skips are data with a reason code
-// from a closed union, never bare strings, so reports, the API and tests can branch on them.
+// from a closed union (the core set here, each pipeline's own on top), never bare strings, so
+// reports, the API and tests can branch on them.
 
-import type { EventLog } from './events.js';
+import type { EventLog, PhasePlanEntry } from './events.js';
 
-export type ReasonCode =
+/**
+ * Reasons every pipeline shares (and the runner's own: `cancelled`, `exception`). A pipeline
+ * closes its own union over these (Raw Stack: rawstack/reasons.ts) and types its phases with it,
+ * so each phase can only end with a reason its pipeline declares.
+ */
+export type CoreReasonCode =
   // skips
   | 'not_configured' // nothing to do (e.g. no calibration source)
   | 'disabled' // switched off in the configuration
-  | 'quality_mode_off' // FRAME_FILTERING with quality_filter.mode = off
-  | 'no_rgb_stack' // postprocess phases on mono data
-  | 'no_wcs' // PCC without a solved WCS
-  | 'no_catalog_stars' // PCC without a catalogue or without catalogue stars on the image
-  | 'solver_missing' // ASTROMETRY without a solver binary or data
-  | 'pcc_failed' // HMS with require_successful_pcc after a failed PCC
   | 'not_available' // phase not implemented in this build yet
+  | 'not_needed' // the pipeline's design makes the phase unnecessary for this run
   | 'prerequisite_failed' // an earlier optional phase this one needs ended in error
   // errors
   | 'cancelled'
   | 'no_frames' // nothing left to process
-  | 'pattern_mismatch' // INPUT_SCAN: the file pattern matches nothing, but the folder holds FITS files it does not take
   | 'input_error' // missing folder, unreadable or mismatched inputs
-  | 'calibration_error'
-  | 'registration_error'
-  | 'stacking_error'
   | 'device_error' // GPU device lost or unusable
   | 'budget_error' // memory budget too small for the smallest band
-  | 'solver_failed'
-  | 'fit_failed' // a model fit rejected by its guards (PCC: too few stars, residual, condition number)
   | 'exception'; // an unexpected failure (a bug); message carries the detail
 
-export type PhaseOutcome =
+/** A phase's end: ok, or skipped / error with a reason from its pipeline's union `R`. */
+export type PhaseOutcome<R extends string = string> =
   | { status: 'ok'; details?: Record<string, unknown> }
-  | { status: 'skipped'; reason: ReasonCode; message?: string; details?: Record<string, unknown> }
-  | { status: 'error'; reason: ReasonCode; message: string; details?: Record<string, unknown> };
+  | { status: 'skipped'; reason: R; message?: string; details?: Record<string, unknown> }
+  | { status: 'error'; reason: R; message: string; details?: Record<string, unknown> };
 
-export const ok = (details?: Record<string, unknown>): PhaseOutcome => (details ? { status: 'ok', details } : { status: 'ok' });
-export const skipped = (reason: ReasonCode, message?: string, details?: Record<string, unknown>): PhaseOutcome => ({
+export const ok = (details?: Record<string, unknown>): PhaseOutcome<never> => (details ? { status: 'ok', details } : { status: 'ok' });
+export const skipped = <R extends string>(reason: R, message?: string, details?: Record<string, unknown>): PhaseOutcome<R> => ({
   status: 'skipped',
   reason,
   ...(message !== undefined ? { message } : {}),
   ...(details ? { details } : {}),
 });
-export const failed = (reason: ReasonCode, message: string, details?: Record<string, unknown>): PhaseOutcome => ({
+export const failed = <R extends string>(reason: R, message: string, details?: Record<string, unknown>): PhaseOutcome<R> => ({
   status: 'error',
   reason,
   message,
@@ -63,6 +59,8 @@ export interface MemoryNeeds {
 
 export interface PhaseContext<S> {
   readonly phase: string;
+  /** The run's phases in order, with their optional flags (what run_start carries). */
+  readonly plan: readonly PhasePlanEntry[];
   /** Run-wide state shared by the phases (frames, config, intermediate results). */
   readonly state: S;
   readonly signal: AbortSignal;
@@ -77,15 +75,15 @@ export interface PhaseContext<S> {
   checkCancelled(): void;
 }
 
-export interface Phase<S> {
+export interface Phase<S, R extends string = string> {
   readonly name: string;
-  /** Optional (postprocess) phases: an error does not stop the run (DESIGN §5). */
+  /** Optional (postprocess) phases: an error does not stop the run (docs/ARCHITECTURE.md "Pipelines, phases and the runner"). */
   readonly optional: boolean;
   /** Memory this phase needs at most, for the budget check and the report. */
   memory?(ctx: PhaseContext<S>): MemoryNeeds;
   /** Checks prerequisites; returning an outcome (skipped or error) ends the phase without run(). */
-  prepare?(ctx: PhaseContext<S>): Promise<PhaseOutcome | void>;
-  run(ctx: PhaseContext<S>): Promise<PhaseOutcome>;
+  prepare?(ctx: PhaseContext<S>): Promise<PhaseOutcome<R> | void>;
+  run(ctx: PhaseContext<S>): Promise<PhaseOutcome<R>>;
   /** Always runs after prepare/run, also after an error or cancellation (release buffers, close files). */
   finalize?(ctx: PhaseContext<S>, outcome: PhaseOutcome): Promise<void>;
 }

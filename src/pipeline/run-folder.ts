@@ -1,15 +1,18 @@
-// Run folders (seed "Raw Stack run folder", DESIGN §5): `<runs_dir>/<run_name>_YYYYMMDD_HHMMSS`,
-// `run` when the name is empty, a numeric suffix on collision (created with mkdir, which is
-// atomic, so two runs started in the same second never share a folder), and run.json.
-// `runFolderAt` is the one place that knows the folder's layout.
+// Run folders: `<runs_dir>/<run_name>_YYYYMMDD_HHMMSS`, `run` when the name is empty, a
+// numeric suffix on collision (created with mkdir, which is atomic, so two runs started in the
+// same second never share a folder), and run.json. The layout inside (which folder holds what,
+// per pipeline kind) is src/shared/run-layout.ts; RunFolder is that layout made absolute.
 
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { RUN_LAYOUTS, type RunKind, type RunLayout } from '../shared/run-layout.js';
 import { writeJsonAtomic } from './atomic.js';
+
+export type { RunKind, RunLayout };
 
 export interface RunRecord {
   run_id: string;
-  kind: 'rawstack' | 'tiled';
+  kind: RunKind;
   created_at: string;
   /** `pending` while the API's job waits in the queue. */
   status: 'pending' | 'running' | 'ok' | 'error' | 'cancelled';
@@ -20,8 +23,12 @@ export interface RunRecord {
 export interface RunFolder {
   runId: string;
   runDir: string;
+  kind: RunKind;
+  /** Paths relative to runDir (artifact entries, events and reports use these). */
+  layout: RunLayout;
   outputsDir: string;
   artifactsDir: string;
+  eventsFile: string;
   /**
    * The run's scratch space (hidden, so artifact listings skip it): files a phase needs only
    * while the run lasts, such as calibrated frames a run does not keep. The run removes it when
@@ -30,16 +37,23 @@ export interface RunFolder {
   scratchDir: string;
 }
 
-/** The paths of the run folder `runDir` (no file system access). */
-export function runFolderAt(runDir: string, runId: string): RunFolder {
+/** The paths of the run folder `runDir` of a `kind` run (no file system access). */
+export function runFolderAt(runDir: string, runId: string, kind: RunKind = 'rawstack'): RunFolder {
+  const layout = RUN_LAYOUTS[kind];
   return {
     runId,
     runDir,
-    outputsDir: join(runDir, 'outputs'),
-    artifactsDir: join(runDir, 'artifacts', 'preprocess'),
-    scratchDir: join(runDir, '.scratch'),
+    kind,
+    layout,
+    outputsDir: join(runDir, layout.outputs),
+    artifactsDir: join(runDir, layout.artifacts),
+    eventsFile: join(runDir, layout.events),
+    scratchDir: join(runDir, layout.scratch),
   };
 }
+
+/** A path relative to the run folder (a layout path or an artifact entry) made absolute. */
+export const inRunFolder = (folder: RunFolder, rel: string): string => join(folder.runDir, ...rel.split('/'));
 
 /** Run names become folder names: keep letters, digits, `-`, `_` and `.`; never a path. */
 export function sanitizeRunName(name: string): string {
@@ -53,7 +67,7 @@ function stamp(d: Date): string {
   return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}_${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
 }
 
-export async function createRunFolder(runsDir: string, runName: string, now = new Date()): Promise<RunFolder> {
+export async function createRunFolder(runsDir: string, runName: string, now = new Date(), kind: RunKind = 'rawstack'): Promise<RunFolder> {
   await mkdir(runsDir, { recursive: true });
   const base = `${sanitizeRunName(runName)}_${stamp(now)}`;
   for (let n = 0; n < 1000; n++) {
@@ -65,14 +79,15 @@ export async function createRunFolder(runsDir: string, runName: string, now = ne
       if ((e as NodeJS.ErrnoException).code === 'EEXIST') continue;
       throw e;
     }
-    const folder = runFolderAt(runDir, runId);
+    const folder = runFolderAt(runDir, runId, kind);
     await mkdir(folder.outputsDir, { recursive: true });
     await mkdir(folder.artifactsDir, { recursive: true });
+    await mkdir(dirname(folder.eventsFile), { recursive: true });
     return folder;
   }
   throw new Error(`could not create a run folder for ${base} in ${runsDir}`);
 }
 
 export function writeRunRecord(folder: RunFolder, record: RunRecord): Promise<void> {
-  return writeJsonAtomic(join(folder.runDir, 'run.json'), record);
+  return writeJsonAtomic(inRunFolder(folder, folder.layout.record), record);
 }

@@ -1,13 +1,14 @@
-// The phase runner: runs phases in order with the error semantics of DESIGN §5.
+// The phase runner: runs a pipeline's phases in order with the error semantics every pipeline
+// shares (docs/ARCHITECTURE.md "Phases and the runner"). Generic: it knows no phase by name.
 // - Every phase that begins gets exactly one phase_start and one phase_end (skips included).
-// - A core phase ending in error stops every later phase except the always-run one (REPORT).
+// - A core phase ending in error stops every later phase except the always-run one (a report).
 // - An optional phase ending in error does not stop the run; later phases see its outcome.
-// - Cancellation ends the current phase as error/cancelled, starts nothing else but REPORT
-//   (which gets a fresh, unaborted signal), and closes with run_end {status: "cancelled"}.
+// - Cancellation ends the current phase as error/cancelled, starts nothing else but the
+//   always-run phase (which gets a fresh, unaborted signal), and closes with run_end {status: "cancelled"}.
 // - finalize() always runs; its own failure turns an ok phase into an error.
 // - phase_end carries duration_ms and peak_rss_mib (rss-sampler.ts) of the phase.
 
-import type { EventLog, PhaseStatus, RunStatus } from './events.js';
+import type { EventLog, PhasePlanEntry, PhaseStatus, RunStatus } from './events.js';
 import { CancelledError, type Phase, type PhaseContext, type PhaseOutcome } from './phase.js';
 import { startRssSampler } from './rss-sampler.js';
 
@@ -15,8 +16,8 @@ export interface RunOptions<S> {
   state: S;
   events: EventLog;
   signal: AbortSignal;
-  /** Phase that runs even after errors and cancellation. */
-  alwaysRun?: string;
+  /** Phase that runs even after errors and cancellation (null: none). */
+  alwaysRun: string | null;
   /** Minimum milliseconds between two phase_progress events of a phase. */
   progressIntervalMs?: number;
   /**
@@ -38,15 +39,21 @@ function describe(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+/** The plan of a phase list: names and optional flags in run order (what run_start carries). */
+export function phasePlan(phases: readonly Pick<Phase<unknown>, 'name' | 'optional'>[]): PhasePlanEntry[] {
+  return phases.map((p) => ({ name: p.name, optional: p.optional }));
+}
+
 export async function runPhases<S>(phases: Phase<S>[], options: RunOptions<S>): Promise<RunResult> {
   const { state, events, signal } = options;
-  const alwaysRun = options.alwaysRun ?? 'REPORT';
+  const alwaysRun = options.alwaysRun;
   const interval = options.progressIntervalMs ?? 250;
   const outcomes = new Map<string, PhaseOutcome>();
   const failedPhases: string[] = [];
   const started = performance.now();
   let coreFailed = false;
   let cancelled = false;
+  const plan = phasePlan(phases);
 
   for (const phase of phases) {
     const isAlways = phase.name === alwaysRun;
@@ -59,6 +66,7 @@ export async function runPhases<S>(phases: Phase<S>[], options: RunOptions<S>): 
     let lastProgress = -Infinity;
     const ctx: PhaseContext<S> = {
       phase: phase.name,
+      plan,
       state,
       signal: phaseSignal,
       events,
@@ -128,7 +136,7 @@ export async function runPhases<S>(phases: Phase<S>[], options: RunOptions<S>): 
       else if (!phase.optional) coreFailed = true;
     }
   }
-  const status: RunStatus = cancelled ? 'cancelled' : coreFailed || outcomes.get(alwaysRun)?.status === 'error' ? 'error' : 'ok';
+  const status: RunStatus = cancelled ? 'cancelled' : coreFailed || (alwaysRun !== null && outcomes.get(alwaysRun)?.status === 'error') ? 'error' : 'ok';
   const durationMs = Math.round(performance.now() - started);
   events.emit({ type: 'run_end', status, duration_ms: durationMs, failed_phases: failedPhases });
   return { status, outcomes, failedPhases, durationMs };

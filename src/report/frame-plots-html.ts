@@ -1,10 +1,10 @@
 // The report's frame plots (HTML): FWHM, stars, background, eccentricity and weight per frame,
 // and the registration shift and rotation, drawn by the same chart code as the web UI's frame
-// table (src/ui/frame-plot.ts, frame-plot-svg.ts) from the report model's frames, in acquisition order. Static SVG,
+// table (src/shared/frame-plot.ts, frame-plot-svg.ts) from the report model's frames, in acquisition order. Static SVG,
 // no scripts: tooltips are SVG <title>s.
 
-import { FRAME_CHARTS, REGISTRATION_CHARTS, framePlots, type PlotFrame } from '../ui/frame-plot.js';
-import { chartSvg, svgMarkup } from '../ui/frame-plot-svg.js';
+import { FRAME_CHARTS, REGISTRATION_CHARTS, framePlots, type PlotFrame } from '../shared/frame-plot.js';
+import { chartSvg, svgMarkup } from '../shared/frame-plot-svg.js';
 import type { ReportFrame, ReportModel } from './model.js';
 
 export function plotFrames(frames: readonly ReportFrame[]): PlotFrame[] {

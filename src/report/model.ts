@@ -1,5 +1,8 @@
 // The report model: everything preprocessing_report.{json,md,html} show, gathered once from a
-// run's state so the three renderers cannot disagree. Plain data, JSON-serialisable.
+// run's state so the three renderers cannot disagree. Plain data, JSON-serialisable. `kind` is
+// the pipeline that ran, which also says where the report and its artifacts lie (run-layout.ts).
+
+import type { RunKind } from '../shared/run-layout.js';
 
 export interface ReportPhase {
   phase: string;
@@ -88,7 +91,7 @@ export interface ReportColourRelation {
 /** A PNG preview of one image output (the HTML embeds the PNG itself; JSON keeps the path). */
 export interface ReportPreview {
   output: string;
-  /** Relative to the run folder: artifacts/preprocess/preview_<output>.png. */
+  /** Relative to the run folder: preview_<output>.png in the artifacts folder. */
   path: string;
   width: number;
   height: number;
@@ -103,7 +106,7 @@ export interface ReportPreview {
 export interface ReportModel {
   run_id: string;
   status: 'ok' | 'error' | 'cancelled' | 'running';
-  kind: 'rawstack';
+  kind: RunKind;
   generated_at: string;
   generator: { name: string; version: string };
   device: { kind: string; adapter: string | null; fallback_reason?: string };

@@ -1,7 +1,7 @@
 // Renders the report model as Markdown (a short readable summary) and as one self-contained
 // HTML page (phase table + duration bars, summaries, postprocess sections, output previews,
 // per-frame quality table when report.detailed, inline SVG charts). Every value printed into
-// HTML is escaped; links are relative to artifacts/preprocess/ so a copied run folder keeps
+// HTML is escaped; links are relative to the artifacts folder (the reports' own) so a copied run folder keeps
 // working; previews are embedded as data: URIs (PNG bytes passed in by the caller, so the
 // model and the JSON report stay small).
 
@@ -9,6 +9,7 @@ import { escapeHtml as h } from './escape.js';
 import type { ReportModel, ReportPostprocessSection } from './model.js';
 import { FRAME_PLOTS_STYLE, framePlotsHtml } from './frame-plots-html.js';
 import { barChart, scatterChart } from './svg-chart.js';
+import { fromArtifacts, layoutOf } from '../shared/run-layout.js';
 
 const num = (v: number | null | undefined, digits = 2) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : Number.isInteger(v) ? String(v) : v.toFixed(digits));
 const secs = (ms: number | undefined) => (ms === undefined ? '–' : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
@@ -100,7 +101,7 @@ export function renderMarkdown(m: ReportModel): string {
     lines.push('');
     lines.push('## Previews');
     lines.push('');
-    for (const p of m.previews) lines.push(`- ${p.output}: ![${p.output}](${p.path.replace(/^artifacts\/preprocess\//, '')}) (${p.width}×${p.height}, 1/${p.factor} of ${p.source_width}×${p.source_height}, stretch ${p.stretch})`);
+    for (const p of m.previews) lines.push(`- ${p.output}: ![${p.output}](${fromArtifacts(layoutOf(m.kind), p.path)}) (${p.width}×${p.height}, 1/${p.factor} of ${p.source_width}×${p.source_height}, stretch ${p.stretch})`);
   }
   if (m.warnings.length) {
     lines.push('');
@@ -187,8 +188,9 @@ code{background:#eef1f5;padding:0 4px;border-radius:3px}
 .bar{fill:#2f6fdb}.bar.skipped{fill:#b8c0cc}.bar.error{fill:#d03b3b}.previews{display:grid;grid-template-columns:repeat(auto-fit,minmax(360px,1fr));gap:12px}
 figure{margin:0}figure img{max-width:100%;height:auto;border:1px solid #e3e6ea;border-radius:6px;background:#000}figcaption{font-size:12px;color:#5b6575}`;
 
-/** previewData: base64 PNG per preview path (artifacts/preprocess/preview_<output>.png). */
+/** previewData: base64 PNG per preview path (the artifacts folder's preview_<output>.png). */
 export function renderHtml(m: ReportModel, options: { previewData?: Record<string, string> } = {}): string {
+  const layout = layoutOf(m.kind);
   const chip = (s: string) => `<span class="chip ${h(s)}">${h(s)}</span>`;
   const q = m.quality;
   const i = m.input;
@@ -215,7 +217,7 @@ export function renderHtml(m: ReportModel, options: { previewData?: Record<strin
   const figures = m.previews
     .filter((p) => options.previewData?.[p.path])
     .map((p) => {
-      const rel = p.path.startsWith('artifacts/preprocess/') ? p.path.slice('artifacts/preprocess/'.length) : `../../${p.path}`;
+      const rel = fromArtifacts(layout, p.path);
       return `<figure><a href="${h(rel)}"><img alt="${h(p.output)}" width="${p.width}" height="${p.height}" src="data:image/png;base64,${h(options.previewData![p.path]!)}"></a>` +
         `<figcaption>${h(p.output)} · ${p.source_width}×${p.source_height} px, shown 1/${p.factor} · ${p.stretch === 'auto' ? 'auto stretch (unlinked STF)' : 'as stretched'}</figcaption></figure>`;
     });
@@ -236,7 +238,7 @@ ${rows}
   const warnings = m.warnings.length ? `<h2>Warnings</h2><ul>${m.warnings.map((w) => `<li><code>${h(w.code)}</code> ${h(w.message)}</li>`).join('')}</ul>` : '';
   const artifacts = m.artifacts
     .map((a) => {
-      const rel = a.path.startsWith('artifacts/preprocess/') ? a.path.slice('artifacts/preprocess/'.length) : `../../${a.path}`;
+      const rel = fromArtifacts(layout, a.path);
       return `<li><a href="${h(rel)}">${h(a.path)}</a> <small>${h(a.type)} · ${h(a.phase)}</small></li>`;
     })
     .join('');

@@ -1,7 +1,7 @@
 // `skystack serve`: builds the Koa app from small middleware factories (error envelope,
 // hardening headers, Host check, static UI, routes with their own token and cross-site guards,
 // 405 fallback) and the state it needs (path guard with the allowed roots, stores, job manager,
-// device probe), then listens. Binding anywhere but loopback requires a token (DESIGN §7): one
+// device probe), then listens. Binding anywhere but loopback requires a token (docs/threat-model.md): one
 // is generated when absent. Routing is strict and case-sensitive: `/api/x/` and `/API/x` are
 // not `/api/x` (404), so a path has one spelling.
 

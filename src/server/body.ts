@@ -1,4 +1,4 @@
-// Request bodies with a hard size limit (DESIGN §7: JSON and YAML up to 1 MiB). The limit is
+// Request bodies with a hard size limit (JSON and YAML up to 1 MiB, docs/threat-model.md). The limit is
 // checked against Content-Length before reading and against the bytes actually received
 // while reading, so a lying or chunked client cannot make the server buffer more, and must
 // arrive by a deadline (a stalled body is answered 408 and its connection closed). Nesting is

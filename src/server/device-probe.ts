@@ -1,6 +1,6 @@
 // Which compute device jobs will get, asked once at start-up in a child process (acquiring a
 // device in the server would block its event loop on a software adapter and put Dawn's
-// native code inside the server, DESIGN §2/§4). Until the probe answers, info says `probing`.
+// native code inside the server, docs/ARCHITECTURE.md "Processes"). Until the probe answers, info says `probing`.
 
 import { execFile } from 'node:child_process';
 import type { DeviceInfo } from '../gpu/device.js';

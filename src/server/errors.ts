@@ -1,4 +1,4 @@
-// The one error envelope of the API (DESIGN §6): every failure leaves the server as
+// The one error envelope of the API (docs/ARCHITECTURE.md "API conventions"): every failure leaves the server as
 // `{"error": {"code", "message", "details"?}}` with a status from a closed code table.
 // Handlers throw ApiError; anything else becomes 500 INTERNAL with a generic message (the
 // detail goes to the server log, never into a response body: no stack traces, no paths of

@@ -1,4 +1,4 @@
-// Path confinement (DESIGN §7): every path that arrives in a request is checked here before
+// Path confinement (docs/threat-model.md): every path that arrives in a request is checked here before
 // anything touches the file system with it. Rules, in order: a string of at most MAX_PATH
 // bytes, no NUL, absolute, no `..` segment; lexically inside an allowed root (so nothing
 // outside the roots is even stat()ed, and answers never reveal whether such a path exists);
@@ -108,7 +108,7 @@ export class PathGuard {
     return [...this.roots];
   }
 
-  /** Roots and denied folders, for scans that must stay inside them (pipeline/confine.ts). */
+  /** Roots and denied folders, for scans that must stay inside them (pipeline/stages/scan/confine.ts). */
   confinement(): { roots: string[]; denied: string[] } {
     return { roots: [...this.roots], denied: [...this.denied] };
   }

@@ -1,4 +1,4 @@
-// Starting a Raw Stack job from the API (DESIGN §6): body values override the stored
+// Starting a Raw Stack job from the API: body values override the stored
 // parameters, which override the defaults; the result is validated once with the Raw Stack
 // schema; every path in it is confined to the allowed roots (and replaced by its realpath);
 // the run folder is created here so the answer can name run_id and run_dir at once.

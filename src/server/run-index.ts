@@ -1,5 +1,6 @@
-// Reading run folders for the API: which folders under runs_dir are runs, their run.json,
-// their events.jsonl, the phase statuses derived from the events, and closing a run whose
+// Reading run folders for the API: which folders under runs_dir are runs, their run.json and
+// layout (by pipeline kind, src/shared/run-layout.ts), their event log, the phase statuses
+// derived from the events, and closing a run whose
 // process ended without closing it (cancel by kill, server restart): the open phase gets a
 // phase_end {status: error, reason} and the run a run_end, so every run's events are closed.
 // Every file of a run folder is opened through run-files.ts (confined to the run folder).
@@ -8,20 +9,18 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeJsonAtomic } from '../pipeline/atomic.js';
 import type { EventLine, RunStatus } from '../pipeline/events.js';
-import { RAWSTACK_PHASES } from '../pipeline/rawstack/phase-list.js';
-import { runFolderAt, type RunRecord } from '../pipeline/run-folder.js';
+import { parseEventLines } from '../shared/events.js';
+import { foldEvents, planOf, type PhaseViewStatus } from '../shared/run-progress.js';
+import { planOfKind } from '../pipeline/pipelines.js';
+import { inRunFolder, runFolderAt, type RunRecord } from '../pipeline/run-folder.js';
+import { layoutOf, RUN_LAYOUTS, RUN_RECORD, type RunLayout } from '../shared/run-layout.js';
 import { appendRunText, readRunText, statRunFile } from './run-files.js';
 
 export const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
-/** The events file, relative to the run folder. */
-export const EVENTS_REL = 'artifacts/preprocess/events.jsonl';
-/** The frame quality table, relative to the run folder. */
-export const FRAME_QUALITY_REL = 'artifacts/preprocess/frame_quality.csv';
-
 /** run.json, or null when missing, unparsable or not a confined regular file. */
 export async function readRunRecord(runDir: string): Promise<RunRecord | null> {
-  const text = await readRunText(runDir, 'run.json', 1024 * 1024);
+  const text = await readRunText(runDir, RUN_RECORD, 1024 * 1024);
   if (text === null) return null;
   try {
     const rec = JSON.parse(text) as RunRecord;
@@ -31,24 +30,24 @@ export async function readRunRecord(runDir: string): Promise<RunRecord | null> {
   }
 }
 
+/**
+ * The run's layout: the kind its run.json names; without a run.json (a run folder written by
+ * hand, or one whose record is being replaced) the kind whose event log exists, else Raw Stack's.
+ */
+export async function runLayout(runDir: string, rec?: RunRecord | null): Promise<RunLayout> {
+  const record = rec === undefined ? await readRunRecord(runDir) : rec;
+  if (record) return layoutOf(record.kind);
+  for (const layout of Object.values(RUN_LAYOUTS)) if (await statRunFile(runDir, layout.events)) return layout;
+  return RUN_LAYOUTS.rawstack;
+}
+
 /** Parsed event lines; a torn last line (being written) is left out. */
-export async function readEvents(runDir: string): Promise<EventLine[]> {
-  const text = await readRunText(runDir, EVENTS_REL);
+export async function readEvents(runDir: string, layout?: RunLayout): Promise<EventLine[]> {
+  const text = await readRunText(runDir, (layout ?? (await runLayout(runDir))).events);
   return text === null ? [] : parseEventText(text);
 }
 
-export function parseEventText(text: string): EventLine[] {
-  const out: EventLine[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      out.push(JSON.parse(line) as EventLine);
-    } catch {
-      // partial line at the end of a file being appended to
-    }
-  }
-  return out;
-}
+export const parseEventText = parseEventLines;
 
 export interface RunSummary {
   run_id: string;
@@ -81,7 +80,7 @@ export async function summarizeRun(dir: string, runId: string, jobId: string | n
   const rec = await readRunRecord(dir);
   let created = typeof rec?.created_at === 'string' ? rec.created_at : undefined;
   if (!rec) {
-    const s = await statRunFile(dir, EVENTS_REL);
+    const s = await statRunFile(dir, (await runLayout(dir, null)).events);
     if (!s) return null;
     created = s.mtime.toISOString();
   }
@@ -89,50 +88,43 @@ export async function summarizeRun(dir: string, runId: string, jobId: string | n
   return { run_id: runId, kind: str(rec?.kind, 'rawstack'), status: str(rec?.status, 'unknown'), created_at: created ?? '', job_id: typeof rec?.job_id === 'string' ? rec.job_id : jobId, run_dir: dir };
 }
 
-export type PhaseView = { phase: string; status: 'pending' | 'running' | 'ok' | 'skipped' | 'error'; progress: number; reason?: string; message?: string; duration_ms?: number };
+export type PhaseView = { phase: string; status: PhaseViewStatus; optional: boolean; progress: number; reason?: string; message?: string; duration_ms?: number };
 
-/** Phase list with statuses from the events (seed phases first, unknown phases appended). */
-export function phaseStatuses(lines: EventLine[], order: readonly string[] = RAWSTACK_PHASES): { phases: PhaseView[]; run_status: RunStatus | 'running' | 'pending'; progress: number } {
-  const map = new Map<string, PhaseView>(order.map((p) => [p, { phase: p, status: 'pending', progress: 0 }]));
-  let runStatus: RunStatus | 'running' | 'pending' = 'pending';
-  for (const l of lines) {
-    if (l.type === 'run_start') runStatus = 'running';
-    else if (l.type === 'run_end') runStatus = l.status;
-    else if (l.type === 'phase_start' || l.type === 'phase_progress' || l.type === 'phase_end') {
-      let v = map.get(l.phase);
-      if (!v) map.set(l.phase, (v = { phase: l.phase, status: 'pending', progress: 0 }));
-      if (l.type === 'phase_start') v.status = 'running';
-      else if (l.type === 'phase_progress') v.progress = Math.max(v.progress, Math.min(1, Math.max(0, l.progress)));
-      else {
-        v.status = l.status;
-        v.progress = 1;
-        v.duration_ms = l.duration_ms;
-        if (l.reason) v.reason = l.reason;
-        if (typeof l.message === 'string') v.message = l.message;
-      }
-    }
-  }
-  const phases = [...map.values()];
-  const done = phases.filter((p) => p.status === 'ok' || p.status === 'skipped' || p.status === 'error').length;
-  const current = phases.find((p) => p.status === 'running')?.progress ?? 0;
-  const progress = runStatus === 'ok' || runStatus === 'error' || runStatus === 'cancelled' ? 1 : Math.round(((done + current) / phases.length) * 1e4) / 1e4;
-  return { phases, run_status: runStatus, progress };
+/**
+ * Phase list with statuses from the events (shared/run-progress.ts): the plan run_start carries,
+ * else that of the run's kind (`kind`: a run not started yet, or written before run_start carried
+ * its plan); phases the events name beyond it appended.
+ */
+export function phaseStatuses(lines: readonly EventLine[], kind = 'rawstack'): { phases: PhaseView[]; run_status: RunStatus | 'running' | 'pending'; progress: number } {
+  const run = foldEvents(lines, planOf(lines) ? [] : planOfKind(kind));
+  const phases = [...run.phases.values()].map((p): PhaseView => ({
+    phase: p.name,
+    status: p.status,
+    optional: p.optional,
+    progress: p.progress,
+    ...(p.reason !== undefined ? { reason: p.reason } : {}),
+    ...(p.message !== undefined ? { message: p.message } : {}),
+    ...(p.duration_ms !== undefined ? { duration_ms: p.duration_ms } : {}),
+  }));
+  return { phases, run_status: run.runStatus, progress: Math.round(run.fraction * 1e4) / 1e4 };
 }
 
 /**
  * Closes a run whose process is gone: ends open phases with `error`/`reason`, appends run_end
  * with `status`, and sets run.json's status. Idempotent (nothing happens after a run_end).
  */
-export async function closeRun(runDir: string, status: RunStatus, reason: 'cancelled' | 'interrupted' | 'crashed', kind = 'rawstack'): Promise<boolean> {
+export async function closeRun(runDir: string, status: RunStatus, reason: 'cancelled' | 'interrupted' | 'crashed'): Promise<boolean> {
+  const rec = await readRunRecord(runDir);
+  const layout = await runLayout(runDir, rec);
+  const folder = runFolderAt(runDir, rec?.run_id ?? '', layout.kind);
   // The run's process is gone: its scratch files (unkept calibrated frames) go too, also when a
   // killed process could not remove them itself. rm removes a planted symlink, never its target.
-  await rm(runFolderAt(runDir, '').scratchDir, { recursive: true, force: true }).catch(() => undefined);
-  const lines = await readEvents(runDir);
-  const rec = await readRunRecord(runDir);
+  await rm(folder.scratchDir, { recursive: true, force: true }).catch(() => undefined);
+  const lines = await readEvents(runDir, layout);
   if (lines.some((l) => l.type === 'run_end')) {
     if (rec && (rec.status === 'running' || (rec.status as string) === 'pending')) {
       rec.status = lines.filter((l): l is Extract<EventLine, { type: 'run_end' }> => l.type === 'run_end').pop()!.status;
-      await writeJsonAtomic(join(runDir, 'run.json'), rec);
+      await writeJsonAtomic(inRunFolder(folder, layout.record), rec);
     }
     return false;
   }
@@ -140,13 +132,13 @@ export async function closeRun(runDir: string, status: RunStatus, reason: 'cance
   let seq = lines.reduce((m, l) => Math.max(m, l.seq ?? 0), 0);
   const now = Date.now();
   // A process killed mid-write can leave a torn last line: start ours on a fresh line.
-  const text = (await readRunText(runDir, EVENTS_REL)) ?? '';
+  const text = (await readRunText(runDir, layout.events)) ?? '';
   let out = text.length > 0 && !text.endsWith('\n') ? '\n' : '';
   const emit = (body: Record<string, unknown>) => {
     out += JSON.stringify({ seq: ++seq, ts: new Date().toISOString(), run_id: runId, ...body }) + '\n';
   };
   const startTs = lines[0] ? Date.parse(lines[0].ts) : now;
-  if (!lines.some((l) => l.type === 'run_start')) emit({ type: 'run_start', kind, run_dir: runDir });
+  if (!lines.some((l) => l.type === 'run_start')) emit({ type: 'run_start', kind: layout.kind, run_dir: runDir });
   const open = new Map<string, number>();
   for (const l of lines) {
     if (l.type === 'phase_start') open.set(l.phase, Date.parse(l.ts));
@@ -160,10 +152,10 @@ export async function closeRun(runDir: string, status: RunStatus, reason: 'cance
   }
   emit({ type: 'run_end', status, duration_ms: Math.max(0, now - startTs), failed_phases: failed, closed_by: 'server', reason });
   // One append through the confined open: a planted events.jsonl link is never written through.
-  if (!(await appendRunText(runDir, EVENTS_REL, out))) return false;
+  if (!(await appendRunText(runDir, layout.events, out))) return false;
   if (rec) {
     rec.status = status;
-    await writeJsonAtomic(join(runDir, 'run.json'), rec);
+    await writeJsonAtomic(inRunFolder(folder, layout.record), rec);
   }
   return true;
 }

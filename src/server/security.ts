@@ -1,4 +1,4 @@
-// Request gatekeeping (DESIGN §7), as middleware factories:
+// Request gatekeeping (docs/threat-model.md), as middleware factories:
 // - hostCheck (global): the Host header must name this server (DNS rebinding defence);
 // - crossSiteGuard (on each state-changing route, declared in registry.ts): a request coming
 //   from a browser must carry this server's own Origin; a browser's cross-site marker without

@@ -1,4 +1,4 @@
-// Server state that survives restarts (DESIGN §5): the stored Raw Stack parameters and the
+// Server state that survives restarts: the stored Raw Stack parameters and the
 // path grants, each one JSON file under state_dir written atomically. Reads at start-up
 // tolerate a missing file (nothing stored yet) but not a corrupt one silently: a corrupt
 // parameters file is set aside (renamed *.corrupt) and reported, never overwritten blind.

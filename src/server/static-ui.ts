@@ -1,10 +1,12 @@
-// The static web UI under /ui/ (DESIGN §2), served from dist/ui: `/ui/` is index.html, other
-// files by name with their content type, confined to the UI folder (realpath), no directory
-// listings. Without a built UI, /ui/ answers 404 with the error envelope.
+// The static web UI under /ui/, served from dist/ui: `/ui/` is index.html, other files by name
+// with their content type, confined to the UI folder (realpath), no directory listings. The
+// modules the UI shares with the server (src/shared, built beside it as dist/shared) are served
+// under /shared/, where the UI's `../shared/…` imports resolve; the same rules apply. Without a
+// built UI, /ui/ answers 404 with the error envelope.
 
 import { createReadStream } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
-import { extname } from 'node:path';
+import { extname, join } from 'node:path';
 import type { Context, Next } from 'koa';
 import { ApiError } from './errors.js';
 import { resolveInside } from './paths.js';
@@ -24,25 +26,28 @@ const MIME: Record<string, string> = {
 };
 
 export function staticUi(uiDir: string) {
+  const sharedDir = join(uiDir, '..', 'shared');
   return async function serveUi(ctx: Context, next: Next): Promise<void> {
     if (ctx.path === '/' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
       ctx.redirect('/ui/');
       return;
     }
-    if (ctx.path !== '/ui' && !ctx.path.startsWith('/ui/')) return next();
+    const shared = ctx.path.startsWith('/shared/');
+    if (ctx.path !== '/ui' && !ctx.path.startsWith('/ui/') && !shared) return next();
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw new ApiError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on the UI`);
     if (ctx.path === '/ui') {
       ctx.redirect('/ui/');
       return;
     }
-    const base = await realpath(uiDir).catch(() => null);
-    if (!base) throw new ApiError('NOT_FOUND', 'the web UI is not built (dist/ui is missing)');
+    const base = await realpath(shared ? sharedDir : uiDir).catch(() => null);
+    if (!base) throw new ApiError('NOT_FOUND', `the web UI is not built (dist/${shared ? 'shared' : 'ui'} is missing)`);
     let rel: string;
     try {
-      rel = decodeURIComponent(ctx.path.slice('/ui/'.length));
+      rel = decodeURIComponent(ctx.path.slice(shared ? '/shared/'.length : '/ui/'.length));
     } catch {
       throw new ApiError('BAD_REQUEST', 'malformed URL encoding');
     }
+    if (shared && !/\.js(\.map)?$/.test(rel)) throw new ApiError('NOT_FOUND', `no shared module ${rel}`);
     if (rel === '' || rel.endsWith('/')) rel += 'index.html';
     let file: string;
     try {

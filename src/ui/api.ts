@@ -1,4 +1,4 @@
-// Browser client of the skystack REST API (DESIGN §6). Every call goes to the page's own origin
+// Browser client of the skystack REST API (docs/ARCHITECTURE.md "API conventions"). Every call goes to the page's own origin
 // (no external requests). Failures come back as ApiError carrying the server's error envelope
 // `{error: {code, message, details}}`, so views can show a specific message, and validation
 // issues are normalised to dotted key paths whatever shape the server sends (ConfigIssue

@@ -5,7 +5,7 @@
 // FITS images get a download link and a link into the image viewer (viewer.html).
 
 import { api, ApiError, type ArtifactEntry } from './api.js';
-import { parseCsv } from './csv.js';
+import { parseCsv } from '../shared/csv.js';
 import { clear, h } from './dom.js';
 import { viewerUrl } from './image-viewer.js';
 import { jsonTree } from './json-tree.js';

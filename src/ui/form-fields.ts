@@ -1,7 +1,7 @@
 // The visible Raw Stack fields (seed "Input fields of a Raw Stack run", "Calibration", "Quality
 // filter", "Stack fields", "Postprocess switches", plus PCC's catalogue file, without which a
 // user could not point PCC at their own catalogue) and the parameter each one stands for
-// (DESIGN §9 key layout). The page reads and writes the form only through this table, so the
+// (docs/ARCHITECTURE.md "Configuration" key layout). The page reads and writes the form only through this table, so the
 // precedence rule "visible fields override the editor" is one merge of `readForm()` over the
 // editor's JSON.
 

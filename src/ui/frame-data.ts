@@ -4,7 +4,7 @@
 // its calibrated copy under the run folder (CALIBRATION frame events, `metrics.calibrated`; kept
 // only when the run's file list has it, since output.keep_calibrated_frames false removes them).
 
-import type { PlotFrame } from './frame-plot.js';
+import type { PlotFrame } from '../shared/frame-plot.js';
 import type { FrameRow } from './frame-table.js';
 import type { EventLine } from './run-state.js';
 

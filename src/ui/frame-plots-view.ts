@@ -4,8 +4,8 @@
 // on a point to the page's open-frame hook with that point's frame index.
 
 import { clear, h } from './dom.js';
-import { FRAME_CHARTS, framePlots, type PlotFrame } from './frame-plot.js';
-import { chartSvg, type SvgNode } from './frame-plot-svg.js';
+import { FRAME_CHARTS, framePlots, type PlotFrame } from '../shared/frame-plot.js';
+import { chartSvg, type SvgNode } from '../shared/frame-plot-svg.js';
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
 

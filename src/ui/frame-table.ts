@@ -8,7 +8,7 @@
 // open the frame through `onOpenFrame` (the page decides what opening means).
 
 import { openViewer } from './image-viewer.js';
-import { csvRecords } from './csv.js';
+import { csvRecords } from '../shared/csv.js';
 import { clear, h } from './dom.js';
 import { openFrameOf, plotFramesFromRows, type FrameContext, type OpenFrame } from './frame-data.js';
 import { renderFramePlots } from './frame-plots-view.js';

@@ -2,6 +2,8 @@
 // previews and artifact list, and the frame table (a point or row opens that frame's calibrated
 // FITS). DOM-light: builds URLs and opens a tab; the viewer itself is viewer-page.ts.
 
+import { calibratedFrameName, RUN_LAYOUTS, type RunLayout } from '../shared/run-layout.js';
+
 /** FITS names the viewer opens (plain, fpack'ed or gzip'ed). */
 export function isFitsPath(path: string): boolean {
   return /\.(fits?|fts)(\.fz|\.gz)?$/i.test(path);
@@ -21,9 +23,9 @@ export function openViewer(runId: string, path: string, compare?: string): void 
 
 /**
  * The calibrated FITS of frame `index` (the 0-based `index` column of frame_quality.csv), as
- * CALIBRATION writes it (outputs/calibrated/cal_NNNNN.fit, NNNNN = index + 1). It exists when the
+ * CALIBRATION writes it (run-layout.ts: outputs/calibrated/cal_NNNNN.fit). It exists when the
  * run calibrated its lights and kept the frames (output.keep_calibrated_frames).
  */
-export function calibratedFramePath(index: number): string {
-  return `outputs/calibrated/cal_${String(index + 1).padStart(5, '0')}.fit`;
+export function calibratedFramePath(index: number, layout: RunLayout = RUN_LAYOUTS.rawstack): string {
+  return `${layout.calibrated}/${calibratedFrameName(index)}`;
 }

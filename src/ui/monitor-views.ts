@@ -6,6 +6,7 @@
 import { api, type ArtifactEntry } from './api.js';
 import { clear, formatBytes, formatTime, h } from './dom.js';
 import { viewerUrl } from './image-viewer.js';
+import { outputImageName, RUN_LAYOUTS, type RunLayout } from '../shared/run-layout.js';
 import { describeEvent, runNotes, type PhaseView, type RunState } from './run-state.js';
 
 /** A phase still pending when its run has ended never ran (e.g. a run cancelled early). */
@@ -63,13 +64,13 @@ export function renderLog(list: HTMLElement, state: RunState, max = 200): void {
 const LINK_KINDS = /\.(csv|json|jsonl|html|md|txt)$/i;
 
 /** Links to the run's text artifacts (CSV, JSON, HTML report...) opening the raw file, and its output images opening the image viewer. */
-export function renderArtifactLinks(list: HTMLElement, runId: string, entries: ArtifactEntry[]): void {
+export function renderArtifactLinks(list: HTMLElement, runId: string, entries: ArtifactEntry[], layout: RunLayout = RUN_LAYOUTS.rawstack): void {
   clear(list);
   for (const e of entries.filter((x) => LINK_KINDS.test(x.path))) {
     const name = e.path.split('/').pop() ?? e.path;
     list.append(h('li', {}, h('a', { href: api.rawUrl(runId, e.path), target: '_blank', rel: 'noopener', 'data-path': e.path }, name), e.size !== undefined ? h('span', { class: 'muted' }, ` ${formatBytes(e.size)}`) : null));
   }
-  for (const e of entries.filter((x) => /^outputs\/[^/]+\.(fits?|fts)$/i.test(x.path))) {
+  for (const e of entries.filter((x) => outputImageName(layout, x.path) !== null)) {
     const name = e.path.split('/').pop() ?? e.path;
     list.append(h('li', {}, h('a', { href: viewerUrl(runId, e.path), target: '_blank', rel: 'noopener', 'data-viewer': e.path, title: 'open in the image viewer' }, name), h('span', { class: 'muted' }, ' image viewer')));
   }
@@ -77,11 +78,11 @@ export function renderArtifactLinks(list: HTMLElement, runId: string, entries: A
 }
 
 /** Output previews the REPORT phase wrote (preview_<output>.png); each opens its FITS in the image viewer. */
-export function renderPreviews(box: HTMLElement, runId: string, entries: ArtifactEntry[]): void {
+export function renderPreviews(box: HTMLElement, runId: string, entries: ArtifactEntry[], layout: RunLayout = RUN_LAYOUTS.rawstack): void {
   clear(box);
   for (const e of entries.filter((x) => /(^|\/)preview_[^/]+\.png$/i.test(x.path))) {
     const name = (e.path.split('/').pop() ?? e.path).replace(/^preview_/, '').replace(/\.png$/i, '');
-    const fits = entries.find((x) => /^outputs\/[^/]+\.(fits?|fts)$/i.test(x.path) && x.path.slice('outputs/'.length).replace(/\.(fits?|fts)$/i, '') === name);
+    const fits = entries.find((x) => outputImageName(layout, x.path) === name);
     const img = h('img', { src: api.rawUrl(runId, e.path), alt: `preview of ${name}`, loading: 'lazy' });
     const shown = fits ? h('a', { href: viewerUrl(runId, fits.path), target: '_blank', rel: 'noopener', title: `open ${fits.path} in the image viewer`, 'data-viewer': fits.path }, img) : img;
     box.append(h('figure', { class: 'preview' }, shown, h('figcaption', {}, name)));

@@ -19,10 +19,12 @@ import { ParamEditor } from './param-editor.js';
 import { showPatternHint, wirePatternHint } from './pattern-hint.js';
 import { RunQueue } from './run-queue.js';
 import { RunState } from './run-state.js';
+import type { PhasePlanEntry } from '../shared/events.js';
+import { RUN_LAYOUTS } from '../shared/run-layout.js';
 
 const LAST_JOB_KEY = 'skystack.rawstack.lastJob';
-const REPORT_PATH = 'artifacts/preprocess/preprocessing_report.html';
-const FRAME_CSV = 'artifacts/preprocess/frame_quality.csv';
+const REPORT_PATH = RUN_LAYOUTS.rawstack.report.html;
+const FRAME_CSV = RUN_LAYOUTS.rawstack.frameTable!;
 const LOG_LINES = 14;
 
 const editor = new ParamEditor(byId<HTMLTextAreaElement>('params-json'), byId('editor-gutter'), byId('editor-issues'));
@@ -37,6 +39,8 @@ const monitorBtn = byId<HTMLButtonElement>('btn-monitor');
 let jobId: string | null = null;
 let runId: string | null = null;
 let follower: Follower | null = null;
+/** Raw Stack's phase plan (GET /api/system/info capabilities.pipelines): pending chips before a run starts. */
+let rawStackPlan: PhasePlanEntry[] = [];
 let state = new RunState();
 // The frame table and plots of the last run; a frame opens through `onOpenFrame`.
 const frameTable = new FrameTable(byId<HTMLTableElement>('frame-table'), byId('frame-plots'), {
@@ -257,7 +261,7 @@ function follow(id: string, knownRunId: string | null): void {
   jobId = id;
   runId = knownRunId;
   localStorage.setItem(LAST_JOB_KEY, id);
-  state = new RunState();
+  state = new RunState(rawStackPlan);
   byId('monitor-run').textContent = `job ${id}`;
   byId('frames').hidden = true;
   clear(byId('artifact-links'));
@@ -459,6 +463,16 @@ async function showServerInfo(): Promise<void> {
     const catalogs = getPath(info, 'capabilities.pcc.catalogs');
     const list = Array.isArray(catalogs) ? (catalogs as NonNullable<typeof installedCatalog>[]) : [];
     installedCatalog = list.find((c) => (c as unknown as { source?: string }).source === 'installed') ?? null;
+    const pipelines = getPath(info, 'capabilities.pipelines');
+    const plan = Array.isArray(pipelines) ? (pipelines as { name?: unknown; phases?: unknown }[]).find((p) => p.name === 'rawstack')?.phases : undefined;
+    if (Array.isArray(plan) && rawStackPlan.length === 0) {
+      rawStackPlan = plan as PhasePlanEntry[];
+      // The idle monitor shows the plan; a followed run keeps its own (from its run_start).
+      if (jobId === null) {
+        state = new RunState(rawStackPlan);
+        renderRun();
+      }
+    }
   } catch (e) {
     byId('server-info').textContent = `server not reachable: ${errText(e)}`;
   }

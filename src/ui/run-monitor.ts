@@ -14,9 +14,10 @@ import { FrameTable, frameRows, openFrameInViewer, type FrameRow } from './frame
 import { followJob } from './live.js';
 import { renderLog, renderNotes, renderPhaseTable, renderPreviews } from './monitor-views.js';
 import { RunState } from './run-state.js';
+import { layoutOf } from '../shared/run-layout.js';
 
-const REPORT_PATH = 'artifacts/preprocess/preprocessing_report.html';
-const FRAME_CSV = 'artifacts/preprocess/frame_quality.csv';
+/** Where this run's report and frame table lie (its kind from run_start; Raw Stack until then). */
+const layout = () => layoutOf(state.kind);
 const params = new URLSearchParams(location.search);
 const jobId = params.get('preprocessing_job_id');
 const forcePolling = params.get('live') === 'poll';
@@ -79,9 +80,9 @@ async function refreshArtifacts(): Promise<void> {
     return;
   }
   renderArtifactList();
-  renderPreviews(byId('previews'), runId, artifacts);
-  if (artifacts.some((a) => a.path === REPORT_PATH)) byId<HTMLButtonElement>('btn-report').disabled = false;
-  const csv = artifacts.find((a) => a.path === FRAME_CSV);
+  renderPreviews(byId('previews'), runId, artifacts, layout());
+  if (artifacts.some((a) => a.path === layout().report.html)) byId<HTMLButtonElement>('btn-report').disabled = false;
+  const csv = artifacts.find((a) => a.path === layout().frameTable);
   if (csv && csv.mtime !== framesShown) void showFrames(csv.mtime);
   else showFrameTable();
   if (selected && byId('viewer').dataset.path !== selected && artifacts.some((a) => a.path === selected)) void select(selected);
@@ -110,7 +111,7 @@ async function showFrames(version: string | undefined): Promise<void> {
   if (!runId) return;
   framesShown = version;
   try {
-    const v = await api.view(runId, FRAME_CSV);
+    const v = await api.view(runId, layout().frameTable!);
     shownRows = frameRows(typeof v.text === 'string' ? v.text : '');
     shownContext = '';
     showFrameTable();
@@ -125,7 +126,7 @@ function preprocessingMode(id: string): void {
   byId('run-title').textContent = `job ${id}`;
   disableRunFunctions();
   byId('btn-report').addEventListener('click', () => {
-    if (runId) window.open(api.rawUrl(runId, REPORT_PATH), '_blank', 'noopener');
+    if (runId) window.open(api.rawUrl(runId, layout().report.html), '_blank', 'noopener');
   });
   render();
   followJob(id, {

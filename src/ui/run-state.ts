@@ -1,42 +1,12 @@
-// The monitor's model of one Raw Stack run, built only from events.jsonl lines (DESIGN §5 event
-// line) so the inline and the full monitor agree: every phase starts `pending`, becomes
-// `running` at phase_start and takes the seed's final status (ok | skipped | error) at
-// phase_end. Lines are applied once, by `seq`, so a replayed SSE stream or an overlapping poll
-// never double-counts.
+// The monitor's model of one run, built only from its event lines so the inline and the full
+// monitor agree: the phase statuses and progress are the shared fold (src/shared/run-progress.ts,
+// the same the server and the CLI use), with the phase plan from run_start. Lines are applied
+// once, by `seq`, so a replayed SSE stream or an overlapping poll never double-counts.
 
-/** Seed "Raw Stack processing path": a copy of src/pipeline/rawstack/phase-list.ts (the browser build
- * cannot import it; test/ui/model.test.ts checks they agree). Phases the events add are appended. */
-export const RAWSTACK_PHASES = [
-  'INPUT_SCAN',
-  'CALIBRATION',
-  'CFA_CHANNEL_PREP',
-  'REFERENCE_SELECTION',
-  'REGISTRATION',
-  'QUALITY_ANALYSIS',
-  'FRAME_FILTERING',
-  'STACKING',
-  'ASTROMETRY',
-  'BGE',
-  'PCC',
-  'HYPERMETRIC_STRETCH',
-  'REPORT',
-] as const;
+import { parseEventLines, type PhasePlanEntry } from '../shared/events.js';
+import { RunProgress, type PhaseView } from '../shared/run-progress.js';
 
-export type PhaseStatus = 'pending' | 'running' | 'ok' | 'skipped' | 'error';
-export const FINAL_PHASE_STATUSES: ReadonlySet<PhaseStatus> = new Set(['ok', 'skipped', 'error']);
-
-export interface PhaseView {
-  name: string;
-  status: PhaseStatus;
-  reason?: string;
-  message?: string;
-  /** 0..1 while running (from phase_progress), 1 when final. */
-  progress: number;
-  current?: number;
-  total?: number;
-  substep?: string;
-  duration_ms?: number;
-}
+export { FINAL_PHASE_STATUSES, type PhaseView, type PhaseViewStatus as PhaseStatus } from '../shared/run-progress.js';
 
 export interface EventLine {
   seq: number;
@@ -46,15 +16,33 @@ export interface EventLine {
 }
 
 export class RunState {
-  readonly phases = new Map<string, PhaseView>();
   /** All lines applied, in seq order. */
   readonly events: EventLine[] = [];
-  runStatus: string | null = null;
-  runId: string | null = null;
   lastSeq = 0;
+  private readonly run: RunProgress;
 
-  constructor() {
-    for (const name of RAWSTACK_PHASES) this.phases.set(name, { name, status: 'pending', progress: 0 });
+  /** `plan`: the phases to show before run_start names them (the pipeline's plan from /api/system/info). */
+  constructor(plan: readonly PhasePlanEntry[] = []) {
+    this.run = new RunProgress(plan);
+  }
+
+  /** Phases in plan order (empty until run_start names the plan). */
+  get phases(): Map<string, PhaseView> {
+    return this.run.phases;
+  }
+
+  /** The run's final status (run_end), null while it runs. */
+  get runStatus(): string | null {
+    return this.run.finished ? this.run.runStatus : null;
+  }
+
+  get runId(): string | null {
+    return this.run.runId;
+  }
+
+  /** The pipeline kind run_start names (`rawstack`, `tiled`), null before it. */
+  get kind(): string | null {
+    return this.run.kind;
   }
 
   /** Applies a line; returns false when it was already applied (seq not newer). */
@@ -62,71 +50,25 @@ export class RunState {
     if (typeof line.seq !== 'number' || line.seq <= this.lastSeq) return false;
     this.lastSeq = line.seq;
     this.events.push(line);
-    if (typeof line.run_id === 'string') this.runId = line.run_id;
-    const phaseName = typeof line.phase === 'string' ? line.phase : null;
-    const phase = phaseName ? this.phase(phaseName) : null;
-    switch (line.type) {
-      case 'phase_start':
-        if (phase) {
-          phase.status = 'running';
-          phase.progress = 0;
-        }
-        break;
-      case 'phase_progress':
-        if (phase && phase.status === 'running') {
-          if (typeof line.progress === 'number') phase.progress = Math.max(0, Math.min(1, line.progress));
-          if (typeof line.current === 'number') phase.current = line.current;
-          if (typeof line.total === 'number') phase.total = line.total;
-          if (typeof line.substep === 'string') phase.substep = line.substep;
-        }
-        break;
-      case 'phase_end':
-        if (phase) {
-          const s = line.status;
-          phase.status = s === 'ok' || s === 'skipped' || s === 'error' ? s : 'error';
-          phase.progress = 1;
-          if (typeof line.reason === 'string') phase.reason = line.reason;
-          if (typeof line.message === 'string') phase.message = line.message;
-          if (typeof line.duration_ms === 'number') phase.duration_ms = line.duration_ms;
-        }
-        break;
-      case 'run_end':
-        this.runStatus = typeof line.status === 'string' ? line.status : 'error';
-        break;
-      default:
-        break;
-    }
+    this.run.apply(line);
     return true;
   }
 
   get finished(): boolean {
-    return this.runStatus !== null;
-  }
-
-  private phase(name: string): PhaseView {
-    let p = this.phases.get(name);
-    if (!p) {
-      p = { name, status: 'pending', progress: 0 };
-      this.phases.set(name, p);
-    }
-    return p;
+    return this.run.finished;
   }
 }
 
-/** Optional phases whose missing result a user must see beside a green "Run ok". */
-const OPTIONAL_PHASES = ['ASTROMETRY', 'BGE', 'PCC', 'HYPERMETRIC_STRETCH'];
-
 /**
- * Why optional results are missing: each optional phase that ended skipped (not switched off)
- * or in error, with its reason and message. HMS skipped for a failed PCC carries the switch that
- * changes it in its message (hypermetric_stretch.require_successful_pcc).
+ * Why optional results are missing: each optional phase (from the plan) that ended skipped (not
+ * switched off) or in error, with its reason and message. HMS skipped for a failed PCC carries the
+ * switch that changes it in its message (hypermetric_stretch.require_successful_pcc).
  */
 export function runNotes(state: RunState): { phase: string; status: string; text: string }[] {
   const out: { phase: string; status: string; text: string }[] = [];
-  for (const name of OPTIONAL_PHASES) {
-    const p = state.phases.get(name);
-    if (!p || (p.status !== 'skipped' && p.status !== 'error') || p.reason === 'disabled') continue;
-    out.push({ phase: name, status: p.status, text: `${name} ${p.status}${p.reason ? ` (${p.reason})` : ''}${p.message ? `: ${p.message}` : ''}` });
+  for (const p of state.phases.values()) {
+    if (!p.optional || (p.status !== 'skipped' && p.status !== 'error') || p.reason === 'disabled') continue;
+    out.push({ phase: p.name, status: p.status, text: `${p.name} ${p.status}${p.reason ? ` (${p.reason})` : ''}${p.message ? `: ${p.message}` : ''}` });
   }
   return out;
 }
@@ -157,18 +99,5 @@ export function describeEvent(e: EventLine): string {
   }
 }
 
-/** Parses events.jsonl text; a torn last line (still being written) is left out. */
-export function parseJsonl(text: string): EventLine[] {
-  const out: EventLine[] = [];
-  for (const raw of text.split('\n')) {
-    const line = raw.trim();
-    if (!line) continue;
-    try {
-      const v = JSON.parse(line) as EventLine;
-      if (v && typeof v === 'object') out.push(v);
-    } catch {
-      // partial line at the end of a file being appended to
-    }
-  }
-  return out;
-}
+/** Parses event-log text; a torn last line (still being written) is left out. */
+export const parseJsonl = (text: string): EventLine[] => parseEventLines(text) as unknown as EventLine[];

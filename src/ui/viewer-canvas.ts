@@ -4,7 +4,7 @@
 // right: B, a draggable divider). Image coordinates here are display coordinates of level 0
 // (row 0 = top of the picture); viewer-page converts to FITS rows for the readout.
 
-import { fitZoom, levelForZoom, TILE, visibleTiles } from './pyramid-math.js';
+import { fitZoom, levelForZoom, TILE, visibleTiles } from '../shared/pyramid-math.js';
 import type { ImageSource } from './viewer-source.js';
 
 export type CompareMode = 'off' | 'blink' | 'split';

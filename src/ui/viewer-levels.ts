@@ -3,8 +3,8 @@
 // levels of the image shown as A: black and white points in data units, the midtones balance,
 // all channels together when linked, one chosen channel otherwise.
 
-import type { ChannelLevels, DisplayParams } from './stretch-math.js';
-import { displayValue } from './stretch-math.js';
+import type { ChannelLevels, DisplayParams } from '../shared/stretch-math.js';
+import { displayValue } from '../shared/stretch-math.js';
 import type { HistogramView, ImageSource } from './viewer-source.js';
 
 const COLOURS = ['#e5534b', '#57ab5a', '#539bf5'];

@@ -10,8 +10,9 @@
 import { ApiError, request } from './api.js';
 import { byId, clear, h, say } from './dom.js';
 import { viewerUrl } from './image-viewer.js';
-import { fitsRow } from './pyramid-math.js';
-import { STRETCH_MODES, type StretchMode } from './stretch-math.js';
+import { fitsRow } from '../shared/pyramid-math.js';
+import { RUN_LAYOUTS } from '../shared/run-layout.js';
+import { STRETCH_MODES, type StretchMode } from '../shared/stretch-math.js';
 import { ViewerCanvas, type CompareMode } from './viewer-canvas.js';
 import { LevelsPanel } from './viewer-levels.js';
 import { ImageSource, type PixelReading } from './viewer-source.js';
@@ -138,7 +139,7 @@ function compareNote(): void {
     note.textContent = '';
     return;
   }
-  const frames = [a, b].filter((s) => s.path.startsWith('outputs/calibrated/')).length;
+  const frames = [a, b].filter((s) => s.path.startsWith(`${RUN_LAYOUTS.rawstack.calibrated}/`)).length;
   note.textContent =
     frames === 1
       ? 'Calibrated frames are not registered to the stack: the same pixel shows a different part of the sky, so stars do not line up.'

@@ -4,9 +4,9 @@
 // (stretch-math.ts buildLut), so a change of levels re-renders from memory without a fetch.
 
 import { ApiError, request } from './api.js';
-import { halfTable } from './half-float.js';
-import { TILE, type LevelGeometry } from './pyramid-math.js';
-import { buildLut, defaultParams, type ChannelStats, type DisplayParams, type StretchMode } from './stretch-math.js';
+import { halfTable } from '../shared/half-float.js';
+import { TILE, type LevelGeometry } from '../shared/pyramid-math.js';
+import { buildLut, defaultParams, type ChannelStats, type DisplayParams, type StretchMode } from '../shared/stretch-math.js';
 
 export interface HistogramView {
   lo: number;

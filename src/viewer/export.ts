@@ -4,7 +4,7 @@
 //   ROWORDER = 'TOP-DOWN' (displayFlipped), so the picture looks as the viewer shows it.
 // - Channels: `rgb` (planes 0..2, the default for images of three or more planes), or one plane
 //   (`r`/`g`/`b` = 0/1/2, or a plane number) written as greyscale.
-// - Stretch: src/ui/stretch-math.ts (auto, linear, asinh from the channel statistics; hms =
+// - Stretch: src/shared/stretch-math.ts (auto, linear, asinh from the channel statistics; hms =
 //   as is for an HMS output, else the run's HMS look, hms-look.ts), or levels given explicitly
 //   (the viewer sends what it shows). Sample value v → round(full · displayValue(v)), full =
 //   255 or 65535.
@@ -17,8 +17,8 @@ import { randomBytes } from 'node:crypto';
 import sharp from 'sharp';
 import { FitsReader } from '../fits/index.js';
 import { rowOrder } from '../fits/keys.js';
-import { displayFlipped } from '../ui/pyramid-math.js';
-import { defaultLevels, displayValue, levelsProblem, type ChannelLevels, type StretchMode } from '../ui/stretch-math.js';
+import { displayFlipped } from '../shared/pyramid-math.js';
+import { defaultLevels, displayValue, levelsProblem, type ChannelLevels, type StretchMode } from '../shared/stretch-math.js';
 import { applyRecipe, hmsSettings, recipeSample, solveRecipe, type HmsRecipe, type HmsSettings } from './hms-look.js';
 import { ChannelAccumulator } from './stats.js';
 

@@ -8,7 +8,7 @@
 //      reproduces stacked_rgb_hms; applied to another linear image of the run (stacked_rgb,
 //      the BGE output) it shows that image with the run's curve;
 //   2. otherwise solved on the image itself (a strided sample) with the run's settings, or the
-//      defaults outside a run, following the phase's decisions (hms-solve.ts); the brightest
+//      defaults outside a run, following the phase's decisions (stages/hms/solve.ts); the brightest
 //      pixel is taken as isolated (no neighbourhood in a sample), so the output scale comes
 //      from the ceiling percentile alone.
 // Images that HMS already stretched are shown as they are and never get a recipe.
@@ -30,7 +30,7 @@ import {
   statisticalAnchor,
   STATS_SAMPLE_MAX,
   stretchSample,
-} from '../pipeline/rawstack/hms-solve.js';
+} from '../pipeline/stages/hms/solve.js';
 
 export type HmsSettings = RawStackConfig['hypermetric_stretch'];
 

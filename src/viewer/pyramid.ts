@@ -18,8 +18,8 @@ import { randomBytes } from 'node:crypto';
 import { TanWcs } from '../astro/wcs.js';
 import { FitsReader } from '../fits/index.js';
 import { rowOrder } from '../fits/keys.js';
-import { encodeHalfBits, HALF_NAN } from '../ui/half-float.js';
-import { displayFlipped, pyramidLevels, TILE, tileBytes, type LevelGeometry } from '../ui/pyramid-math.js';
+import { encodeHalfBits, HALF_NAN } from '../shared/half-float.js';
+import { displayFlipped, pyramidLevels, TILE, tileBytes, type LevelGeometry } from '../shared/pyramid-math.js';
 import { ChannelAccumulator, type ChannelSummary } from './stats.js';
 
 /** Bumped whenever the cache layout or its meaning changes: older caches are rebuilt. */

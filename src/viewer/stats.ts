@@ -5,7 +5,7 @@
 // Invariant: non-finite samples are never counted.
 
 import { MAD_TO_SIGMA, medianInPlace, selectInPlace } from '../algorithms/robust-stats.js';
-import type { ChannelStats } from '../ui/stretch-math.js';
+import type { ChannelStats } from '../shared/stretch-math.js';
 
 export const SAMPLE_TARGET = 1_000_000;
 export const HISTOGRAM_BINS = 1024;

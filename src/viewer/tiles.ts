@@ -5,8 +5,8 @@
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { halfTable } from '../ui/half-float.js';
-import { tileBytes, tileOffset } from '../ui/pyramid-math.js';
+import { halfTable } from '../shared/half-float.js';
+import { tileBytes, tileOffset } from '../shared/pyramid-math.js';
 import { levelName, type PyramidMeta } from './pyramid.js';
 import { ViewerError } from './protocol.js';
 

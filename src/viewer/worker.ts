@@ -5,7 +5,7 @@
 import { parentPort, threadId } from 'node:worker_threads';
 import { TanWcs } from '../astro/wcs.js';
 import { FitsReader, isFitsError } from '../fits/index.js';
-import { encodeHalf } from '../ui/half-float.js';
+import { encodeHalf } from '../shared/half-float.js';
 import { CacheRefused } from './cache.js';
 import { encodeImage, ExportError, renderFits } from './export.js';
 import { applyRecipe, hmsSettings, recipeFromDiagnostics, solveRecipe, type HmsRecipe } from './hms-look.js';

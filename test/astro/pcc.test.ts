@@ -9,6 +9,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readCatalogCsv } from '../../src/astro/catalog/csv.js';
 import { siegelLine } from '../../src/astro/pcc-fit.js';
+import { linearityTest } from '../../src/astro/photometry.js';
 import { applyColorMatrixToFile, isPccError, runPccOnFile, runStarWhiteOnFile, type PccErrorCode } from '../../src/astro/pcc-file.js';
 import { blackbodyRgb, bvToTeff, whiteReference } from '../../src/astro/star-color.js';
 import { FitsHeader, readFitsImage, writeFits } from '../../src/fits/index.js';
@@ -254,6 +255,39 @@ test('saturated and non-linear stars are left out: clipped cores (flat tops), st
     assert.ok(usedS.length >= 40 && usedS.every((p) => p < 0.8 * 40000 * 1.02), `max used peak ${Math.max(...usedS)}`);
     assert.ok(rs.result.rejected.nonlinear! >= 10, JSON.stringify(rs.result.rejected));
   });
+});
+
+test('linearity: a core clipped in one channel only (a bright red star) is flagged, though its channel sum barely moves', () => {
+  // 12 stars with the same PSF: peak = 6 % of the flux in every channel (sky 100); star 11, the
+  // brightest, is red and clipped in R alone, its R peak 20 % below its PSF's.
+  const rnd = seededRandom(5);
+  const ms = Array.from({ length: 12 }, (_, i) => {
+    const f = 2e4 * 1.35 ** i;
+    const flux: [number, number, number] = [f * 0.8, f, f * 0.6];
+    const share = () => 0.06 * (1 + 0.01 * (rnd() - 0.5));
+    const peak = flux.map((v) => 100 + v * share()) as [number, number, number];
+    return { flux, sky: [100, 100, 100] as [number, number, number], peak };
+  });
+  const red = ms[11]!;
+  red.flux = [red.flux[1] * 1.2, red.flux[1], red.flux[1] * 0.5];
+  red.peak = [100 + red.flux[0] * 0.06 * 0.8, 100 + red.flux[1] * 0.06, 100 + red.flux[2] * 0.06];
+  const sumShare = (m: (typeof ms)[number]) => (m.peak[0] + m.peak[1] + m.peak[2] - 300) / (m.flux[0] + m.flux[1] + m.flux[2]);
+  // Summed over the channels the red star keeps 91 % of a whole core's share: a test on the sum
+  // (cut at 10 % here) would take it for a whole star while its R/G is 20 % too low.
+  assert.ok(sumShare(red) > 0.06 * 0.9, String(sumShare(red)));
+  const t = linearityTest(ms);
+  assert.equal(t.flags.map((f, i) => (f ? i : -1)).filter((i) => i >= 0), [11]);
+  assert.is(t.flattened, 1);
+  // The clip level is known only where a core was clipped: R, from that one star (no flat top, so one star does not set it).
+  assert.equal(t.clip_level, [null, null, null]);
+  // Two red stars clipped alike set R's clip level, and a third red star peaking at 85 % of it is non-linear too.
+  const second = { flux: [...red.flux] as [number, number, number], sky: red.sky, peak: [...red.peak] as [number, number, number] };
+  const near = { flux: [red.flux[0] * 0.4, red.flux[1] * 0.4, red.flux[2] * 0.4] as [number, number, number], sky: red.sky, peak: [100 + 0.85 * (red.peak[0] - 100), 100 + red.flux[1] * 0.4 * 0.06, 100 + red.flux[2] * 0.4 * 0.06] as [number, number, number] };
+  near.flux[0] = (near.peak[0] - 100) / 0.06;
+  const t2 = linearityTest([...ms, second, near]);
+  assert.ok(t2.clip_level[0] !== null && Math.abs(t2.clip_level[0] - red.peak[0]) < 1e-6, String(t2.clip_level));
+  assert.equal([t2.clip_level[1], t2.clip_level[2]], [null, null]);
+  assert.ok(t2.flags[12] && t2.flags[13], JSON.stringify(t2.flags));
 });
 
 test('FWHM: no star measurable on the image → the fixed fallback, reported as such', async () => {

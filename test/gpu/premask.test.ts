@@ -1,5 +1,5 @@
-// STACKING's outlier pre-mask on the device (shaders/stacking/premask_*.wgsl) against its
-// TypeScript reference (src/pipeline/rawstack/stacking-premask.ts): seeded bands with trails,
+// STACKING's outlier pre-mask on the device (shaders/premask/premask_*.wgsl) against its
+// TypeScript reference (src/cpu/premask.ts): seeded bands with trails,
 // hot and cold pixels, a star, NaN holes, ±Inf samples, odd widths (mask rows padded to words),
 // frames without noise estimate, and the keep rule. Masks, compacted bands and tallies must be
 // identical (both compute in f32 step by step).
@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { test } from 'uvu';
 import { stack } from '../../src/cpu/stack.js';
 import { premaskMaskBytes, premaskResident, scatterNanResident } from '../../src/gpu/kernels/premask.js';
-import { ALPHA, compactOwned, premaskApply, premaskFlag } from '../../src/pipeline/rawstack/stacking-premask.js';
+import { ALPHA, compactOwned, premaskApply, premaskFlag } from '../../src/cpu/premask.js';
 import { gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom } from '../helpers/tmp.js';
 

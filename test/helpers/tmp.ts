@@ -1,4 +1,5 @@
-// Shared test helpers: seeded random numbers (mulberry32) and temporary folders.
+// Shared test helpers: seeded random numbers (mulberry32) and temporary folders (KEEP_TMP=1 keeps
+// them, to look at what a failing test left).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,6 @@ export async function withTempDir<T>(prefix: string, f: (dir: string) => Promise
   try {
     return await f(dir);
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    if (!process.env.KEEP_TMP) await rm(dir, { recursive: true, force: true });
   }
 }

@@ -14,7 +14,7 @@ import { TanWcs, angularSeparationDeg } from '../../src/astro/wcs.js';
 import { readFitsHeader } from '../../src/fits/index.js';
 import { solverStars } from '../../src/astro/solve-image.js';
 import { astrometryPhase } from '../../src/pipeline/rawstack/phases/astrometry.js';
-import { pccPhase } from '../../src/pipeline/rawstack/phases/postprocess.js';
+import { pccPhase } from '../../src/pipeline/rawstack/phases/pcc.js';
 import { runRawStack } from '../../src/pipeline/rawstack/run.js';
 import { applyAffine, generateDataset } from '../../fixtures/generator/index.js';
 import { TYCHO2_FIELDS, tycho2Field } from '../../fixtures/astrometry/tycho2.js';

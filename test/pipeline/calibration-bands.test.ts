@@ -8,7 +8,7 @@ import { truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { medianInPlace } from '../../src/algorithms/robust-stats.js';
 import { FitsReader, writeFits, type PixelArray } from '../../src/fits/index.js';
-import { hasNaN, levelStrips, readBandInto, stripLevel } from '../../src/pipeline/rawstack/calibration-bands.js';
+import { hasNaN, levelStrips, readBandInto, stripLevel } from '../../src/pipeline/stages/calibration/bands.js';
 import { seededRandom, withTempDir } from '../helpers/tmp.js';
 
 const W = 37;

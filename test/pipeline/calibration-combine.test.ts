@@ -1,11 +1,11 @@
-// combineFrames (calibration-masters.ts): the master, its rejected fraction and the flat levels
+// combineFrames (stages/calibration/masters.ts): the master, its rejected fraction and the flat levels
 // do not depend on how the image is banded (one band: levels from the decoded frames; several:
 // from the files), on the device band's spare slots, or (within f32 rounding) on the device.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { writeFits } from '../../src/fits/index.js';
-import { combineFrames, type CombineOptions } from '../../src/pipeline/rawstack/calibration-masters.js';
+import { combineFrames, type CombineOptions } from '../../src/pipeline/stages/calibration/masters.js';
 import { compareArrays, gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom, withTempDir } from '../helpers/tmp.js';
 

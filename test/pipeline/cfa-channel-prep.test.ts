@@ -13,7 +13,7 @@ import { renderFlat } from '../../fixtures/generator/optics.js';
 import { skyShape } from '../../fixtures/generator/sky.js';
 import { writeFits } from '../../src/fits/index.js';
 import { MAD_TO_SIGMA } from '../../src/algorithms/robust-stats.js';
-import { measureChannels, MONO_PHASES, phaseChannels } from '../../src/pipeline/rawstack/channel-stats.js';
+import { measureChannels, MONO_PHASES, phaseChannels } from '../../src/pipeline/stages/frames/channel-stats.js';
 import { ok, type Phase } from '../../src/pipeline/phase.js';
 import { calibrationPhase } from '../../src/pipeline/rawstack/phases/calibration.js';
 import { cfaChannelPrepPhase } from '../../src/pipeline/rawstack/phases/cfa-channel-prep.js';

@@ -1,4 +1,4 @@
-// Read confinement of frame scans (src/pipeline/confine.ts): under a confinement, entries that
+// Read confinement of frame scans (src/pipeline/stages/scan/confine.ts): under a confinement, entries that
 // resolve outside the roots (or into a denied folder) are left out exactly like dangling links;
 // links inside the roots stay; the process-wide setting applies when a scan passes none.
 import { test } from 'uvu';
@@ -6,8 +6,8 @@ import * as assert from 'uvu/assert';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FitsHeader, writeFits } from '../../src/fits/index.js';
-import { setReadConfinement } from '../../src/pipeline/confine.js';
-import { scanFolder } from '../../src/pipeline/scan.js';
+import { setReadConfinement } from '../../src/pipeline/stages/scan/confine.js';
+import { scanFolder } from '../../src/pipeline/stages/scan/scan.js';
 import { withTempDir } from '../helpers/tmp.js';
 
 async function frame(file: string): Promise<void> {

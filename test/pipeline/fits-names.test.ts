@@ -4,8 +4,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fitsExtension, folderPatternHint, patternHint } from '../../src/pipeline/fits-names.js';
-import { globMatcher } from '../../src/pipeline/scan.js';
+import { fitsExtension, folderPatternHint, patternHint } from '../../src/pipeline/stages/scan/fits-names.js';
+import { globMatcher } from '../../src/pipeline/stages/scan/scan.js';
 import { withTempDir } from '../helpers/tmp.js';
 
 test('fitsExtension: .fit/.fits/.fts in any case, .gz and .fz forms; other names null', () => {

@@ -1,9 +1,9 @@
-// The frame glob (src/pipeline/scan.ts globMatcher) without RegExp: same answers as the
+// The frame glob (src/pipeline/stages/scan/scan.ts globMatcher) without RegExp: same answers as the
 // anchored RegExp it replaced on random short patterns and names (seeded), and patterns that
 // make a backtracking engine take exponential time answer at once.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { globMatcher } from '../../src/pipeline/scan.js';
+import { globMatcher } from '../../src/pipeline/stages/scan/scan.js';
 import { seededRandom } from '../helpers/tmp.js';
 
 /** The former matcher: one anchored, case-insensitive RegExp per alternative (fine on short inputs). */

@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readFitsImage } from '../../src/fits/index.js';
 import { failed, skipped } from '../../src/pipeline/phase.js';
-import { curveAt, resolveProfile, solveLogD, softClip } from '../../src/pipeline/rawstack/hms-solve.js';
+import { curveAt, resolveProfile, solveLogD, softClip } from '../../src/pipeline/stages/hms/solve.js';
 import { bgePhase } from '../../src/pipeline/rawstack/phases/bge.js';
 import { hmsPhase } from '../../src/pipeline/rawstack/phases/hms.js';
 import { withTempDir } from '../helpers/tmp.js';

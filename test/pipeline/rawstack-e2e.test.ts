@@ -10,7 +10,7 @@ import { generateDataset, type Truth } from '../../fixtures/generator/index.js';
 import { parseRawStackConfig } from '../../src/config/rawstack.js';
 import { FitsReader } from '../../src/fits/index.js';
 import type { EventLine } from '../../src/pipeline/events.js';
-import { RAWSTACK_PHASES } from '../../src/pipeline/rawstack/phase-list.js';
+import { RAWSTACK } from '../../src/pipeline/rawstack/definition.js';
 import { runRawStack } from '../../src/pipeline/rawstack/run.js';
 import { withTempDir } from '../helpers/tmp.js';
 
@@ -60,9 +60,12 @@ for (const c of CASES) {
         .map((l) => JSON.parse(l) as EventLine);
       const starts = lines.filter((l) => l.type === 'phase_start').map((l) => (l as { phase: string }).phase);
       const ends = lines.filter((l) => l.type === 'phase_end') as Extract<EventLine, { type: 'phase_end' }>[];
-      assert.equal(starts, [...RAWSTACK_PHASES]);
-      assert.equal(ends.map((e) => e.phase), [...RAWSTACK_PHASES]);
+      const names = RAWSTACK.phases.map((p) => p.name);
+      assert.equal(starts, names);
+      assert.equal(ends.map((e) => e.phase), names);
       assert.is(lines[0]!.type, 'run_start');
+      // run_start carries the plan: every phase in order, the postprocess phases optional.
+      assert.equal((lines[0] as { phases?: unknown }).phases, RAWSTACK.phases.map((p) => ({ name: p.name, optional: ['ASTROMETRY', 'BGE', 'PCC', 'HYPERMETRIC_STRETCH'].includes(p.name) })));
       assert.is(lines[lines.length - 1]!.type, 'run_end');
       const status = Object.fromEntries(ends.map((e) => [e.phase, e.status]));
       assert.is(status.CALIBRATION, c.calibration ? 'ok' : 'skipped');

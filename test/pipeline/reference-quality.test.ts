@@ -31,6 +31,12 @@ test('a bright-star field: the top-scored bad-seeing frame is not the reference'
     const rs = run.end('REFERENCE_SELECTION') as unknown as { reference_index: number; not_candidates: { quality_rejected: number[] } };
     const rows = csvRecords(run);
     const scores = rows.map((r) => Number(r.quality_score));
+    // Every star of this field saturates; the bad-seeing frame's stars must still be measured
+    // (a rough scale taken from a wing candidate's flood into a saturated disc once sized every
+    // window at 41 px and left the frame with no star).
+    const fwhms = rows.filter((r) => r.fwhm !== '').map((r) => Number(r.fwhm)).sort((a, b) => a - b);
+    assert.ok(Number(rows[badSeeing]!.star_count) >= 50, `bad-seeing frame measured ${rows[badSeeing]!.star_count} stars`);
+    assert.ok(Number(rows[badSeeing]!.fwhm) > 1.4 * fwhms[fwhms.length >> 1]!, `bad-seeing FWHM ${rows[badSeeing]!.fwhm} vs median ${fwhms[fwhms.length >> 1]}`);
     assert.is(Math.max(...scores), scores[badSeeing], 'the fixture reproduces the case: the bad-seeing frame scores highest');
     console.log(`  scores ${scores.map((s) => s.toFixed(3)).join(' ')}; bad seeing #${badSeeing}; reference #${rs.reference_index}; not candidates ${rs.not_candidates.quality_rejected.join(',')}`);
     assert.ok(rs.not_candidates.quality_rejected.includes(badSeeing), 'the bad-seeing frame is rejected as a candidate');

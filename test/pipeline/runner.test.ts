@@ -26,7 +26,7 @@ function phase(name: string, run: (s: State, signal: AbortSignal) => Promise<Pha
 async function runIn(dir: string, phases: Phase<State>[], signal = new AbortController().signal) {
   const events = new EventLog(join(dir, 'events.jsonl'), 'r1');
   const state: State = { log: [] };
-  const result = await runPhases(phases, { state, events, signal });
+  const result = await runPhases(phases, { state, events, signal, alwaysRun: 'REPORT' });
   events.close();
   const lines = (await readFile(join(dir, 'events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as EventLine);
   return { result, lines, state };

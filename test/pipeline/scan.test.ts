@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FitsHeader, writeFits } from '../../src/fits/index.js';
-import { decideColorMode, globMatcher, scanFolder, ScanError, summarizeScan, type FrameInfo } from '../../src/pipeline/scan.js';
+import { decideColorMode, globMatcher, scanFolder, ScanError, summarizeScan, type FrameInfo } from '../../src/pipeline/stages/scan/scan.js';
 import { withTempDir } from '../helpers/tmp.js';
 
 async function frame(file: string, width: number, height: number, cards: [string, string | number][] = [], planes = 1): Promise<void> {

@@ -6,14 +6,14 @@ import * as assert from 'uvu/assert';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isFitsError, writeFits } from '../../src/fits/index.js';
-import { cosmeticCorrect, estimateNoise } from '../../src/pipeline/rawstack/stacking-cosmetic.js';
-import { normalizationFor } from '../../src/pipeline/rawstack/stacking-normalization.js';
-import { compactOwned, premaskApply, premaskFlag, GROW } from '../../src/pipeline/rawstack/stacking-premask.js';
-import { ReaderCache } from '../../src/pipeline/rawstack/stacking-readers.js';
-import { planStackBands, toCells, type StackFrame } from '../../src/pipeline/rawstack/stacking-setup.js';
-import { stackRows, superpixelRows } from '../../src/pipeline/rawstack/stacking-kernels.js';
+import { cosmeticCorrect, estimateNoise } from '../../src/pipeline/stages/stacking/cosmetic.js';
+import { normalizationFor } from '../../src/pipeline/stages/stacking/normalization.js';
+import { compactOwned, premaskApply, premaskFlag, GROW } from '../../src/cpu/premask.js';
+import { ReaderCache } from '../../src/pipeline/stages/stacking/readers.js';
+import { planStackBands, toCells, type StackFrame } from '../../src/pipeline/stages/stacking/plan.js';
+import { stackRows, superpixelRows } from '../../src/pipeline/stages/stacking/row-kernels.js';
 import { stack } from '../../src/cpu/stack.js';
-import { phaseChannels } from '../../src/pipeline/rawstack/channel-stats.js';
+import { phaseChannels } from '../../src/pipeline/stages/frames/channel-stats.js';
 import { seededRandom, withTempDir } from '../helpers/tmp.js';
 
 test('normalisation: the four modes apply their own formula relative to the reference', () => {
@@ -37,7 +37,6 @@ function frames(n: number, rotationDeg = 0.3): StackFrame[] {
   const t = (rotationDeg * Math.PI) / 180;
   return Array.from({ length: n }, (_, i) => ({
     slot: i,
-    record: null as never,
     source: '',
     toFrame: [Math.cos(t), -Math.sin(t), 5, Math.sin(t), Math.cos(t), -3],
     pattern: null,

@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { generateDataset } from '../../fixtures/generator/index.js';
 import type { RunningServer } from '../../src/server/app.js';
+import { RAWSTACK } from '../../src/pipeline/rawstack/definition.js';
+import { phasePlan } from '../../src/pipeline/runner.js';
 import { http, testServer, tinyLights, type Res } from './helpers.js';
 
 let dir = '';
@@ -46,6 +48,8 @@ test('system info, health and the OpenAPI document', async () => {
   assert.is(info.json.name, 'skystack');
   assert.is(info.json.api_version, 1);
   assert.equal(info.json.capabilities.pipelines.map((p: { name: string }) => p.name), ['rawstack']);
+  // Each pipeline's phase plan comes from its definition (the same list run_start carries).
+  assert.equal(info.json.capabilities.pipelines[0].phases, phasePlan(RAWSTACK.phases));
   assert.is(info.json.capabilities.sse, true);
   assert.is(info.json.capabilities.resume, false);
   // Solvers: each of the two is either available or listed as missing with the lookup's reason.
@@ -361,9 +365,13 @@ test('hostile paths: files list, grant and scan never reach outside the allowed 
   assert.equal([link.type, link.size, link.mtime, link.outside_roots], ['link', null, null, true]);
 });
 
-test('static UI: index, pages with content types, confinement, no listings', async () => {
+test('static UI: index, pages with content types, shared modules, confinement, no listings', async () => {
   const ui = join(dir, 'ui');
   await mkdir(join(ui, 'css'), { recursive: true });
+  // The modules the UI shares with the server are built beside it (dist/shared) and served at /shared/.
+  await mkdir(join(dir, 'shared'), { recursive: true });
+  await writeFile(join(dir, 'shared', 'csv.js'), 'export const shared = 1;');
+  await writeFile(join(dir, 'shared', 'notes.txt'), 'not a module');
   await writeFile(join(ui, 'index.html'), '<!doctype html><title>skystack</title>');
   await writeFile(join(ui, 'run-monitor.html'), '<!doctype html><title>monitor</title>');
   await writeFile(join(ui, 'app.js'), 'export {};');
@@ -382,9 +390,14 @@ test('static UI: index, pages with content types, confinement, no listings', asy
     assert.match(String((await http(s.url, 'GET', '/ui/run-monitor.html?preprocessing_job_id=job_x')).headers['content-type']), /^text\/html/);
     assert.match(String((await http(s.url, 'GET', '/ui/app.js')).headers['content-type']), /^text\/javascript/);
     assert.match(String((await http(s.url, 'GET', '/ui/css/main.css')).headers['content-type']), /^text\/css/);
+    const shared = await http(s.url, 'GET', '/shared/csv.js');
+    assert.equal([shared.status, shared.text], [200, 'export const shared = 1;']);
+    assert.match(String(shared.headers['content-type']), /^text\/javascript/);
+    envelope(await http(s.url, 'GET', '/shared/notes.txt'), 404, 'NOT_FOUND');
+    envelope(await http(s.url, 'POST', '/shared/csv.js'), 405, 'METHOD_NOT_ALLOWED');
     envelope(await http(s.url, 'GET', '/ui/css'), 404, 'NOT_FOUND');
     envelope(await http(s.url, 'GET', '/ui/missing.html'), 404, 'NOT_FOUND');
-    for (const p of ['/ui/../ui-secret.txt', '/ui/%2e%2e/ui-secret.txt', '/ui/leak.txt', '/ui/..%2fui-secret.txt']) {
+    for (const p of ['/ui/../ui-secret.txt', '/ui/%2e%2e/ui-secret.txt', '/ui/leak.txt', '/ui/..%2fui-secret.txt', '/shared/..%2fui-secret.txt', '/shared/%2e%2e/ui/app.js']) {
       const r = await http(s.url, 'GET', p);
       assert.ok(r.status === 403 || r.status === 404, `${p} → ${r.status}`);
       assert.not.match(r.text, /TOP-SECRET/);

@@ -2,7 +2,7 @@
 // names quoted because they hold commas or quotes (quality-artifacts.ts csvField) kept whole.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseCsv } from '../../src/server/routes/runs.js';
+import { csvNumericRecords as parseCsv } from '../../src/shared/csv.js';
 
 test('frame_quality.csv: quoted names with commas stay one cell, numbers are numbers', () => {
   const text = 'index,file,fwhm,registration_cc\n0,light_1.fits,2.5,0.98\n1,"night 2, M42.fits",3e-1,\n2,"say ""hi"".fits",-1.25,1\n';

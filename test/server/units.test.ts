@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { validateTiledYaml } from '../../src/config/tiled.js';
 import { DawnNoiseFilter } from '../../src/server/jobs/dawn-noise.js';
 import { isInside, PathGuard, resolveInside } from '../../src/server/paths.js';
-import { rejectionFor } from '../../src/server/routes/config.js';
+import { rejectionFor } from '../../src/config/suggest.js';
 import { listRunFiles, openRunFile, readRunText } from '../../src/server/run-files.js';
 import { closeRun } from '../../src/server/run-index.js';
 import { RunList } from '../../src/server/run-list.js';

@@ -1,4 +1,4 @@
-// The frame plots' data model and SVG (src/ui/frame-plot.ts, frame-plot-svg.ts, shared by the web UI and the HTML
+// The frame plots' data model and SVG (src/shared/frame-plot.ts, frame-plot-svg.ts, shared by the web UI and the HTML
 // report) and the frame table's sort (src/ui/frame-sort.ts): acquisition order from DATE-OBS,
 // excluded frames marked with a shape per reason, the reference highlighted, excluded frames
 // without a value in the "no value" lane; numeric sort with missing values last and ties in frame
@@ -6,8 +6,8 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { FRAME_CHARTS, REGISTRATION_CHARTS, acquisitionOrder, framePlots, parseObsTime, reasonMarkers, type PlotFrame } from '../../src/ui/frame-plot.js';
-import { chartSvg, svgMarkup, type SvgNode } from '../../src/ui/frame-plot-svg.js';
+import { FRAME_CHARTS, REGISTRATION_CHARTS, acquisitionOrder, framePlots, parseObsTime, reasonMarkers, type PlotFrame } from '../../src/shared/frame-plot.js';
+import { chartSvg, svgMarkup, type SvgNode } from '../../src/shared/frame-plot-svg.js';
 import { nextSort, sortFrameRows } from '../../src/ui/frame-sort.js';
 
 const t0 = Date.UTC(2026, 2, 14, 21, 0, 0);

@@ -9,7 +9,9 @@ import * as assert from 'uvu/assert';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { RAWSTACK_PHASES as SERVER_PHASES } from '../../src/pipeline/rawstack/phase-list.js';
+import { RAWSTACK } from '../../src/pipeline/rawstack/definition.js';
+import { phasePlan } from '../../src/pipeline/runner.js';
+import { csvRecords, parseCsv } from '../../src/shared/csv.js';
 
 const uiDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'ui');
 const load = async <T>(name: string): Promise<T> => (await import(pathToFileURL(join(uiDir, name)).href)) as T;
@@ -44,8 +46,7 @@ uiTest('keyLines: the line of every key path, nested objects and arrays, any for
   assert.is(compact.size, 4);
 });
 
-uiTest('parseCsv: RFC 4180 quoting (commas, doubled quotes, line breaks) and records by header', async () => {
-  const { parseCsv, csvRecords } = await load<{ parseCsv(t: string): string[][]; csvRecords(t: string): Record<string, string>[] }>('csv.js');
+test('parseCsv (src/shared, built for the UI and the server): RFC 4180 quoting (commas, doubled quotes, line breaks) and records by header', () => {
   assert.equal(parseCsv('a,b\n1,"x, y"\n2,"say ""hi"""\n3,"two\nlines"\n'), [
     ['a', 'b'],
     ['1', 'x, y'],
@@ -59,14 +60,16 @@ uiTest('parseCsv: RFC 4180 quoting (commas, doubled quotes, line breaks) and rec
   assert.equal(csvRecords('index,file,status\n0,"light,1.fits",excluded\n'), [{ index: '0', file: 'light,1.fits', status: 'excluded' }]);
 });
 
-uiTest('RunState: pending → running → final per phase, progress, seq dedup, run_end', async () => {
-  const { RunState, RAWSTACK_PHASES } = await load<{ RunState: new () => RunStateLike; RAWSTACK_PHASES: readonly string[] }>('run-state.js');
-  // The browser build cannot import the server's module, so it carries its own copy: it must match.
-  assert.equal([...RAWSTACK_PHASES], [...SERVER_PHASES]);
+/** The Raw Stack plan as a run's run_start carries it (from the definition, the one source). */
+const PLAN = phasePlan(RAWSTACK.phases);
+
+uiTest('RunState: the plan from run_start; pending → running → final per phase, progress, seq dedup, run_end', async () => {
+  const { RunState } = await load<{ RunState: new () => RunStateLike }>('run-state.js');
   const s = new RunState();
-  assert.is(s.phases.size, SERVER_PHASES.length);
+  assert.is(s.phases.size, 0, 'no plan before run_start');
+  assert.ok(s.apply({ seq: 1, type: 'run_start', kind: 'rawstack', phases: PLAN }));
+  assert.equal([...s.phases.keys()], PLAN.map((p) => p.name));
   assert.ok([...s.phases.values()].every((p) => p.status === 'pending'));
-  assert.ok(s.apply({ seq: 1, type: 'run_start' }));
   s.apply({ seq: 2, type: 'phase_start', phase: 'INPUT_SCAN' });
   assert.is(s.phases.get('INPUT_SCAN')!.status, 'running');
   s.apply({ seq: 3, type: 'phase_progress', phase: 'INPUT_SCAN', current: 3, total: 6, progress: 0.5 });
@@ -84,18 +87,21 @@ uiTest('RunState: pending → running → final per phase, progress, seq dedup, 
   s.apply({ seq: 7, type: 'run_end', status: 'cancelled' });
   assert.is(s.runStatus, 'cancelled');
   assert.is(s.events.length, 7);
-  assert.equal([...s.phases.keys()], [...RAWSTACK_PHASES]);
+  assert.equal([...s.phases.keys()], PLAN.map((p) => p.name));
 });
 
 uiTest('runNotes: optional phases that did not deliver, with reason and message; HMS names the switch', async () => {
   const { RunState, runNotes } = await load<{ RunState: new () => RunStateLike; runNotes(s: RunStateLike): { phase: string; status: string; text: string }[] }>('run-state.js');
   const s = new RunState();
-  s.apply({ seq: 1, type: 'phase_end', phase: 'ASTROMETRY', status: 'ok' });
-  s.apply({ seq: 2, type: 'phase_end', phase: 'BGE', status: 'skipped', reason: 'disabled', message: 'postprocess.bge is false' });
-  s.apply({ seq: 3, type: 'phase_end', phase: 'PCC', status: 'skipped', reason: 'no_catalog_stars', message: 'no star catalogue: pcc.catalog_file is not set and no catalogue package is installed' });
+  s.apply({ seq: 1, type: 'run_start', kind: 'rawstack', phases: PLAN });
+  s.apply({ seq: 2, type: 'phase_end', phase: 'ASTROMETRY', status: 'ok' });
+  s.apply({ seq: 3, type: 'phase_end', phase: 'BGE', status: 'skipped', reason: 'disabled', message: 'postprocess.bge is false' });
+  s.apply({ seq: 4, type: 'phase_end', phase: 'PCC', status: 'skipped', reason: 'no_catalog_stars', message: 'no star catalogue: pcc.catalog_file is not set and no catalogue package is installed' });
   const hms = 'PCC ended skipped (no_catalog_stars) and hypermetric_stretch.require_successful_pcc is true; set hypermetric_stretch.require_successful_pcc to false to stretch without a successful PCC';
-  s.apply({ seq: 4, type: 'phase_end', phase: 'HYPERMETRIC_STRETCH', status: 'skipped', reason: 'pcc_failed', message: hms });
-  s.apply({ seq: 5, type: 'run_end', status: 'ok' });
+  s.apply({ seq: 5, type: 'phase_end', phase: 'HYPERMETRIC_STRETCH', status: 'skipped', reason: 'pcc_failed', message: hms });
+  // A core phase in error is not an optional result's note (the plan says which are optional).
+  s.apply({ seq: 6, type: 'phase_end', phase: 'CALIBRATION', status: 'error', reason: 'calibration_error', message: 'x' });
+  s.apply({ seq: 7, type: 'run_end', status: 'ok' });
   const notes = runNotes(s);
   // Switched-off phases are no news; a skipped PCC and the HMS it took along are.
   assert.equal(notes.map((n) => n.phase), ['PCC', 'HYPERMETRIC_STRETCH']);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { decode as decodePng } from 'fast-png';
 import type { Page } from 'playwright-core';
 import { FitsReader } from '../../src/fits/index.js';
-import { fitsRow } from '../../src/ui/pyramid-math.js';
+import { fitsRow } from '../../src/shared/pyramid-math.js';
 import { apiJson, ARTIFACT_DIR, shot, skipReason, startUiEnv, type UiEnv } from './harness.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */

@@ -1,4 +1,4 @@
-// Unit tests of the image viewer's DOM-free maths (src/ui/half-float.ts, pyramid-math.ts,
+// Unit tests of the image viewer's DOM-free maths (src/shared/half-float.ts, pyramid-math.ts,
 // stretch-math.ts), compiled into the Node build as the server uses them: half-float rounding
 // (every half value, ties, overflow, subnormals, the power-of-two fast path), pyramid geometry and
 // row order, and the screen stretch (MTF against src/cpu/stretch.ts, the auto levels against the
@@ -8,9 +8,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { mtf as cpuMtf } from '../../src/cpu/stretch.js';
 import { autoStf } from '../../src/report/preview.js';
-import { encodeHalf, fromHalf, halfTable, toHalf } from '../../src/ui/half-float.js';
-import { displayFlipped, fitsRow, fitZoom, levelForZoom, pyramidLevels, tileBytes, tileOffset, visibleTiles } from '../../src/ui/pyramid-math.js';
-import { asinhCurve, betaFor, buildLut, defaultLevels, displayValue, levelsProblem, midFor, mtf, type ChannelStats } from '../../src/ui/stretch-math.js';
+import { encodeHalf, fromHalf, halfTable, toHalf } from '../../src/shared/half-float.js';
+import { displayFlipped, fitsRow, fitZoom, levelForZoom, pyramidLevels, tileBytes, tileOffset, visibleTiles } from '../../src/shared/pyramid-math.js';
+import { asinhCurve, betaFor, buildLut, defaultLevels, displayValue, levelsProblem, midFor, mtf, type ChannelStats } from '../../src/shared/stretch-math.js';
 import { seededRandom } from '../helpers/tmp.js';
 
 // ---- half floats

@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FitsHeader, readFitsImage, writeFits } from '../../src/fits/index.js';
-import { fromHalf, toHalf } from '../../src/ui/half-float.js';
+import { fromHalf, toHalf } from '../../src/shared/half-float.js';
 import { CacheRefused, cacheKey, ensureCacheDir } from '../../src/viewer/cache.js';
 import { buildPyramid, cachedMeta, halve, idealScale, levelName, scaleUnfit } from '../../src/viewer/pyramid.js';
 import { decodeTile, readLevelPlanes, readTileBytes } from '../../src/viewer/tiles.js';

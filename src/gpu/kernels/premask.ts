@@ -1,8 +1,8 @@
-// Wrapper for STACKING's outlier pre-mask on the device: shaders/stacking/premask_flag.wgsl and
+// Wrapper for STACKING's outlier pre-mask on the device: shaders/premask/premask_flag.wgsl and
 // premask_apply.wgsl, encoded as one chain on a band that already sits on the device (median
 // from the stack kernel's median pass → flag (seeds and growth bits) → apply/compact), so the
-// band never leaves the device between warp and stack (DESIGN §4). Contract and TypeScript
-// reference: src/pipeline/rawstack/stacking-premask.ts (the two give identical masks, tallies and
+// band never leaves the device between warp and stack (docs/ARCHITECTURE.md "GPU strategy"). Contract and TypeScript
+// reference: src/cpu/premask.ts (the two give identical masks, tallies and
 // compacted bands; test/gpu/premask.test.ts).
 // Invariants: dispatches never read or write outside the bound ranges (every index is checked in
 // WGSL); tallies are only added to; the mask buffer needs premaskMaskBytes() bytes.
@@ -83,7 +83,7 @@ const SCATTER_WG = 256;
 
 /**
  * Encodes NaN stores into `dst` at the first `count` u32 indices of `indices` (the host
- * pre-mask's masked samples; shaders/stacking/scatter_nan.wgsl). `dstValues`: f32 values `dst`
+ * pre-mask's masked samples; shaders/premask/scatter_nan.wgsl). `dstValues`: f32 values `dst`
  * holds (every index must be below it; the caller's list comes from a band of that size).
  */
 export async function scatterNanResident(ctx: GpuContext, indices: GPUBuffer, count: number, dst: GPUBuffer, dstValues: number, encoder: GPUCommandEncoder): Promise<void> {

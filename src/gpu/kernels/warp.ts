@@ -17,7 +17,7 @@ export type { Affine, WarpClamp, WarpKernel, WarpParams } from '../../cpu/warp.j
 
 /**
  * Workgroup sizes and bilinear pixels per invocation, measured on llvmpipe (4096×2048, median of
- * 5): bilinear 4 px × WG 256 as in reference/webgpu-cpu.md §6; Lanczos grouped WG 64 / 128 / 256
+ * 5): bilinear 4 px × WG 256; Lanczos grouped WG 64 / 128 / 256
  * = 142 / 144 / 151 ms, one-pixel WG 64 / 128 / 256 = 258 / 241 / 236 ms (differences near noise).
  * Groups of 8 (2048×1536 calibrated frame, 0.3° rotation, best process CPU of 5–7 on a loaded
  * machine): WG 16 / 32 / 64 / 128 / 256 = 92 / 92 / 89 / 82–90 / 82–84 ms; groups of 4 at WG 64

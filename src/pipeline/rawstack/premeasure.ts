@@ -1,4 +1,4 @@
-// Hand-over of per-frame measurements between phases (main thread side of frame-analysis.ts):
+// Hand-over of per-frame measurements between phases (main thread side of stages/frames/analysis.ts):
 // CALIBRATION (light task) or CFA_CHANNEL_PREP (analyze task) measure a frame's stars and channel
 // statistics while its pixels are in memory and park them on the frame record; CFA_CHANNEL_PREP
 // and REFERENCE_SELECTION take them instead of reading the frame again.
@@ -7,7 +7,7 @@
 // star lists twice); the specs are the single definition of what those phases measure.
 
 import type { CfaPattern } from '../../cpu/debayer.js';
-import { MAX_STORED_STARS, type AnalysisSpec, type ChannelsSpec, type ChannelsTaskResult, type MeasureResult, type MeasureSpec } from './frame-analysis.js';
+import { MAX_STORED_STARS, type AnalysisSpec, type ChannelsSpec, type ChannelsTaskResult, type MeasureResult, type MeasureSpec } from '../stages/frames/analysis.js';
 import { pixelSource, type FrameRecord, type RawStackState } from './state.js';
 
 /**

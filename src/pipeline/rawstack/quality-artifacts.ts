@@ -21,15 +21,16 @@
 //   inside fields become spaces, so every line splits into exactly 4 fields. Empty when no frame
 //   was excluded. Run queue runs write the file as `<filter>/<file>` (names repeat across filters).
 
-import { join } from 'node:path';
 import type { FrameMetrics } from '../../algorithms/frame-metrics.js';
+import { artifactPath, type RunLayout } from '../../shared/run-layout.js';
 import { writeFileAtomic } from '../atomic.js';
-import { addArtifact } from './phases/report.js';
+import { addArtifact } from '../artifacts.js';
+import { inRunFolder } from '../run-folder.js';
 import type { FrameRecord, RawStackState } from './state.js';
 
 export const FRAME_QUALITY_HEADER = 'index,file,status,reason,star_count,fwhm,fwhm_x,fwhm_y,eccentricity,background,noise,snr,saturation,registration_cc,quality_score,weight';
-export const FRAME_QUALITY_CSV = 'artifacts/preprocess/frame_quality.csv';
-export const REJECTED_FRAMES_TXT = 'artifacts/preprocess/rejected_frames.txt';
+/** Where the two files lie in a run folder. */
+export const qualityArtifactPaths = (layout: RunLayout) => ({ csv: layout.frameTable ?? artifactPath(layout, 'frame_quality.csv'), rejected: artifactPath(layout, 'rejected_frames.txt') });
 
 /** A number with fixed decimals; empty for unknown (null, NaN, ±∞). */
 function num(v: number | null | undefined, decimals: number): string {
@@ -84,10 +85,11 @@ export function rejectedFramesText(frames: readonly FrameRecord[], queue = false
 
 /** Writes both files atomically and registers them for the manifest under `phase`. */
 export async function writeQualityArtifacts(state: RawStackState, phase: string): Promise<void> {
-  await writeFileAtomic(join(state.folder.runDir, FRAME_QUALITY_CSV), frameQualityCsv(state.frames, state.queue !== null));
-  await writeFileAtomic(join(state.folder.runDir, REJECTED_FRAMES_TXT), rejectedFramesText(state.frames, state.queue !== null));
-  addArtifact(state, 'frame_quality', phase, FRAME_QUALITY_CSV);
-  addArtifact(state, 'rejected_frames', phase, REJECTED_FRAMES_TXT);
+  const paths = qualityArtifactPaths(state.folder.layout);
+  await writeFileAtomic(inRunFolder(state.folder, paths.csv), frameQualityCsv(state.frames, state.queue !== null));
+  await writeFileAtomic(inRunFolder(state.folder, paths.rejected), rejectedFramesText(state.frames, state.queue !== null));
+  addArtifact(state, 'frame_quality', phase, paths.csv);
+  addArtifact(state, 'rejected_frames', phase, paths.rejected);
 }
 
 const round = (v: number | null | undefined, decimals: number): number | null => (typeof v === 'number' && Number.isFinite(v) ? Number(v.toFixed(decimals)) : null);

@@ -12,7 +12,8 @@
 import { copyFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readFitsImage, writeFits } from '../../fits/index.js';
-import { addArtifact } from './phases/report.js';
+import { outputPath } from '../../shared/run-layout.js';
+import { addArtifact } from '../artifacts.js';
 import type { RawStackState } from './state.js';
 
 export interface FilterStack {
@@ -51,7 +52,7 @@ export async function composeQueueOutputs(state: RawStackState, stacks: readonly
     const path = join(dir, 'stacked_linear.fits');
     await copyAtomic(linear.path, path);
     state.outputs.stacked_linear = path;
-    out.outputs.stacked_linear = 'outputs/stacked_linear.fits';
+    out.outputs.stacked_linear = outputPath(state.folder.layout, 'stacked_linear.fits');
     addArtifact(state, 'stacked_linear', 'STACKING', out.outputs.stacked_linear);
   } else if (!osc) {
     out.notes.push({ code: 'no_linear_stack', message: `no L filter and ${stacks.length} filters (${stacks.map((s) => s.filter).join(', ')}): no stacked_linear.fits` });
@@ -95,7 +96,7 @@ export async function composeQueueOutputs(state: RawStackState, stacks: readonly
   }
   if (out.rgb) {
     state.outputs.stacked_rgb = rgbPath;
-    out.outputs.stacked_rgb = 'outputs/stacked_rgb.fits';
+    out.outputs.stacked_rgb = outputPath(state.folder.layout, 'stacked_rgb.fits');
     addArtifact(state, 'stacked_rgb', 'STACKING', out.outputs.stacked_rgb);
   }
   return out;

@@ -11,13 +11,15 @@
 // QUALITY_ANALYSIS rewrites it with the correlations, so a run stopped in between still has the
 // matrices. `file` is the input file name. Written atomically.
 
-import { join } from 'node:path';
+import { artifactPath, type RunLayout } from '../../shared/run-layout.js';
 import { writeJsonAtomic } from '../atomic.js';
 import type { Affine } from '../../algorithms/affine.js';
-import { addArtifact } from './phases/report.js';
+import { addArtifact } from '../artifacts.js';
+import { inRunFolder } from '../run-folder.js';
 import type { FrameRecord, RawStackState } from './state.js';
 
-export const REGISTRATION_JSON = 'artifacts/preprocess/registration.json';
+/** Where registration.json lies in a run folder. */
+export const registrationJsonPath = (layout: RunLayout): string => artifactPath(layout, 'registration.json');
 
 export interface RegistrationJsonFrame {
   index: number;
@@ -54,6 +56,7 @@ export function registrationJson(state: RawStackState): RegistrationJson {
 }
 
 export async function writeRegistrationJson(state: RawStackState, phase: string): Promise<void> {
-  await writeJsonAtomic(join(state.folder.runDir, REGISTRATION_JSON), registrationJson(state));
-  addArtifact(state, 'registration', phase, REGISTRATION_JSON);
+  const path = registrationJsonPath(state.folder.layout);
+  await writeJsonAtomic(inRunFolder(state.folder, path), registrationJson(state));
+  addArtifact(state, 'registration', phase, path);
 }

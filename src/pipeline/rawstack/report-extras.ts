@@ -5,7 +5,9 @@
 
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { artifactPath } from '../../shared/run-layout.js';
 import { writeFileAtomic } from '../atomic.js';
+import { inRunFolder } from '../run-folder.js';
 import type { ReportColourRelation, ReportPhase, ReportPostprocessSection, ReportPreview } from '../../report/model.js';
 import { renderPreview } from '../../report/preview.js';
 import type { RawStackState } from './state.js';
@@ -88,7 +90,7 @@ export async function postprocessSections(state: RawStackState, phases: readonly
 const PREVIEW_OUTPUTS = ['stacked_linear', 'stacked_rgb', 'stacked_rgb_bge', 'stacked_rgb_pcc', 'stacked_rgb_starwhite', 'stacked_rgb_hms'] as const;
 
 /**
- * Writes artifacts/preprocess/preview_<output>.png for each image output present and returns
+ * Writes preview_<output>.png into the artifacts folder for each image output present and returns
  * the previews with their PNG bytes as base64 (for the HTML's data: URIs). The HMS output is
  * already stretched and is shown as is; the others get the auto STF.
  */
@@ -101,8 +103,8 @@ export async function writePreviews(state: RawStackState, warn: (msg: string) =>
     try {
       const p = await renderPreview(file, { maxWidth: 800, stretch: output === 'stacked_rgb_hms' ? 'none' : 'auto' });
       const name = `preview_${output}.png`;
-      await writeFileAtomic(join(state.folder.artifactsDir, name), p.png);
-      const path = `artifacts/preprocess/${name}`;
+      const path = artifactPath(state.folder.layout, name);
+      await writeFileAtomic(inRunFolder(state.folder, path), p.png);
       previews.push({ output, path, width: p.width, height: p.height, source_width: p.source_width, source_height: p.source_height, factor: p.factor, stretch: p.stretch });
       data[path] = p.png.toString('base64');
     } catch (e) {
@@ -131,7 +133,7 @@ export function classifyArtifact(name: string): { type: string; phase: string } 
 }
 
 /**
- * Completes state.artifacts with every file under outputs/ and artifacts/preprocess/ that no
+ * Completes state.artifacts with every file under outputs/ and the artifacts folder that no
  * phase registered. Calibrated frames (outputs/calibrated/) are one `calibrated_frames` entry
  * for the folder (path ends in '/'): a run can write thousands, and they are one product.
  * Hidden files (the atomic writer's in-flight temporaries) are not artifacts.
@@ -148,7 +150,7 @@ export async function scanArtifacts(state: RawStackState, add: (type: string, ph
       if (e.name.startsWith('.')) continue;
       const r = `${rel}/${e.name}`;
       if (e.isDirectory()) {
-        if (r === 'outputs/calibrated') {
+        if (r === state.folder.layout.calibrated) {
           const files = await readdir(join(abs, e.name)).catch(() => [] as string[]);
           if (files.some((f) => !f.startsWith('.'))) add('calibrated_frames', 'CALIBRATION', `${r}/`);
         } else await walk(join(abs, e.name), r);
@@ -158,6 +160,6 @@ export async function scanArtifacts(state: RawStackState, add: (type: string, ph
       }
     }
   };
-  await walk(state.folder.outputsDir, 'outputs');
-  await walk(state.folder.artifactsDir, 'artifacts/preprocess');
+  await walk(state.folder.outputsDir, state.folder.layout.outputs);
+  await walk(state.folder.artifactsDir, state.folder.layout.artifacts);
 }

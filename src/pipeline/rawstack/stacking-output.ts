@@ -1,5 +1,5 @@
 // STACKING's image output: final cosmetic correction and the FITS header with provenance
-// (DESIGN §8). The stacked image is in the reference frame's geometry and, after normalisation,
+// (docs/ARCHITECTURE.md "Raw Stack decisions"). The stacked image is in the reference frame's geometry and, after normalisation,
 // in its photometric scale, so the header starts from the reference light's header with every
 // card kept (unknown ones too) and then:
 //   NCOMBINE  number of stacked frames
@@ -15,12 +15,16 @@
 //   HISTORY   one line per phase that ran before (status and key parameters), then STACKING's
 //             parameters.
 // Structural cards (BITPIX, NAXISn, BZERO, ...) come from the data (src/fits/write.ts).
+// Also the parts of stacking_diagnostics.json built from the engine's tallies and the band plan
+// (per-frame rows, rejection totals, the plan).
 
 import { basename } from 'node:path';
 import type { FitsHeader } from '../../fits/index.js';
 import type { PhaseOutcome } from '../phase.js';
-import { RAWSTACK_PHASES } from './phase-list.js';
-import { cosmeticCorrect, estimateNoise } from './stacking-cosmetic.js';
+import { cosmeticCorrect, estimateNoise } from '../stages/stacking/cosmetic.js';
+import { GROW as PREMASK_GROW } from '../../cpu/premask.js';
+import type { EngineTotals } from '../stages/stacking/engine.js';
+import type { StackPlan } from '../stages/stacking/plan.js';
 import type { StackSetup } from './stacking-setup.js';
 import type { RawStackState } from './state.js';
 import { SKYSTACK_VERSION } from '../../version.js';
@@ -144,10 +148,10 @@ export function stackHeader(state: RawStackState, setup: StackSetup, outcomes: R
     h.set('DATE-END', fitsDate(Math.max(...starts.map((s) => s.t + s.e * 1000))), { comment: 'end of the latest stacked frame (UTC)' });
   }
   addHistory(h, `skystack ${SKYSTACK_VERSION} Raw Stack run ${state.runId}`);
-  for (const phase of RAWSTACK_PHASES) {
+  // The phases that ended before STACKING, in run order (the outcomes' insertion order).
+  for (const [phase, outcome] of outcomes) {
     if (phase === 'STACKING') break;
-    const outcome = outcomes.get(phase);
-    if (outcome) addHistory(h, phaseHistory(state, setup, phase, outcome));
+    addHistory(h, phaseHistory(state, setup, phase, outcome));
   }
   addHistory(
     h,
@@ -159,7 +163,7 @@ export function stackHeader(state: RawStackState, setup: StackSetup, outcomes: R
 /**
  * Final cosmetic correction of the stacked planes (planar C × H × W, in place): per plane,
  * σ from neighbour differences over the whole plane, then the isolated-outlier rule of
- * stacking-cosmetic.ts with step 1. Returns the pixels replaced.
+ * stages/stacking/cosmetic.ts with step 1. Returns the pixels replaced.
  */
 export function finalCosmetic(image: Float32Array, width: number, height: number, planes: number, sigma: number): { hot: number; cold: number } {
   let hot = 0;
@@ -174,4 +178,61 @@ export function finalCosmetic(image: Float32Array, width: number, height: number
     cold += r.cold;
   }
   return { hot, cold };
+}
+
+/** `v` rounded to `d` decimals; null when not finite (JSON has no NaN). */
+export const round = (v: number, d = 3): number | null => (Number.isFinite(v) ? Math.round(v * 10 ** d) / 10 ** d : null);
+
+/** Samples rejected low and high over every frame and channel, the valid samples, and the rejected fraction. */
+export function rejectionTotals(totals: EngineTotals, frames: number): { low: number; high: number; validSamples: number; fraction: number } {
+  let low = 0;
+  let high = 0;
+  for (const r of totals.rejected) {
+    for (let f = 0; f < frames; f++) {
+      low += r[f]!;
+      high += r[frames + f]!;
+    }
+  }
+  const validSamples = totals.validSamples.reduce((a, b) => a + b, 0);
+  return { low, high, validSamples, fraction: validSamples > 0 ? (low + high) / validSamples : 0 };
+}
+
+/** One diagnostics row per stacked frame: its source, weight, exposure, normalisation and rejections per channel. */
+export function frameDiagnostics(setup: StackSetup, totals: EngineTotals, names: string[]) {
+  const N = setup.frames.length;
+  return setup.frames.map((f) => {
+    const rejected = names.map((name, ch) => ({ channel: name, low: totals.rejected[ch]![f.slot]!, high: totals.rejected[ch]![N + f.slot]! }));
+    return {
+      index: f.record.index,
+      file: f.record.name,
+      source: f.source,
+      weight: f.weight,
+      exposure: f.exposure,
+      normalization: names.map((name, ch) => ({ channel: name, location: round(f.stats[ch]!.location, 4), spread: round(f.stats[ch]!.spread, 4), median: round(f.stats[ch]!.median, 4), scale: f.scale[ch]!, offset: f.offset[ch]! })),
+      rejected,
+      rejected_total: rejected.reduce((a, r) => a + r.low + r.high, 0),
+    };
+  });
+}
+
+/** The band plan as the diagnostics show it. `extraBytes`: the pre-mask's bytes per frame pixel the plan reserved. */
+export function bandPlanDiagnostics(plan: StackPlan, state: RawStackState, o: { premask: boolean; frames: number; channels: number; extraBytes: number }) {
+  return {
+    memory_budget_mib: state.config.runtime_limits.memory_budget,
+    memory_budget_bytes: plan.memoryBudgetBytes,
+    rows_per_band: plan.rowsPerBand,
+    halo_rows: o.premask ? PREMASK_GROW : 0,
+    bands: plan.bands.length,
+    bytes_per_band: plan.bytesPerBand,
+    scratch_bytes: plan.scratchBytes,
+    limited_by: plan.limitedBy,
+    frames: o.frames,
+    channels: o.channels,
+    // Warped samples (4 per channel) plus the pre-mask's mask byte and copy, per frame and pixel.
+    bytes_per_pixel_per_frame: 4 * o.channels + o.extraBytes,
+    max_source_rows: plan.maxSourceRows,
+    // The device buffer pool's high-water mark (all phases so far; the pool is capped at the budget).
+    device_pool_peak_bytes: state.gpu ? state.gpu.pool.stats.peakBytes : null,
+    bands_rows: plan.bands.map((b) => [b.y0, b.rows]),
+  };
 }

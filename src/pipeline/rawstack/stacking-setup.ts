@@ -1,53 +1,34 @@
 // STACKING setup: everything the band loop needs per frame, computed once before the first band
-// (small per-frame records, no pixel data kept), and the band plan.
+// (small per-frame records, no pixel data kept; the engine's record is stages/stacking/plan.ts).
 // Per frame: the warp matrix (reference pixel → frame pixel, the inverse of REGISTRATION's
 // frame → reference matrix; identity for the reference), the effective CFA pattern of its stored
 // pixel (0, 0) (the run's Bayer pattern shifted by the light's XBAYROFF/YBAYROFF/ROWORDER), the
-// per-channel normalisation (stacking-normalization.ts), the weight and, when per-frame cosmetic
+// per-channel normalisation (stages/stacking/normalization.ts), the weight and, when per-frame cosmetic
 // correction is on, its pixel noise per CFA phase (from a central strip of rows).
 // Frames that cannot be stacked are excluded here with a reason and the run goes on: no usable
 // registration matrix while other frames have one (registration_failed), a pixel source that
 // cannot be opened (unreadable) or has another size (size_mismatch).
-// Band plan (DESIGN §4): bands of output rows across ALL included frames (exact global
-// rejection), sized by the planner so that the frames' band slices plus every per-band and
-// per-frame scratch buffer fit runtime_limits.memory_budget (memory model in planStackBands).
 
 import { identity, invertAffine, type Affine } from '../../algorithms/affine.js';
-import { cfaPhase, redSite, type CfaPattern } from '../../cpu/debayer.js';
-import { KERNEL_SUPPORT, sourceRowsFor, type WarpKernel } from '../../cpu/warp.js';
+import { cfaPhase, type CfaPattern } from '../../cpu/debayer.js';
+import { sourceRowsFor, type WarpKernel } from '../../cpu/warp.js';
 import { isFitsError, keys, readFitsHeader, type FitsHeader } from '../../fits/index.js';
-import { planBands, type BandPlan } from '../../gpu/band-planner.js';
-import { GpuError } from '../../gpu/errors.js';
 import { forEachLimit } from '../concurrency.js';
 import type { PhaseContext } from '../phase.js';
-import { estimateNoise } from './stacking-cosmetic.js';
-import { measureChannels, normalizationFor, statsOf, type ChannelStats, type NormalizationMode } from './stacking-normalization.js';
+import { estimateNoise } from '../stages/stacking/cosmetic.js';
+import { measureChannels, normalizationFor, statsOf, type ChannelStats, type NormalizationMode } from '../stages/stacking/normalization.js';
+import { toCells, type StackFrame } from '../stages/stacking/plan.js';
 import { groupReference, type FilterGroup } from './queue.js';
-import type { ReaderCache } from './stacking-readers.js';
+import type { ReaderCache } from '../stages/stacking/readers.js';
 import { exclude, pixelSource, type FrameRecord, type RawStackState } from './state.js';
 
-export interface StackFrame {
-  /** Position among the stacked frames (the frame's slot in a band). */
-  slot: number;
+/** A stacked frame as Raw Stack sets it up: the engine's record plus the frame it came from. */
+export interface SetupFrame extends StackFrame {
   record: FrameRecord;
-  /** File the pixels come from (calibrated frame or light). */
-  source: string;
-  /** Reference pixel → frame pixel, row-major [a00, a01, a02, a10, a11, a12] (the warp's matrix). */
-  toFrame: number[];
-  /** Effective CFA pattern of stored pixel (0, 0); null for mono. */
-  pattern: CfaPattern | null;
-  stats: ChannelStats[];
-  scale: number[];
-  offset: number[];
-  weight: number;
-  /** Pixel noise per 2×2 phase for per-frame cosmetic correction (null when it is off). */
-  noise: number[] | null;
-  exposure: number | null;
-  dateObs: string | null;
 }
 
 export interface StackSetup {
-  frames: StackFrame[];
+  frames: SetupFrame[];
   reference: FrameRecord;
   referenceHeader: FitsHeader;
   channels: 1 | 3;
@@ -74,24 +55,6 @@ export class SetupError extends Error {
 }
 
 const flat = (m: Affine): number[] => [m[0][0], m[0][1], m[0][2], m[1][0], m[1][1], m[1][2]];
-
-/**
- * A full-resolution reference → frame matrix in superpixel coordinates: cell (u, v) covers
- * pixels 2u, 2u + 1 (centre 2u + 0.5), so p = 2q + 0.5 on both sides and
- * A_cell = [M | (M·(0.5, 0.5) + t − (0.5, 0.5)) / 2] for A = [M | t].
- */
-export function toCells(m: Affine): Affine {
-  const [[a, b, c], [d, e, f]] = m;
-  return [
-    [a, b, (0.5 * (a + b) + c - 0.5) / 2],
-    [d, e, (0.5 * (d + e) + f - 0.5) / 2],
-  ];
-}
-
-/** Rows the cosmetic correction reads around a corrected row (7×7 isolation window). */
-export const COSMETIC_REACH = 3;
-/** Rows of context bilinear debayering reads each side. */
-export const DEBAYER_HALO = 1;
 
 /**
  * Builds the per-frame records. `needNoise`: measure each frame's pixel noise (per-frame
@@ -213,7 +176,7 @@ export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: R
   const noWeight = included.filter((f) => !(typeof f.weight === 'number' && Number.isFinite(f.weight) && f.weight >= 0));
   if (!uniform && noWeight.length > 0) ctx.warn('weights_missing', `${noWeight.length} frame(s) carry no quality weight; they are stacked with weight 1`);
 
-  const frames: StackFrame[] = [];
+  const frames: SetupFrame[] = [];
   const fallbacks: string[] = [];
   for (const f of included) {
     const s = stats.get(f) ?? Array.from({ length: channels }, () => nan);
@@ -266,133 +229,3 @@ export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: R
   };
 }
 
-/**
- * A frame's raw pixel noise per stack channel from its per-phase noise: mono the plane's, OSC
- * R and B their sites', G the mean of the two green sites'. NaN when not measured.
- */
-export function channelNoise(f: StackFrame, channels: number): number[] {
-  const n = f.noise;
-  if (!n) return new Array(channels).fill(NaN);
-  if (channels === 1 || !f.pattern) return [n[0]!];
-  const { rx, ry } = redSite(f.pattern);
-  const at = (x: number, y: number) => n[((y & 1) << 1) | (x & 1)]!;
-  return [at(rx, ry), 0.5 * (at(1 - rx, ry) + at(rx, 1 - ry)), at(1 - rx, 1 - ry)];
-}
-
-/**
- * Frame rows read beyond the rows the source planes come from: bilinear debayer halo (OSC) and
- * cosmetic reach; superpixel cells need no neighbours, and its halo stays even (whole cells).
- */
-export function readHalo(osc: boolean, cosmetic: boolean, superpixel: boolean): number {
-  if (osc && superpixel) return cosmetic ? COSMETIC_REACH + 1 : 0;
-  return (osc ? DEBAYER_HALO : 0) + (cosmetic ? COSMETIC_REACH : 0);
-}
-
-const MiB = 1024 * 1024;
-const mib = (b: number) => `${(b / MiB).toFixed(1)} MiB`;
-
-export interface StackPlanInput {
-  /** Output size (= the warp's source planes' size). */
-  width: number;
-  height: number;
-  /** The frames' size and full-resolution rows per source row (2 for superpixel). */
-  frameWidth: number;
-  frameHeight: number;
-  binning: 1 | 2;
-  frames: StackFrame[];
-  channels: number;
-  kernel: WarpKernel;
-  /** Frames whose source bands are read ahead (runtime_limits.parallel_workers). */
-  prefetch: number;
-  readHalo: number;
-  /** Halo rows of every band (the pre-mask's growth reach), 0 without it. */
-  haloRows: number;
-  /** Host bytes per frame and pixel besides the slots (the pre-mask's host copy and mask byte). */
-  extraBytesPerFramePixel: number;
-  /** Bytes per band pixel besides the frames' (the host pre-mask's index lists; default 0). */
-  extraBytesPerPixel?: number;
-  budgetBytes: number;
-  /** Largest storage binding when the stack runs on the device (each channel has its own buffer), else null. */
-  maxBindingBytes: number | null;
-}
-
-export interface StackPlan extends BandPlan {
-  /** Bytes reserved besides bytesPerBand (which already holds the per-row scratch): the source rows' drift part and small fixed buffers. */
-  scratchBytes: number;
-  /** Largest work band: owned rows plus halo. */
-  maxWorkRows: number;
-  /** Most source rows any frame needs for any band (buffer sizes). */
-  maxSourceRows: number;
-  /** Most rows read for any frame and band (source rows plus read halo). */
-  maxReadRows: number;
-  memoryBudgetBytes: number;
-}
-
-/**
- * Memory model (bytes; W = width, N = frames, C = channels, P = prefetch):
- *   per band row:        N·(4C + X)·W   every frame's warped slice of the band (the planner's
- *                                       input, halo rows included), X = the pre-mask's host copy
- *                                       of one channel and its mask byte (5, or 0 when off)
- *                      + (24 + 4C)·W    mean, count, median and warp output buffers, their
- *                                       read-back staging, host result rows
- *                      + Y·W            Y = extraBytesPerPixel (the host pre-mask's index lists)
- *   per source row:      (P + 1)·4·B·Wf  P reads in flight and the cosmetic copy (B frame rows of
- *                                       Wf pixels per source row: B = 2 for superpixel, else 1)
- *                      + 2C·4·W         the source planes on the host and on the device
- * where a band of R rows needs at most S·R + E source rows (S = largest |a11|, E = the drift of
- * a row across the width, |a10|·(W − 1), plus kernel support, read halo and alignment). The E part
- * is reserved up front, the S part per owned row. This bounds host and device use together (the
- * device pool gets the same budget), so one budget value covers both.
- */
-export function planStackBands(input: StackPlanInput): StackPlan {
-  const { width: W, height: H, frames, channels: C, kernel } = input;
-  const N = frames.length;
-  const support = KERNEL_SUPPORT[kernel];
-  let S = 1;
-  let drift = 0;
-  for (const f of frames) {
-    S = Math.max(S, Math.abs(f.toFrame[4]!));
-    drift = Math.max(drift, Math.abs(f.toFrame[3]!) * (W - 1));
-  }
-  const E = Math.ceil(drift) + support.before + support.after + 2 + 2 * input.readHalo + 2 + Math.ceil(2 * input.haloRows * S);
-  const perSourceRow = (input.prefetch + 1) * 4 * input.binning * input.frameWidth + 2 * C * 4 * W;
-  const fixed = E * perSourceRow + 2 * N * C * 4 + 64 * 1024;
-  const budget = input.budgetBytes - fixed;
-  const bytesPerPixel = 4 * C + input.extraBytesPerFramePixel;
-  const outputBytesPerPixel = 24 + 4 * C + (input.extraBytesPerPixel ?? 0) + Math.ceil((S * perSourceRow) / W);
-  let plan: BandPlan;
-  try {
-    plan = planBands({
-      width: W,
-      height: H,
-      frames: N,
-      bytesPerPixel,
-      outputBytesPerPixel,
-      haloRows: input.haloRows,
-      budgetBytes: Math.max(budget, 0),
-      maxBindingBytes: input.maxBindingBytes === null ? Number.MAX_SAFE_INTEGER : input.maxBindingBytes * C,
-    });
-  } catch (e) {
-    if (!(e instanceof GpuError) || e.code !== 'BUDGET_TOO_SMALL') throw e;
-    // The planner saw the budget less the fixed reserve; say what the whole run needs.
-    const minRows = Math.min(H, 32);
-    const need = fixed + Math.min(H, minRows + 2 * input.haloRows) * N * W * bytesPerPixel + minRows * W * outputBytesPerPixel;
-    throw new GpuError(
-      'BUDGET_TOO_SMALL',
-      `memory budget ${mib(input.budgetBytes)} cannot hold a ${minRows}-row band of ${N} frames x ${W} px x ${C} channel(s) with its scratch (needs ${mib(need)}); raise runtime_limits.memory_budget to at least ${Math.ceil(need / MiB)} MiB`,
-    );
-  }
-  // Exact source-row needs for buffer sizes.
-  let maxSourceRows = 0;
-  for (const f of frames) {
-    for (const b of plan.bands) maxSourceRows = Math.max(maxSourceRows, sourceRowsFor(f.toFrame, b.readY0, b.readRows, W, H, kernel).rows);
-  }
-  return {
-    ...plan,
-    maxWorkRows: Math.max(...plan.bands.map((b) => b.readRows)),
-    scratchBytes: fixed,
-    maxSourceRows,
-    maxReadRows: Math.min(input.frameHeight, maxSourceRows * input.binning + 2 * input.readHalo + 2),
-    memoryBudgetBytes: input.budgetBytes,
-  };
-}

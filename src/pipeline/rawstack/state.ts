@@ -3,16 +3,13 @@
 // data (frames stay on disk and are streamed in bands), so the state's size does not grow with
 // image size. Paths in `artifacts` are relative to the run folder.
 
-import type { Premeasured } from './frame-analysis.js';
+import type { Premeasured } from '../stages/frames/analysis.js';
 import type { Affine } from '../../algorithms/affine.js';
 import type { FrameMetrics } from '../../algorithms/frame-metrics.js';
 import type { StarPoint } from '../../algorithms/match.js';
 import type { RawStackConfig } from '../../config/rawstack.js';
-import type { GpuContext } from '../../gpu/context.js';
-import type { DeviceInfo } from '../../gpu/device.js';
-import type { EventLog } from '../events.js';
-import type { RunFolder } from '../run-folder.js';
-import type { ColorMode, FrameInfo } from '../scan.js';
+import type { PipelineBase } from '../run.js';
+import type { ColorMode, FrameInfo } from '../stages/scan/scan.js';
 import type { BayerPattern } from '../../fits/keys.js';
 import type { TanWcs } from '../../astro/wcs.js';
 
@@ -101,17 +98,10 @@ export interface FrameRecord {
   entry: number | null;
   /**
    * Star and channel measurements taken while an earlier phase held the frame's pixels
-   * (frame-analysis.ts; premeasure.ts hands them to CFA_CHANNEL_PREP and REFERENCE_SELECTION,
+   * (stages/frames/analysis.ts; premeasure.ts hands them to CFA_CHANNEL_PREP and REFERENCE_SELECTION,
    * which drop them once used). Absent: nothing measured yet.
    */
   premeasured?: Premeasured | null;
-}
-
-export interface ArtifactEntry {
-  type: string;
-  phase: string;
-  /** Relative to the run folder. */
-  path: string;
 }
 
 export interface Masters {
@@ -121,15 +111,8 @@ export interface Masters {
   darkflat: string | null;
 }
 
-export interface RawStackState {
-  config: RawStackConfig;
-  folder: RunFolder;
-  runId: string;
-  jobId: string | null;
-  events: EventLog;
-  device: DeviceInfo;
-  /** Null when the TypeScript kernels run. */
-  gpu: GpuContext | null;
+/** Raw Stack's run-wide state: what every run has (run.ts PipelineBase) plus the frames and each phase's results. */
+export interface RawStackState extends PipelineBase<RawStackConfig> {
   frames: FrameRecord[];
   colorMode: ColorMode | null;
   bayer: BayerPattern | null;
@@ -150,8 +133,6 @@ export interface RawStackState {
   };
   /** Celestial WCS of the stacked outputs, set by ASTROMETRY when it solved (PCC reads it). */
   wcs?: TanWcs;
-  artifacts: ArtifactEntry[];
-  warnings: { code: string; message: string }[];
   /** Run queue (queue.ts); null for a single-folder run (no queue entries). */
   queue: QueueEntryState[] | null;
   /** Free-form summaries of each phase for the report (phase name → JSON-serialisable object). */

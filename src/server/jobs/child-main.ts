@@ -1,5 +1,5 @@
 // The job child process (`skystack job <spec-file>`): runs one job and reports progress and
-// the result to the server over IPC. It owns the GPU device for the job (DESIGN §2), so a
+// the result to the server over IPC. It owns the GPU device for the job (docs/ARCHITECTURE.md "Processes"), so a
 // native crash ends this process, never the server. SIGTERM cancels cleanly (the run closes
 // its events with `cancelled`); losing the server (IPC disconnect) ends the process at once,
 // so an orphan never keeps writing into a run the restarted server has closed.
@@ -7,8 +7,8 @@
 import { readFile } from 'node:fs/promises';
 import { parseRawStackConfig } from '../../config/rawstack.js';
 import type { EventLine } from '../../pipeline/events.js';
-import { setReadConfinement } from '../../pipeline/confine.js';
-import { RAWSTACK_PHASES } from '../../pipeline/rawstack/phase-list.js';
+import { setReadConfinement } from '../../pipeline/stages/scan/confine.js';
+import { RunProgress } from '../../shared/run-progress.js';
 import type { ChildMessage, JobSpec } from './types.js';
 
 function send(m: ChildMessage): Promise<void> {
@@ -73,19 +73,12 @@ async function rawstack(spec: Extract<JobSpec, { kind: 'rawstack' }>, signal: Ab
   if (spec.confine) setReadConfinement(spec.confine);
   const { runRawStack } = await import('../../pipeline/rawstack/run.js');
   const { runFolderAt } = await import('../../pipeline/run-folder.js');
-  const total = RAWSTACK_PHASES.length;
-  let done = 0;
-  let current: string | null = null;
+  // The run's progress from its own events (the plan arrives with run_start).
+  const run = new RunProgress();
   const onEvent = (line: EventLine) => {
-    if (line.type === 'phase_start') {
-      current = line.phase;
-      void send({ type: 'progress', phase: current, fraction: done / total, persist: true });
-    } else if (line.type === 'phase_progress') {
-      void send({ type: 'progress', phase: line.phase, fraction: (done + line.progress) / total, persist: false });
-    } else if (line.type === 'phase_end') {
-      done++;
-      void send({ type: 'progress', phase: line.phase, fraction: done / total, persist: true });
-    }
+    run.apply(line);
+    if (line.type === 'phase_start' || line.type === 'phase_end') void send({ type: 'progress', phase: line.phase, fraction: run.fraction, persist: true });
+    else if (line.type === 'phase_progress') void send({ type: 'progress', phase: line.phase, fraction: run.fraction, persist: false });
   };
   const folder = runFolderAt(spec.run_dir, spec.run_id);
   const result = await runRawStack(parsed.config, { folder, jobId: spec.job_id, signal, onEvent });

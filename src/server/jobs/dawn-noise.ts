@@ -1,4 +1,4 @@
-// Dawn prints warnings from native code on every adapter request (DESIGN §4). They are
+// Dawn prints warnings from native code on every adapter request (docs/ARCHITECTURE.md "GPU strategy"). They are
 // expected and say nothing about the job, so the job log leaves them out (with a count).
 
 const DAWN_NOISE = /^Warning: (maxDynamic(Uniform|Storage)BuffersPerPipelineLayout artificially reduced|Couldn't load Vulkan)/;

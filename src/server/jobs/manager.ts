@@ -1,4 +1,4 @@
-// The job queue (DESIGN §2, §5): FIFO, at most `maxConcurrent` children at once, every state
+// The job queue (docs/ARCHITECTURE.md "Processes"): FIFO, at most `maxConcurrent` children at once, every state
 // change persisted atomically before it is visible. States: pending → running → ok | error |
 // cancelled; running → cancelling → cancelled; terminal states never change. At start-up,
 // jobs found running/cancelling become error/INTERRUPTED (their runs get a closing run_end);

@@ -1,8 +1,8 @@
-// Job records and job specs (DESIGN §5). A record is what the API shows and what survives a
+// Job records and job specs (docs/ARCHITECTURE.md "Processes"). A record is what the API shows and what survives a
 // restart; a spec is what the child process needs to do the work (written next to the
 // record before the child starts, handed over by file name, never through a shell).
 
-import type { ReadConfinement } from '../../pipeline/confine.js';
+import type { ReadConfinement } from '../../pipeline/stages/scan/confine.js';
 
 export type JobKind = 'run' | 'resume' | 'rawstack' | 'scan' | 'pcc_run' | 'pcc_apply';
 export type JobState = 'pending' | 'running' | 'cancelling' | 'ok' | 'error' | 'cancelled';

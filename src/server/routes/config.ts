@@ -1,20 +1,24 @@
 // Configuration endpoints: validate a tiled-workflow YAML (errors with line/column, unknown
 // blocks and keys as warnings), serve the JSON Schemas generated from the zod schemas, and
-// suggest parameter values from the machine and the data (each with its reason).
+// suggest parameter values from the machine and the data (each with its reason): this route
+// gathers the facts (a scan, a run's frame table, a FWHM measured in a child process) and the
+// rules in src/config/suggest.ts decide.
 
 import { availableParallelism, freemem, totalmem } from 'node:os';
 import { z } from 'zod';
 import { ANY_FITS_PATTERN, defaultRawStackConfig, rawStackJsonSchema } from '../../config/rawstack.js';
 import { tiledJsonSchema, validateTiledYaml, YAML_LIMIT } from '../../config/tiled.js';
-import { decideColorMode, scanFolder, type FrameInfo } from '../../pipeline/scan.js';
+import { decideColorMode, scanFolder, type FrameInfo } from '../../pipeline/stages/scan/scan.js';
 import { checkYamlNesting, queryOf, readBody, jsonBody } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { PATH_FIELD_MAX } from '../paths.js';
 import type { ApiRegistry } from '../registry.js';
 import { readRunText } from '../run-files.js';
-import { FRAME_QUALITY_REL } from '../run-index.js';
-import { findRun, parseCsv } from './runs.js';
+import { runLayout } from '../run-index.js';
+import { findRun } from '../run-lookup.js';
+import { csvNumericRecords } from '../../shared/csv.js';
+import { suggestParameters } from '../../config/suggest.js';
 
 const SchemaQuery = z.strictObject({ kind: z.enum(['tiled', 'rawstack']).default('tiled') });
 const ValidateJson = z.strictObject({ yaml: z.string() });
@@ -31,23 +35,10 @@ const SuggestBody = z.strictObject({
 /** Largest frame (pixels) measured for a FWHM suggestion (in a child process, see measure.ts). */
 const MEASURE_LIMIT_PIXELS = 12_000_000;
 
-interface Suggestion {
-  path: string;
-  value: unknown;
-  current: unknown;
-  reason: string;
-}
-
+/** Median of the finite values (the lower middle for an even count), null for none. */
 function median(v: number[]): number | null {
   const s = v.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   return s.length ? s[Math.floor((s.length - 1) / 2)]! : null;
-}
-
-export function rejectionFor(frames: number): { method: string; low: number; high: number; reason: string } {
-  if (frames < 8) return { method: 'median', low: 3, high: 3, reason: `${frames} frames: too few for sigma statistics; a median is robust` };
-  if (frames < 15) return { method: 'sigma', low: 3, high: 3, reason: `${frames} frames: sigma clipping with wide bounds (3.0/3.0) keeps enough samples` };
-  if (frames < 30) return { method: 'winsor', low: 3, high: 3, reason: `${frames} frames: winsorized sigma clipping is robust at this depth` };
-  return { method: 'sigma', low: 2.5, high: 3, reason: `${frames} frames: enough samples for tighter bounds (2.5/3.0)` };
 }
 
 export function configRoutes(api: ApiRegistry, app: AppContext): void {
@@ -91,15 +82,7 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
     async (ctx) => {
       const body = await jsonBody(ctx, SuggestBody);
       const current = app.params.get()?.config ?? defaultRawStackConfig();
-      const suggestions: Suggestion[] = [];
       const measured: Record<string, unknown> = {};
-
-      const freeMiB = Math.floor(freemem() / 1048576);
-      const budget = Math.max(256, Math.min(65536, Math.floor((freeMiB * 0.5) / 64) * 64));
-      suggestions.push({ path: 'runtime_limits.memory_budget', value: budget, current: current.runtime_limits.memory_budget, reason: `half of the ${freeMiB} MiB free RAM (of ${Math.round(totalmem() / 1048576)} MiB), in 64 MiB steps` });
-      const cores = availableParallelism();
-      const workers = Math.max(1, Math.min(16, cores - 1));
-      suggestions.push({ path: 'runtime_limits.parallel_workers', value: workers, current: current.runtime_limits.parallel_workers, reason: `${cores} CPU cores, one left for the server and the GPU driver` });
 
       let frames: number | null = null;
       let fwhm: number | null = null;
@@ -111,8 +94,9 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
         measured.source = 'scan figures from the request';
       } else if (body.run_id) {
         const dir = await findRun(app, body.run_id);
-        const csv = await readRunText(dir, FRAME_QUALITY_REL);
-        const rows = csv === null ? null : parseCsv(csv);
+        const table = (await runLayout(dir)).frameTable;
+        const csv = table === null ? null : await readRunText(dir, table);
+        const rows = csv === null ? null : csvNumericRecords(csv);
         if (!rows) throw new ApiError('NOT_FOUND', `run ${body.run_id} has no frame_quality.csv`);
         const used = rows.filter((r) => r.status !== 'excluded');
         frames = used.length;
@@ -142,28 +126,10 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
           }
         }
       }
-      if (frames !== null) {
-        measured.frames = frames;
-        const r = rejectionFor(frames);
-        suggestions.push({ path: 'rejection.method', value: r.method, current: current.rejection.method, reason: r.reason });
-        suggestions.push({ path: 'rejection.low', value: r.low, current: current.rejection.low, reason: r.reason });
-        suggestions.push({ path: 'rejection.high', value: r.high, current: current.rejection.high, reason: r.reason });
-        if (frames < current.frames_min) suggestions.push({ path: 'frames_min', value: frames, current: current.frames_min, reason: `only ${frames} frames found; the run would warn` });
-      }
-      if (fwhm !== null && Number.isFinite(fwhm)) {
-        measured.fwhm = Math.round(fwhm * 100) / 100;
-        const t = current.tile;
-        const raw = t.size_factor * fwhm;
-        const cap = shortSide ? Math.floor(shortSide / t.max_divisor) : Infinity;
-        const size = Math.max(16, Math.min(cap, Math.round(raw)));
-        measured.tile_size = size;
-        suggestions.push({
-          path: 'tile.min_size',
-          value: size,
-          current: t.min_size,
-          reason: `measured FWHM ${fwhm.toFixed(2)} px: BGE tiles of ${t.size_factor} x FWHM = ${Math.round(raw)} px${Number.isFinite(cap) && raw > cap ? `, capped at 1/${t.max_divisor} of the short side` : ''}`,
-        });
-      }
+      if (frames !== null) measured.frames = frames;
+      if (fwhm !== null && Number.isFinite(fwhm)) measured.fwhm = Math.round(fwhm * 100) / 100;
+      const { suggestions, tileSize } = suggestParameters(current, { freeMiB: Math.floor(freemem() / 1048576), totalMiB: Math.round(totalmem() / 1048576), cores: availableParallelism(), frames, fwhm, shortSide });
+      if (tileSize !== null) measured.tile_size = tileSize;
       ctx.body = { suggestions, measured };
     },
   );

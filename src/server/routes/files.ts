@@ -5,8 +5,8 @@
 import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { fitsExtension, folderPatternHint } from '../../pipeline/fits-names.js';
-import { decideColorMode, scanFolder, summarizeScan, type FrameInfo } from '../../pipeline/scan.js';
+import { fitsExtension, folderPatternHint } from '../../pipeline/stages/scan/fits-names.js';
+import { decideColorMode, scanFolder, summarizeScan, type FrameInfo } from '../../pipeline/stages/scan/scan.js';
 import { queryOf, jsonBody } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ANY_FITS_PATTERN } from '../../config/rawstack.js';

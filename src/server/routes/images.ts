@@ -15,18 +15,18 @@ import { CacheRefused } from '../../viewer/cache.js';
 import { EXPORT_EXT, EXPORT_MIME, ExportError, parseChannel, type ChannelChoice, type ExportFormat } from '../../viewer/export.js';
 import { ViewerError } from '../../viewer/protocol.js';
 import { sourcePath, type OpenedSource, type Prepared } from '../../viewer/service.js';
-import { STRETCH_MODES, type ChannelLevels } from '../../ui/stretch-math.js';
+import { STRETCH_MODES, type ChannelLevels } from '../../shared/stretch-math.js';
 import { queryOf } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { PATH_FIELD_MAX } from '../paths.js';
 import type { ApiRegistry } from '../registry.js';
 import { listRunFiles, openRunFile, readRunText } from '../run-files.js';
-import { findRun } from './runs.js';
+import { runLayout } from '../run-index.js';
+import { artifactPath } from '../../shared/run-layout.js';
+import { findRun } from '../run-lookup.js';
 
 const FITS_NAME = /\.(fits?|fts)(\.fz|\.gz)?$/i;
-const HMS_DIAG = 'artifacts/preprocess/hms_diagnostics.json';
-const EFFECTIVE_CONFIG = 'artifacts/preprocess/effective_config.json';
 /** Images listed per run (calibrated frames included). */
 const LIST_LIMIT = 2000;
 
@@ -99,8 +99,10 @@ async function withImage<T>(app: AppContext, id: string, rel: string, f: (runDir
   }
 }
 
+/** The run's HMS diagnostics and configuration, which give its stretch look (viewer/hms-look.ts). */
 async function runLookFiles(runDir: string): Promise<{ diag: string | null; config: string | null }> {
-  return { diag: await readRunText(runDir, HMS_DIAG, 4 * 1024 * 1024), config: await readRunText(runDir, EFFECTIVE_CONFIG, 4 * 1024 * 1024) };
+  const layout = await runLayout(runDir);
+  return { diag: await readRunText(runDir, artifactPath(layout, 'hms_diagnostics.json'), 4 * 1024 * 1024), config: await readRunText(runDir, layout.config, 4 * 1024 * 1024) };
 }
 
 function infoBody(p: Prepared, rel: string, runId: string) {
@@ -130,7 +132,8 @@ function infoBody(p: Prepared, rel: string, runId: string) {
 export function imageRoutes(api: ApiRegistry, app: AppContext): void {
   api.add({ method: 'get', path: '/api/runs/:id/images', tag: 'viewer', summary: 'FITS images of the run (outputs, masters, calibrated frames) with their geometry', responses: { 200: '{items, total}', 404: 'no such run' } }, async (ctx) => {
     const runDir = await findRun(app, ctx.params.id!);
-    const files = (await listRunFiles(runDir, ['outputs', 'artifacts'], [], 100000)).filter((f) => FITS_NAME.test(f.path)).slice(0, LIST_LIMIT);
+    const layout = await runLayout(runDir);
+    const files = (await listRunFiles(runDir, [...layout.listed], [], 100000)).filter((f) => FITS_NAME.test(f.path)).slice(0, LIST_LIMIT);
     const items = [];
     for (const f of files) {
       let src: OpenedSource;
@@ -142,7 +145,7 @@ export function imageRoutes(api: ApiRegistry, app: AppContext): void {
       try {
         const r = await FitsReader.open(sourcePath(src));
         try {
-          items.push({ path: f.path, size: f.size, mtime: f.mtime, width: r.width, height: r.height, planes: r.planes, bitpix: r.layout.bitpix, stretched: r.header.getNumber('HMSLOGD') !== undefined, frame: f.path.startsWith('outputs/calibrated/') });
+          items.push({ path: f.path, size: f.size, mtime: f.mtime, width: r.width, height: r.height, planes: r.planes, bitpix: r.layout.bitpix, stretched: r.header.getNumber('HMSLOGD') !== undefined, frame: f.path.startsWith(`${layout.calibrated}/`) });
         } finally {
           await r.close();
         }

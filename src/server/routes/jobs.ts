@@ -1,5 +1,5 @@
 // Job endpoints: start a pipeline run ({pipeline, ...}), resume (409 for Raw Stack, which is
-// not resumable), list (newest first, paged), one job, cancel. Jobs are DESIGN §5 records.
+// not resumable), list (newest first, paged), one job, cancel. Job records: docs/ARCHITECTURE.md "Processes".
 
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
@@ -12,7 +12,7 @@ import { page, PageQuery, type ApiRegistry } from '../registry.js';
 import { readRunRecord } from '../run-index.js';
 import { AcceptedSchema, JobListSchema, JobRecordSchema } from '../schemas.js';
 import { RawStackStartBody, startRawStack } from '../rawstack-start.js';
-import { findRun } from './runs.js';
+import { findRun } from '../run-lookup.js';
 import { PIPELINE_NAMES, PIPELINES } from './pipelines.js';
 
 const RunBody = z.looseObject({ pipeline: z.string().min(1).max(64).describe(`one of: ${PIPELINE_NAMES.join(', ')}`) });

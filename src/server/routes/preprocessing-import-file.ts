@@ -2,7 +2,7 @@
 // to pasted text and a file read in the browser): POST /api/tools/preprocessing/import-file
 // {path} → {config, mapped, ignored, path}, the same answer as /import {yaml}. The path goes
 // through the path guard (allowed roots, realpath, a regular file) and is read only up to the
-// YAML size limit (DESIGN §7: 1 MiB), so the route reveals nothing outside the roots.
+// YAML size limit (1 MiB), so the route reveals nothing outside the roots.
 
 import { open } from 'node:fs/promises';
 import { parse as parseYaml, YAMLParseError } from 'yaml';

@@ -1,6 +1,6 @@
 // The Raw Stack tool endpoints as the seed lists them: parameters GET (stored, or defaults
 // while nothing is stored: always 200) and PATCH (validate with zod and store, persisted),
-// defaults, plus run / status / cancel / import (DESIGN §6, §9).
+// defaults, plus run / status / cancel / import.
 
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';

@@ -4,19 +4,19 @@
 // (a run started with another runs_dir inside the roots). Raw Stack runs show like any run.
 // Every file of a run folder is opened through run-files.ts (confined to the run folder).
 
-import { realpath, stat } from 'node:fs/promises';
-import { extname, join, relative, sep } from 'node:path';
+import { extname, relative, sep } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { z } from 'zod';
 import type { EventLine } from '../../pipeline/events.js';
 import { queryOf } from '../body.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { isInside, PATH_FIELD_MAX } from '../paths.js';
+import { PATH_FIELD_MAX } from '../paths.js';
 import { page, PageQuery, type ApiRegistry } from '../registry.js';
 import { listRunFiles, openRunFile, readRunText } from '../run-files.js';
-import { EVENTS_REL, FRAME_QUALITY_REL, parseEventText, phaseStatuses, readEvents, readRunRecord, RUN_ID_RE, type RunSummary } from '../run-index.js';
-import { csvRecords } from '../../ui/csv.js';
+import { parseEventText, phaseStatuses, readEvents, readRunRecord, runLayout } from '../run-index.js';
+import { csvNumericRecords } from '../../shared/csv.js';
+import { allRuns, findRun } from '../run-lookup.js';
 
 export const VIEW_LIMIT = 8 * 1024 * 1024;
 
@@ -42,26 +42,6 @@ export function artifactType(name: string): { type: string; mime: string } {
   return TYPES[extname(name).toLowerCase()] ?? { type: 'binary', mime: 'application/octet-stream' };
 }
 
-/** All runs the API knows: runs_dir folders plus job run folders elsewhere, newest first. */
-export async function allRuns(app: AppContext): Promise<RunSummary[]> {
-  const jobRuns = app.jobs.list().flatMap((j) => (j.run_dir && j.run_id ? [{ run_id: j.run_id, run_dir: j.run_dir, job_id: j.job_id }] : []));
-  return app.runList.list(jobRuns);
-}
-
-/** The run folder (realpath) for an id, confined to the runs dir or a job's run folder. */
-export async function findRun(app: AppContext, id: string): Promise<string> {
-  if (!RUN_ID_RE.test(id) || id.includes('..')) throw new ApiError('NOT_FOUND', `no run ${JSON.stringify(id.slice(0, 140))}`);
-  const candidates = [join(app.runsDir, id), ...app.jobs.list().filter((j) => j.run_id === id && j.run_dir).map((j) => j.run_dir!)];
-  for (const c of candidates) {
-    const real = await realpath(c).catch(() => null);
-    if (!real || app.guard.rootOf(real) === null) continue;
-    if (c.startsWith(app.runsDir) && !isInside(app.runsDir, real)) continue;
-    const s = await stat(real).catch(() => null);
-    if (s?.isDirectory()) return real;
-  }
-  throw new ApiError('NOT_FOUND', `no run ${id}`);
-}
-
 const LogsQuery = z.strictObject({ tail: z.coerce.number().int().min(1).max(100000).optional(), limit: z.coerce.number().int().min(1).max(100000).optional(), offset: z.coerce.number().int().min(0).default(0) });
 const ViewQuery = z.strictObject({ path: z.string().max(PATH_FIELD_MAX) });
 const EventsQuery = z.strictObject({ last_event_id: z.coerce.number().int().min(0).optional() });
@@ -79,14 +59,15 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
   api.add({ method: 'get', path: '/api/runs/:id', tag: 'runs', summary: 'run details: run.json, phase statuses, job link', responses: { 200: 'run', 404: 'no such run' } }, async (ctx) => {
     const dir = await findRun(app, ctx.params.id!);
     const rec = await readRunRecord(dir);
-    const lines = await readEvents(dir);
-    const status = phaseStatuses(lines);
+    const layout = await runLayout(dir, rec);
+    const lines = await readEvents(dir, layout);
+    const status = phaseStatuses(lines, layout.kind);
     const jobId = rec?.job_id ?? null;
     const job = jobId ? app.jobs.get(jobId) : undefined;
     ctx.body = {
       run_id: ctx.params.id,
       run: rec,
-      kind: rec?.kind ?? 'rawstack',
+      kind: layout.kind,
       status: rec?.status ?? status.run_status,
       run_status: status.run_status,
       progress: status.progress,
@@ -105,9 +86,11 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
     ctx.body = { items, total: lines.length };
   });
 
-  api.add({ method: 'get', path: '/api/runs/:id/artifacts', tag: 'runs', summary: 'files of the run (artifacts/ and outputs/)', responses: { 200: '{items, total}', 404: 'no such run' } }, async (ctx) => {
+  api.add({ method: 'get', path: '/api/runs/:id/artifacts', tag: 'runs', summary: 'files of the run (artifacts/ and outputs/, and logs/ of a tiled run)', responses: { 200: '{items, total}', 404: 'no such run' } }, async (ctx) => {
     const dir = await findRun(app, ctx.params.id!);
-    const files = await listRunFiles(dir, ['artifacts', 'outputs'], ['run.json'], 10000);
+    const layout = await runLayout(dir);
+    const top = [layout.record, ...(layout.config.includes('/') ? [] : [layout.config])];
+    const files = await listRunFiles(dir, [...layout.listed], top, 10000);
     const base = `/api/runs/${encodeURIComponent(ctx.params.id!)}/artifacts`;
     ctx.body = {
       items: files.map((f) => {
@@ -174,17 +157,18 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
 
   api.add({ method: 'get', path: '/api/runs/:id/report', tag: 'runs', summary: 'quality report: frame table and summary', responses: { 200: 'report', 404: 'no such run' } }, async (ctx) => {
     const dir = await findRun(app, ctx.params.id!);
-    const csv = await readRunText(dir, FRAME_QUALITY_REL);
-    const frames = csv === null ? null : parseCsv(csv);
-    const reportText = await readRunText(dir, 'artifacts/preprocess/preprocessing_report.json');
+    const layout = await runLayout(dir);
+    const csv = layout.frameTable === null ? null : await readRunText(dir, layout.frameTable);
+    const frames = csv === null ? null : csvNumericRecords(csv);
+    const reportText = await readRunText(dir, layout.report.json);
     let report: unknown = null;
     try {
       report = reportText === null ? null : (JSON.parse(reportText) as unknown);
     } catch {
       report = null; // being written
     }
-    const lines = await readEvents(dir);
-    const status = phaseStatuses(lines);
+    const lines = await readEvents(dir, layout);
+    const status = phaseStatuses(lines, layout.kind);
     const rows = frames ?? [];
     const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
     const accepted = rows.filter((r) => r.status !== 'excluded');
@@ -210,7 +194,7 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
       },
       frames: rows,
       report,
-      links: { html: `/api/runs/${encodeURIComponent(ctx.params.id!)}/artifacts/raw/artifacts/preprocess/preprocessing_report.html` },
+      links: { html: `/api/runs/${encodeURIComponent(ctx.params.id!)}/artifacts/raw/${layout.report.html}` },
     };
   });
 
@@ -229,13 +213,13 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
       ctx.set('Cache-Control', 'no-cache');
       ctx.set('X-Accel-Buffering', 'no');
       ctx.body = stream;
-      followEvents(dir, after, stream, () => ctx.req.destroyed);
+      followEvents(dir, (await runLayout(dir)).events, after, stream, () => ctx.req.destroyed);
     },
   );
 }
 
-/** Tails the run's events file from byte 0, sending lines with seq > after; ends after run_end. */
-function followEvents(runDir: string, after: number, out: PassThrough, gone: () => boolean): void {
+/** Tails the run's events file (`eventsRel`) from byte 0, sending lines with seq > after; ends after run_end. */
+function followEvents(runDir: string, eventsRel: string, after: number, out: PassThrough, gone: () => boolean): void {
   let offset = 0;
   let partial = '';
   let closed = false;
@@ -253,7 +237,7 @@ function followEvents(runDir: string, after: number, out: PassThrough, gone: () 
     if (gone()) return close();
     let fh;
     try {
-      ({ fh } = await openRunFile(runDir, EVENTS_REL));
+      ({ fh } = await openRunFile(runDir, eventsRel));
     } catch {
       return; // run not started yet (or a link out of the run folder: the same to a client)
     }
@@ -301,16 +285,4 @@ function followEvents(runDir: string, after: number, out: PassThrough, gone: () 
   };
   const timer = setInterval(step, 200);
   step();
-}
-
-/**
- * frame_quality.csv rows with numbers parsed. The CSV reading is the UI's RFC 4180 parser
- * (src/ui/csv.ts, plain TypeScript without DOM): the file quotes names that hold commas.
- */
-export function parseCsv(text: string): Record<string, string | number | null>[] {
-  return csvRecords(text.trim()).map((r) => {
-    const row: Record<string, string | number | null> = {};
-    for (const [h, v] of Object.entries(r)) row[h] = v === '' ? null : /^-?\d+(\.\d+)?(e-?\d+)?$/i.test(v) ? Number(v) : v;
-    return row;
-  });
 }

@@ -1,4 +1,4 @@
-// System endpoints (DESIGN §6): /api/system/info (version, capabilities, the device jobs get,
+// System endpoints: /api/system/info (version, capabilities, the device jobs get,
 // available pipelines), /api/system/health (process up, runs dir writable, device status),
 // and /api/openapi.json generated from the route declarations.
 

@@ -1,4 +1,4 @@
-// ASTROMETRY (seed "Postprocess switches" 1, predecessor.md §5.1): plate-solves the RGB stack
+// ASTROMETRY (seed "Postprocess switches" 1): plate-solves the RGB stack
 // with an external solver (src/astro/solve-image.ts → solve.ts: astrometry.net's solve-field on
 // our detected stars, or ASTAP on a luminance image), then
 // - writes the WCS (+ PLTSOLVD, HISTORY) into the headers of the stacked outputs present now
@@ -7,7 +7,7 @@
 // - writes artifacts/preprocess/stacked_rgb.wcs (header-only FITS) and
 //   artifacts/preprocess/preprocessing_registration.json (registration summary + `astrometry`:
 //   centre, scale, rotation, parity, field size, solver, index, hints, attempts, WCS cards),
-//   the latter also after a failed solve (with the error), as DESIGN §5 asks of a failing
+//   the latter also after a failed solve (with the error), as every failing
 //   optional phase;
 // - exposes the WCS as `state.wcs` for PCC.
 //
@@ -16,19 +16,22 @@
 // (the solver ran and found nothing, crashed, or ran out of astrometry.timeout_s; the run goes
 // on); a cancelled run kills the solver and ends `cancelled`.
 
-import { join } from 'node:path';
 import { prepareImageSolve } from '../../../astro/solve-image.js';
 import { lookupSolvers, plateSolve, SolveError, type SolveAttempt, type SolveResult } from '../../../astro/solve.js';
 import { writeWcsFile, writeWcsIntoFits } from '../../../astro/wcs-fits.js';
 import { readFitsImage } from '../../../fits/index.js';
+import { artifactPath, outputPath, type RunLayout } from '../../../shared/run-layout.js';
 import { writeJsonAtomic } from '../../atomic.js';
-import { CancelledError, failed, ok, skipped, type Phase } from '../../phase.js';
-import { registrationJson, REGISTRATION_JSON } from '../registration-artifact.js';
+import { inRunFolder } from '../../run-folder.js';
+import { CancelledError, failed, ok, skipped } from '../../phase.js';
+import { postprocessGate } from '../postprocess-gate.js';
+import type { RawStackPhase } from '../reasons.js';
+import { registrationJson, registrationJsonPath } from '../registration-artifact.js';
 import type { RawStackState } from '../state.js';
-import { addArtifact } from './report.js';
+import { addArtifact } from '../../artifacts.js';
 
-export const ASTROMETRY_JSON = 'artifacts/preprocess/preprocessing_registration.json';
-export const WCS_FILE = 'artifacts/preprocess/stacked_rgb.wcs';
+/** The plate solution's diagnostics and the stack's WCS header file in a run folder. */
+export const astrometryPaths = (layout: RunLayout) => ({ json: artifactPath(layout, 'preprocessing_registration.json'), wcs: artifactPath(layout, 'stacked_rgb.wcs') });
 const attemptSummary = (a: SolveAttempt) => ({ solver: a.solver, mode: a.mode, solved: a.solved, exit_code: a.exitCode, duration_ms: a.durationMs, args: a.args, log: a.log });
 
 function registrationSummary(state: RawStackState) {
@@ -38,7 +41,7 @@ function registrationSummary(state: RawStackState) {
     reference_file: reg.reference_file,
     n_frames: reg.frames.length,
     n_registered: reg.frames.filter((f) => f.status === 'registered').length,
-    registration_file: REGISTRATION_JSON,
+    registration_file: registrationJsonPath(state.folder.layout),
   };
 }
 
@@ -61,7 +64,7 @@ function solvedSummary(r: SolveResult, width: number, height: number) {
   };
 }
 
-export const astrometryPhase: Phase<RawStackState> = {
+export const astrometryPhase: RawStackPhase = {
   name: 'ASTROMETRY',
   optional: true,
   // One RGB stack plus its luminance and the detector's significance image.
@@ -71,8 +74,8 @@ export const astrometryPhase: Phase<RawStackState> = {
   },
   async prepare(ctx) {
     const { state } = ctx;
-    if (!state.config.postprocess.astrometry) return skipped('disabled', 'postprocess.astrometry is false');
-    if (!state.outputs.stacked_rgb) return skipped('no_rgb_stack', 'no RGB stack (mono data or stacking did not produce one)');
+    const gate = postprocessGate(state, 'astrometry');
+    if (gate) return gate;
     const lookups = await lookupSolvers(state.config.astrometry);
     if (!lookups.some((l) => l.ok)) {
       const reasons = lookups.map((l) => (l.ok ? '' : `${l.solver}: ${l.reason}`));
@@ -82,6 +85,7 @@ export const astrometryPhase: Phase<RawStackState> = {
   async run(ctx) {
     const { state } = ctx;
     const cfg = state.config.astrometry;
+    const paths = astrometryPaths(state.folder.layout);
     const started = Date.now();
     const img = await readFitsImage(state.outputs.stacked_rgb!);
     if (img.planes < 3) return failed('input_error', `stacked_rgb has ${img.planes} plane(s), need 3`);
@@ -110,11 +114,11 @@ export const astrometryPhase: Phase<RawStackState> = {
       if (!(e instanceof SolveError)) throw e;
       if (e.code === 'cancelled') throw new CancelledError();
       base.astrometry = { solved: false, error: e.code, message: e.message, ...common, attempts: e.attempts.map(attemptSummary), duration_ms: Date.now() - started };
-      await writeJsonAtomic(join(state.folder.runDir, ASTROMETRY_JSON), base);
-      addArtifact(state, 'astrometry', 'ASTROMETRY', ASTROMETRY_JSON);
+      await writeJsonAtomic(inRunFolder(state.folder, paths.json), base);
+      addArtifact(state, 'astrometry', 'ASTROMETRY', paths.json);
       state.summaries.ASTROMETRY = { solved: false, error: e.code, stars_detected: stars.length };
       if (e.code === 'solver_missing') return skipped('solver_missing', e.message);
-      return failed('solver_failed', `plate solve failed (${e.code}): ${e.message}`, { diagnostics: ASTROMETRY_JSON, solve_error: e.code });
+      return failed('solver_failed', `plate solve failed (${e.code}): ${e.message}`, { diagnostics: paths.json, solve_error: e.code });
     }
     ctx.checkCancelled();
     ctx.progress(2, 3, 'write WCS');
@@ -127,10 +131,10 @@ export const astrometryPhase: Phase<RawStackState> = {
       const file = state.outputs[key];
       if (!file) continue;
       await writeWcsIntoFits(file, wcs, history);
-      rewritten.push(`outputs/${key}.fits`);
+      rewritten.push(outputPath(state.folder.layout, `${key}.fits`));
     }
-    await writeWcsFile(join(state.folder.runDir, WCS_FILE), wcs, width, height);
-    addArtifact(state, 'wcs', 'ASTROMETRY', WCS_FILE);
+    await writeWcsFile(inRunFolder(state.folder, paths.wcs), wcs, width, height);
+    addArtifact(state, 'wcs', 'ASTROMETRY', paths.wcs);
     base.astrometry = {
       ...summary,
       binary: result.binary,
@@ -138,16 +142,16 @@ export const astrometryPhase: Phase<RawStackState> = {
       ...common,
       attempts: result.attempts.map(attemptSummary),
       outputs_with_wcs: rewritten,
-      wcs_file: WCS_FILE,
+      wcs_file: paths.wcs,
       wcs: wcs.toCards(),
       detect_ms: detectMs,
       solve_ms: result.durationMs,
       duration_ms: Date.now() - started,
     };
-    await writeJsonAtomic(join(state.folder.runDir, ASTROMETRY_JSON), base);
-    addArtifact(state, 'astrometry', 'ASTROMETRY', ASTROMETRY_JSON);
+    await writeJsonAtomic(inRunFolder(state.folder, paths.json), base);
+    addArtifact(state, 'astrometry', 'ASTROMETRY', paths.json);
     state.wcs = wcs;
-    const details = { ra: summary.ra, dec: summary.dec, pixel_scale_arcsec: summary.pixel_scale_arcsec, rotation_deg: summary.rotation_deg, wcs_file: WCS_FILE, solver: result.solver, index: result.index, stars_detected: stars.length };
+    const details = { ra: summary.ra, dec: summary.dec, pixel_scale_arcsec: summary.pixel_scale_arcsec, rotation_deg: summary.rotation_deg, wcs_file: paths.wcs, solver: result.solver, index: result.index, stars_detected: stars.length };
     state.summaries.ASTROMETRY = { ...details, field_deg: summary.field_deg, parity: summary.parity };
     ctx.progress(3, 3, 'done');
     return ok(details);

@@ -1,4 +1,4 @@
-// BGE (seed "Postprocess switches" 2, predecessor.md §5.2): removes the background gradient of
+// BGE (seed "Postprocess switches" 2): removes the background gradient of
 // the linear RGB stack and writes outputs/stacked_rgb_bge.fits plus
 // artifacts/preprocess/bge_diagnostics.json (written on success and on failure).
 //
@@ -6,7 +6,7 @@
 // - Runs only with an RGB stack (mono → skipped no_rgb_stack) and postprocess.bge true (else
 //   skipped disabled). bge.method is the tiled workflow's on/off control (config schema); in Raw
 //   Stack the switch decides, and `none` there runs `classic` (recorded as such).
-// - The correction is additive and smooth: out_c = in_c − S_c + median(S_c) (bge-model.ts), so the
+// - The correction is additive and smooth: out_c = in_c − S_c + median(S_c) (stages/bge/model.ts), so the
 //   sky level stays, stars keep their flux and no noise is added.
 // - Seeing: median `metrics.fwhm` of the included frames. Those FWHMs are measured in
 //   full-resolution pixels (frame-metrics.ts), which for OSC data already is the debayered scale
@@ -16,20 +16,23 @@
 //
 // Methods: `classic` — tile samples (or, past MAX_FIT_POINTS samples, their grid cells) →
 // robust surface (bge.fit_method).
-// `autobge` — samples placed automatically (autobge.ts: start on a grid, descend toward dim
+// `autobge` — samples placed automatically (stages/bge/autobge.ts: start on a grid, descend toward dim
 // areas on a star-masked, detrended, smoothed map, screened by a stiff stage-one spline for
 // bright structure, coverage kept), then the rbf surface through the accepted samples (the
 // predecessor's two-stage model); bge_diagnostics.json `placement` says where every sample
 // ended, how far it moved, and why rejected ones were dropped.
 
-import { join } from 'node:path';
 import { readFitsImage, writeFits } from '../../../fits/index.js';
+import { artifactPath, outputPath } from '../../../shared/run-layout.js';
 import { writeJsonAtomic } from '../../atomic.js';
-import { failed, ok, skipped, type Phase } from '../../phase.js';
-import { fitChannel, gridCells, median, objectMask, renderSurface, tileGeometry, tileSamples, type ChannelFit, type FitMethod, type GridPoint } from '../bge-model.js';
-import { placeSamples, STAGE1_LAMBDA, TREND_LAMBDA, type Placement } from '../autobge.js';
-import { includedFrames, type RawStackState } from '../state.js';
-import { addArtifact } from './report.js';
+import { inRunFolder } from '../../run-folder.js';
+import { failed, ok } from '../../phase.js';
+import { postprocessGate } from '../postprocess-gate.js';
+import type { RawStackPhase } from '../reasons.js';
+import { fitChannel, gridCells, median, objectMask, renderSurface, tileGeometry, tileSamples, type ChannelFit, type FitMethod, type GridPoint } from '../../stages/bge/model.js';
+import { placeSamples, STAGE1_LAMBDA, TREND_LAMBDA, type Placement } from '../../stages/bge/autobge.js';
+import { includedFrames } from '../state.js';
+import { addArtifact } from '../../artifacts.js';
 
 /** Thin-plate smoothing (coordinates normalised by the long side); IRLS divides it by the weight. */
 export const RBF_LAMBDA = 1e-3;
@@ -39,7 +42,7 @@ export const MAX_FIT_POINTS = 600;
 const IRLS_NOISE_FLOOR = 0.1;
 const CHANNELS = ['R', 'G', 'B'];
 
-export const bgePhase: Phase<RawStackState> = {
+export const bgePhase: RawStackPhase = {
   name: 'BGE',
   optional: true,
   // Whole-image work on one stack: input and output RGB, luminance, residual, surface and mask.
@@ -49,21 +52,24 @@ export const bgePhase: Phase<RawStackState> = {
   },
   async prepare(ctx) {
     const { state } = ctx;
-    if (!state.config.postprocess.bge) return skipped('disabled', 'postprocess.bge is false');
-    if (!state.outputs.stacked_rgb) return skipped('no_rgb_stack', 'no RGB stack (mono data or stacking did not produce one)');
+    const gate = postprocessGate(state, 'bge');
+    if (gate) return gate;
   },
   async run(ctx) {
     const { state } = ctx;
     const cfg = { ...state.config.bge, method: state.config.bge.method === 'none' ? ('classic' as const) : state.config.bge.method };
     const started = Date.now();
-    const diagFile = join(state.folder.artifactsDir, 'bge_diagnostics.json');
-    const diag: Record<string, unknown> = { success: false, method: cfg.method, method_requested: state.config.bge.method, input: 'outputs/stacked_rgb.fits', effective: { bge: { ...cfg, rbf_lambda: RBF_LAMBDA }, tile: { ...state.config.tile } } };
+    const layout = state.folder.layout;
+    const diagRel = artifactPath(layout, 'bge_diagnostics.json');
+    const outRel = outputPath(layout, 'stacked_rgb_bge.fits');
+    const diagFile = inRunFolder(state.folder, diagRel);
+    const diag: Record<string, unknown> = { success: false, method: cfg.method, method_requested: state.config.bge.method, input: outputPath(layout, 'stacked_rgb.fits'), effective: { bge: { ...cfg, rbf_lambda: RBF_LAMBDA }, tile: { ...state.config.tile } } };
     const fail = async (message: string, extra: Record<string, unknown> = {}) => {
       Object.assign(diag, { success: false, failure_reason: message, ...extra, duration_ms: Date.now() - started });
       await writeJsonAtomic(diagFile, diag);
-      addArtifact(state, 'bge_diagnostics', 'BGE', 'artifacts/preprocess/bge_diagnostics.json');
+      addArtifact(state, 'bge_diagnostics', 'BGE', diagRel);
       state.summaries.BGE = { success: false, failure_reason: message };
-      return failed('input_error', `BGE: ${message}`, { diagnostics: 'artifacts/preprocess/bge_diagnostics.json' });
+      return failed('input_error', `BGE: ${message}`, { diagnostics: diagRel });
     };
 
     const img = await readFitsImage(state.outputs.stacked_rgb!);
@@ -164,10 +170,10 @@ export const bgePhase: Phase<RawStackState> = {
 
     const header = img.header.clone();
     header.addHistory(`skystack BGE: method ${cfg.method}, fit ${method}, tile ${geo.tile_px}px, ${points.length} ${pointsKind} fit points (${summary.samples_valid}/${summary.samples_total} samples); sky level kept`);
-    const outFile = join(state.folder.outputsDir, 'stacked_rgb_bge.fits');
+    const outFile = inRunFolder(state.folder, outRel);
     await writeFits(outFile, { width, height, planes: 3, data: out }, { header });
     state.outputs.stacked_rgb_bge = outFile;
-    addArtifact(state, 'stacked_rgb_bge', 'BGE', 'outputs/stacked_rgb_bge.fits');
+    addArtifact(state, 'stacked_rgb_bge', 'BGE', outRel);
 
     const residualRms = Math.sqrt(fits.reduce((a, f) => a + f.residual_rms ** 2, 0) / 3);
     Object.assign(diag, {
@@ -175,11 +181,11 @@ export const bgePhase: Phase<RawStackState> = {
       failure_reason: null,
       fit: { method, points: pointsKind, points_fitted: points.length, residual_rms: residualRms },
       channels,
-      output: 'outputs/stacked_rgb_bge.fits',
+      output: outRel,
       duration_ms: Date.now() - started,
     });
     await writeJsonAtomic(diagFile, diag);
-    addArtifact(state, 'bge_diagnostics', 'BGE', 'artifacts/preprocess/bge_diagnostics.json');
+    addArtifact(state, 'bge_diagnostics', 'BGE', diagRel);
     state.summaries.BGE = {
       success: true,
       method: cfg.method,
@@ -189,7 +195,7 @@ export const bgePhase: Phase<RawStackState> = {
       gradient_amplitude: channels.map((c) => c.gradient_amplitude),
     };
     ctx.progress(5, 5, 'done');
-    return ok({ output: 'outputs/stacked_rgb_bge.fits', samples: summary.samples_valid, residual_rms: residualRms });
+    return ok({ output: outRel, samples: summary.samples_valid, residual_rms: residualRms });
   },
 };
 

@@ -1,7 +1,7 @@
 // CFA_CHANNEL_PREP (never skipped; seed: "Bayer normalization for OSC; single-channel
 // normalization for mono"): reads each included frame's pixels once (pixelSource: the
 // calibrated frame when CALIBRATION wrote one, else the light) and measures, per channel, the
-// robust statistics the four STACKING normalization modes need (channel-stats.ts):
+// robust statistics the four STACKING normalization modes need (stages/frames/channel-stats.ts):
 //   OSC: R = R sites, G = both G sites, B = B sites of the mosaic, by the frame's effective CFA
 //        phase (state.bayer shifted by the frame's XBAYROFF/YBAYROFF/ROWORDER: cfaPhase);
 //   mono: one channel.
@@ -15,17 +15,18 @@
 // goes on. At most runtime_limits.parallel_workers frames are in memory at once.
 // Where the statistics come from (premeasure.ts): CALIBRATION measured each calibrated frame
 // while writing it, so nothing is read here; otherwise each frame is read once on a frame worker
-// (frame-tasks.ts `analyze`; main thread with one worker), which measures its stars for
+// (stages/frames/tasks.ts `analyze`; main thread with one worker), which measures its stars for
 // REFERENCE_SELECTION on the same read.
 // Writes: frame.normalization, exclusions, state.summaries.CFA_CHANNEL_PREP.
 
 import type { CfaPattern } from '../../../cpu/debayer.js';
-import { failed, ok, type Phase } from '../../phase.js';
-import type { ChannelStats } from '../channel-stats.js';
-import type { AnalyzeTaskResult, ChannelsTaskResult } from '../frame-tasks.js';
-import { FrameWorkers, mapFrames } from '../frame-workers.js';
+import { failed, ok } from '../../phase.js';
+import type { RawStackPhase } from '../reasons.js';
+import type { ChannelStats } from '../../stages/frames/channel-stats.js';
+import type { AnalyzeTaskResult, ChannelsTaskResult } from '../../stages/frames/tasks.js';
+import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { analysisSpecOf, takeChannels } from '../premeasure.js';
-import { exclude, includedFrames, pixelSource, type FrameRecord, type RawStackState } from '../state.js';
+import { exclude, includedFrames, pixelSource, type FrameRecord } from '../state.js';
 
 const PHASE = 'CFA_CHANNEL_PREP';
 
@@ -38,7 +39,7 @@ function medianOf(values: number[]): number | null {
   return n % 2 ? v[n >> 1]! : (v[n / 2 - 1]! + v[n / 2]!) / 2;
 }
 
-export const cfaChannelPrepPhase: Phase<RawStackState> = {
+export const cfaChannelPrepPhase: RawStackPhase = {
   name: PHASE,
   optional: false,
   async run(ctx) {

@@ -1,4 +1,4 @@
-// FRAME_FILTERING: the seed's quality filter plus DESIGN §8's transparency rule (frame-filter.ts
+// FRAME_FILTERING: the seed's quality filter plus the transparency rule (docs/ARCHITECTURE.md "Raw Stack decisions") (frame-filter.ts
 // holds the rules, thresholds and override semantics), then the stacking weights and the quality
 // artifacts.
 // - quality_filter.mode `off`: the phase ends `skipped` (reason quality_mode_off) from prepare(),
@@ -23,10 +23,11 @@
 // state.summaries.FRAME_FILTERING.
 
 import { filterFrames, type FilterFrame, type FilterResult } from '../../../algorithms/frame-filter.js';
-import { failed, ok, skipped, type Phase } from '../../phase.js';
+import { failed, ok, skipped } from '../../phase.js';
+import type { RawStackPhase } from '../reasons.js';
 import { filterGroups } from '../queue.js';
-import { FRAME_QUALITY_CSV, REJECTED_FRAMES_TXT, writeQualityArtifacts } from '../quality-artifacts.js';
-import { exclude, type FrameExclusionCode, type RawStackState } from '../state.js';
+import { qualityArtifactPaths, writeQualityArtifacts } from '../quality-artifacts.js';
+import { exclude, type FrameExclusionCode } from '../state.js';
 import { computeWeights } from '../weights.js';
 
 const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toFixed(4)) : null);
@@ -37,7 +38,7 @@ function warningCode(text: string): string {
   return 'quality_filter';
 }
 
-export const frameFilteringPhase: Phase<RawStackState> = {
+export const frameFilteringPhase: RawStackPhase = {
   name: 'FRAME_FILTERING',
   optional: false,
   async prepare(ctx) {
@@ -48,7 +49,7 @@ export const frameFilteringPhase: Phase<RawStackState> = {
     const overrides = Object.keys(state.config.quality_filter.manual_overrides).length;
     if (overrides > 0) ctx.warn('manual_overrides_ignored', `quality_filter.mode is off: the ${overrides} manual override(s) are not applied`);
     const included = state.frames.filter((f) => f.status === 'included').length;
-    const details = { rejection_mode: 'off', n_total: state.frames.length, n_accepted: included, n_rejected: state.frames.length - included, csv_path: FRAME_QUALITY_CSV, rejected_path: REJECTED_FRAMES_TXT, weights };
+    const details = { rejection_mode: 'off', n_total: state.frames.length, n_accepted: included, n_rejected: state.frames.length - included, csv_path: qualityArtifactPaths(state.folder.layout).csv, rejected_path: qualityArtifactPaths(state.folder.layout).rejected, weights };
     state.summaries.FRAME_FILTERING = details;
     return skipped('quality_mode_off', 'quality_filter.mode is off: no quality filtering', details);
   },
@@ -131,8 +132,8 @@ export const frameFilteringPhase: Phase<RawStackState> = {
       manual_overrides: state.frames.filter((f) => f.manual !== null).length,
       // Absolute rules replaced by relative ones (per filter group; '' in a single-folder run).
       relative_fallback: Object.keys(systematic).length > 0 ? systematic : null,
-      csv_path: FRAME_QUALITY_CSV,
-      rejected_path: REJECTED_FRAMES_TXT,
+      csv_path: qualityArtifactPaths(state.folder.layout).csv,
+      rejected_path: qualityArtifactPaths(state.folder.layout).rejected,
       limits: {
         k: l?.k ?? null,
         min_stars: q.min_stars,

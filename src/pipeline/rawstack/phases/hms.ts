@@ -1,5 +1,5 @@
-// HYPERMETRIC_STRETCH (seed "Postprocess switches" 4 and the HMS parameter table, predecessor.md
-// §5.4): non-linear stretch of the best linear RGB stack (PCC > BGE > stacked_rgb) into
+// HYPERMETRIC_STRETCH (seed "Postprocess switches" 4 and the HMS parameter table; the
+// predecessor's method): non-linear stretch of the best linear RGB stack (PCC > BGE > stacked_rgb) into
 // outputs/<hypermetric_stretch.output_rgb> (float32 in [0, 1]) and
 // artifacts/preprocess/hms_diagnostics.json.
 //
@@ -9,7 +9,7 @@
 //   the switch that lets HMS run anyway (false: runs on the star_white, BGE or linear input). A
 //   star_white fallback is not a successful PCC: it is a white balance on an assumption.
 // - Decisions (profile, anchor, log-D, target rounds, output scaling, MTF) are solved on a strided
-//   sample with the TS curve (hms-solve.ts); the per-pixel passes run in the `stretch` kernels
+//   sample with the TS curve (stages/hms/solve.ts); the per-pixel passes run in the `stretch` kernels
 //   (WGSL when the device policy gives a context, else the TS reference), so both paths apply the
 //   same solved parameters.
 // - Output: finite everywhere (non-finite inputs become 0 before the stretch, counted), monotone
@@ -28,7 +28,9 @@ import { readFitsImage, writeFits } from '../../../fits/index.js';
 import { stretchAsinhGpu, stretchMtfGpu } from '../../../gpu/kernels/stretch.js';
 import { writeJsonAtomic } from '../../atomic.js';
 import { gpuFor } from '../../device-policy.js';
-import { ok, skipped, type Phase } from '../../phase.js';
+import { ok, skipped } from '../../phase.js';
+import { postprocessGate } from '../postprocess-gate.js';
+import type { RawStackPhase } from '../reasons.js';
 import {
   adaptiveAnchor,
   decideLogD,
@@ -46,9 +48,11 @@ import {
   STATS_SAMPLE_MAX,
   stretchSample,
   type AnchorResult,
-} from '../hms-solve.js';
+} from '../../stages/hms/solve.js';
 import type { RawStackState } from '../state.js';
-import { addArtifact } from './report.js';
+import { addArtifact } from '../../artifacts.js';
+import { inRunFolder } from '../../run-folder.js';
+import { artifactPath } from '../../../shared/run-layout.js';
 
 const rel = (state: RawStackState, abs: string) => abs.slice(state.folder.runDir.length + 1).split('\\').join('/');
 
@@ -77,7 +81,7 @@ function brightest(planes: Float32Array[], width: number, height: number): { val
   return { value: best, isolated };
 }
 
-export const hmsPhase: Phase<RawStackState> = {
+export const hmsPhase: RawStackPhase = {
   name: 'HYPERMETRIC_STRETCH',
   optional: true,
   // Input RGB, its [0, 1] copy, the stretched planes and the interleaved-for-writing copy; on the
@@ -88,8 +92,8 @@ export const hmsPhase: Phase<RawStackState> = {
   },
   async prepare(ctx) {
     const { state } = ctx;
-    if (!state.config.postprocess.hypermetric_stretch) return skipped('disabled', 'postprocess.hypermetric_stretch is false');
-    if (!state.outputs.stacked_rgb) return skipped('no_rgb_stack', 'no RGB stack (mono data or stacking did not produce one)');
+    const gate = postprocessGate(state, 'hypermetric_stretch');
+    if (gate) return gate;
     const pcc = ctx.outcomes.get('PCC');
     if (state.config.hypermetric_stretch.require_successful_pcc && pcc?.status !== 'ok') {
       const what = !pcc ? 'did not run' : `ended ${pcc.status}${'reason' in pcc ? ` (${pcc.reason})` : ''}`;
@@ -249,8 +253,9 @@ export const hmsPhase: Phase<RawStackState> = {
       channel_files: channelFiles,
       duration_ms: Date.now() - started,
     };
-    await writeJsonAtomic(join(state.folder.artifactsDir, 'hms_diagnostics.json'), diag);
-    addArtifact(state, 'hms_diagnostics', 'HYPERMETRIC_STRETCH', 'artifacts/preprocess/hms_diagnostics.json');
+    const diagRel = artifactPath(state.folder.layout, 'hms_diagnostics.json');
+    await writeJsonAtomic(inRunFolder(state.folder, diagRel), diag);
+    addArtifact(state, 'hms_diagnostics', 'HYPERMETRIC_STRETCH', diagRel);
     state.summaries.HYPERMETRIC_STRETCH = {
       mode: cfg.mode,
       input: inputKind,

@@ -10,18 +10,19 @@
 // No queue entries: the single input folder (lights_dir) as before, state.queue stays null.
 // A pattern that matches nothing in a folder holding FITS files of another extension (`*.fits`
 // on a folder of .fit files) fails with `pattern_mismatch`, naming what was found and the
-// pattern that takes it (fits-names.ts); unreadable files are excluded (`unreadable`) and their
+// pattern that takes it (stages/scan/fits-names.ts); unreadable files are excluded (`unreadable`) and their
 // frame events carry the file's specific FITS error code (FITS_TRUNCATED_DATA, FITS_EMPTY, ...).
 // A readable light's frame event carries `date_obs` (ISO, UTC) when its header has DATE-OBS: the
 // web UI's frame plots put frames in acquisition order by it.
 
-import { failed, ok, type Phase, type PhaseContext, type PhaseOutcome } from '../../phase.js';
-import { folderPatternHint, type PatternHint } from '../../fits-names.js';
-import { decideColorMode, scanFolder, ScanError, summarizeScan, type FrameInfo, type ScannedFrame } from '../../scan.js';
+import { failed, ok, type PhaseContext } from '../../phase.js';
+import type { RawStackPhase, RawStackOutcome } from '../reasons.js';
+import { folderPatternHint, type PatternHint } from '../../stages/scan/fits-names.js';
+import { decideColorMode, scanFolder, ScanError, summarizeScan, type FrameInfo, type ScannedFrame } from '../../stages/scan/scan.js';
 import { entryLabel, filterKey } from '../queue.js';
 import { exclude, newFrameRecord, type QueueEntryState, type RawStackState } from '../state.js';
 
-export const inputScanPhase: Phase<RawStackState> = {
+export const inputScanPhase: RawStackPhase = {
   name: 'INPUT_SCAN',
   optional: false,
   async run(ctx) {
@@ -78,7 +79,7 @@ export const inputScanPhase: Phase<RawStackState> = {
 };
 
 /** The run-queue variant of INPUT_SCAN (see the head comment). */
-async function scanQueue(ctx: PhaseContext<RawStackState>): Promise<PhaseOutcome> {
+async function scanQueue(ctx: PhaseContext<RawStackState>): Promise<RawStackOutcome> {
   const { state } = ctx;
   const c = state.config;
   const entries: QueueEntryState[] = c.queue.map((e, index) => ({

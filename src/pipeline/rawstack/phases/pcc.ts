@@ -1,4 +1,4 @@
-// PCC (seed "Postprocess switches" 3, predecessor.md §5.3, DESIGN §8): photometric colour
+// PCC (seed "Postprocess switches" 3, docs/pcc.md): photometric colour
 // calibration of the linear RGB stack against a star catalogue — `pcc.catalog_file` when set,
 // else the installed catalogue package (src/astro/catalog/find.ts: kstars-data) — through the
 // library entry point runPccOnFile (src/astro/pcc-file.ts). Writes outputs/stacked_rgb_pcc.fits
@@ -10,7 +10,7 @@
 //   TAN WCS in the input's (or stacked_rgb's) header, accepted only when ASTROMETRY ended ok or
 //   the header says PLTSOLVD = T, so a capture program's pointing guess is never taken for a solve.
 // - Skips (seed skip table): disabled; no_rgb_stack; no_wcs; no_catalog_stars (no catalogue at all,
-//   or fewer than pcc.min_stars catalogue stars on the image). Errors (the run goes on, DESIGN §5):
+//   or fewer than pcc.min_stars catalogue stars on the image). Errors (the run goes on: PCC is optional):
 //   an unreadable or malformed catalogue/image → input_error; a fit rejected by its guards (too
 //   few usable stars, compressed or inverted colours, residual, condition number) → fit_failed.
 //   Any non-ok outcome makes HMS skip when hypermetric_stretch.require_successful_pcc is true
@@ -22,20 +22,20 @@
 // - The summary carries the factors, the FWHM source and the colour-relation plot data.
 
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { chooseCatalog } from '../../../astro/catalog/find.js';
 import { isDataLack, isPccError, runPccOnFile, runStarWhiteOnFile, type PccResult } from '../../../astro/pcc-file.js';
 import type { PccErrorCode } from '../../../astro/pcc-errors.js';
 import { TanWcs } from '../../../astro/wcs.js';
 import { readFitsHeader } from '../../../fits/index.js';
 import { writeJsonAtomic } from '../../atomic.js';
-import { CancelledError, failed, ok, skipped, type Phase, type PhaseContext, type PhaseOutcome, type ReasonCode } from '../../phase.js';
+import { CancelledError, failed, ok, skipped, type PhaseContext } from '../../phase.js';
+import { postprocessGate } from '../postprocess-gate.js';
+import type { RawStackPhase, RawStackOutcome, RawStackReasonCode } from '../reasons.js';
 import type { RawStackState } from '../state.js';
-import { addArtifact } from './report.js';
+import { addArtifact } from '../../artifacts.js';
+import { inRunFolder } from '../../run-folder.js';
+import { artifactPath, outputPath } from '../../../shared/run-layout.js';
 
-const DIAG = 'artifacts/preprocess/pcc_diagnostics.json';
-const OUT = 'outputs/stacked_rgb_pcc.fits';
-const OUT_WHITE = 'outputs/stacked_rgb_starwhite.fits';
 /** Most stars in the report's colour plots. */
 const PLOT_STARS = 400;
 
@@ -85,7 +85,7 @@ export function colourRelations(r: PccResult): { rg: ColourRelation; bg: ColourR
 }
 
 /** Skip reasons and error reasons of the PCC failure codes. */
-function outcomeOf(code: PccErrorCode): { status: 'skipped' | 'error'; reason: ReasonCode } {
+function outcomeOf(code: PccErrorCode): { status: 'skipped' | 'error'; reason: RawStackReasonCode } {
   switch (code) {
     case 'PCC_NO_WCS':
       return { status: 'skipped', reason: 'no_wcs' };
@@ -105,7 +105,7 @@ function outcomeOf(code: PccErrorCode): { status: 'skipped' | 'error'; reason: R
   }
 }
 
-export const pccPhase: Phase<RawStackState> = {
+export const pccPhase: RawStackPhase = {
   name: 'PCC',
   optional: true,
   // Input RGB, the calibrated copy, the luminance for star detection and the sampled statistics.
@@ -115,22 +115,26 @@ export const pccPhase: Phase<RawStackState> = {
   },
   async prepare(ctx) {
     const { state } = ctx;
-    if (!state.config.postprocess.pcc) return skipped('disabled', 'postprocess.pcc is false');
-    if (!state.outputs.stacked_rgb) return skipped('no_rgb_stack', 'no RGB stack (mono data or stacking did not produce one)');
+    const gate = postprocessGate(state, 'pcc');
+    if (gate) return gate;
   },
   async run(ctx) {
     const { state } = ctx;
     const cfg = state.config.pcc;
     const started = Date.now();
     const input = state.outputs.stacked_rgb_bge ?? state.outputs.stacked_rgb!;
-    const inputRel = state.outputs.stacked_rgb_bge ? 'outputs/stacked_rgb_bge.fits' : 'outputs/stacked_rgb.fits';
-    const diagFile = join(state.folder.artifactsDir, 'pcc_diagnostics.json');
+    const layout = state.folder.layout;
+    const inputRel = outputPath(layout, state.outputs.stacked_rgb_bge ? 'stacked_rgb_bge.fits' : 'stacked_rgb.fits');
+    const DIAG = artifactPath(layout, 'pcc_diagnostics.json');
+    const OUT = outputPath(layout, 'stacked_rgb_pcc.fits');
+    const OUT_WHITE = outputPath(layout, 'stacked_rgb_starwhite.fits');
+    const diagFile = inRunFolder(state.folder, DIAG);
 
     /**
      * Ends the phase after PCC could not calibrate (`code`); with pcc.fallback star_white and a
      * lack of data, the white balance runs first. The outcome stays the PCC's own.
      */
-    const end = async (code: PccErrorCode, message: string, diagnostics?: Record<string, unknown>): Promise<PhaseOutcome> => {
+    const end = async (code: PccErrorCode, message: string, diagnostics?: Record<string, unknown>): Promise<RawStackOutcome> => {
       const o = outcomeOf(code);
       const summary: Record<string, unknown> = { success: false, method: 'photometric', failure_reason: code, message, stars_in_field: diagnostics?.stars_in_field ?? 0, stars_matched: diagnostics?.stars_matched ?? 0, stars_used: diagnostics?.stars_used ?? 0 };
       if (diagnostics?.fwhm_source) summary.fwhm_source = diagnostics.fwhm_source;
@@ -143,7 +147,7 @@ export const pccPhase: Phase<RawStackState> = {
       let text = message;
       if (cfg.fallback === 'star_white' && isDataLack(code)) {
         try {
-          const w = await runStarWhiteOnFile({ input, output: join(state.folder.outputsDir, 'stacked_rgb_starwhite.fits'), failure: { code, message, ...(diagnostics ? { diagnostics } : {}) }, diagnosticsFile: diagFile, diagnosticsNames: { input: inputRel, output: OUT_WHITE }, config: cfg, signal: ctx.signal });
+          const w = await runStarWhiteOnFile({ input, output: inRunFolder(state.folder, OUT_WHITE), failure: { code, message, ...(diagnostics ? { diagnostics } : {}) }, diagnosticsFile: diagFile, diagnosticsNames: { input: inputRel, output: OUT_WHITE }, config: cfg, signal: ctx.signal });
           state.outputs.stacked_rgb_starwhite = w.output;
           addArtifact(state, 'stacked_rgb_starwhite', 'PCC', OUT_WHITE);
           summary.method = 'star_white';
@@ -178,7 +182,7 @@ export const pccPhase: Phase<RawStackState> = {
     }
     ctx.progress(1, 3, `photometry (${choice.catalog.id})`);
 
-    const outFile = join(state.folder.outputsDir, 'stacked_rgb_pcc.fits');
+    const outFile = inRunFolder(state.folder, OUT);
     try {
       const r = await runPccOnFile({ input, output: outFile, catalog: choice.catalog, diagnosticsFile: diagFile, diagnosticsNames: { input: inputRel, output: OUT }, signal: ctx.signal, config: cfg, wcs: found.wcs });
       const d = r.result;

@@ -22,20 +22,21 @@ import { composeAffine, invertAffine } from '../../../algorithms/affine.js';
 import { scoreFrames } from '../../../algorithms/frame-metrics.js';
 import { toShared } from '../../../cpu/worker-pool.js';
 import { isFitsError } from '../../../fits/index.js';
-import { failed, ok, type Phase } from '../../phase.js';
-import { ccProxyOfFile, type CcTaskResult } from '../frame-tasks.js';
-import { FrameWorkers, mapFrames } from '../frame-workers.js';
+import { failed, ok } from '../../phase.js';
+import type { RawStackPhase } from '../reasons.js';
+import { ccProxyOfFile, type CcTaskResult } from '../../stages/frames/tasks.js';
+import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { medianOf, metricsView } from '../quality-artifacts.js';
 import { filterGroups, groupReference } from '../queue.js';
 import { writeRegistrationJson } from '../registration-artifact.js';
-import { exclude, includedFrames, pixelSource, type FrameRecord, type RawStackState } from '../state.js';
+import { exclude, includedFrames, pixelSource, type FrameRecord } from '../state.js';
 
 /** Correlation proxy binning (even: whole Bayer cells on a mosaic). */
 export const CC_BIN = 2;
 
 const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toFixed(4)) : null);
 
-export const qualityAnalysisPhase: Phase<RawStackState> = {
+export const qualityAnalysisPhase: RawStackPhase = {
   name: 'QUALITY_ANALYSIS',
   optional: false,
   async run(ctx) {

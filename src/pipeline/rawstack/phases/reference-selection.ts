@@ -29,10 +29,11 @@
 import { scoreFrames } from '../../../algorithms/frame-metrics.js';
 import { filterFrames } from '../../../algorithms/frame-filter.js';
 import { selectReference, type ReferenceCandidate } from '../../../algorithms/reference.js';
-import { failed, ok, type Phase } from '../../phase.js';
-import { MAX_STORED_STARS } from '../frame-analysis.js';
-import { unpackStars, type MeasureResult } from '../frame-tasks.js';
-import { FrameWorkers, mapFrames } from '../frame-workers.js';
+import { failed, ok } from '../../phase.js';
+import type { RawStackPhase } from '../reasons.js';
+import { MAX_STORED_STARS } from '../../stages/frames/analysis.js';
+import { unpackStars, type MeasureResult } from '../../stages/frames/tasks.js';
+import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { measureSpecOf, takeMeasure } from '../premeasure.js';
 import { filterGroups, referenceFilter } from '../queue.js';
 import { medianOf, metricsView } from '../quality-artifacts.js';
@@ -72,7 +73,7 @@ function qualityRejected(state: RawStackState, measured: readonly FrameRecord[])
   return out;
 }
 
-export const referenceSelectionPhase: Phase<RawStackState> = {
+export const referenceSelectionPhase: RawStackPhase = {
   name: 'REFERENCE_SELECTION',
   optional: false,
   async run(ctx) {

@@ -9,20 +9,21 @@
 // code?, detail?}, exclusions, registration.json (registration_cc still null; QUALITY_ANALYSIS
 // rewrites it), state.summaries.REGISTRATION.
 // Pure CPU, ~10–50 ms a frame: with parallel_workers > 1 the frames are matched on frame
-// workers (frame-tasks.ts `register`, same function, same result), else on the main thread,
+// workers (stages/frames/tasks.ts `register`, same function, same result), else on the main thread,
 // yielding to the event loop between frames so a cancel (signal) is seen within one frame.
 
 import { identity } from '../../../algorithms/affine.js';
-import { failed, ok, type Phase } from '../../phase.js';
+import { failed, ok } from '../../phase.js';
+import type { RawStackPhase } from '../reasons.js';
 import { medianOf } from '../quality-artifacts.js';
-import { writeRegistrationJson } from '../registration-artifact.js';
-import { packStars, type RegisterTaskResult } from '../frame-tasks.js';
-import { FrameWorkers, mapFrames } from '../frame-workers.js';
-import { exclude, includedFrames, type FrameRecord, type RawStackState } from '../state.js';
+import { registrationJsonPath, writeRegistrationJson } from '../registration-artifact.js';
+import { packStars, type RegisterTaskResult } from '../../stages/frames/tasks.js';
+import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
+import { exclude, includedFrames, type FrameRecord } from '../state.js';
 
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-export const registrationPhase: Phase<RawStackState> = {
+export const registrationPhase: RawStackPhase = {
   name: 'REGISTRATION',
   optional: false,
   async run(ctx) {
@@ -94,7 +95,7 @@ export const registrationPhase: Phase<RawStackState> = {
       engine: 'triangle_similarity',
       median_residual_rms_px: Number.isFinite(medianOf(residuals)) ? Number(medianOf(residuals).toFixed(4)) : null,
       timing: { match_ms: Number.isFinite(medianOf(matchMs)) ? Math.round(medianOf(matchMs) * 10) / 10 : null },
-      registration_json: 'artifacts/preprocess/registration.json',
+      registration_json: registrationJsonPath(state.folder.layout),
     };
     state.summaries.REGISTRATION = details;
     if (frames.length > 1 && registered <= 1) {

@@ -7,27 +7,31 @@
 // Run queue runs also get artifacts/preprocess/run_queue.json (every entry, inactive ones too,
 // with frames found / usable / stacked and its filter's stack) and a queue table in the reports.
 
-import { join } from 'node:path';
+import { artifactPath, outputPath } from '../../../shared/run-layout.js';
+import { addArtifact } from '../../artifacts.js';
 import { writeFileAtomic, writeJsonAtomic } from '../../atomic.js';
-import type { EventLine } from '../../events.js';
-import { ok, type Phase } from '../../phase.js';
+import type { EventLine, PhasePlanEntry } from '../../events.js';
+import { planOf } from '../../../shared/run-progress.js';
+import { ok } from '../../phase.js';
+import type { RawStackPhase } from '../reasons.js';
+import { inRunFolder } from '../../run-folder.js';
 import type { ReportFrame, ReportModel, ReportPhase, ReportPostprocessSection, ReportPreview, ReportQueueEntry } from '../../../report/model.js';
 import { registrationShift } from '../../../report/registration-shift.js';
 import { renderHtml, renderMarkdown } from '../../../report/render.js';
 import type { FrameRecord, RawStackState } from '../state.js';
-import { OPTIONAL_PHASES, RAWSTACK_PHASES } from '../phase-list.js';
 import { stackFileName } from '../queue.js';
 import { postprocessSections, scanArtifacts, writePreviews } from '../report-extras.js';
 import { SKYSTACK_NAME, SKYSTACK_VERSION } from '../../../version.js';
 
-function phaseRows(lines: readonly EventLine[]): ReportPhase[] {
+/** One row per phase of the plan before the report itself, from the events so far. */
+function phaseRows(lines: readonly EventLine[], plan: readonly PhasePlanEntry[], report: string): ReportPhase[] {
   const ends = new Map<string, Extract<EventLine, { type: 'phase_end' }>>();
   const started = new Set<string>();
   for (const l of lines) {
     if (l.type === 'phase_start') started.add(l.phase);
     if (l.type === 'phase_end') ends.set(l.phase, l);
   }
-  return RAWSTACK_PHASES.filter((p) => p !== 'REPORT').map((phase) => {
+  return plan.filter((p) => p.name !== report).map(({ name: phase }) => {
     const end = ends.get(phase);
     if (!end) return { phase, status: started.has(phase) ? 'error' : 'not_started' };
     const row: ReportPhase = { phase, status: end.status, duration_ms: end.duration_ms };
@@ -44,7 +48,7 @@ export function queueRows(state: RawStackState): ReportQueueEntry[] | null {
   const stacked = state.summaries.STACKING !== undefined;
   const perFilter = (state.summaries.STACKING?.per_filter ?? {}) as Record<string, { duration_ms?: number }>;
   return state.queue.map((e) => {
-    const output = `outputs/${stackFileName(e.filter)}`;
+    const output = outputPath(state.folder.layout, stackFileName(e.filter));
     const ms = e.active ? perFilter[e.filter]?.duration_ms : undefined;
     return {
       index: e.index,
@@ -74,7 +78,7 @@ function shiftOf(f: FrameRecord, state: RawStackState): Pick<ReportFrame, 'dx_px
 export function buildReportModel(
   state: RawStackState,
   status: ReportModel['status'],
-  extras: { postprocess_results?: ReportPostprocessSection[]; previews?: ReportPreview[] } = {},
+  extras: { postprocess_results?: ReportPostprocessSection[]; previews?: ReportPreview[]; plan?: readonly PhasePlanEntry[]; report?: string } = {},
 ): ReportModel {
   const lines = state.events.lines;
   const detailed = state.config.report.detailed;
@@ -105,11 +109,11 @@ export function buildReportModel(
   return {
     run_id: state.runId,
     status,
-    kind: 'rawstack',
+    kind: state.folder.kind,
     generated_at: new Date().toISOString(),
     generator: { name: SKYSTACK_NAME, version: SKYSTACK_VERSION },
     device,
-    phases: phaseRows(lines),
+    phases: phaseRows(lines, extras.plan ?? planOf(lines) ?? [], extras.report ?? 'REPORT'),
     queue: queueRows(state),
     input: {
       lights_dir: state.config.lights_dir,
@@ -150,44 +154,41 @@ function calibrationNote(state: RawStackState): string | null {
   return `No darks applied: hot and cold pixels of each light were replaced by a cosmetic pass (k = ${c.sigma} σ; median ${n(c.hot_per_frame_median)} hot, ${n(c.cold_per_frame_median)} cold pixels per frame over ${c.frames} frames) before star detection and stacking (calibration.cosmetic_without_darks).`;
 }
 
-/** Registers an artifact for the manifest (idempotent by path). */
-export function addArtifact(state: RawStackState, type: string, phase: string, path: string): void {
-  if (!state.artifacts.some((a) => a.path === path)) state.artifacts.push({ type, phase, path });
-}
-
-export const reportPhase: Phase<RawStackState> = {
+export const reportPhase: RawStackPhase = {
   name: 'REPORT',
   optional: false,
   async run(ctx) {
     const { state } = ctx;
-    const dir = state.folder.artifactsDir;
-    const rel = (name: string) => `artifacts/preprocess/${name}`;
+    const layout = state.folder.layout;
+    const at = (rel: string) => inRunFolder(state.folder, rel);
     const formats = new Set(state.config.report.formats);
     // The run's final status is known only after REPORT; report what is known now.
-    const failedCore = [...ctx.outcomes.entries()].some(([name, o]) => o.status === 'error' && !OPTIONAL_PHASES.has(name));
+    const optional = new Set(ctx.plan.filter((p) => p.optional).map((p) => p.name));
+    const failedCore = [...ctx.outcomes.entries()].some(([name, o]) => o.status === 'error' && !optional.has(name));
     const cancelled = [...ctx.outcomes.values()].some((o) => o.status === 'error' && o.reason === 'cancelled');
     const status = cancelled ? 'cancelled' : failedCore ? 'error' : 'ok';
-    if (formats.has('json')) addArtifact(state, 'report_json', 'REPORT', rel('preprocessing_report.json'));
-    if (formats.has('markdown')) addArtifact(state, 'report_markdown', 'REPORT', rel('preprocessing_report.md'));
-    if (formats.has('html')) addArtifact(state, 'report_html', 'REPORT', rel('preprocessing_report.html'));
-    addArtifact(state, 'manifest', 'REPORT', rel('artifacts_manifest.json'));
+    if (formats.has('json')) addArtifact(state, 'report_json', 'REPORT', layout.report.json);
+    if (formats.has('markdown')) addArtifact(state, 'report_markdown', 'REPORT', layout.report.markdown);
+    if (formats.has('html')) addArtifact(state, 'report_html', 'REPORT', layout.report.html);
+    addArtifact(state, 'manifest', 'REPORT', layout.manifest);
     // Run queue: every entry, inactive ones included, with what became of it.
     const queue = queueRows(state);
     if (queue) {
-      await writeJsonAtomic(join(dir, 'run_queue.json'), { run_id: state.runId, entries: queue });
-      addArtifact(state, 'run_queue', 'REPORT', rel('run_queue.json'));
+      await writeJsonAtomic(at(artifactPath(layout, 'run_queue.json')), { run_id: state.runId, entries: queue });
+      addArtifact(state, 'run_queue', 'REPORT', artifactPath(layout, 'run_queue.json'));
     }
     const { previews, data } = await writePreviews(state, (msg) => ctx.warn('report_preview', msg));
     for (const p of previews) addArtifact(state, 'preview', 'REPORT', p.path);
-    const postprocess_results = await postprocessSections(state, phaseRows(state.events.lines));
+    const rows = phaseRows(state.events.lines, ctx.plan, ctx.phase);
+    const postprocess_results = await postprocessSections(state, rows);
     // Last: whatever a phase wrote but did not register (the report files themselves are
     // registered above, before they exist).
     await scanArtifacts(state, (type, phase, path) => addArtifact(state, type, phase, path));
-    const model = buildReportModel(state, status, { postprocess_results, previews });
-    if (formats.has('json')) await writeJsonAtomic(join(dir, 'preprocessing_report.json'), model);
-    if (formats.has('markdown')) await writeFileAtomic(join(dir, 'preprocessing_report.md'), renderMarkdown(model));
-    if (formats.has('html')) await writeFileAtomic(join(dir, 'preprocessing_report.html'), renderHtml(model, { previewData: data }));
-    await writeJsonAtomic(join(dir, 'artifacts_manifest.json'), { run_id: state.runId, artifacts: state.artifacts });
-    return ok({ formats: [...formats], report_json: formats.has('json') ? rel('preprocessing_report.json') : null, report_html: formats.has('html') ? rel('preprocessing_report.html') : null });
+    const model = buildReportModel(state, status, { postprocess_results, previews, plan: ctx.plan, report: ctx.phase });
+    if (formats.has('json')) await writeJsonAtomic(at(layout.report.json), model);
+    if (formats.has('markdown')) await writeFileAtomic(at(layout.report.markdown), renderMarkdown(model));
+    if (formats.has('html')) await writeFileAtomic(at(layout.report.html), renderHtml(model, { previewData: data }));
+    await writeJsonAtomic(at(layout.manifest), { run_id: state.runId, artifacts: state.artifacts });
+    return ok({ formats: [...formats], report_json: formats.has('json') ? layout.report.json : null, report_html: formats.has('html') ? layout.report.html : null });
   },
 };

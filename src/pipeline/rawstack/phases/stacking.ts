@@ -4,10 +4,10 @@
 //     matrices), CFA phases, normalisation scale/offset per frame and channel
 //     (stacking.normalization, relative to the reference), weights (stacking.weighting), and
 //     the band plan under runtime_limits.memory_budget;
-//   band loop (stacking-engine.ts): per band of output rows, every frame's source rows are read,
+//   band loop (stages/stacking/engine.ts): per band of output rows, every frame's source rows are read,
 //     optionally cosmetic-corrected, debayered (OSC: cfa_mode bilinear, or superpixel at half
 //     size), Lanczos-3 warped into its slot; then per channel the outlier pre-mask
-//     (stacking-premask.ts, before sigma and winsor: trails and hot pixels masked with growth
+//     (cpu/premask.ts, before sigma and winsor: trails and hot pixels masked with growth
 //     around a per-pixel median) and the stack over ALL frames with rejection.method (exact
 //     global rejection, never batch averaging);
 //   output (stacking-output.ts): optional final cosmetic correction, float32 FITS
@@ -19,28 +19,30 @@
 // Memory: one band of all frames plus per-frame scratch (the band plan) and the output image;
 // frames are never held whole, so 1000 frames need no more than 20 apart from thinner bands.
 
-import { join } from 'node:path';
 import { isFitsError, writeFits } from '../../../fits/index.js';
 import { GpuError } from '../../../gpu/errors.js';
-import { maxStackFrames } from '../../../gpu/kernels/stack.js';
 import type { WarpKernel } from '../../../cpu/warp.js';
 import type { StackMethod } from '../../../cpu/stack.js';
 import { writeJsonAtomic } from '../../atomic.js';
-import { gpuFor } from '../../device-policy.js';
-import { CancelledError, failed, ok, type Phase, type PhaseContext, type PhaseOutcome } from '../../phase.js';
-import { BandEngine, type EngineOptions } from '../stacking-engine.js';
-import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN_FRAMES } from '../stacking-premask.js';
-import { channelNames } from '../stacking-normalization.js';
-import { finalCosmetic, stackHeader, type StackParameters } from '../stacking-output.js';
-import { ReaderCache } from '../stacking-readers.js';
-import { channelNoise, planStackBands, prepareFrames, readHalo, SetupError, type StackPlan } from '../stacking-setup.js';
+import { stackingPlacement, withStackOnHost, type StackingPlacement } from '../../device-policy.js';
+import { CancelledError, failed, ok, type PhaseContext } from '../../phase.js';
+import type { RawStackPhase, RawStackOutcome } from '../reasons.js';
+import { BandEngine, type EngineOptions } from '../../stages/stacking/engine.js';
+import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN_FRAMES } from '../../../cpu/premask.js';
+import { channelNames } from '../../stages/stacking/normalization.js';
+import { bandPlanDiagnostics, finalCosmetic, frameDiagnostics, rejectionTotals, round, stackHeader, type StackParameters } from '../stacking-output.js';
+import { ReaderCache } from '../../stages/stacking/readers.js';
+import { channelNoise, planStackBands, readHalo, type StackPlan } from '../../stages/stacking/plan.js';
+import { prepareFrames, SetupError, type StackSetup } from '../stacking-setup.js';
 import { composeQueueOutputs } from '../queue-outputs.js';
 import { filterGroups, stackFileName, type FilterGroup } from '../queue.js';
 import type { RawStackState } from '../state.js';
 import { cosmeticWithoutDarks } from '../premeasure.js';
-import { addArtifact } from './report.js';
+import { addArtifact } from '../../artifacts.js';
+import { inRunFolder } from '../../run-folder.js';
+import { artifactPath, outputPath } from '../../../shared/run-layout.js';
 
-/** Resampling kernel of the warp (DESIGN §8: Lanczos-3; bilinear is the kernels' other option). */
+/** Resampling kernel of the warp (docs/ARCHITECTURE.md "Raw Stack decisions": Lanczos-3; bilinear is the kernels' other option). */
 export const STACKING_WARP_KERNEL: WarpKernel = 'lanczos3';
 /** Most FITS files kept open at once across bands. */
 export const STACKING_OPEN_FILES = 64;
@@ -58,7 +60,6 @@ export const stackingOptions: { premaskOnDevice: boolean | null; premaskIndexCap
 };
 
 const MiB = 1024 * 1024;
-const round = (v: number, d = 3) => (Number.isFinite(v) ? Math.round(v * 10 ** d) / 10 ** d : null);
 
 interface Live {
   readers: ReaderCache;
@@ -81,7 +82,7 @@ async function deviceLost(state: RawStackState): Promise<string | null> {
   }
 }
 
-export const stackingPhase: Phase<RawStackState> = {
+export const stackingPhase: RawStackPhase = {
   name: 'STACKING',
   optional: false,
 
@@ -135,70 +136,84 @@ interface GroupSink {
   summary?: Record<string, unknown>;
 }
 
-async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | null): Promise<PhaseOutcome> {
+/** What the configuration asks of one stack (section 1 of runStacking). */
+interface StackRequest {
+  kernel: WarpKernel;
+  osc: boolean;
+  /** cfa_mode: bilinear debayering at full resolution, or superpixel (each 2×2 cell one RGB pixel: half the size, no interpolated values). */
+  superpixel: boolean;
+  cfaMode: string | null;
+  method: StackMethod;
+  /** The pre-mask (cpu/premask.ts) guards sigma and winsor rejection; it needs a robust centre, i.e. at least MIN_FRAMES frames. */
+  wantPremask: boolean;
+  /** Per-frame cosmetic correction: configured, or on by itself when no dark removed the hot pixels (premeasure.ts cosmeticWithoutDarks). */
+  autoCosmetic: { sigma: number } | null;
+  cosmeticOn: boolean;
+  cosmeticSigma: number;
+}
+
+function stackRequest(state: RawStackState): StackRequest {
+  const c = state.config;
+  const osc = state.colorMode === 'OSC';
+  const superpixel = osc && c.cfa_mode === 'superpixel';
+  const method = c.rejection.method as StackMethod;
+  // The same pass star detection ran after when no dark was applied.
+  const autoCosmetic = c.stacking.per_frame_cosmetic_correction ? null : cosmeticWithoutDarks(state);
+  return {
+    kernel: STACKING_WARP_KERNEL,
+    osc,
+    superpixel,
+    cfaMode: osc ? (superpixel ? 'superpixel' : 'bilinear') : null,
+    method,
+    wantPremask: method === 'sigma' || method === 'winsor',
+    autoCosmetic,
+    cosmeticOn: c.stacking.per_frame_cosmetic_correction || autoCosmetic !== null,
+    cosmeticSigma: autoCosmetic ? autoCosmetic.sigma : c.stacking.per_frame_cosmetic_correction_sigma,
+  };
+}
+
+/** Where the band chain runs, the pre-mask's parameters, the band plan and the bytes it reserves per frame pixel. */
+interface StackLayout {
+  placement: StackingPlacement;
+  premask: EngineOptions['premask'];
+  plan: StackPlan;
+  halo: number;
+  extraBytes: number;
+}
+
+/**
+ * Section 2 of runStacking: which device runs what (device-policy.ts), the pre-mask's noise and
+ * level per frame, and the band plan under the memory budget; a plan too wide for a device
+ * binding moves the stack to TypeScript and plans again. An outcome when no plan fits.
+ */
+function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: StackRequest): StackLayout | RawStackOutcome {
   const { state } = ctx;
   const c = state.config;
-  const started = performance.now();
-  const kernel = STACKING_WARP_KERNEL;
-  const osc = state.colorMode === 'OSC';
-  const readers = new ReaderCache(STACKING_OPEN_FILES);
-  const l: Live = { readers, engine: null };
-  live.set(state, l);
-  // cfa_mode: bilinear debayering at full resolution, or superpixel (each 2×2 cell one RGB
-  // pixel: half the size, no interpolated values).
-  const superpixel = osc && c.cfa_mode === 'superpixel';
-  const cfaMode: string | null = osc ? (superpixel ? 'superpixel' : 'bilinear') : null;
-
-  // The pre-mask (stacking-premask.ts) guards sigma and winsor rejection; it needs a robust
-  // centre, i.e. at least MIN_FRAMES frames.
-  const method = c.rejection.method as StackMethod;
-  const wantPremask = method === 'sigma' || method === 'winsor';
-  // Per-frame cosmetic correction: configured, or on by itself when no dark removed the hot
-  // pixels (the same pass star detection ran after: premeasure.ts cosmeticWithoutDarks).
-  const autoCosmetic = c.stacking.per_frame_cosmetic_correction ? null : cosmeticWithoutDarks(state);
-  const cosmeticOn = c.stacking.per_frame_cosmetic_correction || autoCosmetic !== null;
-  const cosmeticSigma = autoCosmetic ? autoCosmetic.sigma : c.stacking.per_frame_cosmetic_correction_sigma;
-  const tSetup = performance.now();
-  const setup = await prepareFrames(ctx, readers, kernel, wantPremask || cosmeticOn, superpixel, sink?.group ?? null);
-  const setupMs = performance.now() - tSetup;
-  ctx.checkCancelled();
   const N = setup.frames.length;
   const C = setup.channels;
-  const W = setup.width;
-  const H = setup.height;
-
-  // Which device runs what.
-  let stackCtx = gpuFor(state.gpu, 'stack');
-  if (stackCtx && N > maxStackFrames(stackCtx.limits)) {
-    ctx.warn('stack_on_host', `${N} frames exceed what one stack dispatch takes (${maxStackFrames(stackCtx.limits)}); stacking in TypeScript`);
-    stackCtx = null;
-  }
-  const warpCtx = gpuFor(state.gpu, kernel === 'lanczos3' ? 'warp_lanczos3' : 'warp_bilinear');
-  const debayerCtx = osc ? gpuFor(state.gpu, 'debayer') : null;
-  const halo = readHalo(osc, cosmeticOn, superpixel);
+  let placement = stackingPlacement(state.gpu, { frames: N, osc: r.osc, superpixel: r.superpixel, kernel: r.kernel, premaskOnDevice: stackingOptions.premaskOnDevice });
+  if (placement.stackOnHost) ctx.warn('stack_on_host', placement.stackOnHost);
+  const halo = readHalo(r.osc, r.cosmeticOn, r.superpixel);
   let premask: EngineOptions['premask'] = null;
-  if (wantPremask && N >= PREMASK_MIN_FRAMES) {
+  if (r.wantPremask && N >= PREMASK_MIN_FRAMES) {
     const sigma = setup.frames.map((f) => channelNoise(f, C).map((s, ch) => s * f.scale[ch]!));
     const refSlot = setup.frames.find((f) => f.record === setup.reference)!;
     const level = refSlot.stats.map((s) => (Number.isFinite(s.location) ? s.location : 0));
     if (sigma.some((row) => row.some((s) => !(s > 0)))) ctx.warn('premask_noise', 'pixel noise could not be measured on some frames; the pre-mask skips them');
-    // WGSL pre-mask on a hardware GPU; on a software adapter the TypeScript one is faster.
-    const onDevice = stackingOptions.premaskOnDevice ?? (stackCtx?.info.kind === 'gpu');
-    premask = { sigma, level, onDevice: onDevice && stackCtx !== null, indexCapacity: stackingOptions.premaskIndexCapacity, chunkRows: stackingOptions.premaskChunkRows };
+    premask = { sigma, level, onDevice: placement.premaskOnDevice, indexCapacity: stackingOptions.premaskIndexCapacity, chunkRows: stackingOptions.premaskChunkRows };
   }
   const workers = c.runtime_limits.parallel_workers;
-  const budgetBytes = c.runtime_limits.memory_budget * MiB;
   let extraBytes = 0;
   const planFor = (device: boolean): StackPlan =>
     planStackBands({
-      width: W,
-      height: H,
+      width: setup.width,
+      height: setup.height,
       frameWidth: setup.frameWidth,
       frameHeight: setup.frameHeight,
       binning: setup.binning,
       frames: setup.frames,
       channels: C,
-      kernel,
+      kernel: r.kernel,
       prefetch: Math.max(1, workers),
       readHalo: halo,
       haloRows: premask ? PREMASK_GROW : 0,
@@ -207,21 +222,21 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
       // 8 MiB row chunk of the band and its mask (PREMASK_CHUNK_BYTES), yet keeps these 5 B
       // reserved: they also size the binding check, so reserving less would let the bands (and
       // the peak, by ~75 MiB on the 30 × 2048 px bench) grow; the plan stays as measured.
-      extraBytesPerFramePixel: (extraBytes = premask ? (device && stackCtx ? 5 : 1) : 0),
+      extraBytesPerFramePixel: (extraBytes = premask ? (device && placement.stack ? 5 : 1) : 0),
       // Host pre-mask beside a device stack: the masked samples' index lists (host and device,
       // u32 for 1/32 of a band's owned samples each: nanIndexCapacity).
-      extraBytesPerPixel: premask && !premask.onDevice && device && stackCtx ? Math.ceil(N / 4) : 0,
-      budgetBytes,
-      maxBindingBytes: device && stackCtx ? Math.min(stackCtx.limits.maxStorageBufferBindingSize, stackCtx.limits.maxBufferSize) : null,
+      extraBytesPerPixel: premask && !premask.onDevice && device && placement.stack ? Math.ceil(N / 4) : 0,
+      budgetBytes: c.runtime_limits.memory_budget * MiB,
+      maxBindingBytes: device && placement.stack ? Math.min(placement.stack.limits.maxStorageBufferBindingSize, placement.stack.limits.maxBufferSize) : null,
     });
   let plan: StackPlan;
   try {
-    plan = planFor(stackCtx !== null);
+    plan = planFor(placement.stack !== null);
   } catch (e) {
     if (!(e instanceof GpuError)) throw e;
-    if (e.code === 'BINDING_TOO_LARGE' && stackCtx) {
-      ctx.warn('stack_on_host', `the frames' band slices exceed the device's storage-binding limit (${describe(e)}); stacking in TypeScript`);
-      stackCtx = null;
+    if (e.code === 'BINDING_TOO_LARGE' && placement.stack) {
+      placement = withStackOnHost(placement, `the frames' band slices exceed the device's storage-binding limit (${describe(e)}); stacking in TypeScript`);
+      ctx.warn('stack_on_host', placement.stackOnHost!);
       try {
         plan = planFor(false);
       } catch (e2) {
@@ -230,35 +245,16 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
       }
     } else return failed('budget_error', e.message);
   }
-  if (premask && !stackCtx) premask.onDevice = false;
+  if (premask) premask.onDevice = placement.premaskOnDevice;
+  return { placement, premask, plan, halo, extraBytes };
+}
 
-  const engine = new BandEngine({
-    width: W,
-    height: H,
-    frameWidth: setup.frameWidth,
-    frameHeight: setup.frameHeight,
-    binning: setup.binning,
-    channels: C,
-    frames: setup.frames,
-    maxWorkRows: plan.maxWorkRows,
-    maxOwnedRows: plan.rowsPerBand,
-    maxSourceRows: plan.maxSourceRows,
-    maxReadRows: plan.maxReadRows,
-    kernel,
-    readHalo: halo,
-    rejection: { method, low: c.rejection.low, high: c.rejection.high, maxIters: c.rejection.max_iters, minFraction: c.rejection.min_fraction },
-    premask,
-    perFrameCosmetic: cosmeticOn ? { sigma: cosmeticSigma } : null,
-    workers,
-    gpu: { debayer: debayerCtx, warp: warpCtx, stack: stackCtx },
-    readers,
-  });
-  l.engine = engine;
-
-  // Band loop.
+/** Section 3 of runStacking: every band through the engine into the planar image (C × H × W). */
+async function stackBands(ctx: PhaseContext<RawStackState>, engine: BandEngine, plan: StackPlan, setup: StackSetup): Promise<Float32Array> {
+  const N = setup.frames.length;
+  const { width: W, height: H, channels: C } = setup;
   const image = new Float32Array(C * H * W);
   const bands = plan.bands.length;
-  const tLoop = performance.now();
   ctx.progress(0, bands, 'bands');
   for (let b = 0; b < bands; b++) {
     const band = plan.bands[b]!;
@@ -275,30 +271,80 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     ctx.progress(b + 1, bands, 'bands');
   }
   await engine.finish();
+  return image;
+}
+
+async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | null): Promise<RawStackOutcome> {
+  const { state } = ctx;
+  const c = state.config;
+  const started = performance.now();
+  const readers = new ReaderCache(STACKING_OPEN_FILES);
+  const l: Live = { readers, engine: null };
+  live.set(state, l);
+
+  // 1. What the configuration asks, and the per-frame records (stacking-setup.ts).
+  const r = stackRequest(state);
+  const tSetup = performance.now();
+  const setup = await prepareFrames(ctx, readers, r.kernel, r.wantPremask || r.cosmeticOn, r.superpixel, sink?.group ?? null);
+  const setupMs = performance.now() - tSetup;
+  ctx.checkCancelled();
+  const N = setup.frames.length;
+  const { width: W, height: H, channels: C } = setup;
+
+  // 2. Placement, pre-mask and band plan.
+  const layout = layoutStack(ctx, setup, r);
+  if ('status' in layout) return layout;
+  const { placement, premask, plan } = layout;
+
+  // 3. The band loop.
+  const engine = new BandEngine({
+    width: W,
+    height: H,
+    frameWidth: setup.frameWidth,
+    frameHeight: setup.frameHeight,
+    binning: setup.binning,
+    channels: C,
+    frames: setup.frames,
+    maxWorkRows: plan.maxWorkRows,
+    maxOwnedRows: plan.rowsPerBand,
+    maxSourceRows: plan.maxSourceRows,
+    maxReadRows: plan.maxReadRows,
+    kernel: r.kernel,
+    readHalo: layout.halo,
+    rejection: { method: r.method, low: c.rejection.low, high: c.rejection.high, maxIters: c.rejection.max_iters, minFraction: c.rejection.min_fraction },
+    premask,
+    perFrameCosmetic: r.cosmeticOn ? { sigma: r.cosmeticSigma } : null,
+    workers: c.runtime_limits.parallel_workers,
+    gpu: { debayer: placement.debayer, warp: placement.warp, stack: placement.stack },
+    readers,
+  });
+  l.engine = engine;
+  const tLoop = performance.now();
+  const image = await stackBands(ctx, engine, plan, setup);
   const loopMs = performance.now() - tLoop;
 
-  // Final cosmetic correction, header, file.
+  // 4. Final cosmetic correction, header, file (stacking-output.ts).
   let finalFixed: { hot: number; cold: number } | null = null;
   const tFinal = performance.now();
   if (c.stacking.cosmetic_correction) finalFixed = finalCosmetic(image, W, H, C, c.stacking.cosmetic_correction_sigma);
   const finalMs = performance.now() - tFinal;
   const params: StackParameters = {
-    method,
+    method: r.method,
     low: c.rejection.low,
     high: c.rejection.high,
     maxIters: c.rejection.max_iters,
     minFraction: c.rejection.min_fraction,
     normalization: c.stacking.normalization,
     weighting: c.stacking.weighting,
-    kernel,
-    cfaMode: osc ? `${cfaMode} ${state.bayer ?? ''}`.trim() : null,
-    cosmetic: `per-frame ${cosmeticOn ? `k=${cosmeticSigma}${autoCosmetic ? ' (no darks)' : ''}` : 'off'}, final ${c.stacking.cosmetic_correction ? `k=${c.stacking.cosmetic_correction_sigma}` : 'off'}`,
+    kernel: r.kernel,
+    cfaMode: r.osc ? `${r.cfaMode} ${state.bayer ?? ''}`.trim() : null,
+    cosmetic: `per-frame ${r.cosmeticOn ? `k=${r.cosmeticSigma}${r.autoCosmetic ? ' (no darks)' : ''}` : 'off'}, final ${c.stacking.cosmetic_correction ? `k=${c.stacking.cosmetic_correction_sigma}` : 'off'}`,
   };
   const header = stackHeader(state, setup, ctx.outcomes, params);
   // Run queue: outputs/stacked_<filter>.fits per group (stacked_linear/rgb follow from them).
-  const outName = sink ? stackFileName(sink.group.filter!) : osc ? 'stacked_rgb.fits' : 'stacked_linear.fits';
-  const outRel = `outputs/${outName}`;
-  const outPath = join(state.folder.outputsDir, outName);
+  const outName = sink ? stackFileName(sink.group.filter!) : r.osc ? 'stacked_rgb.fits' : 'stacked_linear.fits';
+  const outRel = outputPath(state.folder.layout, outName);
+  const outPath = inRunFolder(state.folder, outRel);
   const tWrite = performance.now();
   await writeFits(outPath, { width: W, height: H, planes: C, data: image }, { header });
   const writeMs = performance.now() - tWrite;
@@ -307,39 +353,17 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     sink.outPath = outPath;
     addArtifact(state, 'stacked_filter', 'STACKING', outRel);
   } else {
-    if (osc) state.outputs.stacked_rgb = outPath;
+    if (r.osc) state.outputs.stacked_rgb = outPath;
     else state.outputs.stacked_linear = outPath;
-    addArtifact(state, osc ? 'stacked_rgb' : 'stacked_linear', 'STACKING', outRel);
+    addArtifact(state, r.osc ? 'stacked_rgb' : 'stacked_linear', 'STACKING', outRel);
   }
 
-  // Diagnostics.
+  // 5. Diagnostics, frame events, summary.
   const totals = engine.totals;
   const names = channelNames(C);
-  let rejectedLow = 0;
-  let rejectedHigh = 0;
-  for (const r of totals.rejected) {
-    for (let f = 0; f < N; f++) {
-      rejectedLow += r[f]!;
-      rejectedHigh += r[N + f]!;
-    }
-  }
-  const validSamples = totals.validSamples.reduce((a, b) => a + b, 0);
-  const rejectedFraction = validSamples > 0 ? (rejectedLow + rejectedHigh) / validSamples : 0;
-  const frames = setup.frames.map((f) => {
-    const rejected = names.map((name, ch) => ({ channel: name, low: totals.rejected[ch]![f.slot]!, high: totals.rejected[ch]![N + f.slot]! }));
-    return {
-      index: f.record.index,
-      file: f.record.name,
-      source: f.source,
-      weight: f.weight,
-      exposure: f.exposure,
-      normalization: names.map((name, ch) => ({ channel: name, location: round(f.stats[ch]!.location, 4), spread: round(f.stats[ch]!.spread, 4), median: round(f.stats[ch]!.median, 4), scale: f.scale[ch]!, offset: f.offset[ch]! })),
-      rejected,
-      rejected_total: rejected.reduce((a, r) => a + r.low + r.high, 0),
-    };
-  });
+  const rejected = rejectionTotals(totals, N);
+  const frames = frameDiagnostics(setup, totals, names);
   const paths = engine.paths();
-  const totalMs = performance.now() - started;
   const timings = {
     setup: Math.round(setupMs),
     band_loop: Math.round(loopMs),
@@ -354,8 +378,9 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     stack: Math.round(engine.timings.stack),
     final_cosmetic: Math.round(finalMs),
     write: Math.round(writeMs),
-    total: Math.round(totalMs),
+    total: Math.round(performance.now() - started),
   };
+  const bands = plan.bands.length;
   const diagnostics = {
     phase: 'STACKING',
     ...(sink ? { filter: sink.group.filter } : {}),
@@ -363,19 +388,19 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     channels: names,
     output_size: { width: W, height: H, binning: setup.binning },
     parameters: {
-      rejection: { method, low: c.rejection.low, high: c.rejection.high, max_iters: c.rejection.max_iters, min_fraction: c.rejection.min_fraction },
+      rejection: { method: r.method, low: c.rejection.low, high: c.rejection.high, max_iters: c.rejection.max_iters, min_fraction: c.rejection.min_fraction },
       normalization: c.stacking.normalization,
       normalization_reference: 'reference frame',
       weighting: c.stacking.weighting,
       cosmetic_correction: c.stacking.cosmetic_correction,
       cosmetic_correction_sigma: c.stacking.cosmetic_correction_sigma,
-      per_frame_cosmetic_correction: cosmeticOn,
-      per_frame_cosmetic_correction_sigma: cosmeticSigma,
-      per_frame_cosmetic_reason: autoCosmetic ? 'no_darks' : cosmeticOn ? 'config' : null,
-      cfa_mode: osc ? c.cfa_mode : null,
-      debayer: osc ? cfaMode : null,
-      bayer_pattern: osc ? state.bayer : null,
-      warp_kernel: kernel,
+      per_frame_cosmetic_correction: r.cosmeticOn,
+      per_frame_cosmetic_correction_sigma: r.cosmeticSigma,
+      per_frame_cosmetic_reason: r.autoCosmetic ? 'no_darks' : r.cosmeticOn ? 'config' : null,
+      cfa_mode: r.osc ? c.cfa_mode : null,
+      debayer: r.osc ? r.cfaMode : null,
+      bayer_pattern: r.osc ? state.bayer : null,
+      warp_kernel: r.kernel,
       warp_clamp: 'undershoot',
       premask: premask ? { grow_px: PREMASK_GROW, alpha: PREMASK_ALPHA, k_low: c.rejection.low, k_high: c.rejection.high } : null,
     },
@@ -390,44 +415,27 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     weights: setup.frames.map((f) => f.weight),
     frames,
     samples: {
-      total: validSamples,
-      rejected_low: rejectedLow,
-      rejected_high: rejectedHigh,
-      rejected_fraction: rejectedFraction,
+      total: rejected.validSamples,
+      rejected_low: rejected.low,
+      rejected_high: rejected.high,
+      rejected_fraction: rejected.fraction,
       premasked: totals.premasked.reduce((a, b) => a + b, 0),
       premasked_per_channel: Object.fromEntries(names.map((n, ch) => [n, totals.premasked[ch]!])),
       empty_pixels: totals.empty.reduce((a, b) => a + b, 0),
     },
     cosmetic: {
-      per_frame: cosmeticOn ? { hot: totals.corrected.hot, cold: totals.corrected.cold } : null,
+      per_frame: r.cosmeticOn ? { hot: totals.corrected.hot, cold: totals.corrected.cold } : null,
       final: finalFixed,
     },
-    band_plan: {
-      memory_budget_mib: c.runtime_limits.memory_budget,
-      memory_budget_bytes: plan.memoryBudgetBytes,
-      rows_per_band: plan.rowsPerBand,
-      halo_rows: premask ? PREMASK_GROW : 0,
-      bands,
-      bytes_per_band: plan.bytesPerBand,
-      scratch_bytes: plan.scratchBytes,
-      limited_by: plan.limitedBy,
-      frames: N,
-      channels: C,
-      // Warped samples (4 per channel) plus the pre-mask's mask byte and copy, per frame and pixel.
-      bytes_per_pixel_per_frame: 4 * C + extraBytes,
-      max_source_rows: plan.maxSourceRows,
-      // The device buffer pool's high-water mark (all phases so far; the pool is capped at the budget).
-      device_pool_peak_bytes: state.gpu ? state.gpu.pool.stats.peakBytes : null,
-      bands_rows: plan.bands.map((b) => [b.y0, b.rows]),
-    },
+    band_plan: bandPlanDiagnostics(plan, state, { premask: premask !== null, frames: N, channels: C, extraBytes: layout.extraBytes }),
     files_opened: readers.opens,
-    outputs: sink ? { [outName.replace(/\.fits$/, '')]: outRel } : osc ? { stacked_rgb: outRel } : { stacked_linear: outRel },
+    outputs: sink ? { [outName.replace(/\.fits$/, '')]: outRel } : r.osc ? { stacked_rgb: outRel } : { stacked_linear: outRel },
     timings_ms: timings,
   };
-  const diagRel = 'artifacts/preprocess/stacking_diagnostics.json';
+  const diagRel = artifactPath(state.folder.layout, 'stacking_diagnostics.json');
   if (sink) sink.diagnostics = diagnostics;
   else {
-    await writeJsonAtomic(join(state.folder.runDir, diagRel), diagnostics);
+    await writeJsonAtomic(inRunFolder(state.folder, diagRel), diagnostics);
     addArtifact(state, 'stacking_diagnostics', 'STACKING', diagRel);
   }
 
@@ -436,23 +444,23 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
       weight: f.weight,
       scale: f.normalization.map((n) => n.scale),
       offset: f.normalization.map((n) => n.offset),
-      rejected_low: f.rejected.reduce((a, r) => a + r.low, 0),
-      rejected_high: f.rejected.reduce((a, r) => a + r.high, 0),
+      rejected_low: f.rejected.reduce((a, x) => a + x.low, 0),
+      rejected_high: f.rejected.reduce((a, x) => a + x.high, 0),
     });
   }
   const summary = {
     ...(sink ? { filter: sink.group.filter, output: outRel } : {}),
     frames_used: N,
     frames_total: state.frames.length,
-    method,
+    method: r.method,
     low: c.rejection.low,
     high: c.rejection.high,
     normalization: c.stacking.normalization,
     weighting: c.stacking.weighting,
     cosmetic: params.cosmetic,
-    rejected_fraction: rejectedFraction,
-    output_linear: osc ? null : outRel,
-    output_rgb: osc ? outRel : null,
+    rejected_fraction: rejected.fraction,
+    output_linear: r.osc ? null : outRel,
+    output_rgb: r.osc ? outRel : null,
     diagnostics: diagRel,
     bands,
     rows_per_band: plan.rowsPerBand,
@@ -463,18 +471,17 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   else state.summaries.STACKING = summary;
   return ok({
     frames_used: N,
-    method,
+    method: r.method,
     normalization: c.stacking.normalization,
     weighting: c.stacking.weighting,
     cosmetic: params.cosmetic,
-    rejected_fraction: round(rejectedFraction, 6),
-    output_linear: osc ? null : outRel,
-    output_rgb: osc ? outRel : null,
+    rejected_fraction: round(rejected.fraction, 6),
+    output_linear: r.osc ? null : outRel,
+    output_rgb: r.osc ? outRel : null,
     diagnostics: diagRel,
     bands,
   });
 }
-
 
 /**
  * Run queue: one stack per filter group (runStacking with the group), each onto the common
@@ -484,7 +491,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
  * stacking_diagnostics.json holds every filter's diagnostics under `per_filter`.
  * A filter whose stack fails ends the phase with that error (the stacks written so far stay).
  */
-async function runQueueStacking(ctx: PhaseContext<RawStackState>): Promise<PhaseOutcome> {
+async function runQueueStacking(ctx: PhaseContext<RawStackState>): Promise<RawStackOutcome> {
   const { state } = ctx;
   const groups = filterGroups(state, state.frames.filter((f) => f.status === 'included'));
   // A filter whose every frame was excluded gets no stack: say so (the queue table shows 0 stacked).
@@ -501,16 +508,16 @@ async function runQueueStacking(ctx: PhaseContext<RawStackState>): Promise<Phase
     live.delete(state);
     await l?.engine?.dispose();
     await l?.readers.closeAll();
-    if (outcome.status !== 'ok') return { ...outcome, message: `filter ${group.filter}: ${outcome.message ?? outcome.reason}` } as PhaseOutcome;
+    if (outcome.status !== 'ok') return { ...outcome, message: `filter ${group.filter}: ${outcome.message ?? outcome.reason}` } as RawStackOutcome;
     sinks.push(sink);
   }
   const stacks = sinks.map((s) => ({ filter: s.group.filter!, path: s.outPath!, rel: s.outRel!, frames: (s.summary?.frames_used as number) ?? 0 }));
   const composed = await composeQueueOutputs(state, stacks, state.colorMode === 'OSC');
   for (const note of composed.notes) ctx.warn(note.code, note.message);
-  const diagRel = 'artifacts/preprocess/stacking_diagnostics.json';
+  const diagRel = artifactPath(state.folder.layout, 'stacking_diagnostics.json');
   const perFilter = Object.fromEntries(sinks.map((s) => [s.group.filter!, s.diagnostics!]));
   const framesUsed = stacks.reduce((a, s) => a + s.frames, 0);
-  await writeJsonAtomic(join(state.folder.runDir, diagRel), {
+  await writeJsonAtomic(inRunFolder(state.folder, diagRel), {
     phase: 'STACKING',
     queue: true,
     color_mode: state.colorMode,

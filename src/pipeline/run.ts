@@ -1,0 +1,137 @@
+// One run of any pipeline: what every run does around its phases, whatever the pipeline.
+//   1. acquire the compute device (GPU, software adapter or TypeScript kernels) with the run's
+//      memory budget as the device pool's cap;
+//   2. create the run folder (or take one the API created to answer with its id at once) in the
+//      pipeline's layout, open the event log, write run.json and the effective configuration;
+//   3. emit run_start with the phase plan [{name, optional}], the device and the version;
+//   4. run the phases (runner.ts), releasing pooled device buffers and collecting dead frame
+//      buffers between phases, so no phase's memory peak carries the previous phase's;
+//   5. close run.json with the final status, close the event log, release the device and remove
+//      the scratch folder, whatever the status.
+// A pipeline is a PipelineDefinition: its kind (which names its run-folder layout), its phases in
+// order, the phase that always runs (its report) and its initial state. The caller (CLI, job
+// child, tests) owns the AbortSignal and receives every event line as it is written.
+
+import { rm } from 'node:fs/promises';
+import { stringify as yamlStringify } from 'yaml';
+import { exposeGc } from '../cpu/worker-gc.js';
+import { collectSharedPools } from '../cpu/worker-pool.js';
+import { GpuContext } from '../gpu/context.js';
+import { devicePreferenceFromEnv, type DeviceInfo, type DevicePreference } from '../gpu/device.js';
+import { SKYSTACK_VERSION } from '../version.js';
+import { addArtifact, type ArtifactList } from './artifacts.js';
+import { writeFileAtomic, writeJsonAtomic } from './atomic.js';
+import { EventLog, type EventLine, type RunStatus } from './events.js';
+import type { Phase } from './phase.js';
+import { createRunFolder, inRunFolder, writeRunRecord, type RunFolder, type RunKind, type RunRecord } from './run-folder.js';
+import { phasePlan, runPhases } from './runner.js';
+
+/** What every pipeline's state holds from the start: the run's identity, folder, events and device. */
+export interface PipelineBase<C> extends ArtifactList {
+  config: C;
+  folder: RunFolder;
+  runId: string;
+  jobId: string | null;
+  events: EventLog;
+  device: DeviceInfo;
+  /** Null when the TypeScript kernels run. */
+  gpu: GpuContext | null;
+}
+
+export interface PipelineDefinition<C, S extends PipelineBase<C>> {
+  readonly kind: RunKind;
+  /** The standard phases in run order; run_start's plan is taken from them. */
+  readonly phases: readonly Phase<S>[];
+  /** The phase that runs even after errors and cancellation (the report), or null. */
+  readonly alwaysRun: string | null;
+  /** What run.json records as the run's input. */
+  input(config: C): Record<string, unknown>;
+  /** The state before the first phase. */
+  initialState(base: PipelineBase<C>): S;
+}
+
+export interface PipelineRunOptions<S> {
+  /** Parent folder of the run folder (ignored with `folder`). */
+  runsDir: string;
+  /** Run name of the folder (`run` when empty). */
+  runName: string;
+  /** MiB the device buffer pool may hold. */
+  memoryBudgetMiB: number;
+  jobId?: string | null;
+  signal?: AbortSignal;
+  onEvent?: (line: EventLine) => void;
+  device?: DevicePreference;
+  /** Creation time for the folder name (tests). */
+  now?: Date;
+  /** A run folder created beforehand (the API creates it to answer with run_id at once). */
+  folder?: RunFolder;
+  /** Phases to run instead of the definition's (tests, benches). */
+  phases?: readonly Phase<S>[];
+}
+
+export interface PipelineRunResult<S> {
+  runId: string;
+  runDir: string;
+  status: RunStatus;
+  phases: { phase: string; status: string; reason?: string; duration_ms: number }[];
+  state: S;
+  device: DeviceInfo;
+}
+
+/** The main thread's collector (a full GC of dead frame buffers takes milliseconds). */
+const collectGarbage = exposeGc();
+
+/** Writes the effective configuration where the layout says: JSON for a .json path, else YAML; `_runtime` says what ran it. */
+async function writeEffectiveConfig(folder: RunFolder, config: unknown, device: DeviceInfo): Promise<void> {
+  const body = { ...(config as Record<string, unknown>), _runtime: { skystack_version: SKYSTACK_VERSION, device } };
+  const file = inRunFolder(folder, folder.layout.config);
+  if (file.endsWith('.json')) await writeJsonAtomic(file, body);
+  else await writeFileAtomic(file, yamlStringify(body));
+}
+
+export async function runPipeline<C, S extends PipelineBase<C>>(definition: PipelineDefinition<C, S>, config: C, options: PipelineRunOptions<S>): Promise<PipelineRunResult<S>> {
+  const phases = options.phases ?? definition.phases;
+  const { ctx: gpu, info: device } = await GpuContext.create(options.device ?? devicePreferenceFromEnv(), options.memoryBudgetMiB * 1024 * 1024);
+  const folder = options.folder ?? (await createRunFolder(options.runsDir, options.runName, options.now, definition.kind));
+  const events = new EventLog(folder.eventsFile, folder.runId, options.onEvent);
+  const record: RunRecord = {
+    run_id: folder.runId,
+    kind: definition.kind,
+    created_at: new Date().toISOString(),
+    status: 'running',
+    input: definition.input(config),
+    job_id: options.jobId ?? null,
+  };
+  const state = definition.initialState({ config, folder, runId: folder.runId, jobId: options.jobId ?? null, events, device, gpu, artifacts: [] });
+  const first = phases[0]?.name ?? 'RUN';
+  try {
+    await writeRunRecord(folder, record);
+    await writeEffectiveConfig(folder, config, device);
+    addArtifact(state, 'config', first, folder.layout.config);
+    addArtifact(state, 'events', first, folder.layout.events);
+    events.emit({ type: 'run_start', kind: definition.kind, run_dir: folder.runDir, device: device.kind, adapter: device.adapter, skystack_version: SKYSTACK_VERSION, phases: phasePlan(phases) });
+    if (device.fallbackReason) events.emit({ type: 'warning', code: 'device_fallback', message: device.fallbackReason });
+    // Pooled device buffers are sized for one phase's work; the next phase rarely reuses them, and
+    // on a software adapter they are host memory: released between phases, and the phase's dead
+    // frames collected, so no phase's peak carries the previous phase's memory (memory-flat runs).
+    const afterPhase = () => {
+      gpu?.pool.trim();
+      collectGarbage?.();
+      // Worker-pool threads release the phase's `reused` shared buffers (worker-pool.ts).
+      collectSharedPools();
+    };
+    const result = await runPhases([...phases], { state, events, signal: options.signal ?? new AbortController().signal, alwaysRun: definition.alwaysRun, afterPhase });
+    record.status = result.status;
+    await writeRunRecord(folder, record);
+    const ends = events.lines
+      .filter((l): l is Extract<EventLine, { type: 'phase_end' }> => l.type === 'phase_end')
+      .map((l) => ({ phase: l.phase, status: l.status, ...(l.reason ? { reason: l.reason } : {}), duration_ms: l.duration_ms }));
+    return { runId: folder.runId, runDir: folder.runDir, status: result.status, phases: ends, state, device };
+  } finally {
+    events.close();
+    gpu?.destroy();
+    // Scratch files (calibrated frames a run does not keep) go whatever the status; the phases
+    // have ended, and cancelled frame workers with them, so nothing writes there any more.
+    await rm(folder.scratchDir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}

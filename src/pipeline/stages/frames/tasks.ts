@@ -1,0 +1,197 @@
+// Per-frame pixel work of the Raw Stack phases, as self-contained tasks that run either on the
+// main thread or in a worker thread (stages/frames/workers.ts): each task reads ONE frame from disk,
+// works on it and returns a small result (metrics, a trimmed star list, a correlation), so no
+// more than one frame per running task is ever in memory.
+//   measure  read plane 0 → detectStars (on the raw mosaic with `cfa` for OSC) → frameMetrics;
+//            returns the brightest `maxStars` stars as packed (x, y, flux) triplets
+//            (stages/frames/analysis.ts measurePlane).
+//   analyze  read plane 0 → channel statistics and measure in one read (stages/frames/analysis.ts
+//            analyzePlane): CFA_CHANNEL_PREP when CALIBRATION did not already measure the frame.
+//   calibrate CALIBRATION's light: calibrate, write, analyze (stages/calibration/light-task.ts).
+//   cc       read plane 0 band by band into its proxy (ccProxyOfFile) → registrationCc against the reference proxy (shared
+//            memory, built once per run by the caller) under the frame's registration matrix.
+//   register registerStars(reference stars, frame stars) on packed star lists (no pixels):
+//            REGISTRATION's matching, CPU-bound, so it runs on the workers too.
+// Invariants: a bad frame is a typed result ({ok: false, code, detail}), never an exception;
+// exceptions mean bugs. Results are structured-clone friendly (typed arrays, plain objects).
+
+import { CcProxyBuilder, registrationCc, type CcProxy } from '../../../algorithms/registration-cc.js';
+import type { Affine } from '../../../algorithms/affine.js';
+import type { StarPoint } from '../../../algorithms/match.js';
+import { registerStars, type RegistrationResult } from '../../../algorithms/registration.js';
+import { FitsReader, isFitsError } from '../../../fits/index.js';
+import { calibrateLight, calibrateLightTransferables, type CalibrateLightResult, type CalibrateLightTask } from '../calibration/light-task.js';
+import {
+  analyzePlane,
+  measurePlane,
+  premeasuredTransferables,
+  type AnalysisSpec,
+  type MeasureResult,
+  type MeasureSpec,
+  type Plane,
+  type Premeasured,
+} from './analysis.js';
+
+export type { ChannelsTaskResult, MeasureFailure, MeasureOk, MeasureResult, Plane } from './analysis.js';
+
+export interface MeasureTask extends MeasureSpec {
+  kind: 'measure';
+  file: string;
+}
+
+export interface AnalyzeTask {
+  kind: 'analyze';
+  file: string;
+  spec: AnalysisSpec;
+}
+
+export type AnalyzeTaskResult =
+  | { kind: 'analyze'; ok: true; premeasured: Premeasured }
+  | { kind: 'analyze'; ok: false; code: 'unreadable'; detail: string; fitsCode: string; ms: { read: number } };
+
+export interface CcTask {
+  kind: 'cc';
+  file: string;
+  /** Frame pixel → reference pixel. */
+  matrix: Affine;
+  /** Proxy binning; even for mosaics so every proxy pixel mixes whole Bayer cells. */
+  bin: number;
+  reference: CcProxy;
+}
+
+export type CcTaskResult =
+  | { kind: 'cc'; ok: true; cc: number; overlap: number; ms: { read: number; cc: number } }
+  | { kind: 'cc'; ok: false; code: 'unreadable' | 'cc_failed'; detail: string; fitsCode?: string; ms: { read: number; cc: number } };
+
+export interface RegisterTask {
+  kind: 'register';
+  /** Packed (x, y, flux) star lists (packStars), full-resolution pixels, brightest first. */
+  reference: Float64Array;
+  stars: Float64Array;
+}
+
+export interface RegisterTaskResult {
+  kind: 'register';
+  result: RegistrationResult;
+  ms: number;
+}
+
+export type FrameTask = MeasureTask | CcTask | RegisterTask | AnalyzeTask | CalibrateLightTask;
+export type FrameTaskResult = MeasureResult | CcTaskResult | RegisterTaskResult | AnalyzeTaskResult | CalibrateLightResult;
+
+/** (x, y, flux) triplets of a star list, for tasks and results (exact: f64). */
+export function packStars(stars: readonly StarPoint[]): Float64Array {
+  const out = new Float64Array(3 * stars.length);
+  stars.forEach((s, i) => out.set([s.x, s.y, s.flux], 3 * i));
+  return out;
+}
+
+export function unpackStars(packed: Float64Array): StarPoint[] {
+  const out: StarPoint[] = new Array(packed.length / 3);
+  for (let i = 0; i < out.length; i++) out[i] = { x: packed[3 * i]!, y: packed[3 * i + 1]!, flux: packed[3 * i + 2]! };
+  return out;
+}
+
+function registerFrame(task: RegisterTask): RegisterTaskResult {
+  const t0 = performance.now();
+  const result = registerStars(unpackStars(task.reference), unpackStars(task.stars));
+  return { kind: 'register', result, ms: performance.now() - t0 };
+}
+
+/** Plane 0 of a frame as float32 (lights here are mono or raw CFA: one plane). */
+export async function readPlane(file: string): Promise<Plane> {
+  const reader = await FitsReader.open(file);
+  try {
+    const band = await reader.readRows(0, reader.height, { planes: [0] });
+    return { data: band.data, width: reader.width, height: reader.height, header: reader.header };
+  } finally {
+    await reader.close();
+  }
+}
+
+/** Full-resolution rows read at a time while building a correlation proxy from a file. */
+const CC_READ_ROWS = 128;
+
+/**
+ * The correlation proxy of a frame's plane 0, read band by band (CC_READ_ROWS rows: ~1 MiB at
+ * 2048 px instead of the whole frame in memory; the same proxy as makeCcProxy on the plane).
+ * QUALITY_ANALYSIS builds the reference's with this too. Throws FitsError when the file fails.
+ */
+export async function ccProxyOfFile(file: string, bin: number): Promise<CcProxy> {
+  const reader = await FitsReader.open(file);
+  try {
+    const builder = new CcProxyBuilder(reader.width, reader.height, { bin });
+    const step = Math.max(bin, CC_READ_ROWS - (CC_READ_ROWS % bin));
+    for (let y0 = 0; y0 < builder.rowsUsed; y0 += step) {
+      const rows = Math.min(step, reader.height - y0);
+      builder.addRows(y0, (await reader.readRows(y0, rows, { planes: [0] })).data);
+    }
+    return builder.finish();
+  } finally {
+    await reader.close();
+  }
+}
+
+async function readOrFail(file: string): Promise<Plane | { error: string; code: string }> {
+  try {
+    return await readPlane(file);
+  } catch (e) {
+    if (isFitsError(e)) return { error: e.message, code: e.code };
+    throw e;
+  }
+}
+
+export async function measureFrame(task: MeasureTask): Promise<MeasureResult> {
+  const t0 = performance.now();
+  const plane = await readOrFail(task.file);
+  const readMs = performance.now() - t0;
+  if ('error' in plane) return { kind: 'measure', ok: false, code: 'unreadable', detail: plane.error, fitsCode: plane.code, metrics: null, cosmetic: null, ms: { read: readMs, detect: 0 } };
+  return measurePlane(plane, task, readMs);
+}
+
+async function analyzeFrame(task: AnalyzeTask): Promise<AnalyzeTaskResult> {
+  const t0 = performance.now();
+  const plane = await readOrFail(task.file);
+  const readMs = performance.now() - t0;
+  if ('error' in plane) return { kind: 'analyze', ok: false, code: 'unreadable', detail: plane.error, fitsCode: plane.code, ms: { read: readMs } };
+  return { kind: 'analyze', ok: true, premeasured: analyzePlane(plane, task.file, task.spec, readMs) };
+}
+
+export async function correlateFrame(task: CcTask): Promise<CcTaskResult> {
+  const t0 = performance.now();
+  let proxy: CcProxy;
+  try {
+    proxy = await ccProxyOfFile(task.file, task.bin);
+  } catch (e) {
+    if (!isFitsError(e)) throw e;
+    return { kind: 'cc', ok: false, code: 'unreadable', detail: e.message, fitsCode: e.code, ms: { read: performance.now() - t0, cc: 0 } };
+  }
+  // Reading and binning are one band loop now: `read` is the proxy's, `cc` the correlation's.
+  const t1 = performance.now();
+  const r = registrationCc(task.reference, proxy, task.matrix);
+  const ms = { read: t1 - t0, cc: performance.now() - t1 };
+  return r.ok ? { kind: 'cc', ok: true, cc: r.cc, overlap: r.overlap, ms } : { kind: 'cc', ok: false, code: 'cc_failed', detail: `${r.code}: ${r.detail}`, ms };
+}
+
+export async function runFrameTask(task: FrameTask): Promise<FrameTaskResult> {
+  switch (task.kind) {
+    case 'register':
+      return registerFrame(task);
+    case 'measure':
+      return measureFrame(task);
+    case 'analyze':
+      return analyzeFrame(task);
+    case 'calibrate':
+      return calibrateLight(task);
+    case 'cc':
+      return correlateFrame(task);
+  }
+}
+
+/** Transferable buffers of a result (moved, not copied, back from a worker). */
+export function transferables(result: FrameTaskResult): ArrayBuffer[] {
+  if (result.kind === 'measure') return result.ok && result.stars.buffer instanceof ArrayBuffer ? [result.stars.buffer] : [];
+  if (result.kind === 'analyze') return result.ok ? premeasuredTransferables(result.premeasured) : [];
+  if (result.kind === 'calibrate') return calibrateLightTransferables(result);
+  return [];
+}

@@ -1,0 +1,387 @@
+// The stacking engine's slots in device buffers: a frame's source planes go up once, (debayer →)
+// warp → slot → (median → pre-mask →) stack is a chain of device work, and only the band's
+// mean and count come back (engine.ts head comment). On a software adapter the pre-mask's
+// flag/apply run on the host in row chunks, and only the masked samples' indices go back.
+
+import type { StackMethod } from '../../../cpu/stack.js';
+import { sharedFloat32, type WorkerPool } from '../../../cpu/worker-pool.js';
+import type { GpuContext } from '../../../gpu/context.js';
+import { debayerBilinearResident } from '../../../gpu/kernels/debayer.js';
+import { premaskMaskBytes, premaskResident, scatterNanResident } from '../../../gpu/kernels/premask.js';
+import { stackResident, type SrcLayout } from '../../../gpu/kernels/stack.js';
+import { warpBilinearResident, warpLanczos3Resident } from '../../../gpu/kernels/warp.js';
+import { ALPHA as PREMASK_ALPHA, GROW as PREMASK_GROW } from '../../../cpu/premask.js';
+import type { EngineOptions, EngineTotals, Timings } from './engine.js';
+import type { StackFrame } from './plan.js';
+import { HostScratch, hostSource, nanIndexCapacity, premaskChunkRows, premaskHost, sharedU32, stackParams, sharedU64, sharedU8, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
+
+export class DeviceStore implements SlotStore {
+  private readonly slots: GPUBuffer[];
+  private readonly sources: GPUBuffer[];
+  private readonly mosaic: GPUBuffer | null;
+  private readonly debayered: GPUBuffer[];
+  private readonly warpOut: GPUBuffer;
+  private readonly mean: GPUBuffer;
+  private readonly count: GPUBuffer;
+  /** Per channel: the stack kernel's tallies (2N), then one scratch set for the median pass. */
+  private readonly rejected: GPUBuffer[];
+  /** Device pre-mask: mask bytes, the compacted owned rows of one channel, per-channel tallies (2N). */
+  private readonly mask: GPUBuffer | null;
+  private readonly compact: GPUBuffer | null;
+  private readonly premaskTallies: GPUBuffer[];
+  /**
+   * Host pre-mask: a chunk of one channel's slots (chunkRows owned rows and the growth halo of
+   * every frame) and its mask, the channel's median; per-channel tallies and counts. The band
+   * is masked chunk by chunk, so the host never holds a copy of the whole band beside the
+   * device's (on a software adapter both are host memory: the copy was ~60 MB at 30 frames ×
+   * 2048 px × 250 rows), except after an index-list overflow (fullBand, allocated on demand).
+   */
+  private readonly hostBand: Float32Array | null;
+  private readonly hostMask: Uint8Array | null;
+  private readonly chunkRows: number;
+  private fullBand: { band: Float32Array; mask: Uint8Array } | null = null;
+  private readonly hostMedian: Float32Array | null;
+  private readonly hostPremaskRejected: Uint32Array[];
+  private readonly hostPremaskCounts: BigUint64Array[];
+  /**
+   * Host pre-mask with the stack on the device: the masked samples' slot indices (host, filled by
+   * the workers, and device copy) so only those are NaN'd on the device and the stack reads the
+   * slots in place; capacity 1/32 of a band's owned samples (typically ~0.5 % are masked), more
+   * and the whole band is uploaded instead.
+   */
+  private readonly nanIndex: Uint32Array | null;
+  private readonly nanCount: Uint32Array | null;
+  private readonly nanIndexBuffer: GPUBuffer | null;
+  private readonly nan: Float32Array;
+  private readonly held: GPUBuffer[] = [];
+  private readonly survivors: number[];
+  /** Host side: a frame's warped planes when the warp runs on the host. */
+  private readonly hostWarp: Float32Array | null;
+  private readonly source: HostScratch;
+  private readonly hostMean: Float32Array;
+  private readonly hostCount: Uint32Array;
+
+  constructor(
+    private readonly o: EngineOptions,
+    private readonly ctx: GpuContext,
+    private readonly pool: WorkerPool | null,
+  ) {
+    const W = o.width;
+    const N = o.frames.length;
+    const C = o.channels;
+    const sh = pool !== null;
+    this.source = new HostScratch(o, sh);
+    this.hostMean = new Float32Array(o.maxWorkRows * W);
+    this.hostCount = new Uint32Array(o.maxWorkRows * W);
+    const take = (bytes: number, label: string) => {
+      const b = ctx.storage(Math.max(bytes, 4), label);
+      this.held.push(b);
+      return b;
+    };
+    const zeroed = (n: number, label: string) => {
+      const b = take(4 * n, label);
+      ctx.write(b, new Uint32Array(n));
+      return b;
+    };
+    this.slots = Array.from({ length: C }, (_, c) => take(N * o.maxWorkRows * W * 4, `stack slots ${c}`));
+    this.mean = take(o.maxWorkRows * W * 4, 'stack mean');
+    this.count = take(o.maxWorkRows * W * 4, 'stack count');
+    this.rejected = Array.from({ length: C + 1 }, (_, c) => zeroed(2 * N, `stack rejected ${c}`));
+    const onDevice = o.premask?.onDevice === true;
+    const onHost = o.premask !== null && !onDevice;
+    this.mask = onDevice ? take(premaskMaskBytes(W, o.maxWorkRows, N), 'premask mask') : null;
+    this.compact = onDevice ? take(N * o.maxOwnedRows * W * 4, 'premask compact') : null;
+    this.premaskTallies = onDevice ? Array.from({ length: C }, (_, c) => zeroed(2 * N, `premask tallies ${c}`)) : [];
+    const f32 = (n: number) => (sh ? sharedFloat32(n) : new Float32Array(n));
+    this.chunkRows = Math.min(o.maxOwnedRows, o.premask?.chunkRows ?? premaskChunkRows(N, W));
+    const chunkWorkRows = Math.min(o.maxWorkRows, this.chunkRows + 2 * PREMASK_GROW);
+    this.hostBand = onHost ? f32(N * chunkWorkRows * W) : null;
+    this.hostMask = onHost ? sharedU8(N * chunkWorkRows * W, sh) : null;
+    this.hostMedian = onHost ? f32(o.maxWorkRows * W) : null;
+    this.hostPremaskRejected = Array.from({ length: C }, () => sharedU32(2 * N, sh));
+    this.hostPremaskCounts = Array.from({ length: C }, () => sharedU64(2, sh));
+    const nanCapacity = onHost ? (o.premask?.indexCapacity ?? nanIndexCapacity(N, o.maxOwnedRows, W)) : 0;
+    this.nanIndex = onHost ? sharedU32(nanCapacity, sh) : null;
+    this.nanCount = onHost ? sharedU32(1, sh) : null;
+    this.nanIndexBuffer = onHost ? take(4 * nanCapacity, 'premask nan indices') : null;
+    this.survivors = new Array(C).fill(0);
+    this.nan = new Float32Array(o.maxWorkRows * W).fill(NaN);
+    if (o.gpu.warp) {
+      this.warpOut = take(o.maxWorkRows * W * 4, 'warp out');
+      const deviceDebayer = o.gpu.debayer !== null && C === 3;
+      this.mosaic = deviceDebayer ? take(o.maxReadRows * W * 4, 'mosaic band') : null;
+      this.debayered = deviceDebayer ? Array.from({ length: 3 }, (_, c) => take(o.maxSourceRows * W * 4, `debayered ${c}`)) : [];
+      this.sources = deviceDebayer ? [] : Array.from({ length: C }, (_, c) => take(o.maxSourceRows * W * 4, `source plane ${c}`));
+      this.hostWarp = null;
+    } else {
+      this.warpOut = take(4, 'unused');
+      this.mosaic = null;
+      this.debayered = [];
+      this.sources = [];
+      this.hostWarp = sh ? sharedFloat32(C * o.maxWorkRows * W) : new Float32Array(C * o.maxWorkRows * W);
+    }
+  }
+
+  async putEmpty(f: StackFrame, w: Work): Promise<void> {
+    const plane = w.rows * this.o.width;
+    for (const s of this.slots) this.ctx.write(s, this.nan.subarray(0, plane), f.slot * plane * 4);
+  }
+
+  async putFrame(f: StackFrame, w: Work, raw: RawRead, data: Float32Array, timings: Timings): Promise<void> {
+    const o = this.o;
+    const ctx = this.ctx;
+    const W = o.width;
+    const plane = w.rows * W;
+    if (!o.gpu.warp) {
+      // Warp on the host (e.g. bilinear on a software adapter), upload the warped slot.
+      const src = await hostSource(o, f, raw, data, timings, this.pool, this.source);
+      const t = performance.now();
+      const views = Array.from({ length: o.channels }, (_, c) => this.hostWarp!.subarray(c * plane, (c + 1) * plane));
+      await warpOnHost(o, f, w, src, views, 0, this.pool);
+      for (let c = 0; c < o.channels; c++) ctx.write(this.slots[c]!, views[c]!, f.slot * plane * 4);
+      timings.warp += performance.now() - t;
+      return;
+    }
+    const encoder = ctx.device.createCommandEncoder({ label: 'stacking frame' });
+    let planes: GPUBuffer[];
+    if (this.mosaic) {
+      const t = performance.now();
+      ctx.write(this.mosaic, data);
+      await debayerBilinearResident(
+        ctx,
+        this.mosaic,
+        { r: this.debayered[0]!, g: this.debayered[1]!, b: this.debayered[2]! },
+        { width: W, height: o.height, pattern: f.pattern!, y0: raw.srcY0, rows: raw.srcRows, readY0: raw.readY0, readRows: data.length / W },
+        encoder,
+      );
+      timings.debayer += performance.now() - t;
+      planes = this.debayered;
+    } else {
+      const src = await hostSource(o, f, raw, data, timings, this.pool, this.source, false);
+      for (let c = 0; c < o.channels; c++) ctx.write(this.sources[c]!, src.planes[c]!);
+      planes = this.sources;
+    }
+    const t = performance.now();
+    const params = warpParams(o, f, w, raw);
+    // Straight into the frame's slot where its offset meets the binding alignment (e.g. any
+    // width that is a multiple of 64), else through warpOut and a copy.
+    const offset = f.slot * plane * 4;
+    const direct = offset % ctx.limits.minStorageBufferOffsetAlignment === 0;
+    for (let c = 0; c < o.channels; c++) {
+      const out = direct ? { buffer: this.slots[c]!, offset, size: plane * 4 } : this.warpOut;
+      if (o.kernel === 'lanczos3') await warpLanczos3Resident(ctx, planes[c]!, out, params, encoder);
+      else await warpBilinearResident(ctx, planes[c]!, out, params, encoder);
+      if (!direct) encoder.copyBufferToBuffer(this.warpOut, 0, this.slots[c]!, offset, plane * 4);
+    }
+    ctx.submit(encoder);
+    timings.warp += performance.now() - t;
+  }
+
+  /**
+   * Host pre-mask of channel `c`'s work band (`src`, its slots on the device), chunk by chunk:
+   * each chunk's owned rows with GROW halo rows (all a pixel's mask depends on: seeds are per
+   * sample, growth reaches GROW px) of every frame come back, are flagged and applied, and the
+   * masked samples' indices (in the work band's layout) join nanIndex; the device band is left
+   * untouched until every chunk is read. When the indices overflow nanIndex, the tallies are
+   * restored and the whole band is masked on the host at once (fullBand, uploaded by the
+   * caller). Returns the ms spent reading back.
+   */
+  private async premaskChunks(c: number, w: Work, src: GPUBuffer, median: Float32Array): Promise<number> {
+    const o = this.o;
+    const N = o.frames.length;
+    const W = o.width;
+    const rejected = this.hostPremaskRejected[c]!;
+    const counts = this.hostPremaskCounts[c]!;
+    const savedRejected = rejected.slice();
+    const savedCounts = counts.slice();
+    const nan = { index: this.nanIndex!, count: this.nanCount!, of: { plane: w.rows * W, row0: 0 } };
+    this.nanCount![0] = 0;
+    let transfer = 0;
+    const end = w.ownedY0 + w.ownedRows;
+    const chunks = Math.ceil(w.ownedRows / this.chunkRows);
+    const step = Math.ceil(w.ownedRows / chunks);
+    for (let a = w.ownedY0; a < end && this.nanCount![0]! <= this.nanIndex!.length; a += step) {
+      const b = Math.min(end, a + step);
+      const r0 = Math.max(0, a - PREMASK_GROW);
+      const rows = Math.min(w.rows, b + PREMASK_GROW) - r0;
+      const band = this.hostBand!.subarray(0, N * rows * W);
+      const t = performance.now();
+      await this.ctx.readRegionsInto(
+        src,
+        o.frames.map((_, f) => ({ offset: (f * w.rows + r0) * W * 4, bytes: rows * W * 4 })),
+        band,
+        this.hostBand!.byteLength,
+      );
+      transfer += performance.now() - t;
+      nan.of.row0 = r0;
+      const chunk: Work = { y0: w.y0 + r0, rows, ownedY0: a - r0, ownedRows: b - a };
+      await premaskHost(o, c, chunk, band, median.subarray(r0 * W, (r0 + rows) * W), this.hostMask!, rejected, counts, this.pool, nan);
+    }
+    if (this.nanCount![0]! <= this.nanIndex!.length) return transfer;
+    // Overflow: the device band is still unmasked; mask all of it on the host.
+    rejected.set(savedRejected);
+    counts.set(savedCounts);
+    const sh = this.pool !== null;
+    this.fullBand ??= { band: sh ? sharedFloat32(N * o.maxWorkRows * W) : new Float32Array(N * o.maxWorkRows * W), mask: sharedU8(N * o.maxWorkRows * W, sh) };
+    const band = this.fullBand.band.subarray(0, N * w.rows * W);
+    const t = performance.now();
+    await this.ctx.readInto(src, band);
+    transfer += performance.now() - t;
+    this.nanCount![0] = 0;
+    await premaskHost(o, c, w, band, median, this.fullBand.mask, rejected, counts, this.pool, { index: this.nanIndex!, count: this.nanCount! });
+    // Keep nanCount over capacity so the caller uploads the band even if this pass listed fewer.
+    this.nanCount![0] = Math.max(this.nanCount![0]!, this.nanIndex!.length + 1);
+    return transfer;
+  }
+
+  /** Encodes a stack dispatch of `rows` rows from `src` (frames × rows × width) into mean/count. */
+  private async stack(c: number, src: GPUBuffer, rows: number, method: StackMethod, rejected: GPUBuffer, encoder: GPUCommandEncoder, layout: SrcLayout = { rows, row0: 0 }): Promise<void> {
+    const o = this.o;
+    const N = o.frames.length;
+    const plane = rows * o.width;
+    await stackResident(
+      this.ctx,
+      { buffer: src, offset: 0, size: N * layout.rows * o.width * 4 },
+      { buffer: this.mean, offset: 0, size: plane * 4 },
+      { buffer: this.count, offset: 0, size: plane * 4 },
+      rejected,
+      stackParams(o, c, rows, method),
+      encoder,
+      { layout },
+    );
+  }
+
+  /**
+   * Device pre-mask of channel `c`: the median pass, then flag, grow and apply into the compact
+   * buffer, all on the device (encoded into `encoder`, submitted here to time the part). The
+   * stack then reads the compact buffer's owned rows.
+   */
+  private async premaskOnDevice(c: number, w: Work, encoder: GPUCommandEncoder, timings: Timings): Promise<{ src: GPUBuffer; layout: SrcLayout }> {
+    const o = this.o;
+    const ctx = this.ctx;
+    const pm = o.premask!;
+    const N = o.frames.length;
+    const W = o.width;
+    const src = this.slots[c]!;
+    const t0 = performance.now();
+    await this.stack(c, src, w.rows, 'median', this.rejected[o.channels]!, encoder);
+    const frame = new Float32Array(4 * N);
+    o.frames.forEach((f, i) => {
+      const sigma = pm.sigma[f.slot]![c]!;
+      const ok = sigma > 0;
+      frame.set([f.scale[c]!, f.offset[c]!, ok ? o.rejection.high * sigma : Infinity, ok ? o.rejection.low * sigma : Infinity], 4 * i);
+    });
+    await premaskResident(
+      ctx,
+      { buffer: src, offset: 0, size: N * w.rows * W * 4 },
+      { buffer: this.mean, offset: 0, size: w.rows * W * 4 },
+      this.mask!,
+      { buffer: this.compact!, offset: 0, size: N * w.ownedRows * W * 4 },
+      this.premaskTallies[c]!,
+      { width: W, rows: w.rows, frames: N, ownedY0: w.ownedY0, ownedRows: w.ownedRows, level: pm.level[c]!, alpha: PREMASK_ALPHA, minFraction: o.rejection.minFraction, frame },
+      encoder,
+    );
+    ctx.submit(encoder);
+    await ctx.done();
+    timings.premask += performance.now() - t0;
+    return { src: this.compact!, layout: { rows: w.ownedRows, row0: 0 } };
+  }
+
+  /**
+   * Host pre-mask of channel `c` beside the device stack: the median pass on the device, then the
+   * channel's slots come to the host for the mask (premaskChunks); the masked samples (their slot
+   * indices) go back and are NaN'd on the device into `next` (no compaction, no re-upload of the
+   * band), or the whole band when they are too many to list.
+   */
+  private async premaskOnHost(c: number, w: Work, encoder: GPUCommandEncoder, next: () => GPUCommandEncoder, timings: Timings): Promise<GPUCommandEncoder> {
+    const o = this.o;
+    const ctx = this.ctx;
+    const N = o.frames.length;
+    const src = this.slots[c]!;
+    const t0 = performance.now();
+    await this.stack(c, src, w.rows, 'median', this.rejected[o.channels]!, encoder);
+    ctx.submit(encoder);
+    await ctx.done();
+    const t1 = performance.now();
+    const median = this.hostMedian!.subarray(0, w.rows * o.width);
+    await ctx.readInto(this.mean, median);
+    const t2 = performance.now();
+    const transfer = await this.premaskChunks(c, w, src, median);
+    const t3 = performance.now();
+    const band = next();
+    const masked = this.nanCount![0]!;
+    if (masked <= this.nanIndex!.length) {
+      ctx.write(this.nanIndexBuffer!, this.nanIndex!.subarray(0, masked));
+      await scatterNanResident(ctx, this.nanIndexBuffer!, masked, src, N * w.rows * o.width, band);
+    } else {
+      ctx.write(src, this.fullBand!.band.subarray(0, N * w.rows * o.width)); // too many to list: the whole (pre-masked) work band
+    }
+    const t4 = performance.now();
+    timings.premask_median += t1 - t0;
+    timings.premask_transfer += t2 - t1 + transfer + (t4 - t3);
+    timings.premask_mask += t3 - t2 - transfer;
+    timings.premask += t4 - t0;
+    return band;
+  }
+
+  async stackChannel(c: number, w: Work, totals: EngineTotals, timings: Timings): Promise<Float32Array> {
+    const o = this.o;
+    const ctx = this.ctx;
+    const plane = w.ownedRows * o.width;
+    // One chain on the device: [median pass → pre-mask] → stack → mean and count back to the
+    // host. (Separate submits only to time the parts; the data stays on the device.)
+    const band = () => ctx.device.createCommandEncoder({ label: 'stacking band' });
+    let encoder = ctx.device.createCommandEncoder({ label: 'stacking pre-mask' });
+    // Rows of `src` per frame and the first owned one: the slots' work rows, or the compact
+    // buffer's owned rows (device pre-mask).
+    let src = this.slots[c]!;
+    let layout: SrcLayout = { rows: w.rows, row0: w.ownedY0 };
+    if (o.premask?.onDevice) {
+      ({ src, layout } = await this.premaskOnDevice(c, w, encoder, timings));
+      encoder = band();
+    } else if (o.premask) {
+      encoder = await this.premaskOnHost(c, w, encoder, band, timings);
+    }
+    const t = performance.now();
+    await this.stack(c, src, w.ownedRows, o.rejection.method, this.rejected[c]!, encoder, layout);
+    ctx.submit(encoder);
+    const mean = this.hostMean.subarray(0, plane);
+    const count = this.hostCount.subarray(0, plane);
+    await ctx.readManyInto([
+      { buffer: this.mean, target: mean },
+      { buffer: this.count, target: count },
+    ]);
+    let empty = 0;
+    let survivors = 0;
+    for (let i = 0; i < plane; i++) {
+      const k = count[i]!;
+      if (k === 0) empty++;
+      survivors += k;
+    }
+    totals.empty[c]! += empty;
+    this.survivors[c]! += survivors;
+    timings.stack += performance.now() - t;
+    return mean.slice();
+  }
+
+  async finish(totals: EngineTotals): Promise<void> {
+    const N = this.o.frames.length;
+    for (let c = 0; c < this.o.channels; c++) {
+      const k = new Uint32Array(await this.ctx.readback(this.rejected[c]!, 2 * N * 4));
+      const p = this.o.premask?.onDevice ? new Uint32Array(await this.ctx.readback(this.premaskTallies[c]!, 2 * N * 4)) : this.hostPremaskRejected[c]!;
+      let kernelRejected = 0;
+      let masked = 0;
+      for (let i = 0; i < 2 * N; i++) {
+        totals.rejected[c]![i] = k[i]! + p[i]!;
+        kernelRejected += k[i]!;
+        masked += p[i]!;
+      }
+      totals.premasked[c] = masked;
+      totals.validSamples[c] = this.survivors[c]! + kernelRejected + masked;
+    }
+  }
+
+  dispose(): void {
+    for (const b of this.held.splice(0)) this.ctx.pool.release(b);
+  }
+}

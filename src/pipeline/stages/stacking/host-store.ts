@@ -1,0 +1,116 @@
+// The stacking engine's slots in (shared) host memory: every stage of a band after the reads
+// runs in TypeScript on the worker pool, except a device warp when the policy places one there
+// (the stack then too large for one dispatch). Pre-mask, median pass and stack over the band's
+// host slots; tallies in shared typed arrays the workers add to.
+
+import { sharedFloat32, type WorkerPool } from '../../../cpu/worker-pool.js';
+import { warpBilinearGpu, warpLanczos3Gpu } from '../../../gpu/kernels/warp.js';
+import type { EngineOptions, EngineTotals, Timings } from './engine.js';
+import type { StackFrame } from './plan.js';
+import { stackRows, STACK_ROWS, type StackRowsArgs } from './row-kernels.js';
+import { HostScratch, hostSource, premaskHost, sharedU32, sharedU64, sharedU8, stackArgs, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
+
+export class HostStore implements SlotStore {
+  private readonly bands: Float32Array[];
+  private readonly mean: Float32Array;
+  private readonly median: Float32Array | null;
+  private readonly mask: Uint8Array | null;
+  /** Per channel: kernel tallies (2N), pre-mask tallies (2N). */
+  private readonly rejected: Uint32Array[];
+  private readonly premaskRejected: Uint32Array[];
+  /** Per channel: [survivors, empty]; pre-mask [valid, masked]. */
+  private readonly counts: BigUint64Array[];
+  private readonly premaskCounts: BigUint64Array[];
+  private readonly scratch: BigUint64Array;
+  private readonly scratchRejected: Uint32Array;
+  private readonly source: HostScratch;
+
+  constructor(
+    private readonly o: EngineOptions,
+    private readonly pool: WorkerPool | null,
+  ) {
+    const C = o.channels;
+    const N = o.frames.length;
+    const sh = pool !== null;
+    this.source = new HostScratch(o, sh);
+    const alloc = (n: number) => (sh ? sharedFloat32(n) : new Float32Array(n));
+    this.bands = Array.from({ length: C }, () => alloc(N * o.maxWorkRows * o.width));
+    this.mean = alloc(o.maxWorkRows * o.width);
+    this.median = o.premask ? alloc(o.maxWorkRows * o.width) : null;
+    this.mask = o.premask ? sharedU8(N * o.maxWorkRows * o.width, sh) : null;
+    this.rejected = Array.from({ length: C }, () => sharedU32(2 * N, sh));
+    this.premaskRejected = Array.from({ length: C }, () => sharedU32(2 * N, sh));
+    this.counts = Array.from({ length: C }, () => sharedU64(2, sh));
+    this.premaskCounts = Array.from({ length: C }, () => sharedU64(2, sh));
+    this.scratch = sharedU64(2, sh);
+    this.scratchRejected = sharedU32(2 * N, sh);
+  }
+
+  async putEmpty(f: StackFrame, w: Work): Promise<void> {
+    const plane = w.rows * this.o.width;
+    for (const b of this.bands) b.fill(NaN, f.slot * plane, (f.slot + 1) * plane);
+  }
+
+  async putFrame(f: StackFrame, w: Work, raw: RawRead, data: Float32Array, timings: Timings): Promise<void> {
+    const o = this.o;
+    const src = await hostSource(o, f, raw, data, timings, this.pool, this.source, !o.gpu.warp);
+    const t = performance.now();
+    if (o.gpu.warp) {
+      // The stack runs on the host (too many frames for one dispatch), the warp on the device.
+      const plane = w.rows * o.width;
+      for (let c = 0; c < o.channels; c++) {
+        const p = warpParams(o, f, w, src);
+        const out = o.kernel === 'lanczos3' ? await warpLanczos3Gpu(o.gpu.warp, src.planes[c]!, p) : await warpBilinearGpu(o.gpu.warp, src.planes[c]!, p);
+        this.bands[c]!.set(out, f.slot * plane);
+      }
+    } else {
+      await warpOnHost(o, f, w, src, this.bands, f.slot, this.pool);
+    }
+    timings.warp += performance.now() - t;
+  }
+
+  private async runStack(args: StackRowsArgs): Promise<void> {
+    if (this.pool) await this.pool.run(STACK_ROWS, args, 0, args.rows, { minChunk: 4, reused: true });
+    else stackRows(args, 0, args.rows);
+  }
+
+  async stackChannel(c: number, w: Work, _totals: EngineTotals, timings: Timings): Promise<Float32Array> {
+    const o = this.o;
+    const N = o.frames.length;
+    let band = this.bands[c]!.subarray(0, N * w.rows * o.width);
+    if (o.premask) {
+      const t = performance.now();
+      await this.runStack(stackArgs(o, c, band, w.rows, 'median', this.median!, this.scratchRejected, this.scratch));
+      const t1 = performance.now();
+      band = await premaskHost(o, c, w, band, this.median!, this.mask!, this.premaskRejected[c]!, this.premaskCounts[c]!, this.pool);
+      const t2 = performance.now();
+      timings.premask_median += t1 - t;
+      timings.premask_mask += t2 - t1;
+      timings.premask += t2 - t;
+    }
+    const t = performance.now();
+    const mean = this.mean.subarray(0, w.ownedRows * o.width);
+    await this.runStack(stackArgs(o, c, band, w.ownedRows, o.rejection.method, mean, this.rejected[c]!, this.counts[c]!));
+    timings.stack += performance.now() - t;
+    return mean.slice();
+  }
+
+  async finish(totals: EngineTotals): Promise<void> {
+    const N = this.o.frames.length;
+    for (let c = 0; c < this.o.channels; c++) {
+      const k = this.rejected[c]!;
+      const p = this.premaskRejected[c]!;
+      let kernelRejected = 0;
+      for (let i = 0; i < 2 * N; i++) {
+        totals.rejected[c]![i] = k[i]! + p[i]!;
+        kernelRejected += k[i]!;
+      }
+      const masked = Number(this.premaskCounts[c]![1]!);
+      totals.premasked[c] = masked;
+      totals.empty[c] = Number(this.counts[c]![1]!);
+      totals.validSamples[c] = Number(this.counts[c]![0]!) + kernelRejected + masked;
+    }
+  }
+
+  dispose(): void {}
+}

@@ -1,0 +1,220 @@
+// What both slot stores of the stacking engine share (engine.ts): the store interface, the
+// band-relative row ranges, and the host steps a frame's rows go through before they reach a
+// slot (debayer or slice, warp on the host) and the host pre-mask of a channel's band.
+// DeviceStore (device-store.ts) and HostStore (host-store.ts) implement SlotStore.
+
+import { debayerBilinear, resolveDebayer, ROWS_KERNEL as DEBAYER_ROWS, type DebayerPlanes } from '../../../cpu/debayer.js';
+import { compactOwned, GROW as PREMASK_GROW, PREMASK_APPLY, PREMASK_FLAG, premaskApply, premaskFlag, type PremaskArgs } from '../../../cpu/premask.js';
+import type { StackMethod } from '../../../cpu/stack.js';
+import type { WarpParams } from '../../../cpu/warp.js';
+import { isShared, sharedFloat32, type WorkerPool } from '../../../cpu/worker-pool.js';
+import { READBACK_CHUNK_BYTES } from '../../../gpu/context.js';
+import { phaseChannels } from '../frames/channel-stats.js';
+import type { EngineOptions, EngineTotals, Timings } from './engine.js';
+import type { StackFrame } from './plan.js';
+import { superpixelRows, SUPERPIXEL_ROWS, warpRows, WARP_ROWS, type StackRowsArgs, type SuperpixelArgs, type WarpRowsArgs } from './row-kernels.js';
+
+/** A frame's source planes on the host covering the warp's source rows. */
+export interface Source {
+  srcY0: number;
+  srcRows: number;
+  planes: Float32Array[];
+}
+
+/** A raw read of a frame's rows for one band (prefetchable). */
+export interface RawRead {
+  readY0: number;
+  data: Float32Array;
+  srcY0: number;
+  srcRows: number;
+  /** The recycled row buffer the read went into (`data` is a view of it, or a fresh array). */
+  buffer: Float32Array;
+}
+
+/** Rows a band's slots hold (owned + halo) and, inside them, the owned ones. */
+export interface Work {
+  y0: number;
+  rows: number;
+  ownedY0: number;
+  ownedRows: number;
+}
+
+/** Where a band's frame slots live and how they are stacked. */
+export interface SlotStore {
+  putEmpty(f: StackFrame, w: Work): Promise<void>;
+  putFrame(f: StackFrame, w: Work, raw: RawRead, mosaic: Float32Array, timings: Timings): Promise<void>;
+  stackChannel(c: number, w: Work, totals: EngineTotals, timings: Timings): Promise<Float32Array>;
+  finish(totals: EngineTotals): Promise<void>;
+  dispose(): void;
+}
+
+/**
+ * Host buffers a frame's source goes through, allocated once (frames are processed one at a
+ * time, and every consumer has copied or used them before the next frame starts): the read rows
+ * (shared, so workers can read them) and the debayered planes.
+ */
+export class HostScratch {
+  readonly mosaic: Float32Array;
+  readonly planes: Float32Array[];
+
+  constructor(o: EngineOptions, shared: boolean) {
+    const alloc = (n: number) => (shared ? sharedFloat32(n) : new Float32Array(n));
+    this.mosaic = shared ? alloc(o.maxReadRows * o.frameWidth) : new Float32Array(0);
+    this.planes = o.channels === 3 ? Array.from({ length: 3 }, () => alloc(o.maxSourceRows * o.width)) : [];
+  }
+}
+
+/**
+ * Debayers (OSC) or slices (mono) the warp's source rows on the host. `workersRead`: pool
+ * workers will read the mono slice (a host warp); a device upload reads it on this thread, so
+ * it needs no shared copy (for a 2048-wide mono band that copy, plus the bounce copy that
+ * shared memory costs at upload, was ~0.4 GB of memcpy per 30 frames on the main thread).
+ */
+export async function hostSource(o: EngineOptions, f: StackFrame, raw: RawRead, data: Float32Array, timings: Timings, pool: WorkerPool | null, scratch: HostScratch, workersRead = true): Promise<Source> {
+  const W = o.width;
+  if (pool && !isShared(data) && (o.channels === 3 || workersRead)) {
+    // Workers need shared memory: one copy into the reused buffer (not a fresh allocation per frame).
+    const view = scratch.mosaic.subarray(0, data.length);
+    view.set(data);
+    data = view;
+  }
+  if (o.channels === 1) {
+    const from = (raw.srcY0 - raw.readY0) * W;
+    return { srcY0: raw.srcY0, srcRows: raw.srcRows, planes: [data.subarray(from, from + raw.srcRows * W)] };
+  }
+  const t = performance.now();
+  const n = raw.srcRows * W;
+  const out: DebayerPlanes = { r: scratch.planes[0]!.subarray(0, n), g: scratch.planes[1]!.subarray(0, n), b: scratch.planes[2]!.subarray(0, n) };
+  if (o.binning === 2) {
+    const args: SuperpixelArgs = { input: data, frameWidth: o.frameWidth, readY0: raw.readY0, phases: phaseChannels(f.pattern!), width: W, srcY0: raw.srcY0, ...out };
+    if (pool) await pool.run(SUPERPIXEL_ROWS, args, 0, raw.srcRows, { chunksPerWorker: 1 });
+    else superpixelRows(args, 0, raw.srcRows);
+    timings.debayer += performance.now() - t;
+    return { srcY0: raw.srcY0, srcRows: raw.srcRows, planes: [out.r, out.g, out.b] };
+  }
+  const params = { width: W, height: o.height, pattern: f.pattern!, y0: raw.srcY0, rows: raw.srcRows, readY0: raw.readY0 };
+  let planes: DebayerPlanes;
+  if (pool) {
+    // One chunk per worker: a band's rows are too few to pay for finer scheduling (the
+    // library's parallel form splits finer, for whole images).
+    await pool.run(DEBAYER_ROWS, { ...resolveDebayer(params, data.length), input: data, ...out }, 0, raw.srcRows, { chunksPerWorker: 1, align: 2 });
+    planes = out;
+  } else planes = debayerBilinear(data, params, out);
+  timings.debayer += performance.now() - t;
+  return { srcY0: raw.srcY0, srcRows: raw.srcRows, planes: [planes.r, planes.g, planes.b] };
+}
+
+export function warpParams(o: EngineOptions, f: StackFrame, w: Work, src: { srcY0: number; srcRows: number }): WarpParams {
+  return { affine: f.toFrame, width: o.width, y0: w.y0, rows: w.rows, srcWidth: o.width, srcHeight: o.height, srcY0: src.srcY0, srcRows: src.srcRows };
+}
+
+/** Warps host source planes on the host (worker rows or inline) into host slot arrays. */
+export async function warpOnHost(o: EngineOptions, f: StackFrame, w: Work, src: Source, bands: Float32Array[], slot: number, pool: WorkerPool | null): Promise<void> {
+  const args: WarpRowsArgs = {
+    kernel: o.kernel,
+    affine: f.toFrame,
+    width: o.width,
+    height: o.height,
+    bandY0: w.y0,
+    bandRows: w.rows,
+    sources: src.planes,
+    srcY0: src.srcY0,
+    srcRows: src.srcRows,
+    bands,
+    slot,
+  };
+  if (pool) await pool.run(WARP_ROWS, args, 0, w.rows, { minChunk: 8 });
+  else warpRows(args, 0, w.rows);
+}
+
+/**
+ * Host bytes of one chunk of the host pre-mask beside a device stack (see DeviceStore): a
+ * chunk's rows of every frame, with the growth halo. Half a readback chunk: measured on the
+ * 30 × 2048 × 1536 bench, 8 MiB chunks peak ~17 MiB lower than 16 MiB ones at the same CPU
+ * time (the 4 GROW halo rows per chunk are ~12 % more flag work on ~30 owned rows).
+ */
+export const PREMASK_CHUNK_BYTES = Math.min(8 << 20, READBACK_CHUNK_BYTES);
+
+/** Owned rows per chunk of the host pre-mask beside a device stack (PREMASK_CHUNK_BYTES). */
+export const premaskChunkRows = (frames: number, width: number): number => Math.max(8, Math.floor(PREMASK_CHUNK_BYTES / (4 * frames * width)) - 2 * PREMASK_GROW);
+
+/** Slot indices the host pre-mask may hand to the device per band and channel (see DeviceStore). */
+export const nanIndexCapacity = (frames: number, ownedRows: number, width: number): number => Math.max(1024, Math.ceil((frames * ownedRows * width) / 32));
+
+export const sharedU32 = (n: number, shared: boolean) => (shared ? new Uint32Array(new SharedArrayBuffer(4 * n)) : new Uint32Array(n));
+export const sharedU64 = (n: number, shared: boolean) => (shared ? new BigUint64Array(new SharedArrayBuffer(8 * n)) : new BigUint64Array(n));
+export const sharedU8 = (n: number, shared: boolean) => (shared ? new Uint8Array(new SharedArrayBuffer(n)) : new Uint8Array(n));
+
+/**
+ * Host part of the pre-mask for one channel's work band (`band`, frames × work rows × width,
+ * host memory): seeds and growth per frame, the keep rule and NaN per owned pixel, then the
+ * owned rows compacted to the front. Returns the compact view (frames × owned rows × width).
+ * With `nan`, the masked samples' band indices go there (PremaskArgs.nanIndex) and the band is
+ * returned uncompacted (work rows).
+ */
+export async function premaskHost(
+  o: EngineOptions,
+  c: number,
+  w: Work,
+  band: Float32Array,
+  median: Float32Array,
+  mask: Uint8Array,
+  rejected: Uint32Array,
+  counts: BigUint64Array,
+  pool: WorkerPool | null,
+  nan: { index: Uint32Array; count: Uint32Array; of?: { plane: number; row0: number } } | null = null,
+): Promise<Float32Array> {
+  const N = o.frames.length;
+  const pm = o.premask!;
+  mask.fill(0, 0, N * w.rows * o.width);
+  const args: PremaskArgs = {
+    band: band.subarray(0, N * w.rows * o.width),
+    median: median.subarray(0, w.rows * o.width),
+    mask: mask.subarray(0, N * w.rows * o.width),
+    width: o.width,
+    rows: w.rows,
+    frames: N,
+    scale: o.frames.map((f) => f.scale[c]!),
+    offset: o.frames.map((f) => f.offset[c]!),
+    sigma: o.frames.map((f) => pm.sigma[f.slot]![c]!),
+    kLow: o.rejection.low,
+    kHigh: o.rejection.high,
+    level: pm.level[c]!,
+    minFraction: o.rejection.minFraction,
+    ownedY0: w.ownedY0,
+    ownedRows: w.ownedRows,
+    rejected,
+    counts,
+    // Only counts[1] (masked) is used: the valid count comes from the stack's tallies.
+    countValid: false,
+    ...(nan ? { nanIndex: nan.index, nanCount: nan.count } : {}),
+    ...(nan?.of ? { nanIndexOf: nan.of } : {}),
+  };
+  if (pool) {
+    await pool.run(PREMASK_FLAG, args, 0, N, { chunksPerWorker: 2, reused: true });
+    await pool.run(PREMASK_APPLY, args, w.ownedY0, w.ownedY0 + w.ownedRows, { minChunk: 8, reused: true });
+  } else {
+    premaskFlag(args, 0, N);
+    premaskApply(args, w.ownedY0, w.ownedY0 + w.ownedRows);
+  }
+  // With an index list the caller stacks the work band in place (no compaction needed).
+  return nan ? args.band : compactOwned(band, o.width, w.rows, N, w.ownedY0, w.ownedRows);
+}
+
+/** The stack's parameters for channel `c` of a band of `rows` rows: the rejection, and each frame's normalisation and weight. */
+export function stackParams(o: EngineOptions, c: number, rows: number, method: StackMethod) {
+  return {
+    width: o.width,
+    rows,
+    frames: o.frames.length,
+    ...o.rejection,
+    method,
+    scale: o.frames.map((f) => f.scale[c]!),
+    offset: o.frames.map((f) => f.offset[c]!),
+    weight: o.frames.map((f) => f.weight),
+  };
+}
+
+export function stackArgs(o: EngineOptions, c: number, band: Float32Array, rows: number, method: StackMethod, mean: Float32Array, rejected: Uint32Array, counts: BigUint64Array): StackRowsArgs {
+  return { band, ...stackParams(o, c, rows, method), mean, rejected, counts };
+}

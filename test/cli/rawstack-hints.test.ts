@@ -1,0 +1,50 @@
+// What a first-time user meets on the command line: `--help` after any command prints the usage
+// (exit 0, not an unknown-option error), and a folder of .fit files under the default `*.fits`
+// pattern ends with the scan's explanation plus a hint naming the --pattern that takes them.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { copyFile, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { generateDataset } from '../../fixtures/generator/index.js';
+import { main } from '../../src/cli/main.js';
+import { runRawStackCli } from '../../src/cli/rawstack.js';
+import { withTempDir } from '../helpers/tmp.js';
+
+async function captured(stream: 'stdout' | 'stderr', f: () => Promise<number>): Promise<{ code: number; text: string }> {
+  const target = process[stream];
+  const write = target.write;
+  let text = '';
+  target.write = ((chunk: string | Uint8Array) => {
+    text += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString();
+    return true;
+  }) as typeof target.write;
+  try {
+    return { code: await f(), text };
+  } finally {
+    target.write = write;
+  }
+}
+
+test('--help after a command prints the usage and exits 0', async () => {
+  for (const argv of [['rawstack', '--help'], ['export', '-h'], ['inspect', 'x.fits', '--help']]) {
+    const { code, text } = await captured('stdout', () => main(argv));
+    assert.is(code, 0, argv.join(' '));
+    assert.match(text, /^usage: skystack <command> \[options\]/);
+    assert.match(text, /rawstack \[--config FILE\.json\|FILE\.yaml\]/);
+  }
+});
+
+test('*.fits on a folder of .fit lights: INPUT_SCAN explains, the CLI hints --pattern, exit 1', async () => {
+  await withTempDir('cli-hint', async (dir) => {
+    await generateDataset({ out: join(dir, 'data'), kind: 'mono', frames: 2, width: 64, height: 48, seed: 3, calibration: false, badFrames: 'none' });
+    const lights = join(dir, 'fit');
+    await mkdir(lights);
+    for (const n of ['light_00001', 'light_00002']) await copyFile(join(dir, 'data', 'lights', `${n}.fits`), join(lights, `${n}.fit`));
+    const { code, text } = await captured('stderr', () => runRawStackCli(['--lights', lights, '--runs-dir', join(dir, 'runs')]));
+    assert.is(code, 1);
+    assert.match(text, /INPUT_SCAN: error \(pattern_mismatch: .*no file matches "\*\.fits", but the folder holds 2 FITS files/);
+    assert.match(text, /\nhint: run again with --pattern '\*\.fit'\n/);
+  });
+});
+
+test.run();
