@@ -4,7 +4,11 @@
 // TypeScript reference are in src/cpu/warp.ts, the wrapper in src/gpu/kernels/warp.ts.
 // Bindings: 0 uniform Params; 1 read-only array<f32> source band (src_rows full-width rows from
 //           src_y0, row-major; must cover sourceRowsFor()); 2 read_write array<f32> output band
-//           (rows × width, row-major).
+//           (rows × width, row-major); 3 read-only array<vec2f> local-normalization table
+//           (LN = 1: (a, b) per node, this frame's from node ln_base; LN = 0: any buffer, unread).
+// LN = 1: each output value v is stored as a·v + b, a and b interpolated from the frame's node
+//         grid exactly as shaders/stack/ln_apply.wgsl does (src/cpu/ln-apply.ts), so local
+//         normalization costs no pass of its own over the band (NaN stays NaN).
 // Workgroup: WG x 1 x 1; grid x = ⌈width / (GROUP·WG)⌉, y = rows. Three shapes, chosen by the
 //            override GROUP (dead code is removed at pipeline creation: llvmpipe runs every
 //            branch of a shader under a lane mask, so a runtime fallback would cost always):
@@ -72,6 +76,14 @@ struct Params {
   src_y0: u32,                     // first source row held in `src`
   src_rows: u32,                   // source rows held in `src`
   flip: u32,                       // GROUP >= 4 only: 1 takes each group's pixels right to left
+  ln_nx: u32,                      // LN = 1: the node grid (node (i, j) at (ln_x0 + i·ln_dx, ln_y0 + j·ln_dy))
+  ln_ny: u32,
+  ln_base: u32,                    //         this frame's first node in ln_coef
+  ln_pad: u32,
+  ln_x0: f32,
+  ln_y0: f32,
+  ln_dx: f32,
+  ln_dy: f32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -80,6 +92,36 @@ struct Params {
 
 override WG: u32 = 256;
 override GROUP: u32 = 4;
+override LN: u32 = 0;
+
+@group(0) @binding(3) var<storage, read> ln_coef: array<vec2<f32>>;
+
+// Local normalization's node index and weight along one axis (ln_apply.wgsl's rule).
+fn ln_axis(p: f32, origin: f32, step: f32, n: u32) -> vec2<f32> {
+  if (n == 1u) {
+    return vec2<f32>(0.0, 0.0);
+  }
+  let f = clamp((p - origin) / step, -0.5, f32(n) - 0.5);
+  let i = clamp(floor(f), 0.0, f32(n - 2u));
+  return vec2<f32>(i, f - i);
+}
+
+// Stores output value v of pixel (x, y) at dst[i], locally normalised when LN = 1.
+fn put(i: u32, x: u32, y: u32, v: f32) {
+  if (LN == 0u) {
+    dst[i] = v;
+    return;
+  }
+  let ax = ln_axis(f32(x), params.ln_x0, params.ln_dx, params.ln_nx);
+  let ay = ln_axis(f32(y), params.ln_y0, params.ln_dy, params.ln_ny);
+  let i0 = u32(ax.x);
+  let j0 = u32(ay.x);
+  let i1 = min(i0 + 1u, params.ln_nx - 1u);
+  let j1 = min(j0 + 1u, params.ln_ny - 1u);
+  let b = params.ln_base;
+  let ab = mix(mix(ln_coef[b + j0 * params.ln_nx + i0], ln_coef[b + j0 * params.ln_nx + i1], ax.y), mix(ln_coef[b + j1 * params.ln_nx + i0], ln_coef[b + j1 * params.ln_nx + i1], ax.y), ay.y);
+  dst[i] = ab.x * v + ab.y;
+}
 
 // Quiet-NaN bits; a private variable because WGSL rejects NaN in constant expressions.
 var<private> NAN_BITS: u32 = 0x7fc00000u;
@@ -412,16 +454,16 @@ fn group4(xb: u32, y: u32) {
   let res = vec4f(resolve(acc.x, miss.x, lo.x, hi.x), resolve(acc.y, miss.y, lo.y, hi.y), resolve(acc.z, miss.z, lo.z, hi.z), resolve(acc.w, miss.w, lo.w, hi.w));
   let out = select(vec4f(nan()), res, inside);
   if (xs.x < params.width) {
-    dst[out_row + xs.x] = out.x;
+    put(out_row + xs.x, xs.x, y, out.x);
   }
   if (xs.y < params.width) {
-    dst[out_row + xs.y] = out.y;
+    put(out_row + xs.y, xs.y, y, out.y);
   }
   if (xs.z < params.width) {
-    dst[out_row + xs.z] = out.z;
+    put(out_row + xs.z, xs.z, y, out.z);
   }
   if (xs.w < params.width) {
-    dst[out_row + xs.w] = out.w;
+    put(out_row + xs.w, xs.w, y, out.w);
   }
 }
 
@@ -601,31 +643,31 @@ fn group8(xb: u32, y: u32) {
   let res0 = vec4f(resolve(acc0.x, miss0.x, lo0.x, hi0.x), resolve(acc0.y, miss0.y, lo0.y, hi0.y), resolve(acc0.z, miss0.z, lo0.z, hi0.z), resolve(acc0.w, miss0.w, lo0.w, hi0.w));
   let out0 = select(vec4f(nan()), res0, in0);
   if (xs0.x < params.width) {
-    dst[out_row + xs0.x] = out0.x;
+    put(out_row + xs0.x, xs0.x, y, out0.x);
   }
   if (xs0.y < params.width) {
-    dst[out_row + xs0.y] = out0.y;
+    put(out_row + xs0.y, xs0.y, y, out0.y);
   }
   if (xs0.z < params.width) {
-    dst[out_row + xs0.z] = out0.z;
+    put(out_row + xs0.z, xs0.z, y, out0.z);
   }
   if (xs0.w < params.width) {
-    dst[out_row + xs0.w] = out0.w;
+    put(out_row + xs0.w, xs0.w, y, out0.w);
   }
   let in1 = vec4<bool>(p4.inside, p5.inside, p6.inside, p7.inside) & vec4<bool>(fits);
   let res1 = vec4f(resolve(acc1.x, miss1.x, lo1.x, hi1.x), resolve(acc1.y, miss1.y, lo1.y, hi1.y), resolve(acc1.z, miss1.z, lo1.z, hi1.z), resolve(acc1.w, miss1.w, lo1.w, hi1.w));
   let out1 = select(vec4f(nan()), res1, in1);
   if (xs1.x < params.width) {
-    dst[out_row + xs1.x] = out1.x;
+    put(out_row + xs1.x, xs1.x, y, out1.x);
   }
   if (xs1.y < params.width) {
-    dst[out_row + xs1.y] = out1.y;
+    put(out_row + xs1.y, xs1.y, y, out1.y);
   }
   if (xs1.z < params.width) {
-    dst[out_row + xs1.z] = out1.z;
+    put(out_row + xs1.z, xs1.z, y, out1.z);
   }
   if (xs1.w < params.width) {
-    dst[out_row + xs1.w] = out1.w;
+    put(out_row + xs1.w, xs1.w, y, out1.w);
   }
 }
 
@@ -649,7 +691,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   } else {
     let x = gid.x;
     if (x < params.width) {
-      dst[row * params.width + x] = single(x, y);
+      put(row * params.width + x, x, y, single(x, y));
     }
   }
 }

@@ -102,9 +102,10 @@ export function binPlane(plane: Float32Array, width: number, height: number, fac
  * of the result takes `src` bilinearly at toFrame(centre of (I, J)), where `toFrame` maps
  * full-resolution reference pixels to frame pixels; NaN outside `src` or next to a NaN. The
  * result has the binning and size of a reference of `width` × `height` full-resolution pixels.
- * For smooth surfaces (backgrounds) only: stars are blurred by the bilinear step.
+ * For smooth surfaces (backgrounds) only: stars are blurred by the bilinear step. `nearest`:
+ * the nearest block instead (displaced by up to half a block, noise left uncorrelated).
  */
-export function warpBinned(src: BinnedPlane, toFrame: Readonly<Affine>, width: number, height: number): BinnedPlane {
+export function warpBinned(src: BinnedPlane, toFrame: Readonly<Affine>, width: number, height: number, options: { nearest?: boolean } = {}): BinnedPlane {
   const D = src.factor;
   const BW = Math.ceil(width / D);
   const BH = Math.ceil(height / D);
@@ -119,7 +120,14 @@ export function warpBinned(src: BinnedPlane, toFrame: Readonly<Affine>, width: n
       const tx = bx - i0;
       const ty = by - j0;
       let v = NaN;
-      if (bx >= -0.5 && by >= -0.5 && bx <= src.width - 0.5 && by <= src.height - 0.5) {
+      if (options.nearest) {
+        // Nearest block: no interpolation, so the noise stays uncorrelated between binned pixels
+        // (a bilinear step correlates neighbours, and a noise estimate from neighbour
+        // differences then reads ~2× low).
+        const i = Math.round(bx);
+        const j = Math.round(by);
+        if (i >= 0 && j >= 0 && i < src.width && j < src.height) v = src.data[j * src.width + i]!;
+      } else if (bx >= -0.5 && by >= -0.5 && bx <= src.width - 0.5 && by <= src.height - 0.5) {
         // Clamp at the outer half block so the plane's own border blocks are used up to its edge.
         const ia = Math.max(0, i0);
         const ib = Math.min(src.width - 1, i0 + 1);

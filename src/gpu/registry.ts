@@ -28,7 +28,7 @@ export const KERNELS = {
   debayer_mhc: { shader: 'debayer/mhc.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage', 'storage'] },
   // warp: affine resampling
   warp_bilinear: { shader: 'warp/bilinear.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
-  warp_lanczos3: { shader: 'warp/lanczos3.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  warp_lanczos3: { shader: 'warp/lanczos3.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'read-only-storage'] },
   // stack: per-pixel normalisation, rejection and weighted mean over N frames
   stack: { shader: 'stack/stack.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage', 'storage'] },
   // stack: local normalization of a band in place (per-frame node grids, before rejection)

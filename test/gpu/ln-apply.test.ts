@@ -12,6 +12,8 @@ import * as assert from 'uvu/assert';
 import type { GridGeometry } from '../../src/algorithms/local-normalization.js';
 import { lnApply, type LnApplyParams } from '../../src/cpu/ln-apply.js';
 import { lnApplyGpu } from '../../src/gpu/kernels/ln-apply.js';
+import { warpLanczos3Resident, type WarpGpuOptions } from '../../src/gpu/kernels/warp.js';
+import { sourceRowsFor, type WarpParams } from '../../src/cpu/warp.js';
 import { gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom } from '../helpers/tmp.js';
 
@@ -92,6 +94,63 @@ gpuTest('GPU ln_apply equals the reference (NaN kept, rows outside the band unto
   assert.ok((ctx.dispatches.get('ln_apply') ?? 0) >= before + CASES.length, 'the WGSL kernel ran');
   assert.equal(ctx.uncapturedErrors, []);
   console.log(`  [ln_apply] worst relative difference ${worst.toExponential(2)} of |a·v| + |b|`);
+});
+
+/** A device Lanczos warp of `src` (whole plane) into a band, read back. */
+async function deviceWarp(src: Float32Array, params: WarpParams, options: WarpGpuOptions): Promise<Float32Array> {
+  const ctx = gpu.ctx!;
+  const input = ctx.upload(src.subarray(params.srcY0 * params.srcWidth, (params.srcY0 + params.srcRows) * params.srcWidth));
+  const out = ctx.storage(params.rows * params.width * 4, 'warped');
+  try {
+    await warpLanczos3Resident(ctx, input, out, params, undefined, options);
+    return await ctx.readFloat32(out, params.rows * params.width);
+  } finally {
+    ctx.pool.release(input);
+    ctx.pool.release(out);
+  }
+}
+
+gpuTest('GPU Lanczos warp with local normalization fused into its store equals the warp followed by lnApply (every group shape, a frame deep in the table)', async () => {
+  const ctx = gpu.ctx!;
+  const W = 203;
+  const H = 90;
+  const rnd = seededRandom(9);
+  const src = new Float32Array(W * H);
+  for (let i = 0; i < src.length; i++) src[i] = rnd() < 0.02 ? NaN : 900 + 300 * rnd();
+  const { p } = setup({ width: W, rows: 1, frames: 4, y0: 0, srcRows: 1, srcRow0: 0, nx: 7, ny: 3, height: H, seed: 5 });
+  const table = ctx.upload(p.coefficients);
+  const nodes = p.grid.nx * p.grid.ny;
+  let worst = 0;
+  try {
+    // A shift (groups of 8), a small rotation (groups of 4 or 8) and a larger one (single pixels).
+    for (const [k, affine] of [[1, 0, 1.3, 0, 1, -2.6], [0.9995, -0.03, 2.2, 0.03, 0.9995, 1.1], [0.94, -0.34, 20, 0.34, 0.94, -15]].entries()) {
+      const y0 = 17;
+      const rows = 29;
+      const need = sourceRowsFor(affine, y0, rows, W, H, 'lanczos3');
+      const params: WarpParams = { affine, width: W, y0, rows, srcWidth: W, srcHeight: H, srcY0: need.y0, srcRows: need.rows };
+      const frame = 2 + (k % 2);
+      const plain = await deviceWarp(src, params, {});
+      const fused = await deviceWarp(src, params, { ln: { table, grid: p.grid, base: frame * nodes } });
+      const want = plain.slice();
+      lnApply(want, { width: W, rows, frames: 1, y0, grid: p.grid, coefficients: p.coefficients.subarray(frame * nodes * 2, (frame + 1) * nodes * 2) });
+      let changed = 0;
+      for (let i = 0; i < want.length; i++) {
+        if (Number.isNaN(want[i]!)) {
+          assert.ok(Number.isNaN(fused[i]!), `transform ${k}: NaN must stay NaN at ${i}`);
+          continue;
+        }
+        const err = Math.abs(fused[i]! - want[i]!) / (1.1 * Math.abs(plain[i]!) + 60);
+        worst = Math.max(worst, err);
+        assert.ok(err <= 2e-6, `transform ${k} at ${i}: fused ${fused[i]} vs warp + lnApply ${want[i]}`);
+        if (Math.abs(want[i]! - plain[i]!) > 1) changed++;
+      }
+      assert.ok(changed > want.length / 2, 'the normalisation changed the samples');
+    }
+  } finally {
+    ctx.pool.release(table);
+  }
+  assert.equal(ctx.uncapturedErrors, []);
+  console.log(`  [warp_lanczos3 + LN] worst relative difference ${worst.toExponential(2)}`);
 });
 
 gpuTest('GPU ln_apply rejects bad arguments', async () => {
