@@ -114,11 +114,20 @@ export function frameNorm(o: EngineOptions, f: StackFrame, c: number): [number, 
   return o.ln ? [1, 0] : [f.scale[c]!, f.offset[c]!];
 }
 
-/** Frame f's local-normalization nodes per channel (copies: a pool posts them to its workers). */
-export function lnOf(o: EngineOptions, f: StackFrame): WarpRowsArgs['ln'] {
+/** Frame f's local-normalization nodes per channel (small copies; in shared memory when a pool's workers read them). */
+export function lnOf(o: EngineOptions, f: StackFrame, shared = false): WarpRowsArgs['ln'] {
   if (!o.ln) return null;
   const n = 2 * o.ln.nodes;
-  return { grid: o.ln.grid, coefficients: o.ln.coefficients.map((t) => t.slice(f.slot * n, (f.slot + 1) * n)) };
+  return {
+    grid: o.ln.grid,
+    coefficients: o.ln.coefficients.map((t) => {
+      const part = t.subarray(f.slot * n, (f.slot + 1) * n);
+      if (!shared) return part.slice();
+      const out = sharedFloat32(n);
+      out.set(part);
+      return out;
+    }),
+  };
 }
 
 /** The reference's sky of channel c on image rows [y0, y0 + rows) into `out` (rows × width). */
@@ -144,7 +153,7 @@ export async function warpOnHost(o: EngineOptions, f: StackFrame, w: Work, src: 
     srcRows: src.srcRows,
     bands,
     slot,
-    ln: lnOf(o, f),
+    ln: lnOf(o, f, pool !== null),
   };
   if (pool) await pool.run(WARP_ROWS, args, 0, w.rows, { minChunk: 8 });
   else warpRows(args, 0, w.rows);
