@@ -4,11 +4,13 @@
 // TypeScript reference are in src/cpu/warp.ts, the wrapper in src/gpu/kernels/warp.ts.
 // Bindings: 0 uniform Params; 1 read-only array<f32> source band (src_rows full-width rows from
 //           src_y0, row-major; must cover sourceRowsFor()); 2 read_write array<f32> output band
-//           (rows × width, row-major); 3 read-only array<vec2f> local-normalization table
-//           (LN = 1: (a, b) per node, this frame's from node ln_base; LN = 0: any buffer, unread).
-// LN = 1: each output value v is stored as a·v + b, a and b interpolated from the frame's node
-//         grid exactly as shaders/stack/ln_apply.wgsl does (src/cpu/ln-apply.ts), so local
-//         normalization costs no pass of its own over the band (NaN stays NaN).
+//           (rows × width, row-major); 3 read-only array<vec2f> local-normalization row table
+//           (LN = 1: the frame's node grid already interpolated to each output row,
+//           ln_rows × ln_nx (a, b), row 0 = image row ln_row0: src/cpu/ln-apply.ts lnRowTable;
+//           LN = 0: any buffer, unread).
+// LN = 1: each output value v is stored as a·v + b, a and b interpolated between the row's
+//         nodes by ln_apply.wgsl's rule (src/cpu/ln-apply.ts), so local normalization costs no
+//         pass of its own over the band (NaN stays NaN).
 // Workgroup: WG x 1 x 1; grid x = ⌈width / (GROUP·WG)⌉, y = rows. Three shapes, chosen by the
 //            override GROUP (dead code is removed at pipeline creation: llvmpipe runs every
 //            branch of a shader under a lane mask, so a runtime fallback would cost always):
@@ -76,14 +78,14 @@ struct Params {
   src_y0: u32,                     // first source row held in `src`
   src_rows: u32,                   // source rows held in `src`
   flip: u32,                       // GROUP >= 4 only: 1 takes each group's pixels right to left
-  ln_nx: u32,                      // LN = 1: the node grid (node (i, j) at (ln_x0 + i·ln_dx, ln_y0 + j·ln_dy))
-  ln_ny: u32,
-  ln_base: u32,                    //         this frame's first node in ln_coef
-  ln_pad: u32,
+  ln_nx: u32,                      // LN = 1: nodes per row (node i at x = ln_x0 + i·ln_dx)
+  ln_rows: u32,                    //         rows of the row table, from image row ln_row0
+  ln_row0: u32,
+  ln_pad0: u32,
   ln_x0: f32,
-  ln_y0: f32,
   ln_dx: f32,
-  ln_dy: f32,
+  ln_pad1: f32,
+  ln_pad2: f32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -106,16 +108,13 @@ fn ln_axis(p: f32, origin: f32, step: f32, n: u32) -> vec2<f32> {
   return vec2<f32>(i, f - i);
 }
 
-// (a, b) of the local normalization at pixel (x, y).
+// (a, b) of the local normalization at pixel (x, y): the row's two nodes around x, mixed.
 fn ln_at(x: u32, y: u32) -> vec2<f32> {
   let ax = ln_axis(f32(x), params.ln_x0, params.ln_dx, params.ln_nx);
-  let ay = ln_axis(f32(y), params.ln_y0, params.ln_dy, params.ln_ny);
   let i0 = u32(ax.x);
-  let j0 = u32(ay.x);
   let i1 = min(i0 + 1u, params.ln_nx - 1u);
-  let j1 = min(j0 + 1u, params.ln_ny - 1u);
-  let b = params.ln_base;
-  return mix(mix(ln_coef[b + j0 * params.ln_nx + i0], ln_coef[b + j0 * params.ln_nx + i1], ax.y), mix(ln_coef[b + j1 * params.ln_nx + i0], ln_coef[b + j1 * params.ln_nx + i1], ax.y), ay.y);
+  let r = min(y - params.ln_row0, params.ln_rows - 1u) * params.ln_nx;
+  return mix(ln_coef[r + i0], ln_coef[r + i1], ax.y);
 }
 
 // Stores output value v of pixel (x, y) at dst[i], locally normalised when LN = 1.

@@ -117,3 +117,24 @@ export function lnApply(band: Float32Array, p: LnApplyParams): void {
     }
   }
 }
+
+/**
+ * One frame's model interpolated in y to each of rows [y0, y0 + rows): rows × nx (a, b), what the
+ * Lanczos warp's fused store reads (shaders/warp/lanczos3.wgsl, LN = 1); a pixel's (a, b) is then
+ * the mix of its row's two nodes around x by the axis rule above, which is lnApply's bilinear
+ * value (the y step done first, in f64 here, rounded to f32 once).
+ */
+export function lnRowTable(grid: GridGeometry, frameCoefficients: ArrayLike<number>, y0: number, rows: number, out?: Float32Array): Float32Array {
+  const nx = grid.nx;
+  const table = out ? out.subarray(0, rows * nx * 2) : new Float32Array(rows * nx * 2);
+  const gy0 = f32(grid.y0);
+  const dy = f32(grid.dy);
+  for (let r = 0; r < rows; r++) {
+    const [j, ty] = axis(y0 + r, gy0, dy, grid.ny);
+    const j1 = Math.min(j + 1, grid.ny - 1);
+    for (let i = 0; i < nx; i++) {
+      for (let k = 0; k < 2; k++) table[(r * nx + i) * 2 + k] = (1 - ty) * frameCoefficients[(j * nx + i) * 2 + k]! + ty * frameCoefficients[(j1 * nx + i) * 2 + k]!;
+    }
+  }
+  return table;
+}

@@ -126,6 +126,11 @@ test('OSC superpixel: half-size RGB of whole Bayer cells, colours and positions 
   assert.ok(img.header.commentary('HISTORY').join(' ').includes('debayer superpixel RGGB'));
   assert.equal(sp.diagnostics!.output_size, { width: 224, height: 168, binning: 2 });
   assert.is(sp.diagnostics!.parameters.debayer, 'superpixel');
+  // Local normalization on the cell grid: the mosaic binned by twice the output factor, each
+  // channel fitted on most of its cells.
+  const ln = sp.diagnostics!.local_normalization;
+  assert.equal([ln.grid.width, ln.grid.height, ln.bin_factor % 2], [224, 168, 0]);
+  for (const f of ln.frames) for (const n of ['R', 'G', 'B']) assert.ok(f.channels[n].fit.ok && f.channels[n].fit.cells_measured >= f.channels[n].fit.cells / 2, `frame ${f.index} ${n}: ${JSON.stringify(f.channels[n].fit)}`);
   // Truth positions on the cell grid: pixel p lies at cell (p − 0.5) / 2.
   const cells = { ...ds.truth, stars: ds.truth.stars.map((s) => ({ ...s, x: (s.x - 0.5) / 2, y: (s.y - 0.5) / 2 })) };
   const pos = checkPositions(cells, luminance(img), img.width, img.height, 30, 16);

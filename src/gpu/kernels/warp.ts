@@ -69,7 +69,6 @@ function words(v: number): UniformField[] {
 
 function uniformBlock(params: WarpParams, flip: boolean, ln: WarpLn | null = null): Uint8Array {
   const { disp, clamp, minWeight } = resolveWarpParams(params);
-  const g = ln?.grid;
   return packUniform([
     ...disp.q.flatMap(words),
     ['f32', minWeight],
@@ -83,26 +82,28 @@ function uniformBlock(params: WarpParams, flip: boolean, ln: WarpLn | null = nul
     ['u32', params.srcRows],
     ['u32', flip ? 1 : 0],
     // Lanczos' local-normalization fields (the bilinear struct ends before them).
-    ['u32', g?.nx ?? 1],
-    ['u32', g?.ny ?? 1],
-    ['u32', ln?.base ?? 0],
+    ['u32', ln?.grid.nx ?? 1],
+    ['u32', ln?.rows ?? 1],
+    ['u32', ln?.row0 ?? 0],
     ['u32', 0],
-    ['f32', g?.x0 ?? 0],
-    ['f32', g?.y0 ?? 0],
-    ['f32', g?.dx ?? 1],
-    ['f32', g?.dy ?? 1],
+    ['f32', ln?.grid.x0 ?? 0],
+    ['f32', ln?.grid.dx ?? 1],
+    ['f32', 0],
+    ['f32', 0],
   ]);
 }
 
 /**
  * Local normalization fused into the Lanczos warp's store (shaders/warp/lanczos3.wgsl, LN = 1):
- * `table` holds (a, b) per node for every frame (src/cpu/ln-apply.ts packLnCoefficients), this
- * frame's nodes from node `base`; same result as the warp followed by lnApply of the band.
+ * `table` holds the frame's model interpolated to image rows [row0, row0 + rows)
+ * (src/cpu/ln-apply.ts lnRowTable), which must cover the output band; same result as the warp
+ * followed by lnApply of the band.
  */
 export interface WarpLn {
   table: GPUBuffer;
   grid: GridGeometry;
-  base: number;
+  row0: number;
+  rows: number;
 }
 
 export interface WarpGpuOptions {
@@ -153,8 +154,7 @@ async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer,
   if (options.ln && kernel !== 'lanczos3') throw new GpuError('BAD_ARGUMENT', `${id}: local normalization is fused into the Lanczos warp only`);
   const ln = options.ln ?? null;
   if (ln) {
-    const nodes = ln.grid.nx * ln.grid.ny;
-    if (!(Number.isInteger(ln.base) && ln.base >= 0 && (ln.base + nodes) * 8 <= ln.table.size)) throw new GpuError('BAD_ARGUMENT', `${id}: local-normalization table of ${ln.table.size} bytes has no ${nodes} nodes from node ${ln.base}`);
+    if (!(ln.row0 <= params.y0 && ln.row0 + ln.rows >= params.y0 + params.rows && ln.rows * ln.grid.nx * 8 <= ln.table.size)) throw new GpuError('BAD_ARGUMENT', `${id}: local-normalization row table (rows ${ln.row0}..${ln.row0 + ln.rows}, ${ln.table.size} bytes) does not cover output rows ${params.y0}..${params.y0 + params.rows}`);
     if (ln.grid.width !== params.width) throw new GpuError('BAD_ARGUMENT', `${id}: local-normalization grid of width ${ln.grid.width} for an output of width ${params.width}`);
   }
   const uniform = ctx.uniform(uniformBlock(params, flip, ln));

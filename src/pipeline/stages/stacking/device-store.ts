@@ -16,7 +16,8 @@ import { lnApplyResident } from '../../../gpu/kernels/ln-apply.js';
 import { packRejectFrames, rejectNoiseResident } from '../../../gpu/kernels/reject-noise.js';
 import { premaskMaskBytes, premaskResident, scatterNanResident } from '../../../gpu/kernels/premask.js';
 import { stackResident, type SrcLayout } from '../../../gpu/kernels/stack.js';
-import { warpBilinearResident, warpLanczos3Resident } from '../../../gpu/kernels/warp.js';
+import { warpBilinearResident, warpLanczos3Resident, type WarpLn } from '../../../gpu/kernels/warp.js';
+import { lnRowTable } from '../../../cpu/ln-apply.js';
 import { ALPHA as PREMASK_ALPHA, GROW as PREMASK_GROW } from '../../../cpu/premask.js';
 import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
@@ -69,6 +70,9 @@ export class DeviceStore implements SlotStore {
   private readonly hostCount: Uint32Array;
   /** Per channel: the local-normalization coefficient table (device warp only; else the host warp applies it). */
   private readonly lnTables: GPUBuffer[];
+  /** Per channel: the current frame's local-normalization row table (Lanczos warp), and its host staging. */
+  private readonly lnRows: GPUBuffer[];
+  private readonly lnRowHost: Float32Array;
   /** Noise model: per channel the reject_noise frame table; the centre and sky of the owned rows; host sky rows. */
   private readonly rejectFrames: GPUBuffer[];
   private readonly centre: GPUBuffer | null;
@@ -125,7 +129,12 @@ export class DeviceStore implements SlotStore {
       ctx.write(b, data);
       return b;
     };
-    this.lnTables = o.ln && o.gpu.warp ? o.ln.coefficients.map((t, c) => upload(t, `ln coefficients ${c}`)) : [];
+    // Local normalization after a device warp: per channel the whole coefficient table (bilinear:
+    // a pass of its own), or a row table rewritten per frame (Lanczos: fused into its store).
+    const lnDevice = o.ln !== null && o.gpu.warp !== null;
+    this.lnTables = lnDevice && o.kernel !== 'lanczos3' ? o.ln!.coefficients.map((t, c) => upload(t, `ln coefficients ${c}`)) : [];
+    this.lnRows = lnDevice && o.kernel === 'lanczos3' ? Array.from({ length: C }, (_, c) => take(o.maxWorkRows * o.ln!.grid.nx * 8, `ln rows ${c}`)) : [];
+    this.lnRowHost = new Float32Array(this.lnRows.length > 0 ? o.maxWorkRows * o.ln!.grid.nx * 2 : 0);
     const nm = o.noiseModel !== null;
     this.rejectFrames = nm ? Array.from({ length: C }, (_, c) => upload(packRejectFrames({ ...stackParams(o, c, 1, 'sigma'), method: 'sigma', ...noiseParams(o, c) }), `reject frames ${c}`)) : [];
     this.centre = nm ? take(o.maxOwnedRows * W * 4, 'reject centre') : null;
@@ -194,8 +203,15 @@ export class DeviceStore implements SlotStore {
     const direct = offset % ctx.limits.minStorageBufferOffsetAlignment === 0;
     for (let c = 0; c < o.channels; c++) {
       const out = direct ? { buffer: this.slots[c]!, offset, size: plane * 4 } : this.warpOut;
-      // Lanczos stores a·v + b straight away (local normalization fused into the warp).
-      const ln = this.lnTables.length > 0 ? { table: this.lnTables[c]!, grid: o.ln!.grid, base: f.slot * o.ln!.nodes } : null;
+      // Lanczos stores a·v + b straight away (local normalization fused into the warp), reading
+      // the frame's model interpolated to the band's rows (a small table per frame and channel).
+      let ln: WarpLn | null = null;
+      if (this.lnRows.length > 0) {
+        const n = 2 * o.ln!.nodes;
+        const rowsTable = lnRowTable(o.ln!.grid, o.ln!.coefficients[c]!.subarray(f.slot * n, (f.slot + 1) * n), w.y0, w.rows, this.lnRowHost);
+        ctx.write(this.lnRows[c]!, rowsTable);
+        ln = { table: this.lnRows[c]!, grid: o.ln!.grid, row0: w.y0, rows: w.rows };
+      }
       if (o.kernel === 'lanczos3') await warpLanczos3Resident(ctx, planes[c]!, out, params, encoder, { ln });
       else await warpBilinearResident(ctx, planes[c]!, out, params, encoder);
       if (!direct) encoder.copyBufferToBuffer(this.warpOut, 0, this.slots[c]!, offset, plane * 4);
@@ -393,7 +409,7 @@ export class DeviceStore implements SlotStore {
     // buffer's owned rows (device pre-mask).
     let src = this.slots[c]!;
     let layout: SrcLayout = { rows: w.rows, row0: w.ownedY0 };
-    if (this.lnTables.length > 0 && o.kernel !== 'lanczos3') {
+    if (this.lnTables.length > 0) {
       // Local normalization after a device bilinear warp: one in-place pass over the channel's
       // slots (the Lanczos warp applies it as it stores each sample).
       const t0 = performance.now();
