@@ -247,7 +247,10 @@ export const CELL_SAMPLES = 96;
 
 function cellMedians(p: BinnedPlane, c: Cells, g: GridGeometry, ok: Uint8Array, min: number, surface: number[] | null = null): number[] {
   const values: number[] = [];
-  const buf = new Float64Array(p.width * p.height);
+  // Scratch for the largest cell (not the whole plane: the fit calls this a dozen times).
+  let cellMax = 0;
+  for (let cj = 0; cj < c.ncy; cj++) for (let ci = 0; ci < c.ncx; ci++) cellMax = Math.max(cellMax, (c.xs[ci + 1]! - c.xs[ci]!) * (c.ys[cj + 1]! - c.ys[cj]!));
+  const buf = new Float64Array(cellMax);
   const s = surface ? surfaceAtBinned(p, g, surface) : null;
   const d = p.data;
   for (let cj = 0; cj < c.ncy; cj++) {
