@@ -466,16 +466,18 @@ function surfaceAtBinned(p: BinnedPlane, g: GridGeometry, values: number[]): Flo
  * second with both measured outside the first mask (in a crowded field the first round's noise
  * is inflated by stars and its medians by their wings). Returns the second round's noise.
  */
-function starMask(p: BinnedPlane, c: Cells, g: GridGeometry, o: Required<LnFitOptions>, min: number, into: Uint8Array): { sigma: number; seeds: Uint8Array } {
+function starMask(p: BinnedPlane, c: Cells, g: GridGeometry, o: Required<LnFitOptions>, min: number, into: Uint8Array, initial: Uint8Array | null = null): { sigma: number; seeds: Uint8Array } {
   const W = p.width;
   const H = p.height;
-  let mask: Uint8Array | null = null;
-  let sigma = binnedNoise(p);
+  // With `initial` (the reference's mask: the same stars, registered) the first round is skipped:
+  // the medians and the noise are measured outside it straight away.
+  let mask: Uint8Array | null = initial;
+  let sigma = initial ? NaN : binnedNoise(p);
   let seeds = new Uint8Array(W * H);
-  for (let round = 0; round < 2; round++) {
+  for (let round = initial ? 1 : 0; round < 2; round++) {
     const m = mask;
     const bg = backgroundNodes(p, c, g, (i) => !m || !m[i], min);
-    if (!bg) return { sigma, seeds };
+    if (!bg) return { sigma: sigma === sigma ? sigma : binnedNoise(p), seeds };
     const level = bg.values;
     if (m) sigma = binnedNoise(p, m);
     const surface = surfaceAtBinned(p, g, level);
@@ -785,7 +787,8 @@ export function fitLocalNormalization(ref: BinnedPlane, frame: BinnedPlane, opti
     refMask = prepared;
   } else refMask = starMask(ref, c, grid, o, min, mask);
   const noiseRef = refMask.sigma;
-  const frameMask = starMask(frame, c, grid, o, min, mask);
+  // Against a prepared reference the frame's mask starts from the reference's (one round, not two).
+  const frameMask = starMask(frame, c, grid, o, min, mask, prepared && refMask === prepared ? prepared.mask : null);
   const noiseFrame = frameMask.sigma;
   const both = (i: number) => ref.data[i]! === ref.data[i]! && frame.data[i]! === frame.data[i]!;
   let valid = 0;
