@@ -25,6 +25,7 @@ import {
   fitLocalNormalization,
   fitReferenceBackground,
   lnBinFactor,
+  LN_DEFAULTS,
   prepareReference,
   type GridGeometry,
   type GridSurface,
@@ -138,7 +139,9 @@ export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup>
   const ref = await binFrame(o, refFrame, D, buffer);
   readBin += performance.now() - t;
   t = performance.now();
-  const options = { cells: o.cells, scale: o.scale };
+  // The star mask's growth is in the plane's pixels: superpixel cells are two frame pixels, so
+  // half the default keeps the same reach on the sky.
+  const options = { cells: o.cells, scale: o.scale, ...(o.binning === 2 ? { maskGrowPx: LN_DEFAULTS.maskGrowPx / 2 } : {}) };
   const background = ref.map((p) => fitReferenceBackground(p, options));
   const prepared = o.fit ? ref.map((p) => prepareReference(p, options)) : [];
   fitMs += performance.now() - t;
