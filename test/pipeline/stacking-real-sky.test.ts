@@ -9,7 +9,8 @@
 //   (c) every satellite trail removed: residual against the stack without that frame < 0.5 σ
 //       (99th percentile) and no line (|mean| < 0.1 σ at every distance), away from stars and
 //       the edges (trailView).
-// The seed's behaviour (global normalization only, sample-σ bounds) is run too and its figures
+// Winsor with the noise model is held to (a) and (b) too. The seed's behaviour (global
+// normalization only, sample-σ bounds) is run as well and its figures
 // printed, and it must do worse on (a) or (b) in some region: the data really has the problems
 // the defaults fix.
 
@@ -160,6 +161,21 @@ test('real sky: (c) every satellite trail removed (residual < 0.5 σ against the
     for (const [k, mean] of t.meanByOffset) assert.ok(Math.abs(mean) < 0.1, `frame ${sat.index}: mean residual ${mean.toFixed(3)} σ at ${k} px from the trail`);
     assert.ok(t.p99 < 0.5, `frame ${sat.index}: 99th percentile |residual| ${t.p99.toFixed(3)} σ`);
   }
+});
+
+test('real sky: winsor with the noise model keeps the same promises (noise, FWHM) and rejects the satellite frames\' trails', async () => {
+  const w = await runStack(ds, runsDir(), config(lights(), { rejection: { method: 'winsor' } }), { truth: { exclude: () => null } });
+  assert.is(w.result.status, 'ok');
+  assert.is(w.diagnostics!.parameters.rejection.bounds, 'noise_model');
+  const noise = ratio(noiseByRegion(plane(w.image!, 0)), noiseByRegion(plane(runs.none!.image!, 0)));
+  const stars = starsInStack();
+  const fwhm = ratio(fwhmByRegion(plane(w.image!, 0), stars), fwhmByRegion(plane(runs.none!.image!, 0), stars));
+  console.log(`  winsor: background noise ${pct(noise)}; FWHM ${pct(fwhm)}`);
+  for (const [k, v] of noise.entries()) assert.ok(v <= 0.02, `region ${k}: noise ${pct([v])}`);
+  for (const [k, v] of fwhm.entries()) assert.ok(Math.abs(v) <= 0.02, `region ${k}: FWHM ${pct([v])}`);
+  const high = (i: number) => w.diagnostics!.frames.find((f: { index: number }) => f.index === i).rejected[0].high as number;
+  const typical = robust(ds.truth.frames.filter((f) => !f.satellite).map((f) => high(f.index))).median;
+  for (const sat of ds.truth.frames.filter((f) => f.satellite)) assert.ok(high(sat.index) > typical + 200, `frame ${sat.index}: ${high(sat.index)} high rejections vs ${typical} typical`);
 });
 
 test('real sky: the seed behaviour (global normalization, sample-σ bounds) does worse on the same data', async () => {
