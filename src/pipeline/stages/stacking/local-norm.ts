@@ -149,14 +149,16 @@ export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup>
   const N = o.frames.length;
   const models: LnModel[][] = new Array(N);
   const raw: LnModel[][] = Array.from({ length: o.channels }, () => new Array<LnModel>(N));
-  // One frame read ahead (into the spare buffer) while the current one is fitted.
+  // One frame read ahead (into the spare buffer) while the current one is fitted; the
+  // reference's planes are already there.
   const bufs = [buffer, spare];
-  let next: Promise<BinnedPlane[]> | null = binFrame(o, o.frames[0]!, D, bufs[0]!);
+  const bin = (i: number): Promise<BinnedPlane[]> => (i === o.referenceSlot ? Promise.resolve(ref) : binFrame(o, o.frames[i]!, D, bufs[i % 2]!));
+  let next: Promise<BinnedPlane[]> | null = bin(0);
   for (let i = 0; i < N; i++) {
     const f = o.frames[i]!;
     t = performance.now();
     const planes = await next!;
-    next = i + 1 < N ? binFrame(o, o.frames[i + 1]!, D, bufs[(i + 1) % 2]!) : null;
+    next = i + 1 < N ? bin(i + 1) : null;
     readBin += performance.now() - t;
     t = performance.now();
     models[f.slot] = planes.map((p, c) => {
