@@ -154,6 +154,11 @@ function parentOf(path: string): string | null {
 
 export const api = {
   parameters: async (): Promise<JsonObject> => unwrapConfig(await request('GET', '/api/tools/preprocessing/parameters')),
+  /** The stored parameters with where they came from (`defaults` while nothing is stored) and when they were stored. */
+  storedParameters: async (): Promise<{ config: JsonObject; source: 'stored' | 'defaults'; updated_at: string | null }> => {
+    const d = await request<{ source?: string; updated_at?: string | null }>('GET', '/api/tools/preprocessing/parameters');
+    return { config: unwrapConfig(d), source: d?.source === 'stored' ? 'stored' : 'defaults', updated_at: d?.updated_at ?? null };
+  },
   patchParameters: async (config: JsonObject): Promise<JsonObject> => unwrapConfig(await request('PATCH', '/api/tools/preprocessing/parameters', config)),
   defaults: async (): Promise<JsonObject> => unwrapConfig(await request('GET', '/api/tools/preprocessing/defaults')),
   importYaml: (source: { yaml: string } | { path: string }): Promise<ImportResult> =>
