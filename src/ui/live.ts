@@ -128,18 +128,7 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
       return;
     }
     cb.onMode?.('sse');
-    const es = new EventSource(api.eventsUrl(runId));
-    source = es;
-    const onMessage = (ev: MessageEvent): void => {
-      try {
-        deliver(JSON.parse(String(ev.data)) as EventLine);
-      } catch {
-        // comments and keep-alives carry no JSON
-      }
-    };
-    es.addEventListener('message', onMessage);
-    for (const t of SSE_TYPES) es.addEventListener(t, onMessage as EventListener);
-    es.addEventListener('error', () => {
+    const es = openEventStream(runId, deliver, () => {
       if (stopped || source !== es) return;
       // The stream broke or was refused: poll from here on (seq dedup keeps lines single).
       es.close();
@@ -149,6 +138,7 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
       timers.clear();
       void poll(runId);
     });
+    source = es;
     watchJob(runId);
   };
 
@@ -210,26 +200,32 @@ export function followRun(runId: string, cb: FollowCallbacks, opts: { pollMs?: n
     void poll();
   } else {
     cb.onMode?.('sse');
-    const es = new EventSource(api.eventsUrl(runId));
-    source = es;
-    const onMessage = (ev: MessageEvent): void => {
-      try {
-        deliver(JSON.parse(String(ev.data)) as EventLine);
-      } catch {
-        // comments and keep-alives carry no JSON
-      }
-    };
-    es.addEventListener('message', onMessage);
-    for (const t of SSE_TYPES) es.addEventListener(t, onMessage as EventListener);
-    es.addEventListener('error', () => {
+    const es = openEventStream(runId, deliver, () => {
       if (stopped || source !== es) return;
       es.close();
       source = null;
       cb.onMode?.('polling');
       void poll();
     });
+    source = es;
   }
   return { stop: halt };
+}
+
+/** The run's event stream: each event line to `deliver`, `onBroken` when it fails or is refused. */
+function openEventStream(runId: string, deliver: (line: EventLine) => void, onBroken: () => void): EventSource {
+  const es = new EventSource(api.eventsUrl(runId));
+  const onMessage = (ev: MessageEvent): void => {
+    try {
+      deliver(JSON.parse(String(ev.data)) as EventLine);
+    } catch {
+      // comments and keep-alives carry no JSON
+    }
+  };
+  es.addEventListener('message', onMessage);
+  for (const t of SSE_TYPES) es.addEventListener(t, onMessage as EventListener);
+  es.addEventListener('error', onBroken);
+  return es;
 }
 
 function sleep(ms: number): Promise<void> {
