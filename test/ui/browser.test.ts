@@ -91,7 +91,7 @@ run('first load: fields from the stored parameters; editor buttons enabled, Repo
 });
 
 run('every control is labelled', async () => {
-  for (const url of ['/ui/', '/ui/run-monitor.html']) {
+  for (const url of ['/ui/', '/ui/run-monitor.html', '/ui/tiled.html']) {
     await page.goto(url);
     const unlabelled = await page.$$eval('input, select, textarea, button', (els) =>
       els
@@ -585,6 +585,24 @@ run('Cancel asks for confirmation; "Keep running" keeps the job, confirming canc
     assert.match((await page.textContent('#run-status')) ?? '', /^Run cancelled/);
     assert.is.not(await page.getAttribute('#run-status', 'data-kind'), 'error');
   }
+});
+
+run('tiled start page: YAML findings marked at their lines, Start refused without an input folder or with YAML errors', async () => {
+  await page.goto('/ui/tiled.html');
+  await page.click('#btn-start');
+  assert.match((await page.textContent('#run-status')) ?? '', /Choose an input folder/);
+  await page.fill('#input_dir', env!.lightsDir);
+  await page.fill('#config_yaml', 'stacking:\n  method: sigma\n  sigma_clip:\n    sigma_low: -3\nnot_a_block: 1\n');
+  await page.click('#btn-start');
+  await page.waitForFunction(() => /^Not started/.test(document.getElementById('run-status')?.textContent ?? ''));
+  const line = await page.getAttribute('#yaml-issues li.issue:not(.warning)', 'data-line');
+  assert.is(line, '4', 'the error is at sigma_low\'s line');
+  assert.ok(await page.locator('#yaml-gutter .gutter-error[data-line="4"]').isVisible());
+  assert.ok(await page.locator('#yaml-issues li.warning[data-key="not_a_block"]').isVisible(), 'unknown blocks are warnings');
+  await page.fill('#config_yaml', 'stacking:\n  method: winsor\n');
+  await page.click('#btn-validate-yaml');
+  await page.waitForFunction(() => document.getElementById('yaml-status')?.textContent === 'Valid.');
+  assert.is(await page.locator('#yaml-issues li').count(), 0);
 });
 
 run('a run started from the CLI is listed in the run monitor and opens there (phases, log, artifacts) without a job', async () => {
