@@ -15,6 +15,7 @@ import type { EventLine } from '../pipeline/events.js';
 import { RunProgress } from '../shared/run-progress.js';
 import { runRawStack } from '../pipeline/rawstack/run.js';
 import { progress } from './progress.js';
+import { stderrIsTerminal } from './quiet-native.js';
 import { UsageError } from './usage.js';
 
 /** `key.path=value`: the value as JSON when it parses (numbers, booleans, arrays), else a string. */
@@ -95,7 +96,7 @@ export async function runRawStackCli(argv: string[]): Promise<number> {
   };
   process.on('SIGINT', onSigint);
   const bar = progress(process.stderr, '');
-  const tty = Boolean(process.stderr.isTTY);
+  const tty = stderrIsTerminal();
   // The bar's fraction: the run's progress over the plan run_start carries (shared/run-progress.ts).
   const run = new RunProgress();
   const onEvent = (line: EventLine) => {

@@ -87,7 +87,7 @@ export function renderMarkdown(m: ReportModel): string {
     lines.push('');
     lines.push('## Stacking');
     lines.push('');
-    for (const [k, v] of Object.entries(m.stacking)) if (typeof v !== 'object' || v === null) lines.push(`- ${k}: ${String(v)}`);
+    for (const [k, v] of Object.entries(m.stacking)) if (typeof v !== 'object' || v === null) lines.push(`- ${k}: ${valueText(v as string | number | boolean | null)}`);
     const ln = m.local_normalization;
     if (ln && ln.frames.length) {
       const ranges = ln.frames.flatMap((f) => f.channels.map((c) => c.offset_range)).sort((a, b) => a - b);
@@ -256,7 +256,7 @@ export function renderHtml(m: ReportModel, options: { previewData?: Record<strin
   const stacking = m.stacking
     ? `<h2>Stacking</h2><table>${Object.entries(m.stacking)
         .filter(([, v]) => typeof v !== 'object' || v === null)
-        .map(([k, v]) => `<tr><th>${h(k)}</th><td>${h(String(v))}</td></tr>`)
+        .map(([k, v]) => `<tr><th>${h(k)}</th><td>${h(valueText(v as string | number | boolean | null))}</td></tr>`)
         .join('')}</table>`
     : '';
   const stackingLn = localNormalizationHtml(m.local_normalization ?? null);

@@ -34,7 +34,7 @@ function model(): ReportModel {
     input: { lights_dir: '/data/lights', pattern: '*.fits', frames_total: 4, color_mode: 'OSC', bayer_pattern: 'RGGB', width: 1024, height: 768 },
     reference: { strategy: 'best_quality', index: 1, file: 'light_1.fits' },
     quality: { mode: 'auto', frames_total: 4, included: 3, excluded: 1, manual_overrides: 0, reasons: { fwhm_outlier: 1 } },
-    stacking: { method: 'sigma', frames_used: 3, band_plan: { bands: 2 } },
+    stacking: { method: 'sigma', frames_used: 3, rejected_fraction: 0.0018799726321378858, output_linear: null, band_plan: { bands: 2 } },
     postprocess: {},
     postprocess_results: [],
     previews: [],
@@ -56,6 +56,8 @@ test('markdown: phase table, exclusions with detail, stacking scalars, warnings,
   assert.match(md, /3 of 4 frames included, 1 excluded/);
   assert.match(md, /\| 2 \| light_<script>\.fits \| fwhm_outlier \| fwhm 4\.81 > limit 3\.90 \|/);
   assert.match(md, /- frames_used: 3/);
+  assert.match(md, /- rejected_fraction: 0\.00188\n/, 'fractions to 4 significant digits');
+  assert.match(md, /- output_linear: –/);
   assert.not.match(md, /band_plan/, 'nested objects stay in the JSON report');
   assert.match(md, /`frames_min`: only 4 frames/);
 });
@@ -67,6 +69,7 @@ test('html: self-contained, escaped, frame and registration plots, one table row
   assert.is((html.match(/<svg /g) ?? []).length, 8, 'five frame plots, two registration plots and the phase duration bars');
   assert.is((html.match(/<tr class="(included|excluded)">/g) ?? []).length, 4);
   assert.match(html, /<tr class="excluded">/);
+  assert.match(html, /<th>rejected_fraction<\/th><td>0\.00188<\/td>/);
   assert.match(html, /href="frame_quality\.csv"/);
   assert.match(html, /href="\.\.\/\.\.\/outputs\/stacked_rgb\.fits"/);
   assert.not.match(html, /(src|href)="https?:/, 'no external assets');
