@@ -200,6 +200,17 @@ test('mono: the four normalisation modes differ as their names say', async () =>
   }
 });
 
+test('mono: normalization none turns local normalization off; the noise-model bounds stay (they need only the reference\'s sky)', async () => {
+  const r = await runStack(ds, runsDir(), config(lights(), { stacking: { normalization: 'none' } }));
+  assert.is(r.result.status, 'ok');
+  assert.is(r.diagnostics!.parameters.local_normalization, false);
+  assert.is(r.diagnostics!.local_normalization.applied, false);
+  assert.equal(r.diagnostics!.local_normalization.frames, []);
+  assert.is(r.diagnostics!.local_normalization.reference_sky.L.length, 192);
+  assert.is(r.diagnostics!.parameters.rejection.bounds, 'noise_model');
+  assert.is(r.diagnostics!.timings_ms.local_normalization_pass, 0);
+});
+
 test('mono: quality and uniform weighting differ', async () => {
   const r = await runStack(ds, runsDir(), config(lights(), { stacking: { weighting: 'uniform' } }));
   assert.ok(r.diagnostics!.weights.every((w: number) => w === 1));

@@ -206,7 +206,7 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
   const c = state.config;
   const N = setup.frames.length;
   const C = setup.channels;
-  let placement = stackingPlacement(state.gpu, { frames: N, osc: r.osc, superpixel: r.superpixel, kernel: r.kernel, premaskOnDevice: stackingOptions.premaskOnDevice, noiseModel: r.noiseModel });
+  let placement = stackingPlacement(state.gpu, { frames: N, osc: r.osc, superpixel: r.superpixel, kernel: r.kernel, premaskOnDevice: stackingOptions.premaskOnDevice, noiseModel: r.noiseModel && ln !== null });
   if (placement.stackOnHost) ctx.warn('stack_on_host', placement.stackOnHost);
   const halo = readHalo(r.osc, r.cosmeticOn, r.superpixel);
   let premask: EngineOptions['premask'] = null;
@@ -374,8 +374,10 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   // 2. Local normalization's fits and the reference's sky (one pass over the frames), then
   // placement, pre-mask and band plan.
   const tLn = performance.now();
+  const refSlot = setup.frames.findIndex((f) => f.record === setup.reference);
+  if ((r.ln || r.noiseModel) && refSlot < 0) ctx.warn('local_normalization', 'the reference frame is not among the stacked frames: no local normalization, sample-σ rejection bounds');
   const ln =
-    r.ln || r.noiseModel
+    (r.ln || r.noiseModel) && refSlot >= 0
       ? await setupLocalNormalization({
           width: W,
           height: H,
@@ -384,7 +386,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
           binning: setup.binning,
           channels: C,
           frames: setup.frames,
-          referenceSlot: setup.frames.findIndex((f) => f.record === setup.reference),
+          referenceSlot: refSlot,
           readers,
           fit: r.ln,
           cells: c.stacking.local_normalization_cells,
@@ -442,8 +444,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     maxIters: c.rejection.max_iters,
     minFraction: c.rejection.min_fraction,
     normalization: c.stacking.normalization,
-    bounds: r.noiseModel ? `noise_model seeing_tolerance ${c.rejection.seeing_tolerance}` : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
-    localNormalization: r.ln,
+    bounds: layout.noiseModel ? `noise_model seeing_tolerance ${c.rejection.seeing_tolerance}` : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
+    localNormalization: ln?.tables != null,
     weighting: c.stacking.weighting,
     kernel: r.kernel,
     cfaMode: r.osc ? `${r.cfaMode} ${state.bayer ?? ''}`.trim() : null,
@@ -505,11 +507,11 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
         high: c.rejection.high,
         max_iters: c.rejection.max_iters,
         min_fraction: c.rejection.min_fraction,
-        bounds: r.noiseModel ? 'noise_model' : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
-        seeing_tolerance: r.noiseModel ? c.rejection.seeing_tolerance : null,
+        bounds: layout.noiseModel ? 'noise_model' : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
+        seeing_tolerance: layout.noiseModel ? c.rejection.seeing_tolerance : null,
       },
       normalization: c.stacking.normalization,
-      local_normalization: r.ln,
+      local_normalization: ln?.tables != null,
       normalization_reference: 'reference frame',
       weighting: c.stacking.weighting,
       cosmetic_correction: c.stacking.cosmetic_correction,
@@ -585,7 +587,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     high: c.rejection.high,
     rejection_bounds: params.bounds,
     normalization: c.stacking.normalization,
-    local_normalization_applied: r.ln,
+    local_normalization_applied: ln?.tables != null,
     weighting: c.stacking.weighting,
     cosmetic: params.cosmetic,
     rejected_fraction: rejected.fraction,
