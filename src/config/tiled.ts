@@ -31,6 +31,11 @@ export const TiledConfigSchema = z.strictObject({
       per_frame_cosmetic_correction: z.boolean(),
       per_frame_cosmetic_correction_sigma: z.number().positive(),
       sigma_clip: z.strictObject({ sigma_low: z.number().positive(), sigma_high: z.number().positive(), max_iters: z.number().int().min(1).max(100), min_fraction: z.number().min(0).max(1) }).partial(),
+      rejection_bounds: z.enum(['noise_model', 'sample']),
+      seeing_tolerance: z.number().min(0).max(4),
+      local_normalization: z.boolean(),
+      local_normalization_cells: z.number().int().min(2).max(64),
+      local_normalization_scale: z.enum(['none', 'plane']),
     })
     .partial(),
   astrometry: sub('astrometry'),

@@ -75,6 +75,32 @@ test('html: self-contained, escaped, frame and registration plots, one table row
   assert.not.match(html, /(src|href)="https?:/, 'no external assets');
 });
 
+test('local normalization: a per-frame table with one surface thumbnail per frame (one colour scale), a line in markdown', () => {
+  const m = model();
+  const b = (tilt: number) => Array.from({ length: 12 }, (_, k) => tilt * ((k % 4) - 1.5));
+  m.local_normalization = {
+    nx: 4,
+    ny: 3,
+    frames: [
+      { index: 0, file: 'light_1.fits', channels: [{ name: 'L', ok: true, offset_range: 0, cells_measured: 12, cells: 12, masked_fraction: 0.2, b: b(0) }] },
+      { index: 1, file: 'light_<2>.fits', channels: [{ name: 'L', ok: true, offset_range: 45, cells_measured: 10, cells: 12, masked_fraction: 0.25, b: b(10) }] },
+      { index: 3, file: 'light_4.fits', channels: [{ name: 'L', ok: false, offset_range: 0, cells_measured: 0, cells: 12, masked_fraction: 1, b: b(0) }] },
+    ],
+  };
+  const html = renderHtml(m);
+  assert.match(html, /<h3 id="local-normalization">Local normalization<\/h3>/);
+  assert.is((html.match(/<svg class="ln-thumb"/g) ?? []).length, 3);
+  assert.is((html.match(/<rect /g) ?? []).length - (renderHtml(model()).match(/<rect /g) ?? []).length, 36, 'one rect per node and frame');
+  assert.match(html, /light_&lt;2&gt;\.fits/);
+  assert.match(html, /not fitted/);
+  // One scale for every frame (±15 here): frame 1's extreme nodes reach full colour.
+  assert.match(html, /±15/);
+  assert.match(html, /fill="rgb\(255,0,0\)"/);
+  const md = renderMarkdown(m);
+  assert.match(md, /local normalization: 3 frames on a 4×3 grid, background shape differences \(offset range\) median 0, max 45, 1 frames not fitted/);
+  assert.not.match(renderHtml(model()), /ln-thumb/);
+});
+
 test('html: phase duration bars, one per timed phase, longest bar the widest', () => {
   const html = renderHtml(model());
   const svg = /<svg [^>]*class="bars"[^]*?<\/svg>/.exec(html)![0];
