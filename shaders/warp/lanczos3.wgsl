@@ -4,7 +4,13 @@
 // TypeScript reference are in src/cpu/warp.ts, the wrapper in src/gpu/kernels/warp.ts.
 // Bindings: 0 uniform Params; 1 read-only array<f32> source band (src_rows full-width rows from
 //           src_y0, row-major; must cover sourceRowsFor()); 2 read_write array<f32> output band
-//           (rows × width, row-major).
+//           (rows × width, row-major); 3 read-only array<vec2f> local-normalization row table
+//           (LN = 1: the frame's node grid already interpolated to each output row,
+//           ln_rows × ln_nx (a, b), row 0 = image row ln_row0: src/cpu/ln-apply.ts lnRowTable;
+//           LN = 0: any buffer, unread).
+// LN = 1: each output value v is stored as a·v + b, a and b interpolated between the row's
+//         nodes by ln_apply.wgsl's rule (src/cpu/ln-apply.ts), so local normalization costs no
+//         pass of its own over the band (NaN stays NaN).
 // Workgroup: WG x 1 x 1; grid x = ⌈width / (GROUP·WG)⌉, y = rows. Three shapes, chosen by the
 //            override GROUP (dead code is removed at pipeline creation: llvmpipe runs every
 //            branch of a shader under a lane mask, so a runtime fallback would cost always):
@@ -72,6 +78,14 @@ struct Params {
   src_y0: u32,                     // first source row held in `src`
   src_rows: u32,                   // source rows held in `src`
   flip: u32,                       // GROUP >= 4 only: 1 takes each group's pixels right to left
+  ln_nx: u32,                      // LN = 1: nodes per row (node i at x = ln_x0 + i·ln_dx)
+  ln_rows: u32,                    //         rows of the row table, from image row ln_row0
+  ln_row0: u32,
+  ln_pad0: u32,
+  ln_x0: f32,
+  ln_dx: f32,
+  ln_pad1: f32,
+  ln_pad2: f32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -80,6 +94,77 @@ struct Params {
 
 override WG: u32 = 256;
 override GROUP: u32 = 4;
+override LN: u32 = 0;
+
+@group(0) @binding(3) var<storage, read> ln_coef: array<vec2<f32>>;
+
+// Local normalization's node index and weight along one axis (ln_apply.wgsl's rule).
+fn ln_axis(p: f32, origin: f32, step: f32, n: u32) -> vec2<f32> {
+  if (n == 1u) {
+    return vec2<f32>(0.0, 0.0);
+  }
+  let f = clamp((p - origin) / step, -0.5, f32(n) - 0.5);
+  let i = clamp(floor(f), 0.0, f32(n - 2u));
+  return vec2<f32>(i, f - i);
+}
+
+// (a, b) of the local normalization at pixel (x, y): the row's two nodes around x, mixed.
+fn ln_at(x: u32, y: u32) -> vec2<f32> {
+  let ax = ln_axis(f32(x), params.ln_x0, params.ln_dx, params.ln_nx);
+  let i0 = u32(ax.x);
+  let i1 = min(i0 + 1u, params.ln_nx - 1u);
+  let r = min(y - params.ln_row0, params.ln_rows - 1u) * params.ln_nx;
+  return mix(ln_coef[r + i0], ln_coef[r + i1], ax.y);
+}
+
+// Stores output value v of pixel (x, y) at dst[i], locally normalised when LN = 1.
+fn put(i: u32, x: u32, y: u32, v: f32) {
+  if (LN == 0u) {
+    dst[i] = v;
+    return;
+  }
+  let ab = ln_at(x, y);
+  dst[i] = ab.x * v + ab.y;
+}
+
+// A group's pixels [x0, x1] on row y: the field is linear in x between two nodes, so when both
+// ends lie between the same two nodes (inside the grid's reach), each pixel's (a, b) is the
+// ends' mixed: 2 lookups per group instead of one per pixel (on llvmpipe every load is a scalar
+// loop step); else each pixel looks its own up.
+struct LnSpan {
+  lo: vec2<f32>,
+  hi: vec2<f32>,
+  x0: f32,
+  inv: f32,
+  y: u32,
+  linear: bool,
+}
+
+fn ln_span(x0: u32, x1: u32, y: u32) -> LnSpan {
+  if (LN == 0u) {
+    return LnSpan(vec2<f32>(1.0, 0.0), vec2<f32>(1.0, 0.0), 0.0, 0.0, y, true);
+  }
+  let n = f32(params.ln_nx);
+  let f0 = (f32(x0) - params.ln_x0) / params.ln_dx;
+  let f1 = (f32(x1) - params.ln_x0) / params.ln_dx;
+  let inside = f0 >= -0.5 && f1 <= n - 0.5;
+  let same = params.ln_nx == 1u || u32(ln_axis(f32(x0), params.ln_x0, params.ln_dx, params.ln_nx).x) == u32(ln_axis(f32(x1), params.ln_x0, params.ln_dx, params.ln_nx).x);
+  let span = max(f32(x1 - x0), 1.0);
+  return LnSpan(ln_at(x0, y), ln_at(x1, y), f32(x0), 1.0 / span, y, inside && same);
+}
+
+// put() for a pixel of a group whose span was looked up once (ln_span).
+fn put_span(i: u32, x: u32, sp: LnSpan, v: f32) {
+  if (LN == 0u) {
+    dst[i] = v;
+    return;
+  }
+  var ab = mix(sp.lo, sp.hi, (f32(x) - sp.x0) * sp.inv);
+  if (!sp.linear) {
+    ab = ln_at(x, sp.y);
+  }
+  dst[i] = ab.x * v + ab.y;
+}
 
 // Quiet-NaN bits; a private variable because WGSL rejects NaN in constant expressions.
 var<private> NAN_BITS: u32 = 0x7fc00000u;
@@ -411,17 +496,18 @@ fn group4(xb: u32, y: u32) {
   let out_row = (y - params.y0) * params.width;
   let res = vec4f(resolve(acc.x, miss.x, lo.x, hi.x), resolve(acc.y, miss.y, lo.y, hi.y), resolve(acc.z, miss.z, lo.z, hi.z), resolve(acc.w, miss.w, lo.w, hi.w));
   let out = select(vec4f(nan()), res, inside);
+  let sp = ln_span(min(xs.x, xs.w), max(xs.x, xs.w), y);
   if (xs.x < params.width) {
-    dst[out_row + xs.x] = out.x;
+    put_span(out_row + xs.x, xs.x, sp, out.x);
   }
   if (xs.y < params.width) {
-    dst[out_row + xs.y] = out.y;
+    put_span(out_row + xs.y, xs.y, sp, out.y);
   }
   if (xs.z < params.width) {
-    dst[out_row + xs.z] = out.z;
+    put_span(out_row + xs.z, xs.z, sp, out.z);
   }
   if (xs.w < params.width) {
-    dst[out_row + xs.w] = out.w;
+    put_span(out_row + xs.w, xs.w, sp, out.w);
   }
 }
 
@@ -600,32 +686,33 @@ fn group8(xb: u32, y: u32) {
   let in0 = vec4<bool>(p0.inside, p1.inside, p2.inside, p3.inside) & vec4<bool>(fits);
   let res0 = vec4f(resolve(acc0.x, miss0.x, lo0.x, hi0.x), resolve(acc0.y, miss0.y, lo0.y, hi0.y), resolve(acc0.z, miss0.z, lo0.z, hi0.z), resolve(acc0.w, miss0.w, lo0.w, hi0.w));
   let out0 = select(vec4f(nan()), res0, in0);
+  let sp = ln_span(min(xs0.x, xs1.w), max(xs0.x, xs1.w), y);
   if (xs0.x < params.width) {
-    dst[out_row + xs0.x] = out0.x;
+    put_span(out_row + xs0.x, xs0.x, sp, out0.x);
   }
   if (xs0.y < params.width) {
-    dst[out_row + xs0.y] = out0.y;
+    put_span(out_row + xs0.y, xs0.y, sp, out0.y);
   }
   if (xs0.z < params.width) {
-    dst[out_row + xs0.z] = out0.z;
+    put_span(out_row + xs0.z, xs0.z, sp, out0.z);
   }
   if (xs0.w < params.width) {
-    dst[out_row + xs0.w] = out0.w;
+    put_span(out_row + xs0.w, xs0.w, sp, out0.w);
   }
   let in1 = vec4<bool>(p4.inside, p5.inside, p6.inside, p7.inside) & vec4<bool>(fits);
   let res1 = vec4f(resolve(acc1.x, miss1.x, lo1.x, hi1.x), resolve(acc1.y, miss1.y, lo1.y, hi1.y), resolve(acc1.z, miss1.z, lo1.z, hi1.z), resolve(acc1.w, miss1.w, lo1.w, hi1.w));
   let out1 = select(vec4f(nan()), res1, in1);
   if (xs1.x < params.width) {
-    dst[out_row + xs1.x] = out1.x;
+    put_span(out_row + xs1.x, xs1.x, sp, out1.x);
   }
   if (xs1.y < params.width) {
-    dst[out_row + xs1.y] = out1.y;
+    put_span(out_row + xs1.y, xs1.y, sp, out1.y);
   }
   if (xs1.z < params.width) {
-    dst[out_row + xs1.z] = out1.z;
+    put_span(out_row + xs1.z, xs1.z, sp, out1.z);
   }
   if (xs1.w < params.width) {
-    dst[out_row + xs1.w] = out1.w;
+    put_span(out_row + xs1.w, xs1.w, sp, out1.w);
   }
 }
 
@@ -649,7 +736,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   } else {
     let x = gid.x;
     if (x < params.width) {
-      dst[row * params.width + x] = single(x, y);
+      put(row * params.width + x, x, y, single(x, y));
     }
   }
 }

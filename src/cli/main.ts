@@ -7,6 +7,7 @@ import { SKYSTACK_VERSION } from '../version.js';
 import { isFitsError } from '../fits/index.js';
 import { inspectFile, renderInspectText } from './inspect.js';
 import { UsageError } from './usage.js';
+import { runInQuietChild, wantsQuietChild } from './quiet-native.js';
 
 const USAGE = `usage: skystack <command> [options]
 
@@ -47,6 +48,8 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE + '\n');
     return 0;
   }
+  // On a terminal, device commands run in a child whose stderr drops Dawn's native warnings.
+  if (wantsQuietChild(command)) return runInQuietChild(argv);
   try {
     switch (command) {
       case 'inspect':

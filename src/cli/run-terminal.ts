@@ -12,6 +12,7 @@ import { jsonDepth, MAX_NESTING, yamlDepth } from '../config/nesting.js';
 import type { EventLine } from '../pipeline/events.js';
 import { RunProgress } from '../shared/run-progress.js';
 import { progress } from './progress.js';
+import { stderrIsTerminal } from './quiet-native.js';
 import { UsageError } from './usage.js';
 
 /** A configuration file as a mapping; its YAML text too when it is YAML (validators want the text for line numbers). */
@@ -64,7 +65,7 @@ export async function runInTerminal(start: (signal: AbortSignal, onEvent: (line:
   };
   process.on('SIGINT', onSigint);
   const bar = progress(process.stderr, '');
-  const tty = Boolean(process.stderr.isTTY);
+  const tty = stderrIsTerminal();
   // The bar's fraction: the run's progress over the plan run_start carries (shared/run-progress.ts).
   const run = new RunProgress();
   const onEvent = (line: EventLine) => {

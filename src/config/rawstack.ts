@@ -76,6 +76,8 @@ const RejectionSchema = z.strictObject({
   high: z.number().positive().default(3.0),
   max_iters: z.number().int().min(1).max(100).default(3),
   min_fraction: z.number().min(0).max(1).default(0.4).describe('stop clipping when fewer than this fraction of the valid samples would remain'),
+  bounds: looseEnum(['noise_model', 'sample']).default('noise_model').describe('how sigma and winsor judge a sample: noise_model (camera noise, shot noise and a seeing term, docs/stacking-quality.md) or sample (the spread of the samples themselves)'),
+  seeing_tolerance: z.number().min(0).max(4).default(1).describe('noise_model: the fraction of a star\'s signal by which frames may differ because their seeing differs (0: camera noise only)'),
 });
 
 const StackingSchema = z.strictObject({
@@ -85,6 +87,9 @@ const StackingSchema = z.strictObject({
   cosmetic_correction_sigma: z.number().positive().default(5.0),
   per_frame_cosmetic_correction: z.boolean().default(false).describe('hot/cold pixel correction of each frame before warp and stack'),
   per_frame_cosmetic_correction_sigma: z.number().positive().default(5.0),
+  local_normalization: z.boolean().default(true).describe('match each frame\'s background to the reference\'s across the field before rejection (on top of normalization; off when normalization is none)'),
+  local_normalization_cells: z.number().int().min(2).max(64).default(16).describe('cells of the background grid along the long side'),
+  local_normalization_scale: looseEnum(['none', 'plane']).default('none').describe('plane: also fit a scale tilt from star photometry (wide, star-rich fields)'),
 });
 
 const PostprocessSchema = z.strictObject({

@@ -96,7 +96,9 @@ function rawConfigOf(t: TiledSettings): { ok: true; config: RawStackConfig } | {
     runs_dir: t.output.runs_dir,
     calibration,
     quality_filter: { mode: 'off' },
-    rejection: { method: rejectionMethod(s.method), low: s.sigma_clip.sigma_low, high: s.sigma_clip.sigma_high, max_iters: s.sigma_clip.max_iters, min_fraction: s.sigma_clip.min_fraction },
+    // The weight-field stack (weight_mode local or global) has the classic sample bounds only; the
+    // noise-model bounds apply to the per-frame-weighted stack (weight_mode uniform).
+    rejection: { method: rejectionMethod(s.method), low: s.sigma_clip.sigma_low, high: s.sigma_clip.sigma_high, max_iters: s.sigma_clip.max_iters, min_fraction: s.sigma_clip.min_fraction, bounds: s.weight_mode === 'uniform' ? s.rejection_bounds : 'sample', seeing_tolerance: s.seeing_tolerance },
     stacking: {
       normalization: t.normalization.enabled ? t.normalization.mode : 'none',
       weighting: 'uniform',
@@ -104,6 +106,9 @@ function rawConfigOf(t: TiledSettings): { ok: true; config: RawStackConfig } | {
       cosmetic_correction_sigma: s.cosmetic_correction_sigma,
       per_frame_cosmetic_correction: s.per_frame_cosmetic_correction,
       per_frame_cosmetic_correction_sigma: s.per_frame_cosmetic_correction_sigma,
+      local_normalization: s.local_normalization,
+      local_normalization_cells: s.local_normalization_cells,
+      local_normalization_scale: s.local_normalization_scale,
     },
     runtime_limits: { parallel_workers: t.runtime_limits.parallel_workers, memory_budget: t.runtime_limits.memory_budget },
     report: { formats: t.report.formats },

@@ -18,6 +18,7 @@
 //            (raster order) that reaches it. Strong seeds are trails' and cosmic rays' cores,
 //            never noise (a 6σ deviate in ~1e-9 samples); growing around every seed would also
 //            grow the 0.3 % of 3σ noise deviates into 25-pixel holes;
+//   With rejection.bounds noise_model the seed bound is κ·τ_f instead (NoiseModelSeeds).
 //   keep   = a pixel keeps all its samples when masking would leave fewer than
 //            max(1, ceil(min_fraction · valid)) of them (the rejection's own floor).
 // Invariants: the result at a pixel depends only on samples within GROW + the warp's reach, so
@@ -86,6 +87,22 @@ export interface PremaskArgs {
    * (a row chunk of it), nanIndex gets indices into that larger band. Default: `band` itself.
    */
   nanIndexOf?: { plane: number; row0: number };
+  /** Seeds by the noise model's bound instead of κσ_f + α·|M − L| (NoiseModelSeeds). */
+  noiseModel?: NoiseModelSeeds | null;
+}
+
+/**
+ * The noise-model seed bound (src/cpu/reject-noise.ts, docs/stacking-quality.md): a sample is a
+ * seed when it lies beyond κ·τ_f of the median, τ_f² = σ_f² + K_f·S + (α_f·S)², S = max(M − B, 0):
+ * on the sky κσ_f as before, on a star a bound that grows with the signal, so a sharp frame's
+ * higher core (or a soft frame's wider wing) is no seed where a fixed α·|M − L| was too tight.
+ */
+export interface NoiseModelSeeds {
+  /** Sky B under each pixel of the work band (rows × width, normalised units; NaN → S = 0). */
+  background: Float32Array;
+  /** Per frame: K_f and α_f. */
+  poisson: number[];
+  seeing: number[];
 }
 
 /**
@@ -101,6 +118,7 @@ function screenOf(n: number): Float32Array {
 
 /** Seeds and growth of frames [f0, f1) (independent per frame). */
 export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
+  if (a.noiseModel) return premaskFlagNoise(a, a.noiseModel, f0, f1);
   const { width: W, rows: R, band, median: M, mask, level: L } = a;
   const plane = W * R;
   // The star-profile tolerance t = α·|M − L| depends on the pixel only. Arithmetic is f32 step
@@ -160,17 +178,84 @@ export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
         else mask[base + i] = SEED_LOW;
       }
     }
-    // Growth in raster order of the strong seeds (the list is in raster order); grown cells
-    // never become seeds themselves.
-    for (const i of strong) {
-      const y = Math.floor(i / W);
-      const x = i - y * W;
-      const tag = mask[base + i] === STRONG_HIGH ? GROWN_HIGH : GROWN_LOW;
-      for (let yy = Math.max(0, y - GROW); yy <= Math.min(R - 1, y + GROW); yy++) {
-        const row = base + yy * W;
-        for (let xx = Math.max(0, x - GROW); xx <= Math.min(W - 1, x + GROW); xx++) if (mask[row + xx] === 0) mask[row + xx] = tag;
+    growStrong(mask, base, strong, W, R);
+  }
+}
+
+/**
+ * Growth in raster order of the strong seeds (the list is in raster order); grown cells never
+ * become seeds themselves.
+ */
+function growStrong(mask: Uint8Array, base: number, strong: number[], W: number, R: number): void {
+  for (const i of strong) {
+    const y = Math.floor(i / W);
+    const x = i - y * W;
+    const tag = mask[base + i] === STRONG_HIGH ? GROWN_HIGH : GROWN_LOW;
+    for (let yy = Math.max(0, y - GROW); yy <= Math.min(R - 1, y + GROW); yy++) {
+      const row = base + yy * W;
+      for (let xx = Math.max(0, x - GROW); xx <= Math.min(W - 1, x + GROW); xx++) if (mask[row + xx] === 0) mask[row + xx] = tag;
+    }
+  }
+}
+
+/**
+ * premaskFlag with the noise-model seed bound (NoiseModelSeeds). Per pixel the smallest τ any
+ * frame can have screens the samples first (nearly every sample is no seed), so the square
+ * root per sample is taken only for the few that come near a bound. f64 arithmetic (this bound
+ * has no WGSL twin: STACKING runs the pre-mask on the host when it is on).
+ */
+function premaskFlagNoise(a: PremaskArgs, nm: NoiseModelSeeds, f0: number, f1: number): void {
+  const { width: W, rows: R, band, median: M, mask } = a;
+  const plane = W * R;
+  const B = nm.background;
+  let s2Min = Infinity;
+  let kMin = Infinity;
+  let a2Min = Infinity;
+  for (let f = f0; f < f1; f++) {
+    const sig = a.sigma[f]!;
+    if (!(sig > 0)) continue;
+    s2Min = Math.min(s2Min, sig * sig);
+    kMin = Math.min(kMin, nm.poisson[f]!);
+    a2Min = Math.min(a2Min, nm.seeing[f]! * nm.seeing[f]!);
+  }
+  if (s2Min === Infinity) return;
+  const kk = Math.min(a.kLow, a.kHigh);
+  const screen = screenOf(plane);
+  const signal = new Float32Array(plane);
+  for (let i = 0; i < plane; i++) {
+    const m = M[i]!;
+    const b = B[i]!;
+    const S = b === b ? Math.max(m - b, 0) : 0;
+    signal[i] = S;
+    // Below the smallest bound of any frame, with a margin for f32 storage: no seed.
+    screen[i] = kk * Math.sqrt(s2Min + kMin * S + a2Min * S * S) * (1 - 1e-6);
+  }
+  for (let f = f0; f < f1; f++) {
+    const sc = a.scale[f]!;
+    const of = a.offset[f]!;
+    const sig = a.sigma[f]!;
+    if (!(sig > 0)) continue;
+    const s2 = sig * sig;
+    const K = nm.poisson[f]!;
+    const a2 = nm.seeing[f]! * nm.seeing[f]!;
+    const base = f * plane;
+    const strong: number[] = [];
+    for (let i = 0; i < plane; i++) {
+      const d = Math.fround(band[base + i]! * sc + of) - M[i]!;
+      if (!(Math.abs(d) > screen[i]!)) continue; // also NaN sample or median
+      const S = signal[i]!;
+      const tau = Math.sqrt(s2 + K * S + a2 * S * S);
+      const th = a.kHigh * tau;
+      const tl = a.kLow * tau;
+      if (d > th) {
+        if (d > 2 * th) (mask[base + i] = STRONG_HIGH), strong.push(i);
+        else mask[base + i] = SEED_HIGH;
+      } else if (-d > tl) {
+        if (-d > 2 * tl) (mask[base + i] = STRONG_LOW), strong.push(i);
+        else mask[base + i] = SEED_LOW;
       }
     }
+    growStrong(mask, base, strong, W, R);
   }
 }
 

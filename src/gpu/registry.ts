@@ -30,11 +30,18 @@ export const KERNELS = {
   debayer_mhc: { shader: 'debayer/mhc.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage', 'storage'] },
   // warp: affine resampling
   warp_bilinear: { shader: 'warp/bilinear.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
-  warp_lanczos3: { shader: 'warp/lanczos3.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  warp_lanczos3: { shader: 'warp/lanczos3.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'read-only-storage'] },
   // stack: per-pixel normalisation, rejection and weighted mean over N frames
   stack: { shader: 'stack/stack.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage', 'storage'] },
   // tiled workflow: the same stack with per-pixel weights from a smooth tile weight field
   stack_weightfield: { shader: 'stack/stack_weightfield.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'storage', 'storage', 'storage'] },
+  // stack: local normalization of a band in place (per-frame node grids, before rejection)
+  ln_apply: { shader: 'stack/ln_apply.wgsl', bindings: ['uniform', 'storage', 'read-only-storage'] },
+  // stack: rejection with noise-model + seeing bounds, weighted mean of the survivors
+  reject_noise: {
+    shader: 'stack/reject_noise.wgsl',
+    bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage', 'storage', 'storage'],
+  },
   // stretch: per-pixel tone curves
   stretch_mtf: { shader: 'stretch/mtf.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
   stretch_asinh: { shader: 'stretch/asinh.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage', 'storage', 'storage'] },

@@ -35,6 +35,30 @@ export interface ReportQueueEntry {
   stack_ms: number | null;
 }
 
+/** One frame's local normalization in the report: per channel the fit and its background surface. */
+export interface ReportLnFrame {
+  index: number;
+  file: string;
+  channels: {
+    name: string;
+    ok: boolean;
+    /** Spread of the offsets b over the grid (max − min, normalised ADU): how much the background's shape differed. */
+    offset_range: number;
+    cells_measured: number;
+    cells: number;
+    masked_fraction: number;
+    /** The offsets b per node, row-major ny × nx (the thumbnail). */
+    b: number[];
+  }[];
+}
+
+/** STACKING's local normalization for the report (null: off or not run). */
+export interface ReportLocalNormalization {
+  nx: number;
+  ny: number;
+  frames: ReportLnFrame[];
+}
+
 export interface ReportFrame {
   index: number;
   file: string;
@@ -127,6 +151,8 @@ export interface ReportModel {
   reference: { strategy: string; index: number | null; file: string | null } | null;
   quality: { mode: string; frames_total: number; included: number; excluded: number; manual_overrides: number; reasons: Record<string, number> };
   stacking: Record<string, unknown> | null;
+  /** Per-frame local normalization surfaces of the stack (absent in reports written before it existed). */
+  local_normalization?: ReportLocalNormalization | null;
   postprocess: Record<string, unknown>;
   /** Sections of the postprocess phases that ran (or left data); absent phases are left out. */
   postprocess_results: ReportPostprocessSection[];

@@ -12,10 +12,14 @@
 // - Stretch 'none' (already-stretched outputs such as stacked_rgb_hms, values in [0, 1]):
 //   clipped to [0, 1] and shown as is, so the preview shows what the stretch produced.
 // Non-finite preview pixels are written black. 1 plane → grey PNG, ≥ 3 planes → RGB of 0..2.
+// - Orientation as the viewer and `skystack export` show it: picture rows top-down, FITS rows
+//   bottom-up unless ROWORDER = 'TOP-DOWN' (displayFlipped), so a bottom-up file is flipped.
 
 import { FitsReader } from '../fits/read.js';
 import { stretchMtf, type MtfParams } from '../cpu/stretch.js';
 import { encodePng } from './png.js';
+import { rowOrder } from '../fits/keys.js';
+import { displayFlipped } from '../shared/pyramid-math.js';
 
 export interface PreviewResult {
   png: Buffer;
@@ -28,6 +32,8 @@ export interface PreviewResult {
   stretch: 'auto' | 'none';
   /** Per channel MTF parameters (auto only). */
   mtf: MtfParams[];
+  /** The FITS rows were bottom-up and are shown flipped (top row of the picture = last FITS row). */
+  flipped: boolean;
 }
 
 const TARGET_BG = 0.25;
@@ -108,6 +114,7 @@ export async function renderPreview(file: string, options: { maxWidth?: number; 
   const stretch = options.stretch ?? 'auto';
   const probe = await FitsReader.open(file);
   const planeCount = probe.planes;
+  const flipped = displayFlipped(rowOrder(probe.header));
   await probe.close();
   const planes = planeCount >= 3 ? [0, 1, 2] : [0];
   const ds = await downscaleFits(file, maxWidth, planes);
@@ -122,12 +129,16 @@ export async function renderPreview(file: string, options: { maxWidth?: number; 
   const n = ds.width * ds.height;
   const ch = planes.length as 1 | 3;
   const bytes = new Uint8Array(n * ch);
+  const w = ds.width;
   for (let c = 0; c < ch; c++) {
     const src = shown[c]!;
-    for (let i = 0; i < n; i++) {
-      const v = src[i]!;
-      bytes[i * ch + c] = v > 0 ? (v >= 1 ? 255 : Math.round(v * 255)) : 0; // NaN → 0 too
+    for (let y = 0; y < ds.height; y++) {
+      const from = (flipped ? ds.height - 1 - y : y) * w;
+      for (let x = 0; x < w; x++) {
+        const v = src[from + x]!;
+        bytes[(y * w + x) * ch + c] = v > 0 ? (v >= 1 ? 255 : Math.round(v * 255)) : 0; // NaN → 0 too
+      }
     }
   }
-  return { png: await encodePng({ width: ds.width, height: ds.height, channels: ch, data: bytes }), width: ds.width, height: ds.height, source_width: ds.sw, source_height: ds.sh, factor: ds.k, stretch, mtf: mtfs };
+  return { png: await encodePng({ width: ds.width, height: ds.height, channels: ch, data: bytes }), width: ds.width, height: ds.height, source_width: ds.sw, source_height: ds.sh, factor: ds.k, stretch, mtf: mtfs, flipped };
 }

@@ -6,7 +6,7 @@
 // model and the JSON report stay small).
 
 import { escapeHtml as h } from './escape.js';
-import type { ReportModel, ReportPostprocessSection } from './model.js';
+import type { ReportLocalNormalization, ReportModel, ReportPostprocessSection } from './model.js';
 import { FRAME_PLOTS_STYLE, framePlotsHtml } from './frame-plots-html.js';
 import { barChart, scatterChart } from './svg-chart.js';
 import { fromArtifacts, layoutOf } from '../shared/run-layout.js';
@@ -93,7 +93,13 @@ export function renderMarkdown(m: ReportModel): string {
     lines.push('');
     lines.push('## Stacking');
     lines.push('');
-    for (const [k, v] of Object.entries(m.stacking)) if (typeof v !== 'object' || v === null) lines.push(`- ${k}: ${String(v)}`);
+    for (const [k, v] of Object.entries(m.stacking)) if (typeof v !== 'object' || v === null) lines.push(`- ${k}: ${valueText(v as string | number | boolean | null)}`);
+    const ln = m.local_normalization;
+    if (ln && ln.frames.length) {
+      const ranges = ln.frames.flatMap((f) => f.channels.map((c) => c.offset_range)).sort((a, b) => a - b);
+      const failed = ln.frames.filter((f) => f.channels.some((c) => !c.ok)).length;
+      lines.push(`- local normalization: ${ln.frames.length} frames on a ${ln.nx}×${ln.ny} grid, background shape differences (offset range) median ${num(ranges[ranges.length >> 1]!, 1)}, max ${num(ranges[ranges.length - 1]!, 1)}${failed ? `, ${failed} frames not fitted (left as they were)` : ''} (per-frame table and surfaces in the HTML report)`);
+    }
   }
   for (const sec of m.postprocess_results) {
     lines.push('');
@@ -195,6 +201,51 @@ code{background:#eef1f5;padding:0 4px;border-radius:3px}
 figure{margin:0}figure img{max-width:100%;height:auto;border:1px solid #e3e6ea;border-radius:6px;background:#000}figcaption{font-size:12px;color:#5b6575}`;
 
 /** previewData: base64 PNG per preview path (the artifacts folder's preview_<output>.png). */
+/**
+ * A node field as a tiny heat map (one rect per node; blue below the field's mean, red above,
+ * full colour at ±`span`), for the local-normalization table.
+ */
+function surfaceThumb(values: number[], nx: number, ny: number, span: number): string {
+  const cell = 4;
+  const mean = values.reduce((a, v) => a + v, 0) / Math.max(1, values.length);
+  const rects = values
+    .map((v, k) => {
+      const t = span > 0 ? Math.max(-1, Math.min(1, (v - mean) / span)) : 0;
+      const c = Math.round(255 * (1 - Math.abs(t)));
+      const fill = t >= 0 ? `rgb(255,${c},${c})` : `rgb(${c},${c},255)`;
+      return `<rect x="${(k % nx) * cell}" y="${Math.floor(k / nx) * cell}" width="${cell}" height="${cell}" fill="${fill}"/>`;
+    })
+    .join('');
+  return `<svg class="ln-thumb" width="${nx * cell}" height="${ny * cell}" viewBox="0 0 ${nx * cell} ${ny * cell}">${rects}</svg>`;
+}
+
+/** STACKING's per-frame local normalization: fit figures and the background correction surface b. */
+function localNormalizationHtml(ln: ReportLocalNormalization | null): string {
+  if (!ln || ln.frames.length === 0) return '';
+  // One colour scale for every thumbnail: the largest deviation from a frame's own mean.
+  let span = 0;
+  for (const f of ln.frames) {
+    for (const c of f.channels) {
+      const mean = c.b.reduce((a, v) => a + v, 0) / Math.max(1, c.b.length);
+      for (const v of c.b) span = Math.max(span, Math.abs(v - mean));
+    }
+  }
+  const names = ln.frames[0]!.channels.map((c) => c.name);
+  const head = `<tr><th>#</th><th>file</th>${names.map((n) => `<th>${h(n)}: offset range</th><th>cells measured</th><th>masked</th><th>surface b</th>`).join('')}</tr>`;
+  const rows = ln.frames
+    .map(
+      (f) =>
+        `<tr><td class="n">${f.index}</td><td>${h(f.file)}</td>${f.channels
+          .map((c) => `<td class="n">${c.ok ? num(c.offset_range, 1) : 'not fitted'}</td><td class="n">${c.cells_measured} / ${c.cells}</td><td class="n">${num(100 * c.masked_fraction, 0)} %</td><td>${c.b.length ? surfaceThumb(c.b, ln.nx, ln.ny, span) : ''}</td>`)
+          .join('')}</tr>`,
+    )
+    .join('\n');
+  return `<h3 id="local-normalization">Local normalization</h3>
+<p>Each frame's sky was matched to the reference's across the field before rejection: frame' = frame + b(x, y) on a ${ln.nx}×${ln.ny} grid (on top of the global normalization). The offset range is how much the frame's background shape differed from the reference's; the surface shows b (blue: lowered, red: raised; one scale of ±${num(span, 1)} for all frames).</p>
+<table class="ln">${head}
+${rows}</table>`;
+}
+
 export function renderHtml(m: ReportModel, options: { previewData?: Record<string, string> } = {}): string {
   const layout = layoutOf(m.kind);
   const chip = (s: string) => `<span class="chip ${h(s)}">${h(s)}</span>`;
@@ -211,9 +262,10 @@ export function renderHtml(m: ReportModel, options: { previewData?: Record<strin
   const stacking = m.stacking
     ? `<h2>Stacking</h2><table>${Object.entries(m.stacking)
         .filter(([, v]) => typeof v !== 'object' || v === null)
-        .map(([k, v]) => `<tr><th>${h(k)}</th><td>${h(String(v))}</td></tr>`)
+        .map(([k, v]) => `<tr><th>${h(k)}</th><td>${h(valueText(v as string | number | boolean | null))}</td></tr>`)
         .join('')}</table>`
     : '';
+  const stackingLn = localNormalizationHtml(m.local_normalization ?? null);
   const durations = m.phases.filter((p) => p.duration_ms !== undefined);
   const totalMs = phaseTotal(m);
   const phaseChart = durations.length
@@ -267,6 +319,7 @@ ${queueHtml(m)}
 <p>Mode <code>${h(q.mode)}</code>: <b>${q.included}</b> of ${q.frames_total} frames included, <b>${q.excluded}</b> excluded${q.manual_overrides ? `, ${q.manual_overrides} manual overrides` : ''}.${Object.keys(q.reasons).length ? ` Reasons: ${Object.entries(q.reasons).map(([r, n]) => `${h(r)} ${n}`).join(', ')}.` : ''}</p>
 ${frameDetail}
 ${stacking}
+${stackingLn}
 ${postprocess}
 ${previews}
 ${warnings}

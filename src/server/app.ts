@@ -31,6 +31,7 @@ import { pccRoutes } from './routes/pcc.js';
 import { preprocessingRoutes } from './routes/preprocessing.js';
 import { preprocessingImportFileRoutes } from './routes/preprocessing-import-file.js';
 import { runRoutes } from './routes/runs.js';
+import { runConfigRoutes } from './routes/run-config.js';
 import { systemRoutes } from './routes/system.js';
 import { allowedHostnames, crossSiteGuard, hardeningHeaders, hostCheck, isLoopback, tokenGuard, type Endpoint } from './security.js';
 import { ensureStateDir, GrantStore, ParameterStore } from './state.js';
@@ -111,6 +112,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   fileRoutes(api, context);
   jobRoutes(api, context);
   runRoutes(api, context);
+  runConfigRoutes(api, context);
   imageRoutes(api, context);
   preprocessingRoutes(api, context);
   preprocessingImportFileRoutes(api, context);

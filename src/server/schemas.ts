@@ -26,7 +26,7 @@ export const JobListSchema = z.object({ items: z.array(JobRecordSchema), total: 
 
 export const PhaseViewSchema = z.object({
   phase: z.string(),
-  status: z.enum(['pending', 'running', 'ok', 'skipped', 'error']),
+  status: z.enum(['pending', 'running', 'ok', 'skipped', 'error', 'cancelled']),
   optional: z.boolean().optional().describe('an optional phase: its error does not stop the run'),
   progress: z.number(),
   reason: z.string().optional(),

@@ -69,6 +69,12 @@ export function layoutOf(kind: unknown): RunLayout {
   return kind === 'tiled' ? RUN_LAYOUTS.tiled : RUN_LAYOUTS.rawstack;
 }
 
+/**
+ * Where a kind keeps its configuration revisions (`<id>.yaml` + `index.json`), or null for a kind
+ * whose runs have none (Raw Stack: not resumable, so no revision functions).
+ */
+export const configRevisionsPath = (layout: RunLayout): string | null => (layout.kind === 'tiled' ? join(layout.artifacts, 'config_revisions') : null);
+
 /** An artifact's path: `name` inside the layout's artifacts folder. */
 export const artifactPath = (layout: RunLayout, name: string): string => join(layout.artifacts, name);
 

@@ -3,13 +3,15 @@
 // the web UI's monitors), so they cannot disagree. The phases come from the plan run_start
 // carries (or one the reader passes for runs written before it did); a phase the events name
 // but the plan does not is appended. Every phase starts `pending`, becomes `running` at
-// phase_start and takes its final status (ok | skipped | error) at phase_end.
+// phase_start and takes its final status (ok | skipped | error) at phase_end; a phase that ended
+// because the run was cancelled (phase_end error, reason `cancelled`) reads `cancelled`, since a
+// user who pressed Cancel must not see it as a failure.
 // Progress: (phases ended + the running phase's fraction) / phases in the plan; 1 once the run
 // has ended.
 
 import type { EventLine, PhasePlanEntry, RunStatus } from './events.js';
 
-export type PhaseViewStatus = 'pending' | 'running' | 'ok' | 'skipped' | 'error';
+export type PhaseViewStatus = 'pending' | 'running' | 'ok' | 'skipped' | 'error' | 'cancelled';
 
 export interface PhaseView {
   name: string;
@@ -26,7 +28,7 @@ export interface PhaseView {
   duration_ms?: number;
 }
 
-export const FINAL_PHASE_STATUSES: ReadonlySet<PhaseViewStatus> = new Set(['ok', 'skipped', 'error']);
+export const FINAL_PHASE_STATUSES: ReadonlySet<PhaseViewStatus> = new Set(['ok', 'skipped', 'error', 'cancelled']);
 
 /** The phase plan of a run: run_start's `phases`, or null when no run_start carries one. */
 export function planOf(lines: readonly EventLine[]): PhasePlanEntry[] | null {
@@ -86,7 +88,7 @@ export class RunProgress {
         const p = this.phase(l.phase);
         if (!p) break;
         const s = l.status as string;
-        p.status = s === 'ok' || s === 'skipped' || s === 'error' ? s : 'error';
+        p.status = s === 'ok' || s === 'skipped' ? s : l.reason === 'cancelled' ? 'cancelled' : 'error';
         p.progress = 1;
         if (typeof l.reason === 'string') p.reason = l.reason;
         if (typeof l.message === 'string') p.message = l.message;

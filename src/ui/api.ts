@@ -152,13 +152,31 @@ function parentOf(path: string): string | null {
   return cut <= 0 ? '/' : trimmed.slice(0, cut);
 }
 
+/** One finding of the tiled YAML validation. */
+export interface YamlFinding {
+  path: string;
+  code?: string;
+  message: string;
+  line: number | null;
+  column: number | null;
+}
+
 export const api = {
   parameters: async (): Promise<JsonObject> => unwrapConfig(await request('GET', '/api/tools/preprocessing/parameters')),
+  /** The stored parameters with where they came from (`defaults` while nothing is stored) and when they were stored. */
+  storedParameters: async (): Promise<{ config: JsonObject; source: 'stored' | 'defaults'; updated_at: string | null }> => {
+    const d = await request<{ source?: string; updated_at?: string | null }>('GET', '/api/tools/preprocessing/parameters');
+    return { config: unwrapConfig(d), source: d?.source === 'stored' ? 'stored' : 'defaults', updated_at: d?.updated_at ?? null };
+  },
   patchParameters: async (config: JsonObject): Promise<JsonObject> => unwrapConfig(await request('PATCH', '/api/tools/preprocessing/parameters', config)),
   defaults: async (): Promise<JsonObject> => unwrapConfig(await request('GET', '/api/tools/preprocessing/defaults')),
   importYaml: (source: { yaml: string } | { path: string }): Promise<ImportResult> =>
     'path' in source ? request('POST', '/api/tools/preprocessing/import-file', source) : request('POST', '/api/tools/preprocessing/import', source),
   start: (body: JsonObject): Promise<StartResult> => request('POST', '/api/tools/preprocessing/run', body),
+  /** Starts a run of any pipeline the server offers (POST /api/jobs/run). */
+  startPipeline: (body: { pipeline: string; input_dir: string; runs_dir?: string; run_name?: string; config_yaml?: string }): Promise<StartResult> => request('POST', '/api/jobs/run', body),
+  /** Checks a tiled-workflow YAML: errors and warnings with line and column. */
+  validateYaml: (yaml: string): Promise<{ ok: boolean; errors: YamlFinding[]; warnings: YamlFinding[] }> => request('POST', '/api/config/validate', { yaml }),
   info: (): Promise<JsonObject> => request('GET', '/api/system/info'),
   /** Cancels through the tool endpoint; a server without it is asked through DELETE /api/jobs/:id. */
   cancel: async (jobId: string): Promise<unknown> => {

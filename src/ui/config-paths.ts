@@ -47,3 +47,26 @@ function mergeInto(target: Json, source: Json): void {
     } else target[key] = Array.isArray(value) ? structuredClone(value) : value;
   }
 }
+
+/** One key whose value a later layer replaced: where, and both values. */
+export interface Override {
+  path: string;
+  before: unknown;
+  after: unknown;
+}
+
+/**
+ * The leaf keys `layer` sets to a value other than the one `base` holds (keys `base` lacks do not
+ * count: the layer adds them, it does not override anything). Arrays and scalars compare whole.
+ */
+export function overriddenKeys(base: Json, layer: Json, prefix = ''): Override[] {
+  const out: Override[] = [];
+  for (const [k, v] of Object.entries(layer)) {
+    if (!(k in base) || v === undefined) continue;
+    const path = prefix ? `${prefix}.${k}` : k;
+    const b = base[k];
+    if (isObject(v) && isObject(b)) out.push(...overriddenKeys(b, v, path));
+    else if (JSON.stringify(b) !== JSON.stringify(v)) out.push({ path, before: b, after: v });
+  }
+  return out;
+}

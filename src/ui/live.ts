@@ -7,6 +7,8 @@
 //      (GET /api/runs/:id/logs) plus the job record, once a second.
 // Lines reach the caller once each, in seq order. The follower ends at `run_end`, or when the
 // job is terminal and a last read of the event lines has been delivered.
+// followRun follows a run that no job of this server owns (started from the CLI, or by an
+// earlier server): the same stream or polling of its event lines, until run_end.
 
 import { api, ApiError, TERMINAL_JOB_STATES, type JobRecord } from './api.js';
 import type { EventLine } from './run-state.js';
@@ -126,18 +128,7 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
       return;
     }
     cb.onMode?.('sse');
-    const es = new EventSource(api.eventsUrl(runId));
-    source = es;
-    const onMessage = (ev: MessageEvent): void => {
-      try {
-        deliver(JSON.parse(String(ev.data)) as EventLine);
-      } catch {
-        // comments and keep-alives carry no JSON
-      }
-    };
-    es.addEventListener('message', onMessage);
-    for (const t of SSE_TYPES) es.addEventListener(t, onMessage as EventListener);
-    es.addEventListener('error', () => {
+    const es = openEventStream(runId, deliver, () => {
       if (stopped || source !== es) return;
       // The stream broke or was refused: poll from here on (seq dedup keeps lines single).
       es.close();
@@ -147,6 +138,7 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
       timers.clear();
       void poll(runId);
     });
+    source = es;
     watchJob(runId);
   };
 
@@ -170,6 +162,70 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
       halt();
     },
   };
+}
+
+export function followRun(runId: string, cb: FollowCallbacks, opts: { pollMs?: number; forcePolling?: boolean } = {}): Follower {
+  const pollMs = opts.pollMs ?? 1000;
+  let stopped = false;
+  let lastSeq = 0;
+  let source: EventSource | null = null;
+  let timer: number | null = null;
+  const halt = (): void => {
+    stopped = true;
+    source?.close();
+    source = null;
+    if (timer !== null) clearTimeout(timer);
+  };
+  const deliver = (line: EventLine): void => {
+    if (stopped || typeof line.seq !== 'number' || line.seq <= lastSeq) return;
+    lastSeq = line.seq;
+    cb.onLine(line);
+    if (line.type === 'run_end') {
+      halt();
+      cb.onMode?.('done');
+      cb.onDone?.(null);
+    }
+  };
+  const poll = async (): Promise<void> => {
+    if (stopped) return;
+    try {
+      for (const line of await api.logs(runId)) deliver(line as EventLine);
+    } catch (e) {
+      if (!stopped) cb.onError?.(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+    }
+    if (!stopped) timer = window.setTimeout(() => void poll(), pollMs);
+  };
+  if (typeof EventSource === 'undefined' || opts.forcePolling) {
+    cb.onMode?.('polling');
+    void poll();
+  } else {
+    cb.onMode?.('sse');
+    const es = openEventStream(runId, deliver, () => {
+      if (stopped || source !== es) return;
+      es.close();
+      source = null;
+      cb.onMode?.('polling');
+      void poll();
+    });
+    source = es;
+  }
+  return { stop: halt };
+}
+
+/** The run's event stream: each event line to `deliver`, `onBroken` when it fails or is refused. */
+function openEventStream(runId: string, deliver: (line: EventLine) => void, onBroken: () => void): EventSource {
+  const es = new EventSource(api.eventsUrl(runId));
+  const onMessage = (ev: MessageEvent): void => {
+    try {
+      deliver(JSON.parse(String(ev.data)) as EventLine);
+    } catch {
+      // comments and keep-alives carry no JSON
+    }
+  };
+  es.addEventListener('message', onMessage);
+  for (const t of SSE_TYPES) es.addEventListener(t, onMessage as EventListener);
+  es.addEventListener('error', onBroken);
+  return es;
 }
 
 function sleep(ms: number): Promise<void> {

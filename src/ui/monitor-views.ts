@@ -54,7 +54,7 @@ export function renderLog(list: HTMLElement, state: RunState, max = 200): void {
   clear(list);
   const shown = state.events.filter((e) => e.type !== 'phase_progress' || e === state.events[state.events.length - 1]).slice(-max);
   for (const e of shown) {
-    const level = e.type === 'warning' ? 'warn' : e.type === 'phase_end' && e.status === 'error' ? 'error' : 'info';
+    const level = e.type === 'warning' || (e.type === 'phase_end' && e.reason === 'cancelled') ? 'warn' : e.type === 'phase_end' && e.status === 'error' ? 'error' : 'info';
     list.append(h('li', { class: `log-${level}`, 'data-type': e.type }, h('time', {}, formatTime(e.ts)), ' ', describeEvent(e)));
   }
   if (shown.length === 0) list.append(h('li', { class: 'muted' }, state.finished ? 'no events' : 'no events yet'));

@@ -4,10 +4,11 @@
 // run, the frame table (sortable, with per-frame plots) whose checkboxes write
 // quality_filter.manual_overrides.
 // Precedence at start and at Validate: the visible fields are merged over the editor's JSON.
+// Validate names the values typed in the editor that a field replaced, so nothing changes silently.
 // The last job id is kept in localStorage so a reload shows the same run again.
 
 import { api, ApiError, TERMINAL_JOB_STATES, type ApiIssue, type ArtifactEntry, type JobRecord } from './api.js';
-import { getPath, isObject, mergeLayers, setPath, type Json } from './config-paths.js';
+import { getPath, isObject, mergeLayers, overriddenKeys, setPath, type Json, type Override } from './config-paths.js';
 import { byId, clear, h, say } from './dom.js';
 import { browse } from './folder-browser.js';
 import { FORM_FIELDS, fieldByPath, fillForm, readForm } from './form-fields.js';
@@ -99,18 +100,39 @@ function showIssues(issues: ApiIssue[]): void {
 async function loadFrom(what: 'parameters' | 'defaults'): Promise<void> {
   say(editorStatus, what === 'parameters' ? 'Loading the stored parameters…' : 'Loading the backend defaults…');
   try {
-    const config = what === 'parameters' ? await api.parameters() : await api.defaults();
-    load(config);
-    say(editorStatus, what === 'parameters' ? 'Stored parameters loaded.' : 'Backend defaults loaded (not stored until Validate).', 'ok');
+    if (what === 'parameters') {
+      const stored = await api.storedParameters();
+      load(stored.config);
+      say(
+        editorStatus,
+        stored.source === 'stored'
+          ? `Loaded the stored parameters${stored.updated_at ? ` (saved ${new Date(stored.updated_at).toLocaleString()})` : ''}.`
+          : 'Loaded the stored parameters: nothing is stored yet, so these are the backend defaults.',
+        'ok',
+      );
+    } else {
+      load(await api.defaults());
+      say(editorStatus, 'Loaded the backend defaults (not stored until Validate).', 'ok');
+    }
   } catch (e) {
     say(editorStatus, `Could not load: ${errText(e)}`, 'error');
   }
 }
 
+/** "a.b (3 → 5)" for each key the form replaced in the editor's JSON. */
+function overrideText(list: Override[]): string {
+  const show = (v: unknown) => (v === undefined ? '–' : JSON.stringify(v));
+  return list.map((o) => `${o.path} (${show(o.before)} → ${show(o.after)})`).join(', ');
+}
+
 async function validate(): Promise<void> {
   let config: Json;
+  let overrides: Override[];
   try {
+    const typed = editor.getConfig();
     config = effectiveConfig();
+    // The visible fields win over the editor's JSON: say which of the editor's values they replaced.
+    overrides = overriddenKeys(typed, config);
   } catch {
     say(editorStatus, 'The editor does not hold valid JSON; see the marked line.', 'error');
     return;
@@ -118,14 +140,15 @@ async function validate(): Promise<void> {
   // The editor shows exactly what is sent, so issue lines point into it.
   editor.setConfig(config);
   say(editorStatus, 'Validating…');
+  const note = overrides.length > 0 ? ` The form's fields replaced ${overrides.length} value${overrides.length === 1 ? '' : 's'} typed in the editor: ${overrideText(overrides)}.` : '';
   try {
     const stored = await api.patchParameters(config);
     load(Object.keys(stored).length > 0 ? stored : config);
-    say(editorStatus, 'Valid. Stored for the next Raw Stack starts.', 'ok');
+    say(editorStatus, `Valid. Stored for the next Raw Stack starts.${note}`, 'ok');
   } catch (e) {
     if (e instanceof ApiError && e.issues.length > 0) {
       showIssues(e.issues);
-      say(editorStatus, `${e.issues.length} validation error${e.issues.length === 1 ? '' : 's'}: see the marked keys.`, 'error');
+      say(editorStatus, `${e.issues.length} validation error${e.issues.length === 1 ? '' : 's'}: see the marked keys.${note}`, 'error');
     } else say(editorStatus, `Validation failed: ${errText(e)}`, 'error');
   }
 }
@@ -295,7 +318,7 @@ function follow(id: string, knownRunId: string | null): void {
       setRunButtons(job);
       const final = state.runStatus ?? job?.state ?? 'unknown';
       const error = job?.error ? ` — ${job.error.code}: ${job.error.message}` : '';
-      say(runStatus, `Run ${final}${error}`, final === 'ok' ? 'ok' : 'error');
+      say(runStatus, `Run ${final}${error}`, final === 'ok' ? 'ok' : final === 'cancelled' ? 'info' : 'error');
       void refreshArtifacts().then((entries) => {
         if (entries.some((e) => e.path === REPORT_PATH)) reportBtn.disabled = false;
         // A run that stopped before FRAME_FILTERING has no frame table.

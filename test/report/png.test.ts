@@ -5,7 +5,7 @@ import { decode } from 'fast-png';
 import { encodePng } from '../../src/report/png.js';
 import { autoStf, downscaleFits, renderPreview } from '../../src/report/preview.js';
 import { mtf } from '../../src/cpu/stretch.js';
-import { writeFits } from '../../src/fits/index.js';
+import { FitsHeader, writeFits } from '../../src/fits/index.js';
 import { seededRandom, withTempDir } from '../helpers/tmp.js';
 
 /** Chunk types in order (the structure a browser reads). */
@@ -98,6 +98,30 @@ test('downscale: box average over whole source pixels, NaN-aware, streamed bands
     const d = decode(p.png);
     assert.equal([d.width, d.height, d.channels], [566, 416, 3]);
     assert.ok(p.png.length < 1_500_000);
+  });
+});
+
+test('preview orientation as the viewer and export show it: bottom-up FITS rows flipped, ROWORDER TOP-DOWN kept', async () => {
+  await withTempDir('skystack-preview-', async (dir) => {
+    const w = 64;
+    const hgt = 48;
+    // File rows 0..7 bright, the rest a dim ramp: the bright band is the picture's bottom when the
+    // rows count bottom-up (FITS' default), its top when the header says TOP-DOWN.
+    const data = new Float32Array(w * hgt);
+    for (let y = 0; y < hgt; y++) for (let x = 0; x < w; x++) data[y * w + x] = y < 8 ? 1 : 0.1 + x / 1000;
+    for (const order of [null, 'BOTTOM-UP', 'TOP-DOWN'] as const) {
+      const file = join(dir, `o-${order ?? 'none'}.fits`);
+      const header = new FitsHeader();
+      if (order) header.set('ROWORDER', order);
+      await writeFits(file, { width: w, height: hgt, planes: 1, data }, { header });
+      const p = await renderPreview(file, { stretch: 'none' });
+      const d = decode(p.png);
+      const px = (x: number, y: number) => d.data[y * d.width + x]!;
+      const topDown = order === 'TOP-DOWN';
+      assert.is(p.flipped, !topDown, String(order));
+      assert.is(px(10, topDown ? 0 : hgt - 1), 255, `${order}: the bright file rows where the viewer shows them`);
+      assert.is.not(px(10, topDown ? hgt - 1 : 0), 255, `${order}: the other end is dim`);
+    }
   });
 });
 

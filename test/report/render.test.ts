@@ -34,7 +34,7 @@ function model(): ReportModel {
     input: { lights_dir: '/data/lights', pattern: '*.fits', frames_total: 4, color_mode: 'OSC', bayer_pattern: 'RGGB', width: 1024, height: 768 },
     reference: { strategy: 'best_quality', index: 1, file: 'light_1.fits' },
     quality: { mode: 'auto', frames_total: 4, included: 3, excluded: 1, manual_overrides: 0, reasons: { fwhm_outlier: 1 } },
-    stacking: { method: 'sigma', frames_used: 3, band_plan: { bands: 2 } },
+    stacking: { method: 'sigma', frames_used: 3, rejected_fraction: 0.0018799726321378858, output_linear: null, band_plan: { bands: 2 } },
     postprocess: {},
     postprocess_results: [],
     previews: [],
@@ -56,6 +56,8 @@ test('markdown: phase table, exclusions with detail, stacking scalars, warnings,
   assert.match(md, /3 of 4 frames included, 1 excluded/);
   assert.match(md, /\| 2 \| light_<script>\.fits \| fwhm_outlier \| fwhm 4\.81 > limit 3\.90 \|/);
   assert.match(md, /- frames_used: 3/);
+  assert.match(md, /- rejected_fraction: 0\.00188\n/, 'fractions to 4 significant digits');
+  assert.match(md, /- output_linear: –/);
   assert.not.match(md, /band_plan/, 'nested objects stay in the JSON report');
   assert.match(md, /`frames_min`: only 4 frames/);
 });
@@ -67,9 +69,36 @@ test('html: self-contained, escaped, frame and registration plots, one table row
   assert.is((html.match(/<svg /g) ?? []).length, 8, 'five frame plots, two registration plots and the phase duration bars');
   assert.is((html.match(/<tr class="(included|excluded)">/g) ?? []).length, 4);
   assert.match(html, /<tr class="excluded">/);
+  assert.match(html, /<th>rejected_fraction<\/th><td>0\.00188<\/td>/);
   assert.match(html, /href="frame_quality\.csv"/);
   assert.match(html, /href="\.\.\/\.\.\/outputs\/stacked_rgb\.fits"/);
   assert.not.match(html, /(src|href)="https?:/, 'no external assets');
+});
+
+test('local normalization: a per-frame table with one surface thumbnail per frame (one colour scale), a line in markdown', () => {
+  const m = model();
+  const b = (tilt: number) => Array.from({ length: 12 }, (_, k) => tilt * ((k % 4) - 1.5));
+  m.local_normalization = {
+    nx: 4,
+    ny: 3,
+    frames: [
+      { index: 0, file: 'light_1.fits', channels: [{ name: 'L', ok: true, offset_range: 0, cells_measured: 12, cells: 12, masked_fraction: 0.2, b: b(0) }] },
+      { index: 1, file: 'light_<2>.fits', channels: [{ name: 'L', ok: true, offset_range: 45, cells_measured: 10, cells: 12, masked_fraction: 0.25, b: b(10) }] },
+      { index: 3, file: 'light_4.fits', channels: [{ name: 'L', ok: false, offset_range: 0, cells_measured: 0, cells: 12, masked_fraction: 1, b: b(0) }] },
+    ],
+  };
+  const html = renderHtml(m);
+  assert.match(html, /<h3 id="local-normalization">Local normalization<\/h3>/);
+  assert.is((html.match(/<svg class="ln-thumb"/g) ?? []).length, 3);
+  assert.is((html.match(/<rect /g) ?? []).length - (renderHtml(model()).match(/<rect /g) ?? []).length, 36, 'one rect per node and frame');
+  assert.match(html, /light_&lt;2&gt;\.fits/);
+  assert.match(html, /not fitted/);
+  // One scale for every frame (±15 here): frame 1's extreme nodes reach full colour.
+  assert.match(html, /±15/);
+  assert.match(html, /fill="rgb\(255,0,0\)"/);
+  const md = renderMarkdown(m);
+  assert.match(md, /local normalization: 3 frames on a 4×3 grid, background shape differences \(offset range\) median 0, max 45, 1 frames not fitted/);
+  assert.not.match(renderHtml(model()), /ln-thumb/);
 });
 
 test('html: phase duration bars, one per timed phase, longest bar the widest', () => {

@@ -40,6 +40,11 @@ test('the plan comes from run_start; phases start pending, then running, then fi
   assert.equal([...run.phases.keys()], ['A', 'B', 'C', 'REPORT', 'EXTRA']);
   assert.is(run.phases.get('EXTRA')!.optional, false);
   assert.not.ok(run.finished);
+  // The phase the cancellation stopped reads cancelled, not error.
+  run.apply(line({ type: 'phase_start', phase: 'C' }));
+  run.apply(line({ type: 'phase_end', phase: 'C', status: 'error', reason: 'cancelled', message: 'run cancelled', duration_ms: 2 }));
+  assert.is(run.phases.get('C')!.status, 'cancelled');
+  assert.is(run.fraction, 3 / 5, 'a cancelled phase has ended (A, B, C of five)');
   run.apply(line({ type: 'run_end', status: 'cancelled', duration_ms: 9, failed_phases: ['B'] }));
   assert.ok(run.finished);
   assert.is(run.runStatus, 'cancelled');

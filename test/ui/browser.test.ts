@@ -11,7 +11,10 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { apiJson, ARTIFACT_DIR, shot, skipReason, startUiEnv, type UiEnv } from './harness.js';
 
@@ -21,6 +24,7 @@ import { apiJson, ARTIFACT_DIR, shot, skipReason, startUiEnv, type UiEnv } from 
 declare const document: any;
 declare const window: any;
 declare const localStorage: any;
+declare const getComputedStyle: any;
 type El = any;
 
 const PHASES = ['INPUT_SCAN', 'CALIBRATION', 'CFA_CHANNEL_PREP', 'REFERENCE_SELECTION', 'REGISTRATION', 'QUALITY_ANALYSIS', 'FRAME_FILTERING', 'STACKING', 'ASTROMETRY', 'BGE', 'PCC', 'HYPERMETRIC_STRETCH', 'REPORT'];
@@ -87,7 +91,7 @@ run('first load: fields from the stored parameters; editor buttons enabled, Repo
 });
 
 run('every control is labelled', async () => {
-  for (const url of ['/ui/', '/ui/run-monitor.html']) {
+  for (const url of ['/ui/', '/ui/run-monitor.html', '/ui/tiled.html']) {
     await page.goto(url);
     const unlabelled = await page.$$eval('input, select, textarea, button', (els) =>
       els
@@ -101,6 +105,50 @@ run('every control is labelled', async () => {
     );
     assert.equal(unlabelled, [], url);
   }
+});
+
+run('editor gutter: row n stands beside text line n at lines 1, 50 and 200 (also with a horizontal scrollbar)', async () => {
+  await page.goto('/ui/');
+  await page.waitForFunction(() => (document.getElementById('params-json') as El).value.includes('"bge"'));
+  // 250 lines, one of them long enough for a horizontal scrollbar.
+  const text = ['{', ...Array.from({ length: 248 }, (_, i) => `  "k${i + 2}": ${i === 120 ? `"${'x'.repeat(400)}"` : i},`), '  "end": 0', '}'].join('\n');
+  await page.fill('#params-json', text);
+  for (const n of [1, 50, 200, 250]) {
+    const m = await page.evaluate((line) => {
+      const ta = document.getElementById('params-json') as El;
+      // As far down as the text area scrolls, or line n near the top.
+      ta.scrollTop = Math.min(ta.scrollHeight, (line - 3) * parseFloat(getComputedStyle(ta).lineHeight));
+      ta.dispatchEvent(new Event('scroll'));
+      const cs = getComputedStyle(ta);
+      // The rendered line pitch (layout snaps the computed line height to its units).
+      const lh = (ta.scrollHeight - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom)) / ta.value.split('\n').length;
+      const textTop = ta.getBoundingClientRect().top + parseFloat(cs.borderTopWidth) + parseFloat(cs.paddingTop) + (line - 1) * lh - ta.scrollTop;
+      const row = document.querySelectorAll('#editor-gutter > div')[line - 1] as El;
+      return { textTop, rowTop: row.getBoundingClientRect().top, rowHeight: row.getBoundingClientRect().height, lh, visible: textTop >= ta.getBoundingClientRect().top - 1 && textTop < ta.getBoundingClientRect().bottom };
+    }, n);
+    assert.ok(m.visible, `line ${n} is in view`);
+    assert.ok(Math.abs(m.rowHeight - m.lh) < 0.05, `gutter row height ${m.rowHeight} = text line height ${m.lh}`);
+    assert.ok(Math.abs(m.rowTop - m.textTop) <= 1, `line ${n}: gutter row at ${m.rowTop.toFixed(1)} px, text line at ${m.textTop.toFixed(1)} px`);
+  }
+});
+
+run('Validate names the editor values a form field replaced; Defaults says it loaded the stored parameters and when they were saved', async () => {
+  await page.goto('/ui/');
+  await page.waitForFunction(() => (document.getElementById('params-json') as El).value.includes('"min_correlation"'));
+  const field = await page.inputValue('#qf_min_correlation');
+  const text = await page.inputValue('#params-json');
+  const typed = text.replace(/"min_correlation": [0-9.]+/, '"min_correlation": 0.42');
+  assert.is.not(typed, text);
+  await page.fill('#params-json', typed);
+  await page.click('#btn-validate');
+  await page.waitForFunction(() => /^Valid\./.test(document.getElementById('editor-status')?.textContent ?? ''));
+  const said = (await page.textContent('#editor-status')) ?? '';
+  assert.match(said, `quality_filter.min_correlation (0.42 → ${Number(field)})`);
+  assert.match(said, /replaced 1 value typed in the editor/);
+  assert.is(get(await stored(), 'quality_filter.min_correlation'), Number(field), 'the form value was stored, as the note says');
+  await page.click('#btn-defaults');
+  await page.waitForFunction(() => /^Loaded the stored parameters/.test(document.getElementById('editor-status')?.textContent ?? ''));
+  assert.match((await page.textContent('#editor-status')) ?? '', /\(saved .+\)\.$/);
 });
 
 run('Validate shows each error at its key; Reset loads the backend defaults', async () => {
@@ -129,6 +177,7 @@ run('Validate shows each error at its key; Reset loads the backend defaults', as
   assert.is(get(await stored(), 'hypermetric_stretch.target_bg'), 0.15);
   await page.click('#btn-reset');
   await page.waitForFunction(() => document.querySelectorAll('#editor-issues li').length === 0);
+  assert.match((await page.textContent('#editor-status')) ?? '', /^Loaded the backend defaults/);
   assert.is(await page.inputValue('#qf_min_correlation'), '0.75');
   assert.match(await page.inputValue('#params-json'), /"target_bg": 0.15/);
   assert.is(await page.locator('.field-error').count(), 0);
@@ -530,6 +579,47 @@ run('Cancel asks for confirmation; "Keep running" keeps the job, confirming canc
   await page.waitForFunction(() => /^Run (ok|error|cancelled)/.test(document.getElementById('run-status')?.textContent ?? ''), null, { timeout: 30_000 });
   const after = await apiJson<{ state: string }>(env!, 'GET', `/api/jobs/${id}`);
   if (open) assert.ok(['cancelled', 'ok'].includes(after.state), after.state);
+  if (after.state === 'cancelled') {
+    // Cancelled reads as cancelled: no phase chip shows an error, and the status line is not red.
+    assert.is(await page.locator('#phase-chips [data-status="error"]').count(), 0, 'no phase shown as an error');
+    assert.match((await page.textContent('#run-status')) ?? '', /^Run cancelled/);
+    assert.is.not(await page.getAttribute('#run-status', 'data-kind'), 'error');
+  }
+});
+
+run('tiled start page: YAML findings marked at their lines, Start refused without an input folder or with YAML errors', async () => {
+  await page.goto('/ui/tiled.html');
+  await page.click('#btn-start');
+  assert.match((await page.textContent('#run-status')) ?? '', /Choose an input folder/);
+  await page.fill('#input_dir', env!.lightsDir);
+  await page.fill('#config_yaml', 'stacking:\n  method: sigma\n  sigma_clip:\n    sigma_low: -3\nnot_a_block: 1\n');
+  await page.click('#btn-start');
+  await page.waitForFunction(() => /^Not started/.test(document.getElementById('run-status')?.textContent ?? ''));
+  const line = await page.getAttribute('#yaml-issues li.issue:not(.warning)', 'data-line');
+  assert.is(line, '4', 'the error is at sigma_low\'s line');
+  assert.ok(await page.locator('#yaml-gutter .gutter-error[data-line="4"]').isVisible());
+  assert.ok(await page.locator('#yaml-issues li.warning[data-key="not_a_block"]').isVisible(), 'unknown blocks are warnings');
+  await page.fill('#config_yaml', 'stacking:\n  method: winsor\n');
+  await page.click('#btn-validate-yaml');
+  await page.waitForFunction(() => document.getElementById('yaml-status')?.textContent === 'Valid.');
+  assert.is(await page.locator('#yaml-issues li').count(), 0);
+});
+
+run('a run started from the CLI is listed in the run monitor and opens there (phases, log, artifacts) without a job', async () => {
+  const cli = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'cli.js');
+  await promisify(execFile)(process.execPath, [cli, 'rawstack', '--lights', env!.lightsDir, '--runs-dir', env!.runsDir, '--run-name', 'from_cli', '--set', 'postprocess.astrometry=false', '--set', 'postprocess.pcc=false', '--set', 'postprocess.hypermetric_stretch=false', '--set', 'postprocess.bge=false', '--json'], { env: { ...process.env, SKYSTACK_DEVICE: 'cpu' }, timeout: 120_000 });
+  await page.goto('/ui/run-monitor.html');
+  const link = page.locator('#runs-list li[data-run^="from_cli_"] a');
+  await link.waitFor({ timeout: 10_000 });
+  assert.match((await page.textContent('#runs-list li[data-run^="from_cli_"]')) ?? '', /no job on this server/);
+  await link.click();
+  await page.waitForFunction(() => /^Run ok/.test(document.getElementById('job-status')?.textContent ?? ''), null, { timeout: 20_000 });
+  assert.is(await page.getAttribute('#phase-body tr[data-phase="STACKING"]', 'data-status'), 'ok');
+  assert.is(await page.getAttribute('#phase-body tr[data-phase="PCC"]', 'data-status'), 'skipped');
+  assert.match((await page.textContent('#run-title')) ?? '', /^from_cli_/);
+  await page.locator('#artifact-list button[data-path$="frame_quality.csv"]').waitFor();
+  assert.ok((await page.locator('#event-log li').count()) > 5, 'the log shows the run\'s events');
+  await shot(page, 'run-monitor-cli', false);
 });
 
 run('narrow window: one column without horizontal scrolling; keyboard reaches Start', async () => {

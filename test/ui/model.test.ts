@@ -128,6 +128,20 @@ uiTest('mergeLayers: later layers win key by key, arrays replaced whole, inputs 
   assert.is(({} as Record<string, unknown>).polluted, undefined);
 });
 
+uiTest('overriddenKeys: the editor values the form replaced (leaves only; keys the editor lacks do not count)', async () => {
+  const { mergeLayers, overriddenKeys } = await load<{
+    mergeLayers(...l: Record<string, unknown>[]): Record<string, unknown>;
+    overriddenKeys(base: Record<string, unknown>, layer: Record<string, unknown>): { path: string; before: unknown; after: unknown }[];
+  }>('config-paths.js');
+  const editor = { rejection: { low: 9, high: 3 }, stacking: { weighting: 'uniform' }, queue: [{ filter: 'L' }], run_name: 'x' };
+  const form = { rejection: { low: 3, high: 3 }, stacking: { weighting: 'uniform', normalization: 'addscale' }, queue: [], lights_dir: '/d' };
+  assert.equal(overriddenKeys(editor, mergeLayers(editor, form)), [
+    { path: 'rejection.low', before: 9, after: 3 },
+    { path: 'queue', before: [{ filter: 'L' }], after: [] },
+  ]);
+  assert.equal(overriddenKeys(editor, editor), []);
+});
+
 uiTest('frameContext: reference, DATE-OBS and calibrated copies from the event lines; plot frames from CSV rows', async () => {
   type Ctx = { referenceIndex: number | null; dateObs: Map<number, string>; paths: Map<number, string> };
   const { frameContext, plotFramesFromRows, openFrameOf } = await load<{

@@ -7,6 +7,7 @@
 // reference); the grouped Lanczos shape is only used for transforms it is valid for.
 
 import { CLAMP_CODE, FIX, SNAP, checkBandCoverage, resolveWarpParams, sourceRowsFor, type WarpKernel, type WarpParams } from '../../cpu/warp.js';
+import type { GridGeometry } from '../../algorithms/local-normalization.js';
 import type { GpuContext } from '../context.js';
 import { packUniform, type UniformField } from '../dispatch.js';
 import { GpuError } from '../errors.js';
@@ -66,7 +67,7 @@ function words(v: number): UniformField[] {
   ];
 }
 
-function uniformBlock(params: WarpParams, flip: boolean): Uint8Array {
+function uniformBlock(params: WarpParams, flip: boolean, ln: WarpLn | null = null): Uint8Array {
   const { disp, clamp, minWeight } = resolveWarpParams(params);
   return packUniform([
     ...disp.q.flatMap(words),
@@ -80,7 +81,29 @@ function uniformBlock(params: WarpParams, flip: boolean): Uint8Array {
     ['u32', params.srcY0],
     ['u32', params.srcRows],
     ['u32', flip ? 1 : 0],
+    // Lanczos' local-normalization fields (the bilinear struct ends before them).
+    ['u32', ln?.grid.nx ?? 1],
+    ['u32', ln?.rows ?? 1],
+    ['u32', ln?.row0 ?? 0],
+    ['u32', 0],
+    ['f32', ln?.grid.x0 ?? 0],
+    ['f32', ln?.grid.dx ?? 1],
+    ['f32', 0],
+    ['f32', 0],
   ]);
+}
+
+/**
+ * Local normalization fused into the Lanczos warp's store (shaders/warp/lanczos3.wgsl, LN = 1):
+ * `table` holds the frame's model interpolated to image rows [row0, row0 + rows)
+ * (src/cpu/ln-apply.ts lnRowTable), which must cover the output band; same result as the warp
+ * followed by lnApply of the band.
+ */
+export interface WarpLn {
+  table: GPUBuffer;
+  grid: GridGeometry;
+  row0: number;
+  rows: number;
 }
 
 export interface WarpGpuOptions {
@@ -89,6 +112,8 @@ export interface WarpGpuOptions {
    * picks lanczosShape().
    */
   lanczosShape?: 'auto' | 'group4' | 'single';
+  /** Lanczos only: local normalization applied as each output value is stored (WarpLn). */
+  ln?: WarpLn | null;
 }
 
 function coverage(kernel: WarpKernel, params: WarpParams): void {
@@ -121,15 +146,23 @@ async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer,
   } else {
     const shape: LanczosShape = options.lanczosShape === 'single' ? { group: 1, flip: false } : lanczosShape(params, options.lanczosShape === 'group4' ? 4 : 8);
     const WG = shape.group === 1 ? LANCZOS.WG_SINGLE : LANCZOS.WG_GROUP[shape.group];
-    overrides = { WG, GROUP: shape.group };
+    overrides = { WG, GROUP: shape.group, LN: options.ln ? 1 : 0 };
     perInvocation = shape.group * WG;
     flip = shape.flip;
   }
   const pipeline = await ctx.pipeline(id, overrides);
-  const uniform = ctx.uniform(uniformBlock(params, flip));
+  if (options.ln && kernel !== 'lanczos3') throw new GpuError('BAD_ARGUMENT', `${id}: local normalization is fused into the Lanczos warp only`);
+  const ln = options.ln ?? null;
+  if (ln) {
+    if (!(ln.row0 <= params.y0 && ln.row0 + ln.rows >= params.y0 + params.rows && ln.rows * ln.grid.nx * 8 <= ln.table.size)) throw new GpuError('BAD_ARGUMENT', `${id}: local-normalization row table (rows ${ln.row0}..${ln.row0 + ln.rows}, ${ln.table.size} bytes) does not cover output rows ${params.y0}..${params.y0 + params.rows}`);
+    if (ln.grid.width !== params.width) throw new GpuError('BAD_ARGUMENT', `${id}: local-normalization grid of width ${ln.grid.width} for an output of width ${params.width}`);
+  }
+  const uniform = ctx.uniform(uniformBlock(params, flip, ln));
   ctx.retire(uniform);
   const workgroups: [number, number] = [Math.ceil(params.width / perInvocation), params.rows];
-  ctx.dispatch(id, pipeline, ctx.bindGroup(pipeline, [uniform, src, out]), workgroups, encoder);
+  // Lanczos' binding 3 (the table) is statically used, so it is always bound: the source stands in when LN = 0 (never read).
+  const bindings = kernel === 'lanczos3' ? [uniform, src, out, ln ? ln.table : src] : [uniform, src, out];
+  ctx.dispatch(id, pipeline, ctx.bindGroup(pipeline, bindings), workgroups, encoder);
 }
 
 /**
@@ -144,6 +177,7 @@ export function warpBilinearResident(ctx: GpuContext, src: GPUBuffer, out: WarpT
 
 /** Lanczos-3 warp of a resident band; see warpBilinearResident. */
 export function warpLanczos3Resident(ctx: GpuContext, src: GPUBuffer, out: WarpTarget, params: WarpParams, encoder?: GPUCommandEncoder, options?: WarpGpuOptions): Promise<void> {
+  // (options.ln: local normalization fused into the store, WarpLn.)
   return warpResident('lanczos3', ctx, src, out, params, encoder, options);
 }
 

@@ -63,6 +63,9 @@ export interface StackParameters {
   maxIters: number;
   minFraction: number;
   normalization: string;
+  /** Rejection bounds of sigma/winsor (noise_model with its seeing tolerance, or sample); null for median/none. */
+  bounds: string | null;
+  localNormalization: boolean;
   weighting: string;
   kernel: string;
   cfaMode: string | null;
@@ -155,7 +158,7 @@ export function stackHeader(state: RawStackState, setup: StackSetup, outcomes: R
   }
   addHistory(
     h,
-    `STACKING: ${frames.length} frames onto frame ${setup.reference.index}; rejection ${p.method} low ${p.low} high ${p.high} max_iters ${p.maxIters} min_fraction ${p.minFraction}; normalization ${p.normalization}; weighting ${p.weighting}; warp ${p.kernel}${p.cfaMode ? `; debayer ${p.cfaMode}` : ''}; cosmetic ${p.cosmetic}`,
+    `STACKING: ${frames.length} frames onto frame ${setup.reference.index}; rejection ${p.method} low ${p.low} high ${p.high} max_iters ${p.maxIters} min_fraction ${p.minFraction}${p.bounds ? ` bounds ${p.bounds}` : ''}; normalization ${p.normalization}${p.localNormalization ? ' + local' : ''}; weighting ${p.weighting}; warp ${p.kernel}${p.cfaMode ? `; debayer ${p.cfaMode}` : ''}; cosmetic ${p.cosmetic}`,
   );
   return h;
 }

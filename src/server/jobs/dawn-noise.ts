@@ -8,6 +8,11 @@ export class DawnNoiseFilter {
   hidden = 0;
   private inTrace = false;
 
+  /** The last line judged was one of Dawn's warnings or its trace (what follows may still be trace). */
+  get afterWarning(): boolean {
+    return this.inTrace;
+  }
+
   keep(line: string): boolean {
     if (DAWN_NOISE.test(line)) {
       this.hidden++;

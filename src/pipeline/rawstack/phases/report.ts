@@ -15,7 +15,7 @@ import { planOf } from '../../../shared/run-progress.js';
 import { ok } from '../../phase.js';
 import type { RawStackPhase } from '../reasons.js';
 import { inRunFolder } from '../../run-folder.js';
-import type { ReportFrame, ReportModel, ReportPhase, ReportPostprocessSection, ReportPreview, ReportQueueEntry } from '../../../report/model.js';
+import type { ReportFrame, ReportLocalNormalization, ReportModel, ReportPhase, ReportPostprocessSection, ReportPreview, ReportQueueEntry } from '../../../report/model.js';
 import { registrationShift } from '../../../report/registration-shift.js';
 import { renderHtml, renderMarkdown } from '../../../report/render.js';
 import type { FrameRecord, RawStackState } from '../state.js';
@@ -135,6 +135,7 @@ export function buildReportModel(
       reasons,
     },
     stacking: state.summaries.STACKING ?? null,
+    local_normalization: (state.summaries.STACKING?.local_normalization as ReportLocalNormalization | undefined) ?? null,
     postprocess: { ...state.config.postprocess },
     postprocess_results: extras.postprocess_results ?? [],
     previews: extras.previews ?? [],

@@ -4,6 +4,11 @@
 //     matrices), CFA phases, normalisation scale/offset per frame and channel
 //     (stacking.normalization, relative to the reference), weights (stacking.weighting), and
 //     the band plan under runtime_limits.memory_budget;
+//   local normalization and noise model (stages/stacking/local-norm.ts, docs/stacking-quality.md):
+//     with stacking.local_normalization each frame's background is fitted against the
+//     reference's on binned planes (one extra read of every frame) and applied as the warp
+//     writes each slot sample; with rejection.bounds noise_model (sigma, winsor) the reference's
+//     sky, the frames' noise and seeing tolerances give the pre-mask's and the rejection's bounds;
 //   band loop (stages/stacking/engine.ts): per band of output rows, every frame's source rows are read,
 //     optionally cosmetic-corrected, debayered (OSC: cfa_mode bilinear, or superpixel at half
 //     size), Lanczos-3 warped into its slot; then per channel the outlier pre-mask
@@ -28,7 +33,9 @@ import { writeJsonAtomic } from '../../atomic.js';
 import { stackingPlacement, withStackOnHost, type StackingPlacement } from '../../device-policy.js';
 import { CancelledError, failed, ok, type PhaseContext } from '../../phase.js';
 import type { RawStackPhase, RawStackOutcome } from '../reasons.js';
-import { BandEngine, type EngineOptions } from '../../stages/stacking/engine.js';
+import { BandEngine, type EngineOptions, type NoiseModel } from '../../stages/stacking/engine.js';
+import { setupLocalNormalization, type LnSetup } from '../../stages/stacking/local-norm.js';
+import { seeingTolerances } from '../../../cpu/reject-noise.js';
 import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN_FRAMES } from '../../../cpu/premask.js';
 import { channelNames } from '../../stages/stacking/normalization.js';
 import { bandPlanDiagnostics, finalCosmetic, frameDiagnostics, rejectionTotals, round, stackHeader, type StackParameters } from '../stacking-output.js';
@@ -43,6 +50,7 @@ import { cosmeticWithoutDarks } from '../premeasure.js';
 import { addArtifact } from '../../artifacts.js';
 import { inRunFolder } from '../../run-folder.js';
 import { artifactPath, outputPath } from '../../../shared/run-layout.js';
+import type { ReportLocalNormalization } from '../../../report/model.js';
 
 /** Resampling kernel of the warp (docs/ARCHITECTURE.md "Raw Stack decisions": Lanczos-3; bilinear is the kernels' other option). */
 export const STACKING_WARP_KERNEL: WarpKernel = 'lanczos3';
@@ -174,6 +182,10 @@ interface StackRequest {
   autoCosmetic: { sigma: number } | null;
   cosmeticOn: boolean;
   cosmeticSigma: number;
+  /** stacking.local_normalization (off with normalization none: there is nothing to refine). */
+  ln: boolean;
+  /** rejection.bounds noise_model with sigma or winsor. */
+  noiseModel: boolean;
 }
 
 function stackRequest(state: RawStackState): StackRequest {
@@ -193,6 +205,8 @@ function stackRequest(state: RawStackState): StackRequest {
     autoCosmetic,
     cosmeticOn: c.stacking.per_frame_cosmetic_correction || autoCosmetic !== null,
     cosmeticSigma: autoCosmetic ? autoCosmetic.sigma : c.stacking.per_frame_cosmetic_correction_sigma,
+    ln: c.stacking.local_normalization && c.stacking.normalization !== 'none',
+    noiseModel: (method === 'sigma' || method === 'winsor') && c.rejection.bounds === 'noise_model',
   };
 }
 
@@ -200,6 +214,7 @@ function stackRequest(state: RawStackState): StackRequest {
 interface StackLayout {
   placement: StackingPlacement;
   premask: EngineOptions['premask'];
+  noiseModel: NoiseModel | null;
   plan: StackPlan;
   halo: number;
   extraBytes: number;
@@ -210,12 +225,12 @@ interface StackLayout {
  * level per frame, and the band plan under the memory budget; a plan too wide for a device
  * binding moves the stack to TypeScript and plans again. An outcome when no plan fits.
  */
-function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: StackRequest, stackOnHost = false): StackLayout | RawStackOutcome {
+function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: StackRequest, ln: LnSetup | null, stackOnHost = false): StackLayout | RawStackOutcome {
   const { state } = ctx;
   const c = state.config;
   const N = setup.frames.length;
   const C = setup.channels;
-  let placement = stackingPlacement(state.gpu, { frames: N, osc: r.osc, superpixel: r.superpixel, kernel: r.kernel, premaskOnDevice: stackingOptions.premaskOnDevice });
+  let placement = stackingPlacement(state.gpu, { frames: N, osc: r.osc, superpixel: r.superpixel, kernel: r.kernel, premaskOnDevice: stackingOptions.premaskOnDevice, noiseModel: r.noiseModel && ln !== null });
   if (placement.stackOnHost) ctx.warn('stack_on_host', placement.stackOnHost);
   // A weight field is the caller's choice, not a limit hit: no warning (the diagnostics' device paths say where it ran).
   if (stackOnHost && placement.stack) placement = withStackOnHost(placement, 'a per-pixel weight field stacks from host slots');
@@ -228,6 +243,22 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
     if (sigma.some((row) => row.some((s) => !(s > 0)))) ctx.warn('premask_noise', 'pixel noise could not be measured on some frames; the pre-mask skips them');
     premask = { sigma, level, onDevice: placement.premaskOnDevice, indexCapacity: stackingOptions.premaskIndexCapacity, chunkRows: stackingOptions.premaskChunkRows };
   }
+  let noiseModel: NoiseModel | null = null;
+  if (r.noiseModel && ln) {
+    // σ_f as the pre-mask's (normalised pixel noise; LN keeps the global scale); K_f = 0: no
+    // gain is known here, and above a few ADU of signal the seeing term dominates the shot
+    // noise anyway; α_f from the frames' FWHM (QUALITY_ANALYSIS), at least seeing_tolerance.
+    const fwhm = setup.frames.map((f) => f.record.metrics?.fwhm ?? NaN);
+    noiseModel = {
+      sigma: setup.frames.map((f) => channelNoise(f, C).map((s, ch) => s * f.scale[ch]!)),
+      poisson: setup.frames.map(() => new Array<number>(C).fill(0)),
+      seeing: seeingTolerances(fwhm, c.rejection.high, c.rejection.seeing_tolerance),
+      background: ln.background,
+    };
+  }
+  // Local normalization's coefficient tables (host, and a device copy per channel), reserved
+  // from the budget before the bands are planned; the noise model's per-pixel rows below.
+  const lnBytes = ln?.tables ? ln.tables.coefficients.reduce((a, t) => a + t.byteLength, 0) * 2 : 0;
   const workers = c.runtime_limits.parallel_workers;
   let extraBytes = 0;
   const planFor = (device: boolean): StackPlan =>
@@ -251,8 +282,9 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
       extraBytesPerFramePixel: (extraBytes = premask ? (device && placement.stack ? 5 : 1) : 0),
       // Host pre-mask beside a device stack: the masked samples' index lists (host and device,
       // u32 for 1/32 of a band's owned samples each: nanIndexCapacity).
-      extraBytesPerPixel: premask && !premask.onDevice && device && placement.stack ? Math.ceil(N / 4) : 0,
-      budgetBytes: c.runtime_limits.memory_budget * MiB,
+      // Noise model: the sky rows on the host, and on a device stack its centre and sky rows.
+      extraBytesPerPixel: (premask && !premask.onDevice && device && placement.stack ? Math.ceil(N / 4) : 0) + (noiseModel ? (device && placement.stack ? 12 : 4) : 0),
+      budgetBytes: c.runtime_limits.memory_budget * MiB - lnBytes,
       maxBindingBytes: device && placement.stack ? Math.min(placement.stack.limits.maxStorageBufferBindingSize, placement.stack.limits.maxBufferSize) : null,
     });
   let plan: StackPlan;
@@ -272,7 +304,55 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
     } else return failed('budget_error', e.message);
   }
   if (premask) premask.onDevice = placement.premaskOnDevice;
-  return { placement, premask, plan, halo, extraBytes };
+  return { placement, premask, noiseModel, plan, halo, extraBytes };
+}
+
+/**
+ * stacking_diagnostics.json's local_normalization block: the grid and interpolation rule once,
+ * per frame and channel the fitted nodes (a, b on the globally normalised frame) and the fit's
+ * statistics; the reference's sky surface (the rejection's B).
+ */
+function localNormalizationDiagnostics(ln: LnSetup, setup: StackSetup, names: string[], scale: string) {
+  const grid = ln.tables?.grid ?? ln.background[0]!.grid;
+  const r = (x: number) => (Number.isFinite(x) ? Number(x.toPrecision(6)) : null);
+  return {
+    applied: ln.tables !== null,
+    scale,
+    bin_factor: ln.binFactor,
+    grid,
+    interpolation: 'bilinear, outer cells extended linearly to the image edge',
+    coefficients: "frame' = a * frame + b per node, row-major ny x nx, on the globally normalised frame",
+    reference_sky: Object.fromEntries(names.map((n, ch) => [n, ln.background[ch]!.values.map(r)])),
+    timings_ms: { read_bin: Math.round(ln.ms.read_bin), fit: Math.round(ln.ms.fit) },
+    frames: ln.models
+      ? setup.frames.map((f) => ({
+          index: f.record.index,
+          file: f.record.name,
+          channels: Object.fromEntries(names.map((n, ch) => [n, { a: ln.models![f.slot]![ch]!.a, b: ln.models![f.slot]![ch]!.b, fit: ln.models![f.slot]![ch]!.fit }])),
+        }))
+      : [],
+  };
+}
+
+/**
+ * The report's view of the fits (report/model.ts ReportLocalNormalization): per frame and
+ * channel the fit's figures, and the surface b of one channel (L, or G of OSC) for its thumbnail.
+ */
+function reportLocalNormalization(ln: LnSetup, setup: StackSetup, names: string[]): ReportLocalNormalization | null {
+  if (!ln.models || !ln.tables) return null;
+  const thumb = names.length === 3 ? 1 : 0;
+  return {
+    nx: ln.tables.grid.nx,
+    ny: ln.tables.grid.ny,
+    frames: setup.frames.map((f) => ({
+      index: f.record.index,
+      file: f.record.name,
+      channels: names.map((name, ch) => {
+        const m = ln.models![f.slot]![ch]!;
+        return { name, ok: m.fit.ok, offset_range: m.fit.offset_range, cells_measured: m.fit.cells_measured, cells: m.fit.cells, masked_fraction: m.fit.masked_fraction, b: ch === thumb ? m.b : [] };
+      }),
+    })),
+  };
 }
 
 /** Section 3 of runStacking: every band through the engine into the planar image (C × H × W). */
@@ -317,9 +397,36 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   const N = setup.frames.length;
   const { width: W, height: H, channels: C } = setup;
 
-  // 2. Placement, pre-mask and band plan.
+  // 2. Local normalization's fits and the reference's sky (one pass over the frames), then
+  // placement, pre-mask and band plan (a per-pixel weight field stacks from host slots).
   const weightField = variant.weightField?.(ctx, setup) ?? null;
-  const layout = layoutStack(ctx, setup, r, weightField !== null);
+  const tLn = performance.now();
+  const refSlot = setup.frames.findIndex((f) => f.record === setup.reference);
+  if ((r.ln || r.noiseModel) && refSlot < 0) ctx.warn('local_normalization', 'the reference frame is not among the stacked frames: no local normalization, sample-σ rejection bounds');
+  const ln =
+    (r.ln || r.noiseModel) && refSlot >= 0
+      ? await setupLocalNormalization({
+          width: W,
+          height: H,
+          frameWidth: setup.frameWidth,
+          frameHeight: setup.frameHeight,
+          binning: setup.binning,
+          channels: C,
+          frames: setup.frames,
+          referenceSlot: refSlot,
+          readers,
+          fit: r.ln,
+          cells: c.stacking.local_normalization_cells,
+          scale: c.stacking.local_normalization_scale,
+          between: (done, total) => {
+            ctx.checkCancelled();
+            ctx.progress(done, total, 'local normalization');
+          },
+        })
+      : null;
+  const lnMs = performance.now() - tLn;
+  ctx.checkCancelled();
+  const layout = layoutStack(ctx, setup, r, ln, weightField !== null);
   if ('status' in layout) return layout;
   const { placement, premask, plan } = layout;
 
@@ -341,6 +448,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     rejection: { method: r.method, low: c.rejection.low, high: c.rejection.high, maxIters: c.rejection.max_iters, minFraction: c.rejection.min_fraction },
     premask,
     perFrameCosmetic: r.cosmeticOn ? { sigma: r.cosmeticSigma } : null,
+    ln: ln?.tables ?? null,
+    noiseModel: layout.noiseModel,
     workers: c.runtime_limits.parallel_workers,
     gpu: { debayer: placement.debayer, warp: placement.warp, stack: placement.stack },
     readers,
@@ -364,6 +473,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     maxIters: c.rejection.max_iters,
     minFraction: c.rejection.min_fraction,
     normalization: c.stacking.normalization,
+    bounds: layout.noiseModel ? `noise_model seeing_tolerance ${c.rejection.seeing_tolerance}` : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
+    localNormalization: ln?.tables != null,
     weighting: c.stacking.weighting,
     kernel: r.kernel,
     cfaMode: r.osc ? `${r.cfaMode} ${state.bayer ?? ''}`.trim() : null,
@@ -395,6 +506,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   const paths = engine.paths();
   const timings = {
     setup: Math.round(setupMs),
+    local_normalization_setup: Math.round(lnMs),
+    local_normalization_pass: Math.round(engine.timings.ln),
     band_loop: Math.round(loopMs),
     read_wait: Math.round(engine.timings.read_wait),
     per_frame_cosmetic: Math.round(engine.timings.cosmetic),
@@ -417,8 +530,17 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     channels: names,
     output_size: { width: W, height: H, binning: setup.binning },
     parameters: {
-      rejection: { method: r.method, low: c.rejection.low, high: c.rejection.high, max_iters: c.rejection.max_iters, min_fraction: c.rejection.min_fraction },
+      rejection: {
+        method: r.method,
+        low: c.rejection.low,
+        high: c.rejection.high,
+        max_iters: c.rejection.max_iters,
+        min_fraction: c.rejection.min_fraction,
+        bounds: layout.noiseModel ? 'noise_model' : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
+        seeing_tolerance: layout.noiseModel ? c.rejection.seeing_tolerance : null,
+      },
       normalization: c.stacking.normalization,
+      local_normalization: ln?.tables != null,
       normalization_reference: 'reference frame',
       weighting: c.stacking.weighting,
       cosmetic_correction: c.stacking.cosmetic_correction,
@@ -431,8 +553,16 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
       bayer_pattern: r.osc ? state.bayer : null,
       warp_kernel: r.kernel,
       warp_clamp: 'undershoot',
-      premask: premask ? { grow_px: PREMASK_GROW, alpha: PREMASK_ALPHA, k_low: c.rejection.low, k_high: c.rejection.high } : null,
+      premask: premask ? { grow_px: PREMASK_GROW, seeds: layout.noiseModel ? 'noise_model' : 'sample', alpha: layout.noiseModel ? null : PREMASK_ALPHA, k_low: c.rejection.low, k_high: c.rejection.high } : null,
     },
+    local_normalization: ln ? localNormalizationDiagnostics(ln, setup, names, c.stacking.local_normalization_scale) : null,
+    noise_model: layout.noiseModel
+      ? {
+          tau: 'sqrt(sigma^2 + K*S + (alpha*S)^2), S = max(centre - sky, 0)',
+          seeing_tolerance: c.rejection.seeing_tolerance,
+          frames: setup.frames.map((f, i) => ({ index: f.record.index, fwhm: f.record.metrics?.fwhm ?? null, alpha: round(layout.noiseModel!.seeing[i]!, 4), sigma: layout.noiseModel!.sigma[i]!.map((s) => round(s, 4)) })),
+        }
+      : null,
     reference: { index: setup.reference.index, file: setup.reference.name },
     device: { kind: state.device.kind, adapter: state.device.adapter, paths },
     normalization_source: setup.normalizationSource,
@@ -484,7 +614,9 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     method: r.method,
     low: c.rejection.low,
     high: c.rejection.high,
+    rejection_bounds: params.bounds,
     normalization: c.stacking.normalization,
+    local_normalization_applied: ln?.tables != null,
     weighting: c.stacking.weighting,
     cosmetic: params.cosmetic,
     rejected_fraction: rejected.fraction,
@@ -495,6 +627,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     rows_per_band: plan.rowsPerBand,
     device_paths: paths,
     duration_ms: timings.total,
+    local_normalization: ln ? reportLocalNormalization(ln, setup, names) : null,
   };
   if (sink) sink.summary = summary;
   else state.summaries.STACKING = summary;

@@ -2,18 +2,26 @@
 // warp → slot → (median → pre-mask →) stack is a chain of device work, and only the band's
 // mean and count come back (engine.ts head comment). On a software adapter the pre-mask's
 // flag/apply run on the host in row chunks, and only the masked samples' indices go back.
+// Local normalization: a host warp applies it as it writes each slot row, the device Lanczos
+// warp as it stores each sample (the coefficient tables go up once); after a device bilinear
+// warp one ln_apply dispatch per channel normalises the band's slots in place. Sigma and winsor with the noise model end in reject_noise
+// instead of the stack kernel, started from the median pass (copied to `centre` on the device)
+// with the reference's sky of the owned rows (`background`, written per band and channel).
 
 import type { StackMethod } from '../../../cpu/stack.js';
 import { sharedFloat32, type WorkerPool } from '../../../cpu/worker-pool.js';
 import type { GpuContext } from '../../../gpu/context.js';
 import { debayerBilinearResident } from '../../../gpu/kernels/debayer.js';
+import { lnApplyResident } from '../../../gpu/kernels/ln-apply.js';
+import { packRejectFrames, rejectNoiseResident } from '../../../gpu/kernels/reject-noise.js';
 import { premaskMaskBytes, premaskResident, scatterNanResident } from '../../../gpu/kernels/premask.js';
 import { stackResident, type SrcLayout } from '../../../gpu/kernels/stack.js';
-import { warpBilinearResident, warpLanczos3Resident } from '../../../gpu/kernels/warp.js';
+import { warpBilinearResident, warpLanczos3Resident, type WarpLn } from '../../../gpu/kernels/warp.js';
+import { lnRowTable } from '../../../cpu/ln-apply.js';
 import { ALPHA as PREMASK_ALPHA, GROW as PREMASK_GROW } from '../../../cpu/premask.js';
 import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
-import { HostScratch, hostSource, nanIndexCapacity, premaskChunkRows, premaskHost, sharedU32, stackParams, sharedU64, sharedU8, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
+import { HostScratch, hostSource, nanIndexCapacity, frameNorm, noiseParams, noiseRejects, premaskChunkRows, premaskHost, sharedU32, skyRows, stackParams, sharedU64, sharedU8, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
 
 export class DeviceStore implements SlotStore {
   private readonly slots: GPUBuffer[];
@@ -60,6 +68,16 @@ export class DeviceStore implements SlotStore {
   private readonly source: HostScratch;
   private readonly hostMean: Float32Array;
   private readonly hostCount: Uint32Array;
+  /** Per channel: the local-normalization coefficient table (device warp only; else the host warp applies it). */
+  private readonly lnTables: GPUBuffer[];
+  /** Per channel: the current frame's local-normalization row table (Lanczos warp), and its host staging. */
+  private readonly lnRows: GPUBuffer[];
+  private readonly lnRowHost: Float32Array;
+  /** Noise model: per channel the reject_noise frame table; the centre and sky of the owned rows; host sky rows. */
+  private readonly rejectFrames: GPUBuffer[];
+  private readonly centre: GPUBuffer | null;
+  private readonly background: GPUBuffer | null;
+  private readonly sky: Float32Array | null;
 
   constructor(
     private readonly o: EngineOptions,
@@ -106,6 +124,22 @@ export class DeviceStore implements SlotStore {
     this.nanIndexBuffer = onHost ? take(4 * nanCapacity, 'premask nan indices') : null;
     this.survivors = new Array(C).fill(0);
     this.nan = new Float32Array(o.maxWorkRows * W).fill(NaN);
+    const upload = (data: Float32Array, label: string) => {
+      const b = take(data.byteLength, label);
+      ctx.write(b, data);
+      return b;
+    };
+    // Local normalization after a device warp: per channel the whole coefficient table (bilinear:
+    // a pass of its own), or a row table rewritten per frame (Lanczos: fused into its store).
+    const lnDevice = o.ln !== null && o.gpu.warp !== null;
+    this.lnTables = lnDevice && o.kernel !== 'lanczos3' ? o.ln!.coefficients.map((t, c) => upload(t, `ln coefficients ${c}`)) : [];
+    this.lnRows = lnDevice && o.kernel === 'lanczos3' ? Array.from({ length: C }, (_, c) => take(o.maxWorkRows * o.ln!.grid.nx * 8, `ln rows ${c}`)) : [];
+    this.lnRowHost = new Float32Array(this.lnRows.length > 0 ? o.maxWorkRows * o.ln!.grid.nx * 2 : 0);
+    const nm = o.noiseModel !== null;
+    this.rejectFrames = nm ? Array.from({ length: C }, (_, c) => upload(packRejectFrames({ ...stackParams(o, c, 1, 'sigma'), method: 'sigma', ...noiseParams(o, c) }), `reject frames ${c}`)) : [];
+    this.centre = nm ? take(o.maxOwnedRows * W * 4, 'reject centre') : null;
+    this.background = nm ? take(o.maxOwnedRows * W * 4, 'reject background') : null;
+    this.sky = nm ? (sh ? sharedFloat32(o.maxWorkRows * W) : new Float32Array(o.maxWorkRows * W)) : null;
     if (o.gpu.warp) {
       this.warpOut = take(o.maxWorkRows * W * 4, 'warp out');
       const deviceDebayer = o.gpu.debayer !== null && C === 3;
@@ -169,7 +203,16 @@ export class DeviceStore implements SlotStore {
     const direct = offset % ctx.limits.minStorageBufferOffsetAlignment === 0;
     for (let c = 0; c < o.channels; c++) {
       const out = direct ? { buffer: this.slots[c]!, offset, size: plane * 4 } : this.warpOut;
-      if (o.kernel === 'lanczos3') await warpLanczos3Resident(ctx, planes[c]!, out, params, encoder);
+      // Lanczos stores a·v + b straight away (local normalization fused into the warp), reading
+      // the frame's model interpolated to the band's rows (a small table per frame and channel).
+      let ln: WarpLn | null = null;
+      if (this.lnRows.length > 0) {
+        const n = 2 * o.ln!.nodes;
+        const rowsTable = lnRowTable(o.ln!.grid, o.ln!.coefficients[c]!.subarray(f.slot * n, (f.slot + 1) * n), w.y0, w.rows, this.lnRowHost);
+        ctx.write(this.lnRows[c]!, rowsTable);
+        ln = { table: this.lnRows[c]!, grid: o.ln!.grid, row0: w.y0, rows: w.rows };
+      }
+      if (o.kernel === 'lanczos3') await warpLanczos3Resident(ctx, planes[c]!, out, params, encoder, { ln });
       else await warpBilinearResident(ctx, planes[c]!, out, params, encoder);
       if (!direct) encoder.copyBufferToBuffer(this.warpOut, 0, this.slots[c]!, offset, plane * 4);
     }
@@ -215,7 +258,7 @@ export class DeviceStore implements SlotStore {
       transfer += performance.now() - t;
       nan.of.row0 = r0;
       const chunk: Work = { y0: w.y0 + r0, rows, ownedY0: a - r0, ownedRows: b - a };
-      await premaskHost(o, c, chunk, band, median.subarray(r0 * W, (r0 + rows) * W), this.hostMask!, rejected, counts, this.pool, nan);
+      await premaskHost(o, c, chunk, band, median.subarray(r0 * W, (r0 + rows) * W), this.hostMask!, rejected, counts, this.pool, nan, this.sky);
     }
     if (this.nanCount![0]! <= this.nanIndex!.length) return transfer;
     // Overflow: the device band is still unmasked; mask all of it on the host.
@@ -228,7 +271,7 @@ export class DeviceStore implements SlotStore {
     await this.ctx.readInto(src, band);
     transfer += performance.now() - t;
     this.nanCount![0] = 0;
-    await premaskHost(o, c, w, band, median, this.fullBand.mask, rejected, counts, this.pool, { index: this.nanIndex!, count: this.nanCount! });
+    await premaskHost(o, c, w, band, median, this.fullBand.mask, rejected, counts, this.pool, { index: this.nanIndex!, count: this.nanCount! }, this.sky);
     // Keep nanCount over capacity so the caller uploads the band even if this pass listed fewer.
     this.nanCount![0] = Math.max(this.nanCount![0]!, this.nanIndex!.length + 1);
     return transfer;
@@ -252,6 +295,35 @@ export class DeviceStore implements SlotStore {
   }
 
   /**
+   * Encodes the noise-model rejection of channel `c`'s owned rows from `src` into mean/count:
+   * the centre is the median pass's owned rows (still in `mean`: the pre-mask only read it), or
+   * NaN without a pre-mask (the weighted mean then starts); the sky rows go up first.
+   */
+  private async reject(c: number, w: Work, src: GPUBuffer, layout: SrcLayout, encoder: GPUCommandEncoder): Promise<void> {
+    const o = this.o;
+    const ctx = this.ctx;
+    const W = o.width;
+    const N = o.frames.length;
+    const plane = w.ownedRows * W;
+    ctx.write(this.background!, skyRows(o.noiseModel!, c, w.y0 + w.ownedY0, w.ownedRows, this.sky!));
+    if (o.premask) encoder.copyBufferToBuffer(this.mean, w.ownedY0 * W * 4, this.centre!, 0, plane * 4);
+    else ctx.write(this.centre!, this.nan.subarray(0, plane));
+    const p = { ...stackParams(o, c, w.ownedRows, 'sigma'), method: o.rejection.method as 'sigma' | 'winsor', ...noiseParams(o, c), srcRows: layout.rows, srcRow0: layout.row0 };
+    await rejectNoiseResident(
+      ctx,
+      { buffer: src, offset: 0, size: N * layout.rows * W * 4 },
+      this.rejectFrames[c]!,
+      { buffer: this.centre!, offset: 0, size: plane * 4 },
+      { buffer: this.background!, offset: 0, size: plane * 4 },
+      { buffer: this.mean, offset: 0, size: plane * 4 },
+      { buffer: this.count, offset: 0, size: plane * 4 },
+      this.rejected[c]!,
+      p,
+      encoder,
+    );
+  }
+
+  /**
    * Device pre-mask of channel `c`: the median pass, then flag, grow and apply into the compact
    * buffer, all on the device (encoded into `encoder`, submitted here to time the part). The
    * stack then reads the compact buffer's owned rows.
@@ -269,7 +341,8 @@ export class DeviceStore implements SlotStore {
     o.frames.forEach((f, i) => {
       const sigma = pm.sigma[f.slot]![c]!;
       const ok = sigma > 0;
-      frame.set([f.scale[c]!, f.offset[c]!, ok ? o.rejection.high * sigma : Infinity, ok ? o.rejection.low * sigma : Infinity], 4 * i);
+      const [sc, of] = frameNorm(o, f, c);
+      frame.set([sc, of, ok ? o.rejection.high * sigma : Infinity, ok ? o.rejection.low * sigma : Infinity], 4 * i);
     });
     await premaskResident(
       ctx,
@@ -336,6 +409,17 @@ export class DeviceStore implements SlotStore {
     // buffer's owned rows (device pre-mask).
     let src = this.slots[c]!;
     let layout: SrcLayout = { rows: w.rows, row0: w.ownedY0 };
+    if (this.lnTables.length > 0) {
+      // Local normalization after a device bilinear warp: one in-place pass over the channel's
+      // slots (the Lanczos warp applies it as it stores each sample).
+      const t0 = performance.now();
+      const N = o.frames.length;
+      await lnApplyResident(ctx, { buffer: src, offset: 0, size: N * w.rows * o.width * 4 }, this.lnTables[c]!, { width: o.width, rows: w.rows, frames: N, y0: w.y0, srcRows: w.rows, srcRow0: 0, grid: o.ln!.grid }, encoder);
+      ctx.submit(encoder);
+      await ctx.done();
+      encoder = band();
+      timings.ln += performance.now() - t0;
+    }
     if (o.premask?.onDevice) {
       ({ src, layout } = await this.premaskOnDevice(c, w, encoder, timings));
       encoder = band();
@@ -343,7 +427,8 @@ export class DeviceStore implements SlotStore {
       encoder = await this.premaskOnHost(c, w, encoder, band, timings);
     }
     const t = performance.now();
-    await this.stack(c, src, w.ownedRows, o.rejection.method, this.rejected[c]!, encoder, layout);
+    if (noiseRejects(o, o.rejection.method)) await this.reject(c, w, src, layout, encoder);
+    else await this.stack(c, src, w.ownedRows, o.rejection.method, this.rejected[c]!, encoder, layout);
     ctx.submit(encoder);
     const mean = this.hostMean.subarray(0, plane);
     const count = this.hostCount.subarray(0, plane);

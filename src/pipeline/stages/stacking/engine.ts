@@ -31,6 +31,7 @@
 // (called from the phase's finalize, also after an error or a cancel); memory stays within the
 // band plan (planStackBands).
 
+import type { GridSurface } from '../../../algorithms/local-normalization.js';
 import type { StackMethod } from '../../../cpu/stack.js';
 import { sourceRowsFor, type WarpKernel } from '../../../cpu/warp.js';
 import { sharedPool, type WorkerPool } from '../../../cpu/worker-pool.js';
@@ -39,6 +40,7 @@ import type { Band } from '../../../gpu/band-planner.js';
 import { cosmeticCorrect } from './cosmetic.js';
 import { DeviceStore } from './device-store.js';
 import { HostStore } from './host-store.js';
+import type { LnTables } from './local-norm.js';
 import type { ReaderCache } from './readers.js';
 import type { StackFrame } from './plan.js';
 import type { RawRead, SlotStore, Work } from './slots.js';
@@ -72,6 +74,13 @@ export interface EngineOptions {
    */
   premask: { sigma: number[][]; level: number[]; onDevice: boolean; indexCapacity?: number | null; chunkRows?: number | null } | null;
   perFrameCosmetic: { sigma: number } | null;
+  /**
+   * Local normalization (local-norm.ts; null: off): each slot sample is written as a·v + b with
+   * the global normalization folded in, so the pre-mask and the stack then use scale 1, offset 0.
+   */
+  ln: LnTables | null;
+  /** Noise-model bounds of sigma and winsor (null: rejection.bounds sample, the samples' own spread). */
+  noiseModel: NoiseModel | null;
   workers: number;
   /** Contexts per kernel (null = TypeScript). */
   gpu: { debayer: GpuContext | null; warp: GpuContext | null; stack: GpuContext | null };
@@ -80,6 +89,18 @@ export interface EngineOptions {
   weightField?: WeightField | null;
   /** Where the weight-field stack runs (null: TypeScript on the worker pool). */
   weightFieldGpu?: GpuContext | null;
+}
+
+/** The noise model of the rejection (src/cpu/reject-noise.ts), per stacked frame. */
+export interface NoiseModel {
+  /** Per slot, per channel: normalised sky noise σ_f (≤ 0 or NaN: never rejected). */
+  sigma: number[][];
+  /** Per slot, per channel: shot-noise variance per unit of normalised signal K_f. */
+  poisson: number[][];
+  /** Per slot: seeing tolerance α_f. */
+  seeing: number[];
+  /** Per channel: the reference's sky (normalised units) on a grid. */
+  background: GridSurface[];
 }
 
 export interface Timings {
@@ -92,6 +113,8 @@ export interface Timings {
   premask_median: number;
   premask_transfer: number;
   premask_mask: number;
+  /** Local normalization as a pass of its own (device warp); on the host it is inside warp. */
+  ln: number;
   stack: number;
 }
 
@@ -115,7 +138,7 @@ function pathOf(ctx: GpuContext | null, workers: number): KernelPath {
 const workOf = (band: Band): Work => ({ y0: band.readY0, rows: band.readRows, ownedY0: band.y0 - band.readY0, ownedRows: band.rows });
 
 export class BandEngine {
-  readonly timings: Timings = { read_wait: 0, cosmetic: 0, debayer: 0, warp: 0, premask: 0, premask_median: 0, premask_transfer: 0, premask_mask: 0, stack: 0 };
+  readonly timings: Timings = { read_wait: 0, cosmetic: 0, debayer: 0, warp: 0, premask: 0, premask_median: 0, premask_transfer: 0, premask_mask: 0, ln: 0, stack: 0 };
   readonly totals: EngineTotals;
   private readonly pool: WorkerPool | null;
   private readonly store: SlotStore;
@@ -153,6 +176,7 @@ export class BandEngine {
       debayer: o.channels === 1 ? 'off' : o.binning === 2 ? (this.pool ? 'typescript-workers' : 'typescript') : pathOf(o.gpu.debayer, o.workers),
       warp: pathOf(o.gpu.warp, o.workers),
       premask: o.premask ? (o.premask.onDevice ? pathOf(o.gpu.stack, o.workers) : host) : 'off',
+      local_normalization: o.ln ? (o.gpu.stack && o.gpu.warp ? pathOf(o.gpu.stack, o.workers) : o.gpu.warp ? 'typescript' : host) : 'off',
       stack: o.weightField ? pathOf(o.weightFieldGpu ?? null, o.workers) : pathOf(o.gpu.stack, o.workers),
     };
   }

@@ -1,15 +1,18 @@
 // The stacking engine's slots in (shared) host memory: every stage of a band after the reads
 // runs in TypeScript on the worker pool, except a device warp when the policy places one there
 // (the stack then too large for one dispatch). Pre-mask, median pass and stack over the band's
-// host slots; tallies in shared typed arrays the workers add to.
+// host slots; tallies in shared typed arrays the workers add to. Local normalization is applied
+// as the warp writes each slot row (warpRows; after a device warp, to its output before the
+// copy), and sigma/winsor with the noise model run rejectRows instead of the stack.
 
+import { lnApply } from '../../../cpu/ln-apply.js';
 import { sharedFloat32, type WorkerPool } from '../../../cpu/worker-pool.js';
 import { warpBilinearGpu, warpLanczos3Gpu } from '../../../gpu/kernels/warp.js';
 import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
-import { stackRows, STACK_ROWS, type StackRowsArgs } from './row-kernels.js';
+import { rejectRows, REJECT_ROWS, stackRows, STACK_ROWS, type RejectRowsArgs, type StackRowsArgs } from './row-kernels.js';
 import { stackFieldGpu, stackFieldRows, STACK_FIELD_ROWS, type StackFieldRowsArgs, type WeightField } from './weightfield.js';
-import { HostScratch, hostSource, premaskHost, sharedU32, sharedU64, sharedU8, stackArgs, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
+import { HostScratch, hostSource, lnOf, noiseRejects, premaskHost, rejectArgs, sharedU32, sharedU64, sharedU8, skyRows, stackArgs, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
 
 export class HostStore implements SlotStore {
   private readonly bands: Float32Array[];
@@ -25,6 +28,8 @@ export class HostStore implements SlotStore {
   private readonly scratch: BigUint64Array;
   private readonly scratchRejected: Uint32Array;
   private readonly source: HostScratch;
+  /** The reference's sky under the band's work rows (noise model), shared with the workers. */
+  private readonly sky: Float32Array | null;
 
   constructor(
     private readonly o: EngineOptions,
@@ -39,6 +44,7 @@ export class HostStore implements SlotStore {
     this.mean = alloc(o.maxWorkRows * o.width);
     this.median = o.premask ? alloc(o.maxWorkRows * o.width) : null;
     this.mask = o.premask ? sharedU8(N * o.maxWorkRows * o.width, sh) : null;
+    this.sky = o.noiseModel ? alloc(o.maxWorkRows * o.width) : null;
     this.rejected = Array.from({ length: C }, () => sharedU32(2 * N, sh));
     this.premaskRejected = Array.from({ length: C }, () => sharedU32(2 * N, sh));
     this.counts = Array.from({ length: C }, () => sharedU64(2, sh));
@@ -59,15 +65,22 @@ export class HostStore implements SlotStore {
     if (o.gpu.warp) {
       // The stack runs on the host (too many frames for one dispatch), the warp on the device.
       const plane = w.rows * o.width;
+      const ln = lnOf(o, f);
       for (let c = 0; c < o.channels; c++) {
         const p = warpParams(o, f, w, src);
         const out = o.kernel === 'lanczos3' ? await warpLanczos3Gpu(o.gpu.warp, src.planes[c]!, p) : await warpBilinearGpu(o.gpu.warp, src.planes[c]!, p);
+        if (ln) lnApply(out, { width: o.width, rows: w.rows, frames: 1, y0: w.y0, grid: ln.grid, coefficients: ln.coefficients[c]! });
         this.bands[c]!.set(out, f.slot * plane);
       }
     } else {
       await warpOnHost(o, f, w, src, this.bands, f.slot, this.pool);
     }
     timings.warp += performance.now() - t;
+  }
+
+  private async runReject(args: RejectRowsArgs): Promise<void> {
+    if (this.pool) await this.pool.run(REJECT_ROWS, args, 0, args.rows, { minChunk: 4, reused: true });
+    else rejectRows(args, 0, args.rows);
   }
 
   private async runStack(args: StackRowsArgs): Promise<void> {
@@ -91,7 +104,7 @@ export class HostStore implements SlotStore {
       const t = performance.now();
       await this.runStack(stackArgs(o, c, band, w.rows, 'median', this.median!, this.scratchRejected, this.scratch));
       const t1 = performance.now();
-      band = await premaskHost(o, c, w, band, this.median!, this.mask!, this.premaskRejected[c]!, this.premaskCounts[c]!, this.pool);
+      band = await premaskHost(o, c, w, band, this.median!, this.mask!, this.premaskRejected[c]!, this.premaskCounts[c]!, this.pool, null, this.sky);
       const t2 = performance.now();
       timings.premask_median += t1 - t;
       timings.premask_mask += t2 - t1;
@@ -99,9 +112,15 @@ export class HostStore implements SlotStore {
     }
     const t = performance.now();
     const mean = this.mean.subarray(0, w.ownedRows * o.width);
-    const args = stackArgs(o, c, band, w.ownedRows, o.rejection.method, mean, this.rejected[c]!, this.counts[c]!);
-    if (o.weightField) await this.runFieldStack(args, o.weightField, w.y0 + w.ownedY0);
-    else await this.runStack(args);
+    if (o.weightField) {
+      // The weight-field stack (tiled workflow) applies the sample bounds of its own kernel.
+      await this.runFieldStack(stackArgs(o, c, band, w.ownedRows, o.rejection.method, mean, this.rejected[c]!, this.counts[c]!), o.weightField, w.y0 + w.ownedY0);
+    } else if (noiseRejects(o, o.rejection.method)) {
+      // The pre-mask compacted the band to its owned rows; without it the band is the owned rows.
+      const sky = skyRows(o.noiseModel!, c, w.y0 + w.ownedY0, w.ownedRows, this.sky!);
+      const centre = o.premask ? { data: this.median!, row0: w.ownedY0 } : null;
+      await this.runReject(rejectArgs(o, c, band, w.ownedRows, { srcRows: w.ownedRows, srcRow0: 0 }, centre, sky, mean, this.rejected[c]!, this.counts[c]!));
+    } else await this.runStack(stackArgs(o, c, band, w.ownedRows, o.rejection.method, mean, this.rejected[c]!, this.counts[c]!));
     timings.stack += performance.now() - t;
     return mean.slice();
   }

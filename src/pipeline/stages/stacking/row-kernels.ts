@@ -4,14 +4,21 @@
 // whole band would be, so the result does not depend on the split:
 // - warpRows: warps rows [start, end) of the band for every channel of one frame into that
 //   frame's slot of the band arrays (the source band covers the whole band's needs, hence any
-//   sub-range's);
+//   sub-range's); with `ln`, each warped row is locally normalised (a·v + b, src/cpu/ln-apply.ts)
+//   before it is stored, so local normalization costs no pass of its own over the band;
 // - stackRows: copies rows [start, end) of every frame's slot into frame-major tiles (whole rows,
 //   or column blocks when frames × width is large; at most STACK_TILE_SAMPLES samples, so the
 //   scratch does not grow with the frame count), stacks them and writes the mean rows; per-frame
 //   rejected-sample counts are added atomically into the shared tallies (low, then high).
+// - rejectRows: the noise-model rejection (src/cpu/reject-noise.ts) of owned rows [start, end),
+//   read in place from the band's layout, with the per-pixel centre and sky rows; tallies as
+//   stackRows.
 // All typed arrays in the arguments must be SharedArrayBuffer views when a pool runs them.
 
-import { stack, type StackParams } from '../../../cpu/stack.js';
+import type { GridGeometry } from '../../../algorithms/local-normalization.js';
+import { lnApply } from '../../../cpu/ln-apply.js';
+import { rejectNoiseModel, type NoiseRejectMethod } from '../../../cpu/reject-noise.js';
+import { stack, type StackParams, type StackResult } from '../../../cpu/stack.js';
 import type { PoolKernel } from '../../../cpu/worker-pool.js';
 import { warp, type WarpKernel } from '../../../cpu/warp.js';
 
@@ -31,6 +38,8 @@ export interface WarpRowsArgs {
   /** Band arrays (one per channel, frames × bandRows × width) and this frame's slot. */
   bands: Float32Array[];
   slot: number;
+  /** Local normalization of this frame: the grid and, per channel, its nodes' (a, b) (packLnCoefficients' layout). */
+  ln?: { grid: GridGeometry; coefficients: Float32Array[] } | null;
 }
 
 export function warpRows(a: WarpRowsArgs, start: number, end: number): void {
@@ -47,6 +56,7 @@ export function warpRows(a: WarpRowsArgs, start: number, end: number): void {
       srcY0: a.srcY0,
       srcRows: a.srcRows,
     });
+    if (a.ln) lnApply(out, { width: a.width, rows: end - start, frames: 1, y0: a.bandY0 + start, grid: a.ln.grid, coefficients: a.ln.coefficients[c]! });
     a.bands[c]!.set(out, a.slot * plane + start * a.width);
   }
 }
@@ -139,6 +149,85 @@ export function stackRows(a: StackRowsArgs, start: number, end: number): void {
   }
 }
 
+/** Adds a stack result's tallies into the shared (or plain) counters. */
+function addTallies(res: Pick<StackResult, 'rejectedLow' | 'rejectedHigh' | 'count'>, n: number, rejected: Uint32Array, counts: BigUint64Array): void {
+  const N = res.rejectedLow.length;
+  const shared = rejected.buffer instanceof SharedArrayBuffer;
+  for (let f = 0; f < N; f++) {
+    const lo = res.rejectedLow[f]!;
+    const hi = res.rejectedHigh[f]!;
+    if (shared) {
+      if (lo) Atomics.add(rejected, f, lo);
+      if (hi) Atomics.add(rejected, N + f, hi);
+    } else {
+      rejected[f]! += lo;
+      rejected[N + f]! += hi;
+    }
+  }
+  let survivors = 0;
+  let empty = 0;
+  for (let i = 0; i < n; i++) {
+    const k = res.count[i]!;
+    survivors += k;
+    if (k === 0) empty++;
+  }
+  if (counts.buffer instanceof SharedArrayBuffer) {
+    Atomics.add(counts, 0, BigInt(survivors));
+    Atomics.add(counts, 1, BigInt(empty));
+  } else {
+    counts[0]! += BigInt(survivors);
+    counts[1]! += BigInt(empty);
+  }
+}
+
+export interface RejectRowsArgs extends StackRowsArgs {
+  method: NoiseRejectMethod;
+  /** Rows per frame in `band` and the band row of output row 0. */
+  srcRows: number;
+  srcRow0: number;
+  /** Per frame: normalised sky noise σ_f, shot-noise coefficient K_f, seeing tolerance α_f. */
+  noise: number[];
+  poisson: number[];
+  seeing: number[];
+  /** Start centre (the median pass) rows × width from row centreRow0, or null (weighted mean). */
+  centre: Float32Array | null;
+  centreRow0: number;
+  /** Sky under each output pixel, rows × width (normalised units). */
+  background: Float32Array;
+}
+
+export function rejectRows(a: RejectRowsArgs, start: number, end: number): void {
+  if (end <= start) return;
+  const W = a.width;
+  const res = rejectNoiseModel(
+    a.band,
+    {
+      width: W,
+      rows: end - start,
+      frames: a.frames,
+      method: a.method,
+      low: a.low,
+      high: a.high,
+      maxIters: a.maxIters,
+      minFraction: a.minFraction,
+      scale: a.scale,
+      offset: a.offset,
+      weight: a.weight,
+      noise: a.noise,
+      poisson: a.poisson,
+      seeing: a.seeing,
+      srcRows: a.srcRows,
+      srcRow0: a.srcRow0 + start,
+    },
+    {
+      centre: a.centre ? a.centre.subarray((a.centreRow0 + start) * W, (a.centreRow0 + end) * W) : null,
+      background: a.background.subarray(start * W, end * W),
+    },
+  );
+  a.mean.set(res.mean, start * W);
+  addTallies(res, (end - start) * W, a.rejected, a.counts);
+}
+
 export interface SuperpixelArgs {
   /** Frame rows from full-image row readY0, frameWidth pixels each (a raw Bayer mosaic). */
   input: Float32Array;
@@ -185,4 +274,5 @@ export function superpixelRows(a: SuperpixelArgs, start: number, end: number): v
 /** These kernels as worker-pool handles (the module is this file, so the path is checked by the compiler). */
 export const WARP_ROWS: PoolKernel = { module: import.meta.url, name: 'warpRows' satisfies keyof typeof import('./row-kernels.js') };
 export const STACK_ROWS: PoolKernel = { module: import.meta.url, name: 'stackRows' satisfies keyof typeof import('./row-kernels.js') };
+export const REJECT_ROWS: PoolKernel = { module: import.meta.url, name: 'rejectRows' satisfies keyof typeof import('./row-kernels.js') };
 export const SUPERPIXEL_ROWS: PoolKernel = { module: import.meta.url, name: 'superpixelRows' satisfies keyof typeof import('./row-kernels.js') };

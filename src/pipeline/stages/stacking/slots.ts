@@ -3,6 +3,7 @@
 // slot (debayer or slice, warp on the host) and the host pre-mask of a channel's band.
 // DeviceStore (device-store.ts) and HostStore (host-store.ts) implement SlotStore.
 
+import { fillGridRows } from '../../../algorithms/local-normalization.js';
 import { debayerBilinear, resolveDebayer, ROWS_KERNEL as DEBAYER_ROWS, type DebayerPlanes } from '../../../cpu/debayer.js';
 import { compactOwned, GROW as PREMASK_GROW, PREMASK_APPLY, PREMASK_FLAG, premaskApply, premaskFlag, type PremaskArgs } from '../../../cpu/premask.js';
 import type { StackMethod } from '../../../cpu/stack.js';
@@ -10,9 +11,9 @@ import type { WarpParams } from '../../../cpu/warp.js';
 import { isShared, sharedFloat32, type WorkerPool } from '../../../cpu/worker-pool.js';
 import { READBACK_CHUNK_BYTES } from '../../../gpu/context.js';
 import { phaseChannels } from '../frames/channel-stats.js';
-import type { EngineOptions, EngineTotals, Timings } from './engine.js';
+import type { EngineOptions, EngineTotals, NoiseModel, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
-import { superpixelRows, SUPERPIXEL_ROWS, warpRows, WARP_ROWS, type StackRowsArgs, type SuperpixelArgs, type WarpRowsArgs } from './row-kernels.js';
+import { superpixelRows, SUPERPIXEL_ROWS, warpRows, WARP_ROWS, type RejectRowsArgs, type StackRowsArgs, type SuperpixelArgs, type WarpRowsArgs } from './row-kernels.js';
 
 /** A frame's source planes on the host covering the warp's source rows. */
 export interface Source {
@@ -108,6 +109,36 @@ export function warpParams(o: EngineOptions, f: StackFrame, w: Work, src: { srcY
   return { affine: f.toFrame, width: o.width, y0: w.y0, rows: w.rows, srcWidth: o.width, srcHeight: o.height, srcY0: src.srcY0, srcRows: src.srcRows };
 }
 
+/** Channel c's normalisation of frame f's slot samples: local normalization holds it when on. */
+export function frameNorm(o: EngineOptions, f: StackFrame, c: number): [number, number] {
+  return o.ln ? [1, 0] : [f.scale[c]!, f.offset[c]!];
+}
+
+/** Frame f's local-normalization nodes per channel (small copies; in shared memory when a pool's workers read them). */
+export function lnOf(o: EngineOptions, f: StackFrame, shared = false): WarpRowsArgs['ln'] {
+  if (!o.ln) return null;
+  const n = 2 * o.ln.nodes;
+  return {
+    grid: o.ln.grid,
+    coefficients: o.ln.coefficients.map((t) => {
+      const part = t.subarray(f.slot * n, (f.slot + 1) * n);
+      if (!shared) return part.slice();
+      const out = sharedFloat32(n);
+      out.set(part);
+      return out;
+    }),
+  };
+}
+
+/** The reference's sky of channel c on image rows [y0, y0 + rows) into `out` (rows × width). */
+export function skyRows(nm: NoiseModel, c: number, y0: number, rows: number, out: Float32Array): Float32Array {
+  const bg = nm.background[c]!;
+  return fillGridRows(bg.grid, bg.values, y0, rows, out.subarray(0, rows * bg.grid.width));
+}
+
+/** Whether the final stack of `method` uses the noise-model rejection (reject_noise) instead of the stack kernel. */
+export const noiseRejects = (o: EngineOptions, method: StackMethod): method is 'sigma' | 'winsor' => o.noiseModel !== null && (method === 'sigma' || method === 'winsor');
+
 /** Warps host source planes on the host (worker rows or inline) into host slot arrays. */
 export async function warpOnHost(o: EngineOptions, f: StackFrame, w: Work, src: Source, bands: Float32Array[], slot: number, pool: WorkerPool | null): Promise<void> {
   const args: WarpRowsArgs = {
@@ -122,6 +153,7 @@ export async function warpOnHost(o: EngineOptions, f: StackFrame, w: Work, src: 
     srcRows: src.srcRows,
     bands,
     slot,
+    ln: lnOf(o, f, pool !== null),
   };
   if (pool) await pool.run(WARP_ROWS, args, 0, w.rows, { minChunk: 8 });
   else warpRows(args, 0, w.rows);
@@ -163,9 +195,11 @@ export async function premaskHost(
   counts: BigUint64Array,
   pool: WorkerPool | null,
   nan: { index: Uint32Array; count: Uint32Array; of?: { plane: number; row0: number } } | null = null,
+  sky: Float32Array | null = null,
 ): Promise<Float32Array> {
   const N = o.frames.length;
   const pm = o.premask!;
+  const nm = o.noiseModel;
   mask.fill(0, 0, N * w.rows * o.width);
   const args: PremaskArgs = {
     band: band.subarray(0, N * w.rows * o.width),
@@ -174,9 +208,10 @@ export async function premaskHost(
     width: o.width,
     rows: w.rows,
     frames: N,
-    scale: o.frames.map((f) => f.scale[c]!),
-    offset: o.frames.map((f) => f.offset[c]!),
+    scale: o.frames.map((f) => frameNorm(o, f, c)[0]),
+    offset: o.frames.map((f) => frameNorm(o, f, c)[1]),
     sigma: o.frames.map((f) => pm.sigma[f.slot]![c]!),
+    noiseModel: nm && sky ? { background: skyRows(nm, c, w.y0, w.rows, sky), poisson: o.frames.map((f) => nm.poisson[f.slot]![c]!), seeing: o.frames.map((f) => nm.seeing[f.slot]!) } : null,
     kLow: o.rejection.low,
     kHigh: o.rejection.high,
     level: pm.level[c]!,
@@ -209,10 +244,36 @@ export function stackParams(o: EngineOptions, c: number, rows: number, method: S
     frames: o.frames.length,
     ...o.rejection,
     method,
-    scale: o.frames.map((f) => f.scale[c]!),
-    offset: o.frames.map((f) => f.offset[c]!),
+    scale: o.frames.map((f) => frameNorm(o, f, c)[0]),
+    offset: o.frames.map((f) => frameNorm(o, f, c)[1]),
     weight: o.frames.map((f) => f.weight),
   };
+}
+
+/** The noise model's per-frame inputs of channel c (rejectRows, reject_noise). */
+export function noiseParams(o: EngineOptions, c: number): { noise: number[]; poisson: number[]; seeing: number[] } {
+  const nm = o.noiseModel!;
+  return { noise: o.frames.map((f) => nm.sigma[f.slot]![c]!), poisson: o.frames.map((f) => nm.poisson[f.slot]![c]!), seeing: o.frames.map((f) => nm.seeing[f.slot]!) };
+}
+
+/**
+ * The noise-model rejection's arguments for channel c: `rows` output rows read from `band`
+ * (srcRows rows per frame, output row 0 at srcRow0), the centre rows from centreRow0 of `centre`.
+ */
+export function rejectArgs(
+  o: EngineOptions,
+  c: number,
+  band: Float32Array,
+  rows: number,
+  layout: { srcRows: number; srcRow0: number },
+  centre: { data: Float32Array; row0: number } | null,
+  background: Float32Array,
+  mean: Float32Array,
+  rejected: Uint32Array,
+  counts: BigUint64Array,
+): RejectRowsArgs {
+  const method = o.rejection.method as 'sigma' | 'winsor';
+  return { band, ...stackParams(o, c, rows, method), method, ...layout, ...noiseParams(o, c), centre: centre?.data ?? null, centreRow0: centre?.row0 ?? 0, background, mean, rejected, counts };
 }
 
 export function stackArgs(o: EngineOptions, c: number, band: Float32Array, rows: number, method: StackMethod, mean: Float32Array, rejected: Uint32Array, counts: BigUint64Array): StackRowsArgs {

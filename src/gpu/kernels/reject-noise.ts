@@ -1,0 +1,105 @@
+// Wrapper for shaders/stack/reject_noise.wgsl (rejection with noise-model and seeing bounds):
+// the per-frame table, uniform layout, argument checks and dispatch math. Contract and
+// TypeScript reference: src/cpu/reject-noise.ts. Invariant: the rejected-count buffer is only
+// ever added to, so a caller zeroes it once and runs every band of an image into it (as with
+// the stack kernel).
+
+import { frameParams, type StackResult } from '../../cpu/stack.js';
+import { noiseFrameParams, validateNoiseReject, type NoiseRejectParams, type NoiseRejectPixels } from '../../cpu/reject-noise.js';
+import type { BindingResource, GpuContext } from '../context.js';
+import { packUniform } from '../dispatch.js';
+import { GpuError } from '../errors.js';
+
+export const REJECT_NOISE_WG = 64;
+const METHOD: Record<NoiseRejectParams['method'], number> = { sigma: 0, winsor: 1 };
+
+/** Per-frame table (two vec4 per frame: scale, offset, weight, σ² (−1: never reject); K, α², 0, 0). */
+export function packRejectFrames(p: NoiseRejectParams): Float32Array {
+  const { scale, offset, weight } = frameParams({ ...p, method: 'sigma' });
+  const { sigma2, poisson, alpha2 } = noiseFrameParams(p);
+  const out = new Float32Array(8 * p.frames);
+  for (let f = 0; f < p.frames; f++) {
+    out.set([scale[f]!, offset[f]!, weight[f]!, Number.isNaN(sigma2[f]!) ? -1 : sigma2[f]!, poisson[f]!, alpha2[f]!, 0, 0], 8 * f);
+  }
+  return out;
+}
+
+function check(p: NoiseRejectParams): void {
+  try {
+    validateNoiseReject(p);
+  } catch (e) {
+    throw new GpuError('BAD_ARGUMENT', (e as Error).message);
+  }
+}
+
+/**
+ * Encodes rejection and combination of the band in `src` into `encoder` (or submits it):
+ * `frames` holds packRejectFrames(p); `centre` and `background` rows × width f32; `mean`,
+ * `count` receive rows × width values; `rejected` (2N u32) is added to.
+ */
+export async function rejectNoiseResident(
+  ctx: GpuContext,
+  src: BindingResource,
+  frames: BindingResource,
+  centre: BindingResource,
+  background: BindingResource,
+  mean: BindingResource,
+  count: BindingResource,
+  rejected: BindingResource,
+  p: NoiseRejectParams,
+  encoder?: GPUCommandEncoder,
+): Promise<void> {
+  check(p);
+  const max = ctx.limits.maxComputeWorkgroupsPerDimension;
+  // Four pixels per invocation (the shader's vec4 lanes).
+  const groupsX = Math.ceil(Math.ceil(p.width / 4) / REJECT_NOISE_WG);
+  if (groupsX > max) throw new GpuError('BAD_ARGUMENT', `reject_noise: width ${p.width} needs ${groupsX} workgroups per row, over ${max}`);
+  const kernel = await ctx.pipeline('reject_noise', { WG: REJECT_NOISE_WG, METHOD: METHOD[p.method] });
+  const own = encoder ?? ctx.device.createCommandEncoder({ label: 'reject_noise' });
+  for (let rowBase = 0; rowBase < p.rows; rowBase += max) {
+    const uniform = ctx.uniform(
+      packUniform([
+        ['u32', p.width],
+        ['u32', p.rows],
+        ['u32', p.frames],
+        ['u32', p.maxIters],
+        ['f32', p.low],
+        ['f32', p.high],
+        ['f32', p.minFraction],
+        ['f32', p.winsorK ?? 1.5],
+        ['u32', p.srcRows ?? p.rows],
+        ['u32', p.srcRow0 ?? 0],
+        ['u32', rowBase],
+        ['u32', 0],
+      ]),
+    );
+    ctx.retire(uniform);
+    ctx.dispatch('reject_noise', kernel, ctx.bindGroup(kernel, [uniform, src, frames, centre, background, mean, count, rejected]), [groupsX, Math.min(max, p.rows - rowBase)], own);
+  }
+  if (!encoder) ctx.submit(own);
+}
+
+/** Host to host, one band (must fit one storage binding): the reference's result from the device. */
+export async function rejectNoiseGpu(ctx: GpuContext, band: Float32Array, p: NoiseRejectParams, px: NoiseRejectPixels): Promise<StackResult> {
+  validateNoiseReject(p, band.length, px);
+  if (band.byteLength > ctx.limits.maxStorageBufferBindingSize) throw new GpuError('BAD_ARGUMENT', `reject_noise: band of ${band.byteLength} B exceeds one storage binding`);
+  const plane = p.width * p.rows;
+  const held: GPUBuffer[] = [];
+  const keep = (b: GPUBuffer) => (held.push(b), b);
+  try {
+    const src = keep(ctx.upload(band));
+    const frames = keep(ctx.upload(packRejectFrames(p)));
+    const centre = keep(ctx.upload(px.centre ? px.centre.subarray(0, plane) : new Float32Array(plane).fill(NaN)));
+    const background = keep(ctx.upload(px.background.subarray(0, plane)));
+    const mean = keep(ctx.storage(plane * 4, 'reject mean'));
+    const count = keep(ctx.storage(plane * 4, 'reject count'));
+    const rejected = keep(ctx.upload(new Uint32Array(2 * p.frames)));
+    await rejectNoiseResident(ctx, src, frames, centre, background, mean, count, rejected, p);
+    const m = await ctx.readFloat32(mean, plane);
+    const c = new Uint32Array(await ctx.readback(count, plane * 4));
+    const tallies = new Uint32Array(await ctx.readback(rejected, 2 * p.frames * 4));
+    return { mean: m, count: c, rejectedLow: tallies.slice(0, p.frames), rejectedHigh: tallies.slice(p.frames) };
+  } finally {
+    for (const b of held) ctx.pool.release(b);
+  }
+}

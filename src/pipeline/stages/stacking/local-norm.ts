@@ -1,0 +1,175 @@
+// The stacking engine's setup for local normalization and the noise-model rejection
+// (docs/stacking-quality.md): one pass over the stacked frames, before the band loop, that
+// bins each frame per channel (block means; CFA mosaics by site, so no debayer is needed),
+// moves the binned plane into the reference's geometry (warpBinned with the frame's toFrame
+// matrix, nearest block: backgrounds only, no full-resolution warp, and the fit's noise
+// estimate from neighbour differences needs uncorrelated noise, which interpolation breaks), normalises it globally and fits its local
+// normalization against the reference's (src/algorithms/local-normalization.ts). What it leaves:
+// - per channel, the coefficient table the band loop applies as the warp writes each slot
+//   sample (raw value → a·v + b, global normalization folded in: composeGlobal), and each
+//   frame's compact model for stacking_diagnostics.json;
+// - per channel, the reference's smooth sky B on the same grid (normalised units): the
+//   noise-model rejection's "signal above the sky" is measured from it.
+// Memory: the reference's binned planes and one frame's at a time (~256 binned pixels along
+// the long side, so ~200 KB per plane), a read buffer of at most READ_CHUNK_BYTES; the models
+// are a few hundred numbers per frame and channel. Frames are read once more than without
+// LN (the reads go through the band loop's reader cache, prefetched one frame ahead).
+// Superpixel (binning 2): toFrame is in cell coordinates; a mosaic binned by an even D in frame
+// pixels is the same plane binned by D/2 in cells (block centres coincide), so it is relabelled.
+
+import type { Affine } from '../../../algorithms/affine.js';
+import { PlaneBinner, warpBinned, type BinnedPlane } from '../../../algorithms/binned-plane.js';
+import {
+  compactModel,
+  composeGlobal,
+  fitLocalNormalization,
+  fitReferenceBackground,
+  lnBinFactor,
+  LN_DEFAULTS,
+  prepareReference,
+  type GridGeometry,
+  type GridSurface,
+  type LnModel,
+  type LnScaleMode,
+} from '../../../algorithms/local-normalization.js';
+import { packLnCoefficients } from '../../../cpu/ln-apply.js';
+import { phaseChannels } from '../frames/channel-stats.js';
+import type { StackFrame } from './plan.js';
+import type { ReaderCache } from './readers.js';
+
+/** Most bytes of frame rows read at once by the setup pass. */
+export const READ_CHUNK_BYTES = 8 << 20;
+
+export interface LnSetupInput {
+  /** Output size (the reference geometry of the slots) and the frames' size. */
+  width: number;
+  height: number;
+  frameWidth: number;
+  frameHeight: number;
+  binning: 1 | 2;
+  channels: 1 | 3;
+  frames: StackFrame[];
+  /** Slot of the reference frame. */
+  referenceSlot: number;
+  readers: ReaderCache;
+  /** Fit the frames (local normalization on); false: only the reference's sky (noise-model rejection). */
+  fit: boolean;
+  cells: number;
+  scale: LnScaleMode;
+  /** Called after each frame (cancellation, progress). */
+  between?: (done: number, total: number) => void;
+}
+
+/** What the band loop applies: per channel a (raw → normalised) coefficient table over every frame. */
+export interface LnTables {
+  grid: GridGeometry;
+  /** Per channel: frames × nodes × (a, b), frame-major by slot (packLnCoefficients). */
+  coefficients: Float32Array[];
+  nodes: number;
+}
+
+export interface LnSetup {
+  /** Null when the fit was not asked for. */
+  tables: LnTables | null;
+  /** Per slot, per channel: the compact model (on the globally normalised frame: a, b as fitted). */
+  models: LnModel[][] | null;
+  /** Per channel: the reference's sky on the grid, normalised units. */
+  background: GridSurface[];
+  binFactor: number;
+  /** Wall ms of reading and binning, and of the fits. */
+  ms: { read_bin: number; fit: number };
+}
+
+const asAffine = (m: number[]): Affine => [
+  [m[0]!, m[1]!, m[2]!],
+  [m[3]!, m[4]!, m[5]!],
+];
+
+/** The sites of each stack channel in a mosaic of `pattern` ((y & 1)·2 + (x & 1)). */
+function channelSites(f: StackFrame): number[][] {
+  const ph = phaseChannels(f.pattern!);
+  return [0, 1, 2].map((c) => [0, 1, 2, 3].filter((p) => ph[p] === c));
+}
+
+/** Binned planes of one frame per channel, in the reference geometry, globally normalised. */
+async function binFrame(o: LnSetupInput, f: StackFrame, D: number, buffer: Float32Array): Promise<BinnedPlane[]> {
+  const { frameWidth: Wf, frameHeight: Hf } = o;
+  const osc = o.channels === 3;
+  const binners = osc ? channelSites(f).map((sites) => new PlaneBinner(Wf, Hf, D, { sites })) : [new PlaneBinner(Wf, Hf, D)];
+  let chunk = Math.max(2, Math.floor(buffer.length / Wf));
+  chunk -= chunk % 2; // whole Bayer row pairs
+  for (let y0 = 0; y0 < Hf; y0 += chunk) {
+    const rows = Math.min(chunk, Hf - y0);
+    const data = await o.readers.readRowsInto(f.source, y0, rows, buffer);
+    for (const b of binners) b.addRows(data, y0, rows);
+  }
+  return binners.map((b, c) => {
+    let p = b.result();
+    if (o.binning === 2) p = { ...p, factor: D / 2, fullWidth: o.width, fullHeight: o.height, width: Math.ceil(o.width / (D / 2)), height: Math.ceil(o.height / (D / 2)), data: cropBinned(p, Math.ceil(o.width / (D / 2)), Math.ceil(o.height / (D / 2))) };
+    const warped = isIdentity(f.toFrame) && p.fullWidth === o.width && p.fullHeight === o.height ? p : warpBinned(p, asAffine(f.toFrame), o.width, o.height, { nearest: true });
+    const s = f.scale[c]!;
+    const off = f.offset[c]!;
+    const data = warped.data;
+    for (let i = 0; i < data.length; i++) data[i] = data[i]! * s + off;
+    return warped;
+  });
+}
+
+/** A binned plane's data cut to `w` × `h` blocks (a superpixel relabel may need fewer). */
+function cropBinned(p: BinnedPlane, w: number, h: number): Float32Array {
+  if (w === p.width && h === p.height) return p.data;
+  const out = new Float32Array(w * h).fill(NaN);
+  for (let y = 0; y < Math.min(h, p.height); y++) out.set(p.data.subarray(y * p.width, y * p.width + Math.min(w, p.width)), y * w);
+  return out;
+}
+
+const isIdentity = (m: number[]) => m[0] === 1 && m[1] === 0 && m[2] === 0 && m[3] === 0 && m[4] === 1 && m[5] === 0;
+
+/** Runs the setup pass (see the head comment). */
+export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup> {
+  const osc = o.channels === 3;
+  // Superpixel output pixels are 2×2 frame pixels: bin the mosaic by twice the output's factor.
+  const D = o.binning === 2 ? 2 * lnBinFactor(o.width, o.height) : lnBinFactor(o.frameWidth, o.frameHeight, osc);
+  const buffer = new Float32Array(Math.max(2 * o.frameWidth, Math.floor(READ_CHUNK_BYTES / 4 / o.frameWidth) * o.frameWidth));
+  const spare = new Float32Array(buffer.length);
+  let readBin = 0;
+  let fitMs = 0;
+  const refFrame = o.frames[o.referenceSlot]!;
+  let t = performance.now();
+  const ref = await binFrame(o, refFrame, D, buffer);
+  readBin += performance.now() - t;
+  t = performance.now();
+  // The star mask's growth is in the plane's pixels: superpixel cells are two frame pixels, so
+  // half the default keeps the same reach on the sky.
+  const options = { cells: o.cells, scale: o.scale, ...(o.binning === 2 ? { maskGrowPx: LN_DEFAULTS.maskGrowPx / 2 } : {}) };
+  const background = ref.map((p) => fitReferenceBackground(p, options));
+  const prepared = o.fit ? ref.map((p) => prepareReference(p, options)) : [];
+  fitMs += performance.now() - t;
+  if (!o.fit) return { tables: null, models: null, background, binFactor: D, ms: { read_bin: readBin, fit: fitMs } };
+  const N = o.frames.length;
+  const models: LnModel[][] = new Array(N);
+  const raw: LnModel[][] = Array.from({ length: o.channels }, () => new Array<LnModel>(N));
+  // One frame read ahead (into the spare buffer) while the current one is fitted; the
+  // reference's planes are already there.
+  const bufs = [buffer, spare];
+  const bin = (i: number): Promise<BinnedPlane[]> => (i === o.referenceSlot ? Promise.resolve(ref) : binFrame(o, o.frames[i]!, D, bufs[i % 2]!));
+  let next: Promise<BinnedPlane[]> | null = bin(0);
+  for (let i = 0; i < N; i++) {
+    const f = o.frames[i]!;
+    t = performance.now();
+    const planes = await next!;
+    next = i + 1 < N ? bin(i + 1) : null;
+    readBin += performance.now() - t;
+    t = performance.now();
+    models[f.slot] = planes.map((p, c) => {
+      const m = fitLocalNormalization(ref[c]!, p, options, prepared[c]!);
+      raw[c]![f.slot] = composeGlobal(m, f.scale[c]!, f.offset[c]!);
+      return compactModel(m);
+    });
+    fitMs += performance.now() - t;
+    o.between?.(i + 1, N);
+  }
+  const packed = raw.map((ms) => packLnCoefficients(ms));
+  const grid = packed[0]!.grid;
+  return { tables: { grid, coefficients: packed.map((p) => p.coefficients), nodes: grid.nx * grid.ny }, models, background, binFactor: D, ms: { read_bin: readBin, fit: fitMs } };
+}

@@ -1,0 +1,154 @@
+// The tiled run's start page (/ui/tiled.html): input folder, runs dir and run name with the
+// server-side folder browser, the configuration as tiled-workflow YAML (validated by the server,
+// each finding marked at its line), Start (POST /api/jobs/run {pipeline: "tiled"}) and Cancel,
+// and the run's phase chips and latest events while it runs; the run monitor shows the rest.
+// A minimal start form: the run studio (templates, revisions, resume) builds on it.
+
+import { api, ApiError, TERMINAL_JOB_STATES, type YamlFinding } from './api.js';
+import { byId, clear, h, say } from './dom.js';
+import { browse } from './folder-browser.js';
+import { followJob, type Follower } from './live.js';
+import { renderChips, renderLog } from './monitor-views.js';
+import { RunState } from './run-state.js';
+
+const yamlArea = byId<HTMLTextAreaElement>('config_yaml');
+const gutter = byId('yaml-gutter');
+const issues = byId('yaml-issues');
+const yamlStatus = byId('yaml-status');
+const runStatus = byId('run-status');
+const startBtn = byId<HTMLButtonElement>('btn-start');
+const cancelBtn = byId<HTMLButtonElement>('btn-cancel');
+let follower: Follower | null = null;
+let jobId: string | null = null;
+
+const errText = (e: unknown): string => (e instanceof ApiError ? `${e.message} (${e.code})` : String(e));
+
+/** Line numbers beside the YAML, the lines with findings marked. */
+function renderGutter(findings: YamlFinding[] = []): void {
+  const marked = new Map<number, string[]>();
+  for (const f of findings) if (f.line !== null) marked.set(f.line, [...(marked.get(f.line) ?? []), `${f.path || '(root)'}: ${f.message}`]);
+  clear(gutter);
+  const count = yamlArea.value.split('\n').length;
+  for (let n = 1; n <= count; n++) {
+    const msgs = marked.get(n);
+    gutter.append(h('div', msgs ? { class: 'gutter-error', title: msgs.join('\n'), 'data-line': n } : {}, msgs ? `● ${n}` : String(n)));
+  }
+  gutter.scrollTop = yamlArea.scrollTop;
+}
+
+function showFindings(errors: YamlFinding[], warnings: YamlFinding[]): void {
+  clear(issues);
+  for (const f of [...errors, ...warnings]) {
+    const where = f.line !== null ? ` (line ${f.line}${f.column !== null ? `, column ${f.column}` : ''})` : '';
+    issues.append(h('li', { class: errors.includes(f) ? 'issue' : 'issue warning', 'data-key': f.path, 'data-line': f.line ?? '' }, h('code', {}, f.path || '(root)'), `${where}: ${f.message}`));
+  }
+  issues.hidden = issues.childElementCount === 0;
+  renderGutter(errors);
+}
+
+/** Validates the YAML; true when it has no errors (an empty configuration is valid). */
+async function validateYaml(): Promise<boolean> {
+  const text = yamlArea.value;
+  if (text.trim() === '') {
+    showFindings([], []);
+    say(yamlStatus, 'Empty: the defaults apply.', 'ok');
+    return true;
+  }
+  say(yamlStatus, 'Validating…');
+  try {
+    const r = await api.validateYaml(text);
+    showFindings(r.errors, r.warnings);
+    if (r.ok) say(yamlStatus, r.warnings.length ? `Valid, ${r.warnings.length} warning${r.warnings.length === 1 ? '' : 's'} (unknown keys are ignored).` : 'Valid.', 'ok');
+    else say(yamlStatus, `${r.errors.length} error${r.errors.length === 1 ? '' : 's'}: see the marked lines.`, 'error');
+    return r.ok;
+  } catch (e) {
+    say(yamlStatus, `Validation failed: ${errText(e)}`, 'error');
+    return false;
+  }
+}
+
+function follow(id: string): void {
+  follower?.stop();
+  const state = new RunState();
+  byId('run-box').hidden = false;
+  byId('run-title').textContent = `job ${id}`;
+  const link = byId<HTMLAnchorElement>('monitor-link');
+  link.href = `run-monitor.html?preprocessing_job_id=${encodeURIComponent(id)}`;
+  link.hidden = false;
+  const draw = () => {
+    renderChips(byId('phase-chips'), state);
+    renderLog(byId('event-log'), state, 12);
+  };
+  draw();
+  follower = followJob(id, {
+    onLine: (line) => {
+      if (!state.apply(line)) return;
+      if (state.runId) byId('run-title').textContent = `${state.runId} (job ${id})`;
+      draw();
+    },
+    onJob: (job) => {
+      cancelBtn.disabled = TERMINAL_JOB_STATES.has(job.state);
+      if (!TERMINAL_JOB_STATES.has(job.state)) say(runStatus, `Job ${job.state}${job.progress?.phase ? `: ${job.progress.phase}` : ''}`);
+    },
+    onDone: (job) => {
+      startBtn.disabled = false;
+      cancelBtn.disabled = true;
+      const final = state.runStatus ?? job?.state ?? 'unknown';
+      const error = job?.error ? ` — ${job.error.code}: ${job.error.message}` : '';
+      say(runStatus, `Run ${final}${error}`, final === 'ok' ? 'ok' : final === 'cancelled' ? 'info' : 'error');
+    },
+    onError: (message) => say(runStatus, message, 'error'),
+  });
+}
+
+async function start(): Promise<void> {
+  const input = byId<HTMLInputElement>('input_dir').value.trim();
+  if (!input) {
+    say(runStatus, 'Choose an input folder before starting.', 'error');
+    return;
+  }
+  if (!(await validateYaml())) {
+    say(runStatus, 'Not started: the configuration has errors (marked at their lines).', 'error');
+    return;
+  }
+  const runsDir = byId<HTMLInputElement>('runs_dir').value.trim();
+  const runName = byId<HTMLInputElement>('run_name').value.trim();
+  const yaml = yamlArea.value;
+  startBtn.disabled = true;
+  say(runStatus, 'Starting…');
+  try {
+    const r = await api.startPipeline({ pipeline: 'tiled', input_dir: input, ...(runsDir ? { runs_dir: runsDir } : {}), ...(runName ? { run_name: runName } : {}), ...(yaml.trim() ? { config_yaml: yaml } : {}) });
+    jobId = r.job_id;
+    cancelBtn.disabled = false;
+    say(runStatus, `Started job ${r.job_id}.`, 'ok');
+    follow(r.job_id);
+  } catch (e) {
+    startBtn.disabled = false;
+    if (e instanceof ApiError && e.issues.length > 0) say(runStatus, `Not started: ${e.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, 'error');
+    else say(runStatus, `Not started: ${errText(e)}`, 'error');
+  }
+}
+
+async function pick(id: string, title: string): Promise<void> {
+  const input = byId<HTMLInputElement>(id);
+  const chosen = await browse({ start: input.value.trim(), mode: 'dir', title });
+  if (chosen !== null) input.value = chosen;
+}
+
+yamlArea.addEventListener('input', () => renderGutter());
+yamlArea.addEventListener('scroll', () => {
+  gutter.scrollTop = yamlArea.scrollTop;
+});
+byId('btn-validate-yaml').addEventListener('click', () => void validateYaml());
+byId('browse-input').addEventListener('click', () => void pick('input_dir', 'Input folder (lights)'));
+byId('browse-runs').addEventListener('click', () => void pick('runs_dir', 'Output folder (runs dir)'));
+byId('tiled-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  void start();
+});
+cancelBtn.addEventListener('click', () => {
+  if (!jobId) return;
+  cancelBtn.disabled = true;
+  void api.cancel(jobId).catch((e: unknown) => say(runStatus, `Cancel failed: ${errText(e)}`, 'error'));
+});
+renderGutter();
