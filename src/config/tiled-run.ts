@@ -96,9 +96,10 @@ function rawConfigOf(t: TiledSettings): { ok: true; config: RawStackConfig } | {
     runs_dir: t.output.runs_dir,
     calibration,
     quality_filter: { mode: 'off' },
-    // The weight-field stack (weight_mode local or global) has the classic sample bounds only; the
-    // noise-model bounds apply to the per-frame-weighted stack (weight_mode uniform).
-    rejection: { method: rejectionMethod(s.method), low: s.sigma_clip.sigma_low, high: s.sigma_clip.sigma_high, max_iters: s.sigma_clip.max_iters, min_fraction: s.sigma_clip.min_fraction, bounds: s.weight_mode === 'uniform' ? s.rejection_bounds : 'sample', seeing_tolerance: s.seeing_tolerance },
+    // With a weight field (weight_mode local or global) the noise-model bounds seed the pre-mask
+    // and the weight-field stack's kernel rejects with sample bounds; the pre-mask is what kept
+    // the sharp frames' cores (with sample seeds it masked them where most frames are soft).
+    rejection: { method: rejectionMethod(s.method), low: s.sigma_clip.sigma_low, high: s.sigma_clip.sigma_high, max_iters: s.sigma_clip.max_iters, min_fraction: s.sigma_clip.min_fraction, bounds: s.rejection_bounds, seeing_tolerance: s.seeing_tolerance },
     stacking: {
       normalization: t.normalization.enabled ? t.normalization.mode : 'none',
       weighting: 'uniform',
