@@ -34,6 +34,10 @@ export interface StarPoint {
   flux: number;
   /** Optional 1σ centroid uncertainty per axis in pixels (weights the final fit when given). */
   sigma?: number;
+  /** Optional shape of the star where measured (NaN for saturated stars): FWHM (px), eccentricity, peak above background. */
+  fwhm?: number;
+  eccentricity?: number;
+  peak?: number;
 }
 
 export interface MatchOptions {

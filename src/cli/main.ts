@@ -20,6 +20,10 @@ commands:
            [--queue FILTER=DIR ...] [--set key.path=value ...] [--json]
                                  run the Raw Stack pipeline (exit 0 ok, 1 run error or cancelled, 2 usage);
                                  --queue entries (or the config's queue) stack one folder per filter
+  tiled --input-dir DIR [--bias DIR] [--darks DIR] [--flats DIR] [--config FILE.yaml] [--runs-dir DIR]
+        [--run-name NAME] [--set key.path=value ...] [--json]
+                                 run the tiled reconstruction workflow (local quality weights per tile;
+                                 exit 0 ok, 1 run error or cancelled, 2 usage)
   export <in.fits> <out.png|.tif|.tiff|.jpg> [--stretch auto|linear|asinh|hms] [--bits 8|16] [--channel rgb|r|g|b|N] [--unlinked]
                                  the image as a picture, rows top-down (16-bit PNG/TIFF by default, JPEG 8-bit)
   serve [--host H] [--port P] [--runs-dir DIR] [--state-dir DIR] [--root DIR ...] [--token T] [--max-jobs N]
@@ -53,6 +57,10 @@ export async function main(argv: string[]): Promise<number> {
       case 'rawstack': {
         const { runRawStackCli } = await import('./rawstack.js');
         return await runRawStackCli(rest);
+      }
+      case 'tiled': {
+        const { runTiledCli } = await import('./tiled.js');
+        return await runTiledCli(rest);
       }
       case 'export': {
         const { runExportCli } = await import('./export.js');

@@ -1,48 +1,138 @@
-// The tiled-workflow configuration YAML (docs/ARCHITECTURE.md "Configuration"): until the tiled workflow exists, its
-// schema holds the blocks the Raw Stack import reads plus the basics. Known blocks are
-// validated strictly (types, ranges, enums); unknown blocks and unknown keys inside known
-// blocks are warnings, so YAML files from the predecessor validate and import. Every finding
-// carries the YAML line and column of the offending node. Parsed without custom tags.
+// The tiled-workflow configuration YAML (docs/ARCHITECTURE.md "Configuration"; the workflow:
+// docs/tiled-workflow.md): every block the tiled pipeline reads, with defaults, ranges and enums.
+// Known blocks are validated strictly (types, ranges, enums); unknown blocks and unknown keys
+// inside known blocks are warnings, so YAML files from the predecessor validate and import (its
+// `stacking.method` values `rej` and `average` are accepted as sigma and mean). Every finding
+// carries the YAML line and column of the offending node. Parsed without custom tags. The blocks
+// Raw Stack shares (astrometry, bge, pcc, hypermetric_stretch, calibration) take Raw Stack's keys;
+// their defaults come from the Raw Stack schema when a run resolves them (tiled-run.ts).
 
 import { isMap, isPair, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { RawStackConfigSchema } from './rawstack.js';
 
 const shape = RawStackConfigSchema.shape;
-const sub = <K extends 'astrometry' | 'bge' | 'tile' | 'pcc' | 'hypermetric_stretch'>(k: K) => shape[k].unwrap().partial();
+const sub = <K extends 'astrometry' | 'bge' | 'pcc' | 'hypermetric_stretch'>(k: K) => shape[k].unwrap().partial();
+const weight = z.number().min(0).max(1);
+const clamp = z.tuple([z.number(), z.number()]).refine(([lo, hi]) => lo < hi, 'clamp must be [low, high] with low < high');
+
+const TileBlock = z.strictObject({
+  size_factor: z.number().min(1).default(32).describe('tile size = size_factor × the measured seeing FWHM (px), before the limits'),
+  min_size: z.number().int().min(16).default(64).describe('smallest tile size (px)'),
+  max_divisor: z.number().int().min(1).default(6).describe('largest tile size = min(width, height) / max_divisor'),
+  overlap_fraction: z.number().min(0).max(0.5).default(0.25).describe('overlap of neighbouring tiles, fraction of the tile size'),
+  star_min_count: z.number().int().min(0).default(10).describe('a tile is a STAR tile when the median star count over frames reaches this'),
+  star_soft_count: z.number().int().min(0).optional().describe('Raw Stack BGE key (imported; the tiled workflow does not read it)'),
+});
 
 export const TiledConfigSchema = z.strictObject({
-  input: z.strictObject({ input_dir: z.string().max(4096), pattern: z.string().max(256), max_frames: z.number().int().min(0) }).partial().describe('lights of the run'),
-  output: z.strictObject({ runs_dir: z.string().max(4096), run_name: z.string().max(128) }).partial(),
+  input: z
+    .strictObject({
+      input_dir: z.string().max(4096).default(''),
+      pattern: z.string().max(256).default('*.fits').describe('";"-separated patterns selecting the lights'),
+      max_frames: z.number().int().min(0).default(0).describe('0 = unlimited'),
+      input_mode: z.enum(['auto', 'OSC', 'MONO']).default('auto'),
+      bayer_pattern: z.enum(['auto', 'RGGB', 'GBRG', 'GRBG', 'BGGR']).default('auto'),
+      checksums: z.boolean().default(false).describe('SHA-256 of every light during the scan (recorded in the phase records)'),
+    })
+    .prefault({})
+    .describe('lights of the run'),
+  calibration: z
+    .strictObject({ ...shape.calibration.unwrap().shape, bias_dir: z.string().max(4096).default(''), darks_dir: z.string().max(4096).default(''), flats_dir: z.string().max(4096).default(''), darkflats_dir: z.string().max(4096).default('') })
+    .prefault({})
+    .describe('calibration frames and Raw Stack calibration keys (dark matching included)'),
+  output: z.strictObject({ runs_dir: z.string().max(4096).default(''), run_name: z.string().max(128).default('') }).prefault({}),
   runtime_limits: z
     .strictObject({
-      parallel_workers: z.number().int().min(1).max(256),
-      memory_budget: z.number().int().min(64).max(1024 * 1024).describe('MiB'),
-      acceleration_backend: z.enum(['auto', 'cpu', 'gpu', 'software']),
+      parallel_workers: z.number().int().min(1).max(256).default(2),
+      memory_budget: z.number().int().min(64).max(1024 * 1024).default(1024).describe('MiB'),
+      acceleration_backend: z.enum(['auto', 'cpu', 'gpu', 'software']).default('auto'),
     })
-    .partial(),
-  normalization: z.strictObject({ mode: z.enum(['background', 'median', 'addscale', 'none']) }).partial(),
+    .prefault({}),
+  normalization: z
+    .strictObject({
+      enabled: z.boolean().default(true).describe('false: no photometric normalisation of the frames (mode none)'),
+      mode: z.enum(['background', 'median', 'addscale', 'none']).default('addscale').describe('the stacking engine normalisation against the reference frame'),
+    })
+    .prefault({}),
+  global_metrics: z
+    .strictObject({
+      weights: z
+        .strictObject({
+          background: weight.default(0.2),
+          noise: weight.default(0.2),
+          transparency: weight.default(0.2),
+          fwhm: weight.default(0.4),
+        })
+        .prefault({})
+        .refine((w) => w.background + w.noise + w.transparency + w.fwhm > 0, 'at least one global weight must be > 0')
+        .describe('weights of −z(background), −z(noise), z(transparency), −z(FWHM) in the frame quality Q; normalised to sum 1'),
+      clamp: clamp.default([-3, 3]),
+      weight_exponent_scale: z.number().positive().max(10).default(1).describe('G = exp(k · clip(Q))'),
+    })
+    .prefault({}),
+  tile: TileBlock.prefault({}),
+  local_metrics: z
+    .strictObject({
+      min_frames: z.number().int().min(2).default(8).describe('below this many frames the local weights are off (global weights only), with a warning'),
+      star_mode: z
+        .strictObject({ weights: z.strictObject({ fwhm: weight.default(0.6), roundness: weight.default(0.2), contrast: weight.default(0.2) }).prefault({}) })
+        .prefault({}),
+      structure_mode: z.strictObject({ metric_weight: weight.default(0.7), background_weight: weight.default(0.3) }).prefault({}),
+      clamp: clamp.default([-3, 3]),
+    })
+    .prefault({}),
+  synthetic: z
+    .strictObject({
+      enabled: z.boolean().default(true).describe('state clustering into per-cluster weight tables (only at or above assumptions.frames_reduced_threshold frames)'),
+      frames_min: z.number().int().min(1).default(5),
+      frames_max: z.number().int().min(1).default(30),
+      weighting: z.enum(['global', 'tile_weighted']).default('tile_weighted'),
+      clustering: z.strictObject({ cluster_count_range: z.tuple([z.number().int().min(1), z.number().int().min(1)]).default([5, 30]) }).prefault({}),
+    })
+    .prefault({}),
+  assumptions: z
+    .strictObject({
+      frames_reduced_threshold: z.number().int().min(1).default(200).describe('below this many frames: reduced mode (no state clustering)'),
+      reduced_mode_skip_clustering: z.boolean().default(true),
+    })
+    .prefault({}),
   stacking: z
     .strictObject({
-      method: z.enum(['sigma', 'winsor', 'median', 'mean']),
-      weighting: z.enum(['quality', 'uniform']),
-      cosmetic_correction: z.boolean(),
-      cosmetic_correction_sigma: z.number().positive(),
-      per_frame_cosmetic_correction: z.boolean(),
-      per_frame_cosmetic_correction_sigma: z.number().positive(),
-      sigma_clip: z.strictObject({ sigma_low: z.number().positive(), sigma_high: z.number().positive(), max_iters: z.number().int().min(1).max(100), min_fraction: z.number().min(0).max(1) }).partial(),
-      rejection_bounds: z.enum(['noise_model', 'sample']),
-      seeing_tolerance: z.number().min(0).max(4),
-      local_normalization: z.boolean(),
-      local_normalization_cells: z.number().int().min(2).max(64),
-      local_normalization_scale: z.enum(['none', 'plane']),
+      method: z.enum(['sigma', 'winsor', 'median', 'mean', 'rej', 'average']).default('sigma').describe('rej = sigma, average = mean (predecessor names)'),
+      weight_mode: z.enum(['local', 'global', 'uniform']).default('local').describe('local: per-tile weight field G·L; global: G only; uniform: all 1'),
+      weighting: z.enum(['quality', 'uniform']).optional().describe('Raw Stack key (imported; the tiled workflow reads weight_mode)'),
+      cosmetic_correction: z.boolean().default(false),
+      cosmetic_correction_sigma: z.number().positive().default(5),
+      per_frame_cosmetic_correction: z.boolean().default(false),
+      per_frame_cosmetic_correction_sigma: z.number().positive().default(5),
+      sigma_clip: z
+        .strictObject({ sigma_low: z.number().positive().default(3), sigma_high: z.number().positive().default(3), max_iters: z.number().int().min(1).max(100).default(3), min_fraction: z.number().min(0).max(1).default(0.4) })
+        .prefault({}),
+      rejection_bounds: z.enum(['noise_model', 'sample']).default('noise_model').describe('noise_model: a sample is rejected beyond what camera noise and seeing explain; sample: the classic spread-of-samples bounds. With a weight field (weight_mode local, global) noise_model seeds the pre-mask and the stack itself uses sample bounds'),
+      seeing_tolerance: z.number().min(0).max(4).default(1).describe('fraction of a star\'s signal frames may differ by because of seeing (noise_model bounds)'),
+      local_normalization: z.boolean().default(true).describe('match each frame\'s background to the reference\'s across the field before rejection'),
+      local_normalization_cells: z.number().int().min(2).max(64).default(16).describe('local normalization grid cells along the long side'),
+      local_normalization_scale: z.enum(['none', 'plane']).default('none').describe('plane: also fit a brightness tilt from star photometry'),
     })
-    .partial(),
+    .prefault({}),
+  validation: z
+    .strictObject({
+      min_fwhm_improvement_percent: z
+        .number()
+        .min(-100)
+        .max(100)
+        .default(-15)
+        .describe('the stack FWHM must be at least this much below the median frame FWHM (negative: at most this much above; OSC frames are measured on the mosaic, the stack after bilinear debayering)'),
+      max_seam_score: z.number().positive().default(1.1).describe('tile-boundary gradient over the gradient beside it, pooled over the boundary lines'),
+      require_no_tile_pattern: z.boolean().default(true),
+    })
+    .prefault({}),
   astrometry: sub('astrometry'),
   bge: sub('bge'),
-  tile: sub('tile'),
   pcc: sub('pcc'),
   hypermetric_stretch: sub('hypermetric_stretch'),
+  report: z.strictObject({ formats: z.array(z.enum(['json', 'markdown', 'html'])).min(1).default(['json', 'markdown', 'html']) }).prefault({}),
 }).partial();
 
 export type TiledConfig = z.output<typeof TiledConfigSchema>;
@@ -143,6 +233,8 @@ export function validateTiledYaml(text: string): TiledValidation {
     const pos = position(doc, counter, [], false);
     return { ok: false, errors: [{ path: '', code: 'invalid_type', message: 'the configuration must be a mapping of blocks', ...pos }], warnings, config: null, document: value };
   }
+  // A run's config.yaml used as a configuration: what ran it (`_runtime`) is not a block.
+  delete value._runtime;
   const unknown: string[][] = [];
   const pruned = prune(value, TiledConfigSchema, [], unknown);
   for (const p of unknown) {

@@ -384,3 +384,53 @@ function medianOf(tile: Float32Array, b: number, stride: number, n: number, scra
   }
   return Math.fround(Math.fround(a + c) * 0.5);
 }
+
+/** A stack taken one pixel at a time, with weights the caller sets before each pixel (stack-weightfield.ts). */
+export interface PixelStacker {
+  /** The pixel's normalised samples, frame by frame (the caller fills it). */
+  readonly tile: Float32Array;
+  /** Per-frame weights of the next pixel (the caller fills it; >= 0). */
+  readonly weight: Float64Array;
+  readonly scale: Float64Array;
+  readonly offset: Float64Array;
+  /** Runs the method on `tile` with `weight` and stores the result at output pixel i. */
+  pixel(i: number): void;
+  result(): StackResult;
+}
+
+/**
+ * The same method code as stack(), driven pixel by pixel (a chunk of one pixel): for stacks whose
+ * weights vary per pixel. Outputs and tallies follow stack()'s contract.
+ */
+export function pixelStacker(p: StackParams): PixelStacker {
+  validateStackParams(p);
+  const { width, rows, frames: n } = p;
+  const { scale, offset } = frameParams(p);
+  const tile = new Float32Array(n);
+  const w: Work = {
+    n,
+    chunk: 1,
+    weight: new Float64Array(n).fill(1),
+    kl: Math.fround(p.low),
+    kh: Math.fround(p.high),
+    mf: Math.fround(p.minFraction),
+    maxIters: p.maxIters,
+    wk: Math.fround(p.winsorK ?? 1.5),
+    wc: Math.fround(winsorCorrection(p.winsorK ?? 1.5)),
+    mean: new Float32Array(width * rows),
+    count: new Uint32Array(width * rows),
+    low: new Uint32Array(n),
+    high: new Uint32Array(n),
+    scratch: new Float64Array(n),
+    acc: new Float64Array(4),
+  };
+  const run = { none: chunkNone, sigma: chunkSigma, winsor: chunkWinsor, median: chunkMedian }[p.method];
+  return {
+    tile,
+    weight: w.weight,
+    scale,
+    offset,
+    pixel: (i) => run(tile, 1, i, w),
+    result: () => ({ mean: w.mean, count: w.count, rejectedLow: w.low, rejectedHigh: w.high }),
+  };
+}

@@ -22,6 +22,8 @@ export const KERNELS = {
   stats_minmax: { shader: 'stats/minmax.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
   stats_histogram: { shader: 'stats/histogram.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
   stats_tiles: { shader: 'stats/tiles.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  // tiled workflow: per-rectangle structure sums (count, mean, gradient energy)
+  tile_metrics: { shader: 'stats/tile_metrics.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'storage'] },
   // debayer: CFA mosaic -> three planes
   debayer_bilinear: { shader: 'debayer/bilinear.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage', 'storage'] },
   debayer_bilinear_vec4: { shader: 'debayer/bilinear_vec4.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage', 'storage'] },
@@ -31,6 +33,8 @@ export const KERNELS = {
   warp_lanczos3: { shader: 'warp/lanczos3.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'read-only-storage'] },
   // stack: per-pixel normalisation, rejection and weighted mean over N frames
   stack: { shader: 'stack/stack.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage', 'storage'] },
+  // tiled workflow: the same stack with per-pixel weights from a smooth tile weight field
+  stack_weightfield: { shader: 'stack/stack_weightfield.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'storage', 'storage', 'storage'] },
   // stack: local normalization of a band in place (per-frame node grids, before rejection)
   ln_apply: { shader: 'stack/ln_apply.wgsl', bindings: ['uniform', 'storage', 'read-only-storage'] },
   // stack: rejection with noise-model + seeing bounds, weighted mean of the survivors

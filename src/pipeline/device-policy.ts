@@ -7,6 +7,9 @@
 //   TypeScript on llvmpipe, but the whole HMS phase was slower there (3.1 s vs 2.0 s at
 //   2048x1536: transfers and statistics dominate), so it stays on the TypeScript path until the
 //   phase keeps its data on the device.
+// - The tiled workflow's kernels (tile_metrics, stack_weightfield) run in WGSL on a hardware GPU
+//   only: unmeasured on llvmpipe, where tile_metrics is a memory-bound reduction like the
+//   statistics, and stack_weightfield recomputes its weights in every rejection pass.
 // - The stack kernel takes at most maxStackFrames frames in one dispatch: more frames stack in
 //   TypeScript (stackContextFor).
 // - STACKING's band chain (stackingPlacement): debayering on the device only feeds a device warp
@@ -21,7 +24,7 @@ import type { WarpKernel } from '../cpu/warp.js';
 import type { GpuContext } from '../gpu/context.js';
 import { maxStackFrames } from '../gpu/kernels/stack.js';
 
-export type KernelFamily = 'stack' | 'warp_lanczos3' | 'warp_bilinear' | 'debayer' | 'calibrate' | 'stats' | 'stretch' | 'decode';
+export type KernelFamily = 'stack' | 'warp_lanczos3' | 'warp_bilinear' | 'debayer' | 'calibrate' | 'stats' | 'stretch' | 'decode' | 'tile_metrics' | 'stack_weightfield';
 
 const SOFTWARE_GPU_KERNELS: ReadonlySet<KernelFamily> = new Set(['stack', 'warp_lanczos3']);
 

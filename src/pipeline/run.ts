@@ -3,7 +3,8 @@
 //      memory budget as the device pool's cap;
 //   2. create the run folder (or take one the API created to answer with its id at once) in the
 //      pipeline's layout, open the event log, write run.json and the effective configuration;
-//   3. emit run_start with the phase plan [{name, optional}], the device and the version;
+//   3. emit run_start with the phase plan [{name, optional}], the device and the version (and the
+//      input as run.json records it, where the definition asks);
 //   4. run the phases (runner.ts), releasing pooled device buffers and collecting dead frame
 //      buffers between phases, so no phase's memory peak carries the previous phase's;
 //   5. close run.json with the final status, close the event log, release the device and remove
@@ -46,6 +47,10 @@ export interface PipelineDefinition<C, S extends PipelineBase<C>> {
   readonly alwaysRun: string | null;
   /** What run.json records as the run's input. */
   input(config: C): Record<string, unknown>;
+  /** Whether run_start carries the input too (the tiled workflow's event schema; Raw Stack's run_start does not). */
+  readonly inputInRunStart?: boolean;
+  /** What the effective-configuration file records (default: the configuration itself). */
+  effectiveConfig?(config: C): unknown;
   /** The state before the first phase. */
   initialState(base: PipelineBase<C>): S;
 }
@@ -106,10 +111,10 @@ export async function runPipeline<C, S extends PipelineBase<C>>(definition: Pipe
   const first = phases[0]?.name ?? 'RUN';
   try {
     await writeRunRecord(folder, record);
-    await writeEffectiveConfig(folder, config, device);
+    await writeEffectiveConfig(folder, definition.effectiveConfig ? definition.effectiveConfig(config) : config, device);
     addArtifact(state, 'config', first, folder.layout.config);
     addArtifact(state, 'events', first, folder.layout.events);
-    events.emit({ type: 'run_start', kind: definition.kind, run_dir: folder.runDir, device: device.kind, adapter: device.adapter, skystack_version: SKYSTACK_VERSION, phases: phasePlan(phases) });
+    events.emit({ type: 'run_start', kind: definition.kind, run_dir: folder.runDir, ...(definition.inputInRunStart ? { input: record.input } : {}), device: device.kind, adapter: device.adapter, skystack_version: SKYSTACK_VERSION, phases: phasePlan(phases) });
     if (device.fallbackReason) events.emit({ type: 'warning', code: 'device_fallback', message: device.fallbackReason });
     // Pooled device buffers are sized for one phase's work; the next phase rarely reuses them, and
     // on a software adapter they are host memory: released between phases, and the phase's dead

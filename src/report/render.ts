@@ -11,6 +11,12 @@ import { FRAME_PLOTS_STYLE, framePlotsHtml } from './frame-plots-html.js';
 import { barChart, scatterChart } from './svg-chart.js';
 import { fromArtifacts, layoutOf } from '../shared/run-layout.js';
 
+/** The report's title by pipeline kind. */
+const reportTitle = (m: ReportModel): string => (m.kind === 'tiled' ? 'Tiled workflow report' : 'Raw Stack report');
+
+/** The HTML report's file name (the layout of the run's kind, shared/run-layout.ts). */
+const htmlName = (m: ReportModel): string => layoutOf(m.kind).report.html.split('/').pop()!;
+
 const num = (v: number | null | undefined, digits = 2) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : Number.isInteger(v) ? String(v) : v.toFixed(digits));
 const secs = (ms: number | undefined) => (ms === undefined ? '–' : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 
@@ -38,7 +44,7 @@ const outcomeText = (s: ReportPostprocessSection) => [s.status, [s.reason, s.mes
 
 export function renderMarkdown(m: ReportModel): string {
   const lines: string[] = [];
-  lines.push(`# Raw Stack report: ${m.run_id}`);
+  lines.push(`# ${reportTitle(m)}: ${m.run_id}`);
   lines.push('');
   lines.push(`Status: **${m.status}** · generated ${m.generated_at} by ${m.generator.name} ${m.generator.version} · device: ${m.device.kind}${m.device.adapter ? ` (${m.device.adapter})` : ''}`);
   if (m.device.fallback_reason) lines.push(`Device note: ${m.device.fallback_reason}`);
@@ -81,7 +87,7 @@ export function renderMarkdown(m: ReportModel): string {
   if (m.detailed && m.frames.length) {
     lines.push('');
     lines.push(`Per-frame detail: ${m.frames.filter((f) => f.status === 'included').length} included frames, mean FWHM ${num(mean(m.frames.filter((f) => f.status === 'included').map((f) => f.fwhm)))} px (see the HTML/JSON report for the table).`);
-    if (m.artifacts.some((a) => a.type === 'report_html')) lines.push(`Frame plots (FWHM, stars, background, eccentricity, weight, registration shift and rotation per frame, in acquisition order): [preprocessing_report.html](preprocessing_report.html#frame-plots).`);
+    if (m.artifacts.some((a) => a.type === 'report_html')) lines.push(`Frame plots (FWHM, stars, background, eccentricity, weight, registration shift and rotation per frame, in acquisition order): [${htmlName(m)}](${htmlName(m)}#frame-plots).`);
   }
   if (m.stacking) {
     lines.push('');
@@ -296,8 +302,8 @@ ${rows}
     .join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>Raw Stack report ${h(m.run_id)}</title><style>${STYLE}${FRAME_PLOTS_STYLE}</style></head><body>
-<h1>Raw Stack report ${chip(m.status)}</h1>
+<title>${h(reportTitle(m))} ${h(m.run_id)}</title><style>${STYLE}${FRAME_PLOTS_STYLE}</style></head><body>
+<h1>${h(reportTitle(m))} ${chip(m.status)}</h1>
 <p class="meta">${h(m.run_id)} · generated ${h(m.generated_at)} by ${h(m.generator.name)} ${h(m.generator.version)} · device ${h(m.device.kind)}${m.device.adapter ? ` (${h(m.device.adapter)})` : ''}${m.device.fallback_reason ? ` · ${h(m.device.fallback_reason)}` : ''}</p>
 <h2>Phases</h2>
 <table class="phases"><tr><th>phase</th><th>status</th><th>reason</th><th>duration</th><th>share</th><th>peak RSS</th></tr>

@@ -5,7 +5,7 @@ import { z } from 'zod';
 
 export const JobRecordSchema = z.object({
   job_id: z.string(),
-  kind: z.enum(['run', 'resume', 'rawstack', 'scan', 'pcc_run', 'pcc_apply']),
+  kind: z.enum(['run', 'resume', 'rawstack', 'tiled', 'scan', 'pcc_run', 'pcc_apply']),
   state: z.enum(['pending', 'running', 'cancelling', 'ok', 'error', 'cancelled']),
   created_at: z.string(),
   started_at: z.string().nullable(),
@@ -20,7 +20,7 @@ export const JobRecordSchema = z.object({
   result: z.record(z.string(), z.unknown()).nullable().optional(),
 });
 
-export const AcceptedSchema = z.object({ job_id: z.string(), run_id: z.string().optional(), run_dir: z.string().optional(), state: z.string() });
+export const AcceptedSchema = z.object({ job_id: z.string(), run_id: z.string().optional(), run_dir: z.string().optional(), state: z.string(), warnings: z.array(z.string()).optional().describe('tiled: unknown YAML keys that were ignored') });
 
 export const JobListSchema = z.object({ items: z.array(JobRecordSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() });
 

@@ -14,7 +14,7 @@ export interface PhasePlanEntry {
 }
 
 export type EventBody =
-  | { type: 'run_start'; kind: string; run_dir: string; phases?: PhasePlanEntry[]; [k: string]: unknown }
+  | { type: 'run_start'; kind: string; run_dir: string; phases?: PhasePlanEntry[]; input?: Record<string, unknown>; [k: string]: unknown }
   | { type: 'phase_start'; phase: string; [k: string]: unknown }
   | { type: 'phase_progress'; phase: string; current: number; total: number; progress: number; substep?: string }
   | { type: 'phase_end'; phase: string; status: PhaseStatus; reason?: string; duration_ms: number; [k: string]: unknown }

@@ -20,6 +20,8 @@ test('per family: everything on a GPU, only stack and Lanczos on a software adap
   assert.equal(families.map((f) => gpuFor(hw, f) === hw), families.map(() => true));
   assert.equal(families.filter((f) => gpuFor(sw, f) === sw), ['stack', 'warp_lanczos3']);
   assert.equal(families.map((f) => gpuFor(null, f)), families.map(() => null));
+  // The tiled workflow's kernels: WGSL on a hardware GPU only.
+  assert.equal([gpuFor(hw, 'tile_metrics'), gpuFor(hw, 'stack_weightfield'), gpuFor(sw, 'tile_metrics'), gpuFor(sw, 'stack_weightfield')], [hw, hw, null, null]);
 });
 
 test('the stack kernel takes at most maxStackFrames frames in one dispatch', () => {

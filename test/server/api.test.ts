@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { generateDataset } from '../../fixtures/generator/index.js';
 import type { RunningServer } from '../../src/server/app.js';
+import { TILED } from '../../src/pipeline/tiled/definition.js';
 import { RAWSTACK } from '../../src/pipeline/rawstack/definition.js';
 import { phasePlan } from '../../src/pipeline/runner.js';
 import { http, testServer, tinyLights, type Res } from './helpers.js';
@@ -47,9 +48,10 @@ test('system info, health and the OpenAPI document', async () => {
   assert.is(info.status, 200);
   assert.is(info.json.name, 'skystack');
   assert.is(info.json.api_version, 1);
-  assert.equal(info.json.capabilities.pipelines.map((p: { name: string }) => p.name), ['rawstack']);
+  assert.equal(info.json.capabilities.pipelines.map((p: { name: string }) => p.name), ['rawstack', 'tiled']);
   // Each pipeline's phase plan comes from its definition (the same list run_start carries).
   assert.equal(info.json.capabilities.pipelines[0].phases, phasePlan(RAWSTACK.phases));
+  assert.equal(info.json.capabilities.pipelines[1].phases, phasePlan(TILED.phases));
   assert.is(info.json.capabilities.sse, true);
   assert.is(info.json.capabilities.resume, false);
   // Solvers: each of the two is either available or listed as missing with the lookup's reason.

@@ -232,9 +232,9 @@ test('hostile artifact and run-start paths stay inside the run folder and the ro
 
 test('jobs: pipeline selection, resume refused for Raw Stack, cancel errors', async () => {
   assert.ok(done);
-  const un = await http(base, 'POST', '/api/jobs/run', { body: { pipeline: 'tiled' } });
+  const un = await http(base, 'POST', '/api/jobs/run', { body: { pipeline: 'aqmh' } });
   envelope(un, 422, 'PIPELINE_UNAVAILABLE');
-  assert.equal(un.json.error.details.available, ['rawstack']);
+  assert.equal(un.json.error.details.available, ['rawstack', 'tiled']);
   envelope(await http(base, 'POST', '/api/jobs/resume', { body: { run_id: done!.run_id } }), 409, 'RESUME_NOT_SUPPORTED');
   envelope(await http(base, 'POST', '/api/jobs/resume', { body: { run_id: 'run_19990101_000000' } }), 404, 'NOT_FOUND');
   envelope(await http(base, 'DELETE', `/api/jobs/${done!.job_id}`), 409, 'JOB_FINISHED');

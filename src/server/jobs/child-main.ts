@@ -6,6 +6,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { parseRawStackConfig } from '../../config/rawstack.js';
+import type { TiledSettings } from '../../config/tiled-run.js';
 import type { EventLine } from '../../pipeline/events.js';
 import { setReadConfinement } from '../../pipeline/stages/scan/confine.js';
 import { RunProgress } from '../../shared/run-progress.js';
@@ -50,6 +51,8 @@ async function dispatch(spec: JobSpec, signal: AbortSignal): Promise<number> {
     switch (spec.kind) {
       case 'rawstack':
         return await rawstack(spec, signal);
+      case 'tiled':
+        return await tiled(spec, signal);
       case 'pcc_run':
       case 'pcc_apply': {
         const { runPccJob } = await import('./pcc-job.js');
@@ -73,15 +76,22 @@ async function rawstack(spec: Extract<JobSpec, { kind: 'rawstack' }>, signal: Ab
   if (spec.confine) setReadConfinement(spec.confine);
   const { runRawStack } = await import('../../pipeline/rawstack/run.js');
   const { runFolderAt } = await import('../../pipeline/run-folder.js');
-  // The run's progress from its own events (the plan arrives with run_start).
+  const folder = runFolderAt(spec.run_dir, spec.run_id);
+  return report(await runRawStack(parsed.config, { folder, jobId: spec.job_id, signal, onEvent: progressSender() }));
+}
+
+/** The run's progress from its own events (the plan arrives with run_start), sent to the server. */
+function progressSender(): (line: EventLine) => void {
   const run = new RunProgress();
-  const onEvent = (line: EventLine) => {
+  return (line) => {
     run.apply(line);
     if (line.type === 'phase_start' || line.type === 'phase_end') void send({ type: 'progress', phase: line.phase, fraction: run.fraction, persist: true });
     else if (line.type === 'phase_progress') void send({ type: 'progress', phase: line.phase, fraction: run.fraction, persist: false });
   };
-  const folder = runFolderAt(spec.run_dir, spec.run_id);
-  const result = await runRawStack(parsed.config, { folder, jobId: spec.job_id, signal, onEvent });
+}
+
+/** Sends a pipeline run's result to the server; the exit code follows its status. */
+async function report(result: { status: 'ok' | 'error' | 'cancelled'; phases: { phase: string; status: string; reason?: string }[]; outputs: unknown; device: { kind: string } }): Promise<number> {
   const failed = result.phases.filter((p) => p.status === 'error').map((p) => `${p.phase}${p.reason ? ` (${p.reason})` : ''}`);
   await send({
     type: 'result',
@@ -90,6 +100,16 @@ async function rawstack(spec: Extract<JobSpec, { kind: 'rawstack' }>, signal: Ab
     details: { outputs: result.outputs, device: result.device.kind, phases: result.phases },
   });
   return result.status === 'ok' ? 0 : 1;
+}
+
+async function tiled(spec: Extract<JobSpec, { kind: 'tiled' }>, signal: AbortSignal): Promise<number> {
+  const parsed = parseRawStackConfig(spec.raw);
+  if (!parsed.ok) throw new Error(`invalid configuration: ${parsed.issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
+  if (spec.confine) setReadConfinement(spec.confine);
+  const { runTiled } = await import('../../pipeline/tiled/run.js');
+  const { runFolderAt } = await import('../../pipeline/run-folder.js');
+  const config = { tiled: spec.tiled as unknown as TiledSettings, raw: parsed.config };
+  return report(await runTiled(config, { folder: runFolderAt(spec.run_dir, spec.run_id, 'tiled'), jobId: spec.job_id, signal, onEvent: progressSender() }));
 }
 
 /**

@@ -198,7 +198,7 @@ export class JobManager {
           rec.progress.fraction = 1;
         } else if (result) {
           rec.state = 'error';
-          rec.error = { code: rec.kind === 'rawstack' ? 'RUN_FAILED' : 'JOB_FAILED', message: result.message ?? 'the job failed' };
+          rec.error = { code: rec.kind === 'rawstack' || rec.kind === 'tiled' ? 'RUN_FAILED' : 'JOB_FAILED', message: result.message ?? 'the job failed' };
         } else {
           rec.state = 'error';
           rec.error = { code: code === null && signal === null ? 'SPAWN_FAILED' : 'CHILD_CRASHED', message: `job process ended without a result (exit code ${code}, signal ${signal})` };

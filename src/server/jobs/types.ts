@@ -4,7 +4,7 @@
 
 import type { ReadConfinement } from '../../pipeline/stages/scan/confine.js';
 
-export type JobKind = 'run' | 'resume' | 'rawstack' | 'scan' | 'pcc_run' | 'pcc_apply';
+export type JobKind = 'run' | 'resume' | 'rawstack' | 'tiled' | 'scan' | 'pcc_run' | 'pcc_apply';
 export type JobState = 'pending' | 'running' | 'cancelling' | 'ok' | 'error' | 'cancelled';
 export const TERMINAL_STATES: ReadonlySet<JobState> = new Set(['ok', 'error', 'cancelled']);
 
@@ -36,6 +36,8 @@ export interface JobRecord {
 
 export type JobSpec =
   | { kind: 'rawstack'; job_id: string; config: Record<string, unknown>; run_id: string; run_dir: string; confine?: ReadConfinement }
+  /** A tiled run: its resolved settings and the Raw Stack keys derived from them (config/tiled-run.ts). */
+  | { kind: 'tiled'; job_id: string; tiled: Record<string, unknown>; raw: Record<string, unknown>; run_id: string; run_dir: string; confine?: ReadConfinement }
   | { kind: 'pcc_run'; input: string; output: string; catalog_file: string; diagnostics_file: string; config?: Record<string, unknown> }
   | { kind: 'pcc_apply'; input: string; output: string; matrix: number[][] };
 

@@ -1,5 +1,5 @@
-// Job endpoints: start a pipeline run ({pipeline, ...}), resume (409 for Raw Stack, which is
-// not resumable), list (newest first, paged), one job, cancel. Job records: docs/ARCHITECTURE.md "Processes".
+// Job endpoints: start a pipeline run ({pipeline: rawstack | tiled, ...}), resume (409: Raw Stack
+// is not resumable, tiled resume is the next issue), list (newest first, paged), one job, cancel. Job records: docs/ARCHITECTURE.md "Processes".
 
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
@@ -12,15 +12,17 @@ import { page, PageQuery, type ApiRegistry } from '../registry.js';
 import { readRunRecord } from '../run-index.js';
 import { AcceptedSchema, JobListSchema, JobRecordSchema } from '../schemas.js';
 import { RawStackStartBody, startRawStack } from '../rawstack-start.js';
+import { startTiled, TiledStartBody } from '../tiled-start.js';
 import { findRun } from '../run-lookup.js';
 import { PIPELINE_NAMES, PIPELINES } from './pipelines.js';
 
 const RunBody = z.looseObject({ pipeline: z.string().min(1).max(64).describe(`one of: ${PIPELINE_NAMES.join(', ')}`) });
 const RawStackRunBody = RawStackStartBody.extend({ pipeline: z.literal('rawstack') });
+const TiledRunBody = TiledStartBody.extend({ pipeline: z.literal('tiled') });
 const ResumeBody = z.strictObject({ run_id: z.string().min(1).max(200), from_phase: z.string().max(64).optional(), dry_run: z.boolean().optional() });
 const JobsQuery = PageQuery.extend({
   state: z.enum(['pending', 'running', 'cancelling', 'ok', 'error', 'cancelled']).optional(),
-  kind: z.enum(['run', 'resume', 'rawstack', 'scan', 'pcc_run', 'pcc_apply']).optional(),
+  kind: z.enum(['run', 'resume', 'rawstack', 'tiled', 'scan', 'pcc_run', 'pcc_apply']).optional(),
 });
 
 export function accepted(job: JobRecord): Record<string, unknown> {
@@ -39,8 +41,8 @@ export function jobRoutes(api: ApiRegistry, app: AppContext): void {
       method: 'post',
       path: '/api/jobs/run',
       tag: 'jobs',
-      summary: 'start a pipeline run: {pipeline: "rawstack", config?, lights_dir?, pattern?, runs_dir?, run_name?, queue?}',
-      body: RawStackRunBody,
+      summary: 'start a pipeline run: {pipeline: "rawstack", config?, lights_dir?, pattern?, runs_dir?, run_name?, queue?} or {pipeline: "tiled", input_dir, runs_dir?, run_name?, config_yaml? | config?}',
+      body: z.discriminatedUnion('pipeline', [RawStackRunBody, TiledRunBody]),
       responses: { 202: '{job_id, run_id, run_dir}', 400: 'invalid body or configuration', 403: 'a path outside the allowed roots', 422: 'pipeline unavailable, or a missing input folder' },
       response: AcceptedSchema,
     },
@@ -48,6 +50,15 @@ export function jobRoutes(api: ApiRegistry, app: AppContext): void {
       const raw = await jsonBody(ctx, RunBody);
       if (!PIPELINE_NAMES.includes(raw.pipeline)) {
         throw new ApiError('PIPELINE_UNAVAILABLE', `pipeline "${raw.pipeline}" is not available; available: ${PIPELINE_NAMES.join(', ')}`, { available: PIPELINES.map((p) => p.name) });
+      }
+      if (raw.pipeline === 'tiled') {
+        const t = TiledRunBody.safeParse(raw);
+        if (!t.success) throw validationError(t.error, 'request body');
+        const { pipeline: _t, ...body } = t.data;
+        const { job, warnings } = await startTiled(app, body, { pipeline: 'tiled', via: '/api/jobs/run' });
+        ctx.status = 202;
+        ctx.body = { ...accepted(job), ...(warnings.length ? { warnings } : {}) };
+        return;
       }
       const r = RawStackRunBody.safeParse(raw);
       if (!r.success) throw validationError(r.error, 'request body');

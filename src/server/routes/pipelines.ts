@@ -1,6 +1,6 @@
 // Pipelines the jobs endpoints can start, with their phase plans (from the definitions, see
-// src/pipeline/pipelines.ts). The tiled workflow comes later; until then only Raw Stack exists,
-// and it declares no resumable phases (seed: Raw Stack is not resumable).
+// src/pipeline/pipelines.ts): Raw Stack (not resumable, seed) and the tiled workflow (resume is
+// the next issue: its phases already record what resume needs, artifacts/phase_records.json).
 
 import type { PhasePlanEntry } from '../../pipeline/events.js';
 import { planOfKind } from '../../pipeline/pipelines.js';
@@ -14,6 +14,9 @@ export interface PipelineInfo {
   phases: PhasePlanEntry[];
 }
 
-export const PIPELINES: PipelineInfo[] = [{ name: 'rawstack', description: 'Raw Stack preprocessing: calibration, registration, quality filter, stacking, postprocess', resumable: false, resumable_phases: [], phases: planOfKind('rawstack') }];
+export const PIPELINES: PipelineInfo[] = [
+  { name: 'rawstack', description: 'Raw Stack preprocessing: calibration, registration, quality filter, stacking, postprocess', resumable: false, resumable_phases: [], phases: planOfKind('rawstack') },
+  { name: 'tiled', description: 'tiled reconstruction: global and per-tile quality weights as a smooth weight field, one stacking pass, postprocess', resumable: false, resumable_phases: [], phases: planOfKind('tiled') },
+];
 
 export const PIPELINE_NAMES = PIPELINES.map((p) => p.name);

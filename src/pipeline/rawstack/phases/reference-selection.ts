@@ -111,7 +111,7 @@ export const referenceSelectionPhase: RawStackPhase = {
             cosmeticCold.push(r.cosmetic.cold);
           }
           if (r.ok) {
-            f.stars = unpackStars(r.stars);
+            f.stars = unpackStars(r.stars, r.shapes);
             f.metrics = r.metrics;
             streaks.set(f.index, r.streaks);
             ctx.frame(f.index, f.name, 'ok', undefined, { ...metricsView(r.metrics), streak_points: r.streaks });

@@ -26,6 +26,7 @@
 
 import { isFitsError, writeFits } from '../../../fits/index.js';
 import { GpuError } from '../../../gpu/errors.js';
+import type { GpuContext } from '../../../gpu/context.js';
 import type { WarpKernel } from '../../../cpu/warp.js';
 import type { StackMethod } from '../../../cpu/stack.js';
 import { writeJsonAtomic } from '../../atomic.js';
@@ -41,6 +42,7 @@ import { bandPlanDiagnostics, finalCosmetic, frameDiagnostics, rejectionTotals, 
 import { ReaderCache } from '../../stages/stacking/readers.js';
 import { channelNoise, planStackBands, readHalo, type StackPlan } from '../../stages/stacking/plan.js';
 import { prepareFrames, SetupError, type StackSetup } from '../stacking-setup.js';
+import type { WeightField } from '../../stages/stacking/weightfield.js';
 import { composeQueueOutputs } from '../queue-outputs.js';
 import { filterGroups, stackFileName, type FilterGroup } from '../queue.js';
 import type { RawStackState } from '../state.js';
@@ -90,6 +92,44 @@ async function deviceLost(state: RawStackState): Promise<string | null> {
   }
 }
 
+/**
+ * What another pipeline changes in this phase (the tiled workflow): the mono output's file
+ * name, and a per-pixel weight field for the engine instead of the frames' weights (the stack
+ * then runs on the host, or in stages/stacking/weightfield.ts's WGSL where weightFieldGpu
+ * names a device). Raw Stack's is STACKING_DEFAULT.
+ */
+export interface StackingVariant {
+  monoName: string;
+  weightField?(ctx: PhaseContext<RawStackState>, setup: StackSetup): WeightField | null;
+  /** Where the weight-field stack runs (null or absent: TypeScript). */
+  weightFieldGpu?(state: RawStackState): GpuContext | null;
+}
+
+const STACKING_DEFAULT: StackingVariant = { monoName: 'stacked_linear.fits' };
+
+/** This phase with another pipeline's variant. */
+export function stackingPhaseWith(variant: StackingVariant): RawStackPhase {
+  return { ...stackingPhase, run: (ctx) => runStackingPhase(ctx, variant) };
+}
+
+async function runStackingPhase(ctx: PhaseContext<RawStackState>, variant: StackingVariant): Promise<RawStackOutcome> {
+  try {
+    return ctx.state.queue ? await runQueueStacking(ctx) : await runStacking(ctx, null, variant);
+  } catch (e) {
+    if (e instanceof CancelledError) throw e;
+    if (e instanceof SetupError) return failed(e.reason, e.message);
+    if (e instanceof GpuError) {
+      if (e.code === 'BUDGET_TOO_SMALL' || e.code === 'POOL_EXHAUSTED') return failed('budget_error', e.message);
+      return failed('device_error', e.message);
+    }
+    if (isFitsError(e)) return failed('input_error', `reading frames for stacking failed: ${e.message}`);
+    // A lost device surfaces through Dawn as assorted errors (a rejected mapAsync, ...): ask it.
+    const lost = await deviceLost(ctx.state);
+    if (lost) return failed('device_error', `${lost} (${describe(e)})`);
+    throw e;
+  }
+}
+
 export const stackingPhase: RawStackPhase = {
   name: 'STACKING',
   optional: false,
@@ -108,23 +148,7 @@ export const stackingPhase: RawStackPhase = {
     if (!state.frames.some((f) => f.status === 'included')) return failed('no_frames', 'no included frames to stack');
   },
 
-  async run(ctx) {
-    try {
-      return ctx.state.queue ? await runQueueStacking(ctx) : await runStacking(ctx, null);
-    } catch (e) {
-      if (e instanceof CancelledError) throw e;
-      if (e instanceof SetupError) return failed(e.reason, e.message);
-      if (e instanceof GpuError) {
-        if (e.code === 'BUDGET_TOO_SMALL' || e.code === 'POOL_EXHAUSTED') return failed('budget_error', e.message);
-        return failed('device_error', e.message);
-      }
-      if (isFitsError(e)) return failed('input_error', `reading frames for stacking failed: ${e.message}`);
-      // A lost device surfaces through Dawn as assorted errors (a rejected mapAsync, ...): ask it.
-      const lost = await deviceLost(ctx.state);
-      if (lost) return failed('device_error', `${lost} (${describe(e)})`);
-      throw e;
-    }
-  },
+  run: (ctx) => runStackingPhase(ctx, STACKING_DEFAULT),
 
   async finalize(ctx) {
     const l = live.get(ctx.state);
@@ -201,13 +225,15 @@ interface StackLayout {
  * level per frame, and the band plan under the memory budget; a plan too wide for a device
  * binding moves the stack to TypeScript and plans again. An outcome when no plan fits.
  */
-function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: StackRequest, ln: LnSetup | null): StackLayout | RawStackOutcome {
+function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: StackRequest, ln: LnSetup | null, stackOnHost = false): StackLayout | RawStackOutcome {
   const { state } = ctx;
   const c = state.config;
   const N = setup.frames.length;
   const C = setup.channels;
   let placement = stackingPlacement(state.gpu, { frames: N, osc: r.osc, superpixel: r.superpixel, kernel: r.kernel, premaskOnDevice: stackingOptions.premaskOnDevice, noiseModel: r.noiseModel && ln !== null });
   if (placement.stackOnHost) ctx.warn('stack_on_host', placement.stackOnHost);
+  // A weight field is the caller's choice, not a limit hit: no warning (the diagnostics' device paths say where it ran).
+  if (stackOnHost && placement.stack) placement = withStackOnHost(placement, 'a per-pixel weight field stacks from host slots');
   const halo = readHalo(r.osc, r.cosmeticOn, r.superpixel);
   let premask: EngineOptions['premask'] = null;
   if (r.wantPremask && N >= PREMASK_MIN_FRAMES) {
@@ -354,7 +380,7 @@ async function stackBands(ctx: PhaseContext<RawStackState>, engine: BandEngine, 
   return image;
 }
 
-async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | null): Promise<RawStackOutcome> {
+async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | null, variant: StackingVariant = STACKING_DEFAULT): Promise<RawStackOutcome> {
   const { state } = ctx;
   const c = state.config;
   const started = performance.now();
@@ -372,7 +398,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   const { width: W, height: H, channels: C } = setup;
 
   // 2. Local normalization's fits and the reference's sky (one pass over the frames), then
-  // placement, pre-mask and band plan.
+  // placement, pre-mask and band plan (a per-pixel weight field stacks from host slots).
+  const weightField = variant.weightField?.(ctx, setup) ?? null;
   const tLn = performance.now();
   const refSlot = setup.frames.findIndex((f) => f.record === setup.reference);
   if ((r.ln || r.noiseModel) && refSlot < 0) ctx.warn('local_normalization', 'the reference frame is not among the stacked frames: no local normalization, sample-σ rejection bounds');
@@ -399,7 +426,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
       : null;
   const lnMs = performance.now() - tLn;
   ctx.checkCancelled();
-  const layout = layoutStack(ctx, setup, r, ln);
+  const layout = layoutStack(ctx, setup, r, ln, weightField !== null);
   if ('status' in layout) return layout;
   const { placement, premask, plan } = layout;
 
@@ -426,6 +453,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     workers: c.runtime_limits.parallel_workers,
     gpu: { debayer: placement.debayer, warp: placement.warp, stack: placement.stack },
     readers,
+    weightField,
+    weightFieldGpu: weightField ? (variant.weightFieldGpu?.(state) ?? null) : null,
   });
   l.engine = engine;
   const tLoop = performance.now();
@@ -444,7 +473,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     maxIters: c.rejection.max_iters,
     minFraction: c.rejection.min_fraction,
     normalization: c.stacking.normalization,
-    bounds: layout.noiseModel ? `noise_model seeing_tolerance ${c.rejection.seeing_tolerance}` : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
+    // The weight-field stack's kernel has sample bounds; the noise model then seeds the pre-mask only.
+    bounds: layout.noiseModel ? (weightField ? `sample (weight-field stack) after a noise_model pre-mask, seeing_tolerance ${c.rejection.seeing_tolerance}` : `noise_model seeing_tolerance ${c.rejection.seeing_tolerance}`) : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
     localNormalization: ln?.tables != null,
     weighting: c.stacking.weighting,
     kernel: r.kernel,
@@ -453,7 +483,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   };
   const header = stackHeader(state, setup, ctx.outcomes, params);
   // Run queue: outputs/stacked_<filter>.fits per group (stacked_linear/rgb follow from them).
-  const outName = sink ? stackFileName(sink.group.filter!) : r.osc ? 'stacked_rgb.fits' : 'stacked_linear.fits';
+  const outName = sink ? stackFileName(sink.group.filter!) : r.osc ? 'stacked_rgb.fits' : variant.monoName;
   const outRel = outputPath(state.folder.layout, outName);
   const outPath = inRunFolder(state.folder, outRel);
   const tWrite = performance.now();
@@ -507,7 +537,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
         high: c.rejection.high,
         max_iters: c.rejection.max_iters,
         min_fraction: c.rejection.min_fraction,
-        bounds: layout.noiseModel ? 'noise_model' : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
+        bounds: layout.noiseModel ? (weightField ? 'sample' : 'noise_model') : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
         seeing_tolerance: layout.noiseModel ? c.rejection.seeing_tolerance : null,
       },
       normalization: c.stacking.normalization,

@@ -24,6 +24,8 @@ import { cosmeticCorrect, estimateNoise } from '../stacking/cosmetic.js';
 
 /** Stars kept per frame for registration (brightest first). */
 export const MAX_STORED_STARS = 1500;
+/** Numbers stored per star beside (x, y, flux): fwhm, eccentricity, peak. */
+export const STAR_SHAPE_FIELDS = 3;
 
 export interface Plane {
   data: Float32Array;
@@ -60,6 +62,8 @@ export interface MeasureOk {
   metrics: FrameMetrics;
   /** Packed (x, y, flux) of the brightest stars, full-resolution frame pixels. */
   stars: Float64Array;
+  /** Packed (fwhm, eccentricity, peak) of the same stars (STAR_SHAPE_FIELDS per star; local tile metrics). */
+  shapes: Float64Array;
   /** Points refused as parts of long straight streaks (satellites, aircraft): the reference should not have any. */
   streaks: number;
   saturationLevel: number | null;
@@ -143,17 +147,23 @@ export function measurePlane(plane: Plane, spec: MeasureSpec, readMs: number): M
   }
   const n = Math.min(spec.maxStars, detection.stars.length);
   const stars = new Float64Array(3 * n);
+  const shapes = new Float64Array(STAR_SHAPE_FIELDS * n);
   for (let i = 0; i < n; i++) {
     const s = detection.stars[i]!;
     stars[3 * i] = s.x;
     stars[3 * i + 1] = s.y;
     stars[3 * i + 2] = s.flux;
+    // A saturated star's shape is not its seeing: NaN, so tile statistics skip it.
+    shapes[STAR_SHAPE_FIELDS * i] = s.saturated ? NaN : s.fwhm;
+    shapes[STAR_SHAPE_FIELDS * i + 1] = s.saturated ? NaN : s.eccentricity;
+    shapes[STAR_SHAPE_FIELDS * i + 2] = s.peak;
   }
   return {
     kind: 'measure',
     ok: true,
     metrics,
     stars,
+    shapes,
     streaks: detection.counts.streaks,
     saturationLevel: Number.isFinite(detection.saturationLevel) ? detection.saturationLevel : null,
     saturationSource: detection.saturationSource,
@@ -191,5 +201,5 @@ export function analyzePlane(plane: Plane, source: string, spec: AnalysisSpec, r
 
 /** Transferable buffers of a premeasured record (the star list moves, it is not copied). */
 export function premeasuredTransferables(p: Premeasured | null): ArrayBuffer[] {
-  return p?.measure?.ok && p.measure.stars.buffer instanceof ArrayBuffer ? [p.measure.stars.buffer] : [];
+  return p?.measure?.ok && p.measure.stars.buffer instanceof ArrayBuffer ? [p.measure.stars.buffer, ...(p.measure.shapes.buffer instanceof ArrayBuffer ? [p.measure.shapes.buffer] : [])] : [];
 }

@@ -12,6 +12,9 @@
 //            memory, built once per run by the caller) under the frame's registration matrix.
 //   register registerStars(reference stars, frame stars) on packed star lists (no pixels):
 //            REGISTRATION's matching, CPU-bound, so it runs on the workers too.
+//   tiles    read plane 0 → optional cosmetic pass (stages/stacking/cosmetic.ts) → the
+//            tile_metrics sums of the given rectangles (cpu/tile-metrics.ts): the tiled
+//            workflow's LOCAL_METRICS.
 // Invariants: a bad frame is a typed result ({ok: false, code, detail}), never an exception;
 // exceptions mean bugs. Results are structured-clone friendly (typed arrays, plain objects).
 
@@ -19,12 +22,15 @@ import { CcProxyBuilder, registrationCc, type CcProxy } from '../../../algorithm
 import type { Affine } from '../../../algorithms/affine.js';
 import type { StarPoint } from '../../../algorithms/match.js';
 import { registerStars, type RegistrationResult } from '../../../algorithms/registration.js';
+import { tileMetrics, type TileMetricsParams } from '../../../cpu/tile-metrics.js';
 import { FitsReader, isFitsError } from '../../../fits/index.js';
+import { cosmeticCorrect } from '../stacking/cosmetic.js';
 import { calibrateLight, calibrateLightTransferables, type CalibrateLightResult, type CalibrateLightTask } from '../calibration/light-task.js';
 import {
   analyzePlane,
   measurePlane,
   premeasuredTransferables,
+  STAR_SHAPE_FIELDS,
   type AnalysisSpec,
   type MeasureResult,
   type MeasureSpec,
@@ -76,8 +82,19 @@ export interface RegisterTaskResult {
   ms: number;
 }
 
-export type FrameTask = MeasureTask | CcTask | RegisterTask | AnalyzeTask | CalibrateLightTask;
-export type FrameTaskResult = MeasureResult | CcTaskResult | RegisterTaskResult | AnalyzeTaskResult | CalibrateLightResult;
+export interface TileMetricsTask extends TileMetricsParams {
+  kind: 'tiles';
+  file: string;
+  /** Hot and cold pixels replaced first (k σ, σ the frame's noise), or none. */
+  cosmetic: { sigma: number; noise: number } | null;
+}
+
+export type TileMetricsTaskResult =
+  | { kind: 'tiles'; ok: true; metrics: Float64Array; ms: { read: number; measure: number } }
+  | { kind: 'tiles'; ok: false; code: 'unreadable'; detail: string; fitsCode: string };
+
+export type FrameTask = MeasureTask | CcTask | RegisterTask | AnalyzeTask | CalibrateLightTask | TileMetricsTask;
+export type FrameTaskResult = MeasureResult | CcTaskResult | RegisterTaskResult | AnalyzeTaskResult | CalibrateLightResult | TileMetricsTaskResult;
 
 /** (x, y, flux) triplets of a star list, for tasks and results (exact: f64). */
 export function packStars(stars: readonly StarPoint[]): Float64Array {
@@ -86,9 +103,17 @@ export function packStars(stars: readonly StarPoint[]): Float64Array {
   return out;
 }
 
-export function unpackStars(packed: Float64Array): StarPoint[] {
+/** Star lists from packed triplets; with `shapes` (analysis.ts) each star also carries its fwhm, eccentricity and peak. */
+export function unpackStars(packed: Float64Array, shapes?: Float64Array): StarPoint[] {
   const out: StarPoint[] = new Array(packed.length / 3);
-  for (let i = 0; i < out.length; i++) out[i] = { x: packed[3 * i]!, y: packed[3 * i + 1]!, flux: packed[3 * i + 2]! };
+  for (let i = 0; i < out.length; i++) {
+    out[i] = { x: packed[3 * i]!, y: packed[3 * i + 1]!, flux: packed[3 * i + 2]! };
+    if (shapes && shapes.length >= STAR_SHAPE_FIELDS * (i + 1)) {
+      out[i]!.fwhm = shapes[STAR_SHAPE_FIELDS * i]!;
+      out[i]!.eccentricity = shapes[STAR_SHAPE_FIELDS * i + 1]!;
+      out[i]!.peak = shapes[STAR_SHAPE_FIELDS * i + 2]!;
+    }
+  }
   return out;
 }
 
@@ -185,13 +210,32 @@ export async function runFrameTask(task: FrameTask): Promise<FrameTaskResult> {
       return calibrateLight(task);
     case 'cc':
       return correlateFrame(task);
+    case 'tiles':
+      return tileMetricsFrame(task);
   }
+}
+
+/** A plane's cosmetic-corrected copy (tile measurements: one hot pixel's gradient energy matches a star's). */
+export function cosmeticPlane(plane: Plane, step: 1 | 2, c: { sigma: number; noise: number }): Float32Array {
+  const n = c.noise;
+  return cosmeticCorrect(plane.data, { width: plane.width, height: plane.height, readY0: 0, y0: 0, y1: plane.height, step, sigma: c.sigma, noise: [n, n, n, n] }).data;
+}
+
+async function tileMetricsFrame(task: TileMetricsTask): Promise<TileMetricsTaskResult> {
+  const t0 = performance.now();
+  const plane = await readOrFail(task.file);
+  if ('error' in plane) return { kind: 'tiles', ok: false, code: 'unreadable', detail: plane.error, fitsCode: plane.code };
+  const t1 = performance.now();
+  const data = task.cosmetic ? cosmeticPlane(plane, task.step, task.cosmetic) : plane.data;
+  const metrics = tileMetrics(data, { width: plane.width, height: plane.height, step: task.step, rects: task.rects, bgCut: task.bgCut });
+  return { kind: 'tiles', ok: true, metrics, ms: { read: t1 - t0, measure: performance.now() - t1 } };
 }
 
 /** Transferable buffers of a result (moved, not copied, back from a worker). */
 export function transferables(result: FrameTaskResult): ArrayBuffer[] {
-  if (result.kind === 'measure') return result.ok && result.stars.buffer instanceof ArrayBuffer ? [result.stars.buffer] : [];
+  if (result.kind === 'measure') return result.ok && result.stars.buffer instanceof ArrayBuffer ? [result.stars.buffer, ...(result.shapes.buffer instanceof ArrayBuffer ? [result.shapes.buffer] : [])] : [];
   if (result.kind === 'analyze') return result.ok ? premeasuredTransferables(result.premeasured) : [];
   if (result.kind === 'calibrate') return calibrateLightTransferables(result);
+  if (result.kind === 'tiles') return result.ok && result.metrics.buffer instanceof ArrayBuffer ? [result.metrics.buffer] : [];
   return [];
 }

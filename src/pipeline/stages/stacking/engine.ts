@@ -44,6 +44,7 @@ import type { LnTables } from './local-norm.js';
 import type { ReaderCache } from './readers.js';
 import type { StackFrame } from './plan.js';
 import type { RawRead, SlotStore, Work } from './slots.js';
+import type { WeightField } from './weightfield.js';
 
 export type KernelPath = 'gpu' | 'software-gpu' | 'typescript' | 'typescript-workers';
 
@@ -84,6 +85,10 @@ export interface EngineOptions {
   /** Contexts per kernel (null = TypeScript). */
   gpu: { debayer: GpuContext | null; warp: GpuContext | null; stack: GpuContext | null };
   readers: ReaderCache;
+  /** Per-pixel frame weights (weightfield.ts) instead of StackFrame.weight; needs gpu.stack null. */
+  weightField?: WeightField | null;
+  /** Where the weight-field stack runs (null: TypeScript on the worker pool). */
+  weightFieldGpu?: GpuContext | null;
 }
 
 /** The noise model of the rejection (src/cpu/reject-noise.ts), per stacked frame. */
@@ -157,6 +162,7 @@ export class BandEngine {
       validSamples: new Array(C).fill(0),
       corrected: { hot: 0, cold: 0 },
     };
+    if (o.weightField && o.gpu.stack) throw new Error('a weight field stacks on the host: gpu.stack must be null');
     this.store = o.gpu.stack ? new DeviceStore(o, o.gpu.stack, this.pool) : new HostStore(o, this.pool);
   }
 
@@ -171,7 +177,7 @@ export class BandEngine {
       warp: pathOf(o.gpu.warp, o.workers),
       premask: o.premask ? (o.premask.onDevice ? pathOf(o.gpu.stack, o.workers) : host) : 'off',
       local_normalization: o.ln ? (o.gpu.stack && o.gpu.warp ? pathOf(o.gpu.stack, o.workers) : o.gpu.warp ? 'typescript' : host) : 'off',
-      stack: pathOf(o.gpu.stack, o.workers),
+      stack: o.weightField ? pathOf(o.weightFieldGpu ?? null, o.workers) : pathOf(o.gpu.stack, o.workers),
     };
   }
 

@@ -11,6 +11,7 @@ import { warpBilinearGpu, warpLanczos3Gpu } from '../../../gpu/kernels/warp.js';
 import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
 import { rejectRows, REJECT_ROWS, stackRows, STACK_ROWS, type RejectRowsArgs, type StackRowsArgs } from './row-kernels.js';
+import { stackFieldGpu, stackFieldRows, STACK_FIELD_ROWS, type StackFieldRowsArgs, type WeightField } from './weightfield.js';
 import { HostScratch, hostSource, lnOf, noiseRejects, premaskHost, rejectArgs, sharedU32, sharedU64, sharedU8, skyRows, stackArgs, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
 
 export class HostStore implements SlotStore {
@@ -87,6 +88,14 @@ export class HostStore implements SlotStore {
     else stackRows(args, 0, args.rows);
   }
 
+  /** The final stack with the weight field's per-pixel weights (owned rows from image row imageY0): WGSL when placed on a device, else TypeScript. */
+  private async runFieldStack(args: StackRowsArgs, field: WeightField, imageY0: number): Promise<void> {
+    const a: StackFieldRowsArgs = { ...args, field, imageY0 };
+    if (this.o.weightFieldGpu) await stackFieldGpu(this.o.weightFieldGpu, a);
+    else if (this.pool) await this.pool.run(STACK_FIELD_ROWS, a, 0, a.rows, { minChunk: 4, reused: true });
+    else stackFieldRows(a, 0, a.rows);
+  }
+
   async stackChannel(c: number, w: Work, _totals: EngineTotals, timings: Timings): Promise<Float32Array> {
     const o = this.o;
     const N = o.frames.length;
@@ -103,7 +112,10 @@ export class HostStore implements SlotStore {
     }
     const t = performance.now();
     const mean = this.mean.subarray(0, w.ownedRows * o.width);
-    if (noiseRejects(o, o.rejection.method)) {
+    if (o.weightField) {
+      // The weight-field stack (tiled workflow) applies the sample bounds of its own kernel.
+      await this.runFieldStack(stackArgs(o, c, band, w.ownedRows, o.rejection.method, mean, this.rejected[c]!, this.counts[c]!), o.weightField, w.y0 + w.ownedY0);
+    } else if (noiseRejects(o, o.rejection.method)) {
       // The pre-mask compacted the band to its owned rows; without it the band is the owned rows.
       const sky = skyRows(o.noiseModel!, c, w.y0 + w.ownedY0, w.ownedRows, this.sky!);
       const centre = o.premask ? { data: this.median!, row0: w.ownedY0 } : null;

@@ -1,0 +1,55 @@
+// GLOBAL_METRICS: every frame's stars and quality record (Raw Stack's reference selection on the
+// frames stage: star detection with per-star FWHM, eccentricity and peak kept for LOCAL_METRICS,
+// and the registration reference), then the global weight G per frame from background, noise,
+// transparency (median star flux) and seeing (median star FWHM) (weights.ts globalWeights).
+// Writes global_metrics.json and state.tiled.global.
+
+import { ok } from '../../phase.js';
+import { referenceSelectionPhase } from '../../rawstack/phases/reference-selection.js';
+import { fromRawStack, writeArtifact, tiledPhase } from '../records.js';
+import type { TiledPhase } from '../reasons.js';
+import { globalWeights } from '../weights.js';
+
+const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(5)) : null);
+
+export const globalMetricsPhase: TiledPhase = tiledPhase('GLOBAL_METRICS', ['global_metrics'], {
+  name: 'GLOBAL_METRICS',
+  optional: false,
+  async run(ctx) {
+    const outcome = await fromRawStack(referenceSelectionPhase).run(ctx);
+    if (outcome.status !== 'ok') return outcome;
+    const s = ctx.state;
+    const gm = s.config.tiled.global_metrics;
+    const frames = s.frames.filter((f) => f.status === 'included' && f.metrics);
+    const quality = frames.map((f) => ({ background: f.metrics!.background_median, noise: f.metrics!.background_rms, transparency: f.metrics!.median_star_flux, fwhm: f.metrics!.fwhm }));
+    const gw = globalWeights(quality, { weights: gm.weights, clamp: gm.clamp as [number, number], weight_exponent_scale: gm.weight_exponent_scale });
+    s.tiled.global.clear();
+    frames.forEach((f, i) => s.tiled.global.set(f.index, { g: gw.g[i]!, q: gw.q[i]! }));
+    const body = {
+      weights_used: gw.weights,
+      clamp: gm.clamp,
+      weight_exponent_scale: gm.weight_exponent_scale,
+      formula: 'G = exp(k * clip(Q)), Q = wb*(-z(background)) + wn*(-z(noise)) + wt*z(transparency) + wf*(-z(fwhm))',
+      reference: s.referenceIndex,
+      metrics: frames.map((f, i) => ({
+        index: f.index,
+        file: f.name,
+        background: r4(quality[i]!.background),
+        noise: r4(quality[i]!.noise),
+        transparency: r4(quality[i]!.transparency),
+        fwhm: r4(quality[i]!.fwhm),
+        fwhm_x: r4(f.metrics!.fwhm_x),
+        fwhm_y: r4(f.metrics!.fwhm_y),
+        roundness: r4(Math.sqrt(1 - Math.min(1, f.metrics!.eccentricity ** 2))),
+        star_count: f.metrics!.star_count,
+        z: { background: r4(gw.z.background[i]!), noise: r4(gw.z.noise[i]!), transparency: r4(gw.z.transparency[i]!), fwhm: r4(gw.z.fwhm[i]!) },
+        quality_score: r4(gw.q[i]!),
+        global_weight: r4(gw.g[i]!),
+      })),
+    };
+    const rel = await writeArtifact(s, 'GLOBAL_METRICS', 'global_metrics.json', body);
+    for (const [i, f] of frames.entries()) ctx.frame(f.index, f.name, 'ok', undefined, { global_weight: r4(gw.g[i]!), quality: r4(gw.q[i]!) });
+    const g = gw.g;
+    return ok({ ...(outcome.details ?? {}), frames: frames.length, g_min: r4(Math.min(...g)), g_max: r4(Math.max(...g)), artifact: rel });
+  },
+});

@@ -1,0 +1,228 @@
+// LOCAL_METRICS: per frame and tile, what the local weight L is made of (weights.ts).
+// - Stars: each frame's stored stars (GLOBAL_METRICS; unsaturated ones carry FWHM, eccentricity,
+//   peak) mapped onto the reference grid by the frame's registration matrix; per tile the
+//   count and the medians of FWHM, roundness √(1 − e²) and contrast peak/σ (σ the frame noise).
+// - Structure: the tile's rectangle mapped into the frame (bounding box of its corners, clipped),
+//   cosmetic-corrected (stages/stacking/cosmetic.ts: hot pixels are not structure) and
+//   measured by the tile_metrics kernel (WGSL where device-policy.ts places it, else
+//   cpu/tile-metrics.ts; step 2 on a Bayer mosaic):
+//   E/σ² and the tile's sky (mean of its samples at most 3σ above the frame's sky) less the
+//   frame's sky as its background. On the frame workers (stages/frames/tasks.ts `tiles`,
+//   runtime_limits.parallel_workers frames in memory at a time), or one frame at a time on the
+//   main thread when the kernel runs on the device. A frame that cannot be read has no
+//   structure measurement (the lowest L in STRUCTURE tiles) and a frame event says so.
+// L is computed from these relative to the frame's own medians (relativeToFrame), since G
+// already carries the frame's global quality.
+// A tile the frame covers less than half of (COMMON_OVERLAP) has no measurement for it (the
+// lowest L there). With fewer than local_metrics.min_frames frames, or stacking.weight_mode not
+// `local`, L is not computed: the stack degrades to global weights (or uniform), with a warning
+// and the mode recorded in local_metrics.json.
+
+import { applyAffine, invertAffine } from '../../../algorithms/affine.js';
+import { TILE_METRICS_FIELDS, tileMetrics, type TileMetricsParams } from '../../../cpu/tile-metrics.js';
+import type { GpuContext } from '../../../gpu/context.js';
+import { GpuError } from '../../../gpu/errors.js';
+import { tileMetricsGpu } from '../../../gpu/kernels/tile-metrics.js';
+import { gpuFor } from '../../device-policy.js';
+import { failed, ok } from '../../phase.js';
+import { pixelSource } from '../../rawstack/state.js';
+import { cosmeticPlane, readPlane, type TileMetricsTask, type TileMetricsTaskResult } from '../../stages/frames/tasks.js';
+import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
+import { isFitsError } from '../../../fits/index.js';
+import type { FrameRecord } from '../../rawstack/state.js';
+import { writeArtifact, tiledPhase } from '../records.js';
+import type { TiledPhase } from '../reasons.js';
+import { tileCount, tileRect, type TileGrid } from '../tile-grid.js';
+import { localWeights, type TileMeasure } from '../weights.js';
+
+function median(v: number[]): number {
+  const s = v.filter(Number.isFinite).sort((a, b) => a - b);
+  const n = s.length;
+  if (n === 0) return NaN;
+  return n % 2 ? s[n >> 1]! : 0.5 * (s[n / 2 - 1]! + s[n / 2]!);
+}
+
+/** Outlier threshold (σ of the frame noise) of the cosmetic pass before the structure measure (hot pixels are not structure). */
+const COSMETIC_SIGMA = 5;
+
+/** The tile_metrics kernel on the device when placed there (a plane over one binding: TypeScript), else TypeScript. */
+async function measureTiles(ctx: GpuContext | null, plane: Float32Array, p: TileMetricsParams): Promise<Float64Array> {
+  if (ctx) {
+    try {
+      return await tileMetricsGpu(ctx, plane, p);
+    } catch (e) {
+      if (!(e instanceof GpuError && e.code === 'BINDING_TOO_LARGE')) throw e;
+    }
+  }
+  return tileMetrics(plane, p);
+}
+
+/**
+ * A frame's tile measurements relative to the frame's own medians (FWHM, roundness and contrast
+ * over all its measured stars, E/σ² over its tiles): G already carries the frame's global
+ * seeing, transparency and noise, so L carries only how this region differs from the frame as a
+ * whole, and W = G·L counts each once (a frame soft on the left and sharp on the right is not
+ * penalised on the right for its global FWHM). Star counts and backgrounds stay as measured.
+ */
+function relativeToFrame(row: TileMeasure[], starsIn: { fwhm: number[]; round: number[]; contrast: number[] }[]): TileMeasure[] {
+  const all = (k: 'fwhm' | 'round' | 'contrast') => median(starsIn.flatMap((b) => b[k]));
+  const f = all('fwhm');
+  const r = all('round');
+  const c = all('contrast');
+  const e = median(row.map((m) => m.structure));
+  return row.map((m) => ({ ...m, fwhm: m.fwhm / f, roundness: m.roundness / r, contrast: m.contrast / c, structure: m.structure / e }));
+}
+
+/** What LOCAL_METRICS knows of a frame before reading its pixels: its stars per tile, and the tile task. */
+function framePlan(f: FrameRecord, g: TileGrid, W: number, H: number, osc: boolean) {
+  const n = tileCount(g);
+  const toRef = f.registration!.matrix!;
+  const toFrame = invertAffine(toRef)!;
+  const noise = f.metrics?.background_rms ?? NaN;
+  const sky = f.metrics?.background_median ?? NaN;
+  // Stars on the reference grid, into every tile that holds them.
+  const starsIn: { fwhm: number[]; round: number[]; contrast: number[] }[] = Array.from({ length: n }, () => ({ fwhm: [], round: [], contrast: [] }));
+  const nx = g.originsX.length;
+  for (const st of f.stars ?? []) {
+    if (!(st.fwhm !== undefined && Number.isFinite(st.fwhm))) continue;
+    const [x, y] = applyAffine(toRef, st.x, st.y);
+    for (let ty = 0; ty < g.originsY.length; ty++) {
+      const oy = g.originsY[ty]!;
+      if (y < oy || y >= oy + g.sizeY) continue;
+      for (let tx = 0; tx < nx; tx++) {
+        const ox = g.originsX[tx]!;
+        if (x < ox || x >= ox + g.sizeX) continue;
+        const b = starsIn[ty * nx + tx]!;
+        b.fwhm.push(st.fwhm);
+        b.round.push(Math.sqrt(1 - Math.min(1, (st.eccentricity ?? 0) ** 2)));
+        b.contrast.push(noise > 0 ? (st.peak ?? NaN) / noise : NaN);
+      }
+    }
+  }
+  // Structure: tile rectangles in frame pixels (bounding box of the mapped corners, clipped).
+  const rects = new Int32Array(4 * n);
+  for (let t = 0; t < n; t++) {
+    const r = tileRect(g, t);
+    const pts = [applyAffine(toFrame, r.x, r.y), applyAffine(toFrame, r.x + r.width, r.y), applyAffine(toFrame, r.x, r.y + r.height), applyAffine(toFrame, r.x + r.width, r.y + r.height)];
+    let x0 = Math.max(0, Math.floor(Math.min(...pts.map((p) => p[0]))));
+    let y0 = Math.max(0, Math.floor(Math.min(...pts.map((p) => p[1]))));
+    const x1 = Math.min(W, Math.ceil(Math.max(...pts.map((p) => p[0]))));
+    const y1 = Math.min(H, Math.ceil(Math.max(...pts.map((p) => p[1]))));
+    if (osc) {
+      x0 &= ~1;
+      y0 &= ~1;
+    }
+    rects.set([x0, y0, Math.max(0, x1 - x0), Math.max(0, y1 - y0)], 4 * t);
+  }
+  // Sky samples: at most 3σ above the frame's sky (stars excluded); no cut without a measured sky.
+  const bgCut = Number.isFinite(sky) && noise > 0 ? sky + 3 * noise : Number.MAX_VALUE;
+  const task = (file: string): TileMetricsTask => ({ kind: 'tiles', file, width: W, height: H, step: osc ? 2 : 1, rects, bgCut, cosmetic: noise > 0 ? { sigma: COSMETIC_SIGMA, noise } : null });
+  return { starsIn, noise, sky, task };
+}
+
+const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(5)) : null);
+
+export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local_metrics', 'tile.star_min_count', 'stacking.weight_mode'], {
+  name: 'LOCAL_METRICS',
+  optional: false,
+  async run(ctx) {
+    const s = ctx.state;
+    const g = s.tiled.grid;
+    if (!g || s.width === null || s.height === null) return failed('input_error', 'TILE_GRID did not run');
+    const cfg = s.config.tiled;
+    const frames = s.frames.filter((f) => f.status === 'included' && f.registration?.ok && f.registration.matrix && s.tiled.coverage.has(f.index));
+    if (frames.length === 0) return failed('no_frames', 'no registered frame');
+    const n = tileCount(g);
+    const mode = cfg.stacking.weight_mode;
+    const minFrames = cfg.local_metrics.min_frames;
+    if (mode !== 'local' || frames.length < minFrames) {
+      const reason = mode !== 'local' ? `stacking.weight_mode is ${mode}` : `${frames.length} frames, below local_metrics.min_frames = ${minFrames}`;
+      if (mode === 'local') ctx.warn('local_weights_off', `local weights off: ${reason}; the stack uses global weights only`);
+      s.tiled.local = { frames: frames.map((f) => f.index), measures: [], l: null, types: [] };
+      const rel = await writeArtifact(s, 'LOCAL_METRICS', 'local_metrics.json', { mode: mode === 'uniform' ? 'uniform' : 'global', reason, num_frames: frames.length, num_tiles: n });
+      return ok({ mode: mode === 'uniform' ? 'uniform' : 'global', weight_reason: reason, artifact: rel });
+    }
+    const osc = s.colorMode === 'OSC';
+    const tmCtx = gpuFor(s.gpu, 'tile_metrics');
+    const measures: TileMeasure[][] = [];
+    const relative: TileMeasure[][] = [];
+    const W = s.width;
+    const H = s.height;
+    let done = 0;
+    let unreadable = 0;
+    // Per frame: its stars per tile and its tile rectangles (main thread, no pixels), then the
+    // pixels' tile sums: on the device where placed (one frame at a time), else on the frame
+    // workers (runtime_limits.parallel_workers frames at a time, results in frame order).
+    const plans = frames.map((f) => framePlan(f, g, W, H, osc));
+    const workers = new FrameWorkers(tmCtx ? 0 : Math.min(s.config.runtime_limits.parallel_workers, frames.length));
+    try {
+      await mapFrames(
+        frames,
+        tmCtx ? 1 : Math.max(1, workers.size),
+        ctx.signal,
+        async (f, i): Promise<TileMetricsTaskResult> => {
+          const task = plans[i]!.task(pixelSource(f));
+          if (!tmCtx) return (await workers.run(task)) as TileMetricsTaskResult;
+          let plane;
+          try {
+            plane = await readPlane(task.file);
+          } catch (e) {
+            if (!isFitsError(e)) throw e;
+            return { kind: 'tiles', ok: false, code: 'unreadable', detail: e.message, fitsCode: e.code };
+          }
+          const data = task.cosmetic ? cosmeticPlane(plane, task.step, task.cosmetic) : plane.data;
+          return { kind: 'tiles', ok: true, metrics: await measureTiles(tmCtx, data, { ...task, width: plane.width, height: plane.height }), ms: { read: 0, measure: 0 } };
+        },
+        (f, r, i) => {
+          const { starsIn, noise, sky } = plans[i]!;
+          const cov = s.tiled.coverage.get(f.index)!;
+          if (!r.ok) {
+            // No pixels, no structure measurement: the lowest L in its STRUCTURE tiles.
+            unreadable++;
+            ctx.frame(f.index, f.name, 'unmeasured', r.fitsCode, { detail: r.detail });
+          }
+          const tm = r.ok ? r.metrics : null;
+          const row: TileMeasure[] = [];
+          for (let t = 0; t < n; t++) {
+            const b = starsIn[t]!;
+            const usable = cov[t]! >= 0.5;
+            row.push({
+              stars: usable ? b.fwhm.length : 0,
+              fwhm: usable ? median(b.fwhm) : NaN,
+              roundness: usable ? median(b.round) : NaN,
+              contrast: usable ? median(b.contrast) : NaN,
+              structure: usable && tm && noise > 0 ? tm[TILE_METRICS_FIELDS * t + 2]! / (noise * noise) : NaN,
+              // The tile's sky relative to the frame's: what a cloud or a gradient adds here, not the sky level.
+              background: usable && tm ? tm[TILE_METRICS_FIELDS * t + 4]! - sky : NaN,
+            });
+          }
+          measures.push(row);
+          relative.push(relativeToFrame(row, starsIn));
+          ctx.progress(++done, frames.length, 'frames');
+        },
+      );
+    } finally {
+      await workers.close();
+    }
+    const lm = cfg.local_metrics;
+    const lw = localWeights(relative, n, { star_min_count: cfg.tile.star_min_count, star: lm.star_mode.weights, structure: lm.structure_mode, clamp: lm.clamp as [number, number] }, frames.map((f) => f.metrics?.background_rms ?? NaN));
+    s.tiled.local = { frames: frames.map((f) => f.index), measures, l: lw.l, types: lw.types };
+    const starTiles = lw.types.filter((t) => t === 'STAR').length;
+    const body = {
+      mode: 'local',
+      num_frames: frames.length,
+      num_tiles: n,
+      tile_types: lw.types,
+      star_tiles: starTiles,
+      structure_tiles: n - starTiles,
+      frames_unmeasured: unreadable,
+      frames: frames.map((f) => ({ index: f.index, file: f.name })),
+      // frames × tiles, row per frame.
+      tile_metrics: measures.map((row, fi) =>
+        row.map((m, t) => ({ star_count: m.stars, fwhm: r4(m.fwhm), roundness: r4(m.roundness), contrast: r4(m.contrast), structure: r4(m.structure), background: r4(m.background), quality_score: r4(lw.q[fi * n + t]!), local_weight: r4(lw.l[fi * n + t]!) })),
+      ),
+    };
+    const rel = await writeArtifact(s, 'LOCAL_METRICS', 'local_metrics.json', body);
+    return ok({ mode: 'local', star_tiles: starTiles, structure_tiles: n - starTiles, artifact: rel });
+  },
+});

@@ -1,0 +1,201 @@
+// The tiled workflow end to end on generated sessions of 12 frames at 256×192 whose left half is
+// soft (1.8× the FWHM) in every odd frame (generator option softHalf), mono and OSC: every phase
+// in the predecessor's order with one start and one end, the artifacts present and consistent
+// with each other (grid, tables, records), the stack finite where covered, and, against the
+// uniform-weight run of the same frames, the left half sharper (FWHM ≤ 0.95×), the right half
+// not softer (≤ 1.05×), the background level unchanged (±1 %) and the noise not much higher
+// (≤ 1.25×). On the same session without the soft half (a uniform-seeing control) it equals the
+// uniform stack. Five frames: local weights off with a warning, global weights recorded as the mode.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { access, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { generateDataset } from '../../fixtures/generator/index.js';
+import { detectStars } from '../../src/algorithms/stars.js';
+import { resolveTiledConfig } from '../../src/config/tiled-run.js';
+import { readFitsImage } from '../../src/fits/index.js';
+import { parseEventLines, type EventLine } from '../../src/shared/events.js';
+import { TILED } from '../../src/pipeline/tiled/definition.js';
+import { runTiled, type TiledRunResult } from '../../src/pipeline/tiled/run.js';
+import { withTempDir } from '../helpers/tmp.js';
+
+const ARTIFACTS = ['normalization.json', 'global_metrics.json', 'tile_grid.json', 'global_registration.json', 'common_overlap.json', 'local_metrics.json', 'tile_reconstruction.json', 'state_clustering.json', 'synthetic_frames.json', 'validation.json', 'phase_records.json', 'report.html', 'report.json', 'report.md', 'artifacts_manifest.json'];
+
+const median = (v: number[]) => {
+  const s = v.filter(Number.isFinite).sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1]! : 0.5 * (s[s.length / 2 - 1]! + s[s.length / 2]!);
+};
+
+async function run(lights: string, runs: string, mode: string, extra: Record<string, unknown> = {}): Promise<TiledRunResult> {
+  const r = resolveTiledConfig({
+    input: { input_dir: lights },
+    tile: { star_min_count: 4 },
+    stacking: { weight_mode: mode },
+    astrometry: { enabled: false },
+    bge: { method: 'none' },
+    pcc: { enabled: false },
+    hypermetric_stretch: { enabled: false },
+    runtime_limits: { memory_budget: 256, parallel_workers: 2 },
+    output: { run_name: mode },
+    ...extra,
+  });
+  assert.ok(r.ok, JSON.stringify(r));
+  if (!r.ok) throw new Error('config');
+  return runTiled(r.config, { runsDir: runs, device: 'cpu' });
+}
+
+/** Luminance of a stack, with its per-half median star FWHM, its median level and a robust pixel noise. */
+async function measure(file: string): Promise<{ left: number; right: number; level: number; noise: number; nonFinite: number; width: number }> {
+  const img = await readFitsImage(file);
+  const W = img.width;
+  const H = img.height;
+  const lum = new Float32Array(W * H);
+  for (let i = 0; i < W * H; i++) {
+    let s = 0;
+    for (let p = 0; p < img.planes; p++) s += img.data[p * W * H + i]!;
+    lum[i] = s / img.planes;
+  }
+  let nonFinite = 0;
+  for (const v of lum) if (!Number.isFinite(v)) nonFinite++;
+  const det = detectStars(lum, W, H);
+  assert.ok(det.ok);
+  if (!det.ok) throw new Error('no stars');
+  const shape = det.stars.filter((s) => !s.saturated);
+  const diffs: number[] = [];
+  for (let y = 0; y < H; y++) for (let x = 0; x + 1 < W; x += 2) diffs.push(Math.abs(lum[y * W + x + 1]! - lum[y * W + x]!));
+  return {
+    left: median(shape.filter((s) => s.x < W / 2 - 8).map((s) => s.fwhm)),
+    right: median(shape.filter((s) => s.x >= W / 2 + 8).map((s) => s.fwhm)),
+    level: median(Array.from(lum)),
+    noise: (1.4826 * median(diffs)) / Math.SQRT2,
+    nonFinite,
+    width: W,
+  };
+}
+
+async function json(dir: string, name: string): Promise<any> {
+  return JSON.parse(await readFile(join(dir, 'artifacts', name), 'utf8'));
+}
+
+for (const kind of ['mono', 'osc'] as const) {
+  test(`tiled end to end (${kind}): phases, artifacts, and a sharper soft half than the uniform-weight stack`, () =>
+    withTempDir(`tiled-e2e-${kind}`, async (dir) => {
+      await generateDataset({ out: join(dir, 'data'), kind, frames: 12, width: 256, height: 192, seed: 5, calibration: false, badFrames: 'none', starDensity: 8000, softHalf: { side: 'left', factor: 1.8, frames: 'odd' } });
+      const lights = join(dir, 'data', 'lights');
+      const tiled = await run(lights, join(dir, 'runs'), 'local');
+      assert.is(tiled.status, 'ok', JSON.stringify(tiled.phases));
+      const d = tiled.runDir;
+
+      // Phases in order, one start and one end each; skips with their reasons.
+      const lines = parseEventLines(await readFile(join(d, 'logs', 'run_events.jsonl'), 'utf8'));
+      const first = lines[0] as Extract<EventLine, { type: 'run_start' }> & { phases: { name: string }[]; input: unknown };
+      assert.is(first.type, 'run_start');
+      assert.equal(first.phases.map((p) => p.name), TILED.phases.map((p) => p.name));
+      assert.equal(first.input, { input_dir: lights, pattern: '*.fits' });
+      assert.equal(lines.filter((l) => l.type === 'phase_start').map((l) => (l as { phase: string }).phase), TILED.phases.map((p) => p.name));
+      const ends = Object.fromEntries(tiled.phases.map((p) => [p.phase, `${p.status}${p.reason ? `/${p.reason}` : ''}`]));
+      assert.equal([ends.PREWARP, ends.STATE_CLUSTERING, ends.SYNTHETIC_FRAMES, ends.DEBAYER, ends.CALIBRATION], ['skipped/not_needed', 'skipped/reduced_mode', 'skipped/reduced_mode', 'skipped/not_needed', 'skipped/not_configured']);
+      for (const p of ['SCAN_INPUT', 'NORMALIZATION', 'GLOBAL_METRICS', 'TILE_GRID', 'REGISTRATION', 'COMMON_OVERLAP', 'LOCAL_METRICS', 'TILE_RECONSTRUCTION', 'STACKING', 'REPORT']) assert.is(ends[p], 'ok', p);
+
+      // Run folder: record, effective configuration, artifacts.
+      const rec = JSON.parse(await readFile(join(d, 'run.json'), 'utf8'));
+      assert.equal([rec.kind, rec.status, rec.input.input_dir], ['tiled', 'ok', lights]);
+      const cfg = parseYaml(await readFile(join(d, 'config.yaml'), 'utf8')) as { tile: { size_factor: number }; stacking: { weight_mode: string } };
+      assert.equal([cfg.tile.size_factor, cfg.stacking.weight_mode], [32, 'local']);
+      for (const a of ARTIFACTS) await access(join(d, 'artifacts', a));
+      const out = join(d, 'outputs', kind === 'osc' ? 'stacked_rgb.fits' : 'stacked.fits');
+      await access(out);
+
+      // Consistency between the artifacts.
+      const grid = await json(d, 'tile_grid.json');
+      const local = await json(d, 'local_metrics.json');
+      const rec2 = await json(d, 'tile_reconstruction.json');
+      const glob = await json(d, 'global_metrics.json');
+      assert.is(grid.tiles.length, grid.num_tiles);
+      assert.equal([local.num_tiles, rec2.num_tiles, local.mode, rec2.mode], [grid.num_tiles, grid.num_tiles, 'local', 'local']);
+      assert.is(local.num_frames, 12);
+      assert.ok(local.tile_types.includes('STAR') && local.tile_types.includes('STRUCTURE'), local.tile_types.join(','));
+      for (let t = 0; t < grid.num_tiles; t++) {
+        const col = rec2.weight_table.reduce((s: number, row: number[]) => s + row[t]!, 0);
+        assert.ok(Math.abs(col - 1) < 1e-3, `tile ${t}: weights sum to ${col}`);
+      }
+      // Seeing counts globally: the soft (odd) frames get a lower G than the sharp ones.
+      const g = (odd: number) => median(glob.metrics.filter((m: { index: number }) => m.index % 2 === odd).map((m: { global_weight: number }) => m.global_weight));
+      assert.ok(g(1) < g(0), `G odd ${g(1)} vs even ${g(0)}`);
+      // Locally: in the left half the odd frames weigh less than the even ones; on the right they weigh more than globally.
+      const leftTiles = grid.tiles.map((r: { x: number; width: number }, t: number) => [r, t]).filter(([r]: [{ x: number; width: number }]) => r.x + r.width <= 128).map(([, t]: [unknown, number]) => t);
+      assert.ok(leftTiles.length >= 2);
+      const w = (odd: number, tiles: number[]) => median(rec2.frames.flatMap((f: number, k: number) => (f % 2 === odd ? tiles.map((t) => rec2.weight_table[k][t]) : [])));
+      assert.ok(w(1, leftTiles) < 0.8 * w(0, leftTiles), `left: odd ${w(1, leftTiles)}, even ${w(0, leftTiles)}`);
+      const records = await json(d, 'phase_records.json');
+      assert.equal(Object.keys(records), TILED.phases.map((p) => p.name));
+      for (const [name, r] of Object.entries(records) as [string, { config_hash: string; inputs: { previous: string | null } }][]) {
+        assert.match(r.config_hash, /^[0-9a-f]{64}$/, name);
+        if (name !== 'SCAN_INPUT') assert.match(r.inputs.previous ?? '', /^[0-9a-f]{64}$/, name);
+      }
+      const md = await readFile(join(d, 'artifacts', 'report.md'), 'utf8');
+      assert.match(md, /^# Tiled workflow report: /);
+      assert.match(md, /- weighting: local: W = G·L per tile/);
+      assert.match(md, /- state_clustering: off \(reduced_mode: /);
+      assert.match(md, /\[report\.html\]\(report\.html#frame-plots\)/);
+      const validation = await json(d, 'validation.json');
+      assert.is(validation.seams.pass, true, JSON.stringify(validation.seams));
+
+      // Against the uniform-weight stack of the same frames.
+      const uniform = await run(lights, join(dir, 'runs'), 'uniform');
+      assert.is(uniform.status, 'ok');
+      assert.is((await json(uniform.runDir, 'tile_reconstruction.json')).mode, 'uniform');
+      const a = await measure(out);
+      const b = await measure(join(uniform.runDir, 'outputs', kind === 'osc' ? 'stacked_rgb.fits' : 'stacked.fits'));
+      const summary = `tiled L ${a.left.toFixed(3)} R ${a.right.toFixed(3)} noise ${a.noise.toFixed(2)} level ${a.level.toFixed(1)}; uniform L ${b.left.toFixed(3)} R ${b.right.toFixed(3)} noise ${b.noise.toFixed(2)} level ${b.level.toFixed(1)}`;
+      assert.is(a.nonFinite, validation.no_data_pixels);
+      assert.ok(a.nonFinite < 0.02 * a.width * 192, 'finite where covered');
+      assert.ok(a.left <= 0.95 * b.left, summary);
+      assert.ok(a.right <= 1.05 * b.right, summary);
+      assert.ok(Math.abs(a.level - b.level) <= 0.01 * Math.abs(b.level), summary);
+      assert.ok(a.noise <= 1.25 * b.noise, summary);
+    }),
+  );
+}
+
+test('uniform-seeing control: the tiled stack equals the uniform-weight stack (FWHM within 3 %, noise within 6 %)', () =>
+  withTempDir('tiled-e2e-control', async (dir) => {
+    await generateDataset({ out: join(dir, 'data'), kind: 'mono', frames: 12, width: 256, height: 192, seed: 5, calibration: false, badFrames: 'none', starDensity: 8000 });
+    const lights = join(dir, 'data', 'lights');
+    const tiled = await run(lights, join(dir, 'runs'), 'local');
+    const uniform = await run(lights, join(dir, 'runs'), 'uniform');
+    const a = await measure(join(tiled.runDir, 'outputs', 'stacked.fits'));
+    const b = await measure(join(uniform.runDir, 'outputs', 'stacked.fits'));
+    const summary = `tiled L ${a.left.toFixed(3)} R ${a.right.toFixed(3)} noise ${a.noise.toFixed(2)}; uniform L ${b.left.toFixed(3)} R ${b.right.toFixed(3)} noise ${b.noise.toFixed(2)}`;
+    for (const half of ['left', 'right'] as const) assert.ok(Math.abs(a[half] / b[half] - 1) <= 0.03, summary);
+    assert.ok(a.noise <= 1.06 * b.noise, summary);
+  }),
+);
+
+test('five frames: local weights off with a warning, global weights recorded as the mode', () =>
+  withTempDir('tiled-e2e-few', async (dir) => {
+    await generateDataset({ out: join(dir, 'data'), kind: 'mono', frames: 5, width: 192, height: 144, seed: 8, calibration: false, badFrames: 'none', starDensity: 8000 });
+    const r = await run(join(dir, 'data', 'lights'), join(dir, 'runs'), 'local');
+    assert.is(r.status, 'ok', JSON.stringify(r.phases));
+    const lines = parseEventLines(await readFile(join(r.runDir, 'logs', 'run_events.jsonl'), 'utf8'));
+    assert.ok(lines.some((l) => l.type === 'warning' && l.code === 'local_weights_off'));
+    const local = await json(r.runDir, 'local_metrics.json');
+    const rec = await json(r.runDir, 'tile_reconstruction.json');
+    assert.equal([local.mode, rec.mode], ['global', 'global']);
+    assert.match(rec.reason, /fewer than local_metrics\.min_frames \(8\)/);
+    // Global weights only: every tile has the same table column.
+    for (const row of rec.weight_table as number[][]) for (const v of row) assert.ok(Math.abs(v - row[0]!) < 1e-4);
+    await access(join(r.runDir, 'outputs', 'stacked.fits'));
+    // With the reduced-mode threshold lowered, the frames are clustered and the stack blends the clusters' tables.
+    const c = await run(join(dir, 'data', 'lights'), join(dir, 'runs'), 'local', { assumptions: { frames_reduced_threshold: 4 }, synthetic: { clustering: { cluster_count_range: [2, 3] } } });
+    assert.is(c.status, 'ok', JSON.stringify(c.phases));
+    const st = await json(c.runDir, 'state_clustering.json');
+    const syn = await json(c.runDir, 'synthetic_frames.json');
+    assert.equal([st.mode, st.n_clusters, st.cluster_sizes.reduce((a: number, b: number) => a + b, 0), syn.mode, syn.num_synthetic], ['clustered', 2, 5, 'virtual', 2]);
+    assert.match((await json(c.runDir, 'validation.json')).weight_reason, /blended over 2 synthetic frames/);
+    assert.match((await json(r.runDir, 'state_clustering.json')).message, /below assumptions\.frames_reduced_threshold = 200/);
+  }),
+);
+
+test.run();

@@ -1,0 +1,251 @@
+// The tiled workflow's method on synthetic data: the weight-field stack equals a literal
+// overlap-add of per-tile G·L-weighted means with clipping off (1e-5 relative), does not depend on
+// how a band is split into row ranges, shows no step at tile boundaries when the weights jump
+// from tile to tile, keeps NaN as no-data without darkening partly covered pixels, keeps global
+// per-pixel rejection; the tile grid follows the reference rule; the structure measure E/σ² does
+// not reward noise; a frame without a star measurement in a STAR tile gets the lowest weight.
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { olaExact } from '../../src/cpu/ola-exact.js';
+import { AXIS_SLOTS, axisWindows, stackWeightfield, type WeightFieldRows } from '../../src/cpu/stack-weightfield.js';
+import { tileMetrics } from '../../src/cpu/tile-metrics.js';
+import { stackFieldRows, weightField } from '../../src/pipeline/stages/stacking/weightfield.js';
+import { tileCount, tileGrid, type TileGrid } from '../../src/pipeline/tiled/tile-grid.js';
+import { clusterFrames, clusterTable } from '../../src/pipeline/tiled/clustering.js';
+import { globalWeights, localWeights, tileTable, type TileMeasure } from '../../src/pipeline/tiled/weights.js';
+import { seamScore } from '../../src/pipeline/tiled/validation.js';
+
+/** Deterministic uniform [0, 1) (mulberry32). */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const gauss = (r: () => number) => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
+
+const TILE = { size_factor: 10, min_size: 16, max_divisor: 2, overlap_fraction: 0.25 };
+
+function fieldOf(g: TileGrid, table: Float32Array, W: number, H: number): WeightFieldRows {
+  return { tilesX: g.originsX.length, tilesY: g.originsY.length, table, cols: axisWindows(g.originsX, g.sizeX, W), rows: axisWindows(g.originsY, g.sizeY, H) };
+}
+
+function randomWeights(r: () => number, n: number, tiles: number): { raw: Float64Array; table: Float32Array } {
+  const g = Array.from({ length: n }, () => 0.3 + r());
+  const l = new Float64Array(n * tiles).map(() => Math.exp(3 * (r() - 0.5)));
+  const raw = new Float64Array(n * tiles);
+  for (let f = 0; f < n; f++) for (let t = 0; t < tiles; t++) raw[f * tiles + t] = g[f]! * l[f * tiles + t]!;
+  return { raw, table: tileTable(g, l, tiles).table };
+}
+
+test('tile grid: the reference rule (F = 3 px: T = 96, overlap 24) and every position covered by at most AXIS_SLOTS tiles', () => {
+  const g = tileGrid(2000, 1500, 3, { size_factor: 32, min_size: 64, max_divisor: 6, overlap_fraction: 0.25 });
+  assert.equal([g.tileSize, g.overlapPx, g.stride], [96, 24, 72]);
+  assert.is(g.originsX[g.originsX.length - 1]! + g.sizeX, 2000, 'a tile flush with the right edge');
+  assert.is(g.originsY[g.originsY.length - 1]! + g.sizeY, 1500);
+  // Small images: the upper limit min(W, H)/max_divisor never undercuts min_size; unmeasured seeing is 3 px.
+  const s = tileGrid(256, 192, null, { size_factor: 32, min_size: 64, max_divisor: 6, overlap_fraction: 0.25 });
+  assert.equal([s.tileSize, s.seeingMeasured, s.originsX, s.originsY], [64, false, [0, 48, 96, 144, 192], [0, 48, 96, 128]]);
+  axisWindows(g.originsX, g.sizeX, 2000); // throws if a position had no tile or too many
+  const one = tileGrid(50, 40, 3, { size_factor: 32, min_size: 64, max_divisor: 6, overlap_fraction: 0.25 });
+  assert.equal([one.originsX, one.originsY, one.sizeX, one.sizeY], [[0], [0], 50, 40]);
+});
+
+test('weight-field stack equals the literal overlap-add of per-tile weighted means (clipping off) to 1e-5 relative', () => {
+  const r = rng(7);
+  const W = 101;
+  const H = 77;
+  const n = 6;
+  const g = tileGrid(W, H, 3, TILE);
+  const tiles = tileCount(g);
+  assert.ok(tiles >= 6, `${tiles} tiles`);
+  const frames = new Float32Array(n * W * H).map(() => 100 + 20 * gauss(r));
+  const { raw, table } = randomWeights(r, n, tiles);
+  const ref = olaExact(frames, n, W, H, { originsX: g.originsX, originsY: g.originsY, sizeX: g.sizeX, sizeY: g.sizeY }, raw);
+  const res = stackWeightfield(frames, { width: W, rows: H, frames: n, method: 'none', low: 3, high: 3, maxIters: 3, minFraction: 0.4 }, fieldOf(g, table, W, H));
+  let worst = 0;
+  for (let i = 0; i < W * H; i++) worst = Math.max(worst, Math.abs(res.mean[i]! - ref[i]!) / Math.abs(ref[i]!));
+  assert.ok(worst < 1e-5, `max relative difference ${worst}`);
+  // A uniform table is the plain mean.
+  const uniform = new Float32Array(n * tiles).fill(1 / n);
+  const u = stackWeightfield(frames, { width: W, rows: H, frames: n, method: 'none', low: 3, high: 3, maxIters: 3, minFraction: 0.4 }, fieldOf(g, uniform, W, H));
+  let mean = 0;
+  for (let f = 0; f < n; f++) mean += frames[f * W * H + 1234]!;
+  assert.ok(Math.abs(u.mean[1234]! - mean / n) < 1e-4);
+});
+
+test('the engine row kernel: any split of a band into row ranges gives the same image and tallies', () => {
+  const r = rng(11);
+  const W = 64;
+  const H = 48;
+  const n = 9;
+  const g = tileGrid(W, H, 2, TILE);
+  const tiles = tileCount(g);
+  const { table } = randomWeights(r, n, tiles);
+  const field = weightField(table, g.originsX, g.originsY, g.sizeX, g.sizeY, W, H);
+  // Rows 10..40 of the image as a band, with outliers for the rejection.
+  const rows = 30;
+  const band = new Float32Array(n * rows * W).map(() => 50 + 5 * gauss(r));
+  for (let k = 0; k < 40; k++) band[Math.floor(r() * band.length)] = 500;
+  const run = (splits: number[]) => {
+    const mean = new Float32Array(rows * W);
+    const rejected = new Uint32Array(2 * n);
+    const counts = new BigUint64Array(2);
+    const args = { band, width: W, rows, frames: n, method: 'sigma' as const, low: 3, high: 3, maxIters: 3, minFraction: 0.4, scale: new Array(n).fill(1), offset: new Array(n).fill(0), weight: new Array(n).fill(1), mean, rejected, counts, field, imageY0: 10 };
+    for (let i = 0; i + 1 < splits.length; i++) stackFieldRows(args, splits[i]!, splits[i + 1]!);
+    return { mean, rejected, counts };
+  };
+  const whole = run([0, rows]);
+  const split = run([0, 7, 8, 21, rows]);
+  assert.equal(Array.from(split.mean), Array.from(whole.mean));
+  assert.equal(Array.from(split.rejected), Array.from(whole.rejected));
+  assert.ok(whole.rejected.reduce((a, b) => a + b, 0) >= 30, 'the outliers are rejected per pixel');
+});
+
+test('seams: weights jumping from tile to tile give a smooth result, no step at tile boundaries', () => {
+  const W = 160;
+  const H = 120;
+  const n = 4;
+  const g = tileGrid(W, H, 4, { size_factor: 10, min_size: 32, max_divisor: 2, overlap_fraction: 0.25 });
+  const tiles = tileCount(g);
+  // Frame f is the constant 100 + 10 f; tile t trusts frame t mod 4 almost alone (a checkerboard of weights).
+  const frames = new Float32Array(n * W * H);
+  for (let f = 0; f < n; f++) frames.fill(100 + 10 * f, f * W * H, (f + 1) * W * H);
+  const table = new Float32Array(n * tiles);
+  for (let t = 0; t < tiles; t++) for (let f = 0; f < n; f++) table[f * tiles + t] = f === t % n ? 0.97 : 0.01;
+  const res = stackWeightfield(frames, { width: W, rows: H, frames: n, method: 'none', low: 3, high: 3, maxIters: 3, minFraction: 0.4 }, fieldOf(g, table, W, H));
+  // No discontinuity: at every tile boundary line (a tile's first column, the one after its last)
+  // the step between neighbours is no larger than the steps just beside it (the window enters
+  // and leaves at ~0), and the largest step anywhere is a fraction of the hard-assignment step
+  // (30): the tiles cross-fade over their overlap.
+  const stepX = (x: number, y: number) => Math.abs(res.mean[y * W + x]! - res.mean[y * W + x - 1]!);
+  let worst = 0;
+  for (let y = 0; y < H; y++) for (let x = 1; x < W; x++) worst = Math.max(worst, stepX(x, y));
+  assert.ok(worst < 30 / 4, `largest step ${worst}`);
+  const boundaries = [...new Set(g.originsX.flatMap((o) => [o, o + g.sizeX]))].filter((x) => x >= 4 && x < W - 4);
+  assert.ok(boundaries.length >= 3);
+  for (const x of boundaries) {
+    for (let y = 0; y < H; y += 7) {
+      const beside = Math.max(stepX(x - 2, y), stepX(x - 1, y), stepX(x + 1, y), stepX(x + 2, y));
+      assert.ok(stepX(x, y) <= beside * 1.05 + 1e-4, `step ${stepX(x, y)} at boundary x = ${x} vs ${beside} beside`);
+    }
+  }
+  // A wider overlap cross-fades over more pixels: smaller steps.
+  const g2 = tileGrid(W, H, 4, { size_factor: 10, min_size: 32, max_divisor: 2, overlap_fraction: 0.5 });
+  const t2 = new Float32Array(n * tileCount(g2));
+  for (let t = 0; t < tileCount(g2); t++) for (let f = 0; f < n; f++) t2[f * tileCount(g2) + t] = f === t % n ? 0.97 : 0.01;
+  const res2 = stackWeightfield(frames, { width: W, rows: H, frames: n, method: 'none', low: 3, high: 3, maxIters: 3, minFraction: 0.4 }, fieldOf(g2, t2, W, H));
+  let worst2 = 0;
+  for (let y = 0; y < H; y++) for (let x = 1; x < W; x++) worst2 = Math.max(worst2, Math.abs(res2.mean[y * W + x]! - res2.mean[y * W + x - 1]!));
+  assert.ok(worst2 < worst, `overlap 0.5: ${worst2}, 0.25: ${worst}`);
+  // On a noisy image the seam score at the boundaries stays near 1.
+  const r = rng(3);
+  const noisy = new Float32Array(n * W * H).map((_, i) => frames[i]! + 5 * gauss(r));
+  const nres = stackWeightfield(noisy, { width: W, rows: H, frames: n, method: 'sigma', low: 3, high: 3, maxIters: 3, minFraction: 0.4 }, fieldOf(g, table, W, H));
+  const seam = seamScore(nres.mean, W, H, g);
+  assert.ok(seam.lines > 4 && seam.pooled < 1.1, JSON.stringify(seam));
+});
+
+test('no-data: NaN samples drop out without darkening partly covered pixels; no frame at all stays NaN', () => {
+  const W = 60;
+  const H = 40;
+  const n = 5;
+  const g = tileGrid(W, H, 2, TILE);
+  const tiles = tileCount(g);
+  const r = rng(5);
+  const { table } = randomWeights(r, n, tiles);
+  const frames = new Float32Array(n * W * H).fill(42);
+  // Frame 0 lacks the left 10 columns (dithered off), every frame lacks column 59.
+  for (let y = 0; y < H; y++) {
+    for (let x = 0; x < 10; x++) frames[y * W + x] = NaN;
+    for (let f = 0; f < n; f++) frames[f * W * H + y * W + 59] = NaN;
+  }
+  for (const method of ['none', 'sigma', 'winsor'] as const) {
+    const res = stackWeightfield(frames, { width: W, rows: H, frames: n, method, low: 3, high: 3, maxIters: 3, minFraction: 0.4 }, fieldOf(g, table, W, H));
+    for (let y = 0; y < H; y++) {
+      for (let x = 0; x < 59; x++) assert.ok(Math.abs(res.mean[y * W + x]! - 42) < 1e-4, `${method} (${x}, ${y}) = ${res.mean[y * W + x]}`);
+      assert.ok(Number.isNaN(res.mean[y * W + 59]!), 'uncovered: NaN, not 0');
+      assert.is(res.count[y * W + 59], 0);
+    }
+    assert.is(res.count[5 * W + 3], n - 1);
+  }
+});
+
+test('structure measure: E/σ² of white noise is 2 whatever σ (noise is not rewarded), rises with structure; the sky leaves stars out', () => {
+  const r = rng(9);
+  const W = 96;
+  const H = 64;
+  const rects = new Int32Array([0, 0, 48, 64, 48, 0, 48, 64]);
+  const ratios: number[] = [];
+  for (const sigma of [2, 10]) {
+    const plane = new Float32Array(W * H).map(() => 100 + sigma * gauss(r));
+    const m = tileMetrics(plane, { width: W, height: H, step: 1, rects, bgCut: 100 + 3 * sigma });
+    ratios.push(m[2]! / (sigma * sigma), m[7]! / (sigma * sigma));
+    assert.ok(Math.abs(m[1]! - 100) < 1, 'mean is the background');
+  }
+  for (const q of ratios) assert.ok(Math.abs(q - 2) < 0.15, `E/σ² = ${q}`);
+  // A star in the left rectangle raises its E/σ².
+  const plane = new Float32Array(W * H).map(() => 100 + 2 * gauss(r));
+  for (let y = 0; y < H; y++) for (let x = 0; x < 48; x++) plane[y * W + x]! += 400 * Math.exp(-((x - 24) ** 2 + (y - 32) ** 2) / 4);
+  const m = tileMetrics(plane, { width: W, height: H, step: 1, rects, bgCut: 106 });
+  assert.ok(m[2]! / 4 > 3 * (m[7]! / 4), `structure ${m[2]! / 4} vs noise ${m[7]! / 4}`);
+  // The sky below the cut ignores the star; the plain mean does not.
+  assert.ok(Math.abs(m[4]! - 100) < 0.2 && m[1]! > m[4]! + 1, `sky ${m[4]}, mean ${m[1]}`);
+});
+
+test('local weights: a frame without stars measured in a STAR tile gets the lowest weight there; sharper frames get more', () => {
+  const measure = (stars: number, fwhm: number): TileMeasure => ({ stars, fwhm, roundness: 0.9, contrast: 50, structure: 3, background: 0 });
+  // 6 frames, 1 tile: fwhm 2.5 (sharp) … 4.0; frame 5 has no star there (a cloud).
+  const m = [[measure(12, 2.5)], [measure(12, 3)], [measure(12, 3.5)], [measure(12, 4)], [measure(12, 3)], [measure(0, NaN)]];
+  const lw = localWeights(m, 1, { star_min_count: 10, star: { fwhm: 0.6, roundness: 0.2, contrast: 0.2 }, structure: { metric_weight: 0.7, background_weight: 0.3 }, clamp: [-3, 3] }, new Array(6).fill(5));
+  assert.equal(lw.types, ['STAR']);
+  const l = Array.from(lw.l);
+  assert.ok(Math.abs(l[5]! - Math.exp(-3)) < 1e-12, 'no measurement: the clamp low end');
+  assert.ok(l[5]! <= Math.min(...l));
+  assert.ok(l[0]! > l[1]! && l[1]! > l[2]! && l[2]! > l[3]!, l.join(', '));
+});
+
+test('global weights: seeing counts (larger FWHM, lower G); equal frames get G = 1; a missing FWHM takes the low end', () => {
+  const s = { weights: { background: 0.2, noise: 0.2, transparency: 0.2, fwhm: 0.4 }, clamp: [-3, 3] as [number, number], weight_exponent_scale: 1 };
+  const frames = [2.5, 3, 3.5, 4, 4.5].map((fwhm) => ({ background: 100, noise: 5, transparency: 1000, fwhm }));
+  const g = globalWeights(frames, s).g;
+  for (let i = 1; i < g.length; i++) assert.ok(g[i]! < g[i - 1]!, g.join(', '));
+  const same = globalWeights(new Array(5).fill({ background: 100, noise: 5, transparency: 1000, fwhm: 3 }), s).g;
+  assert.equal(same, [1, 1, 1, 1, 1]);
+  // Tiny differences (0.5 %) stay tiny: the z-score's floor keeps measurement noise from counting as quality.
+  const close = globalWeights([3, 3.01, 2.99, 3.015, 2.985].map((fwhm) => ({ background: 100, noise: 5, transparency: 1000, fwhm })), s).g;
+  assert.ok(Math.max(...close) / Math.min(...close) < 1.1, close.join(', '));
+  const missing = globalWeights([...frames.slice(0, 4), { background: 100, noise: 5, transparency: 1000, fwhm: NaN }], s);
+  assert.ok(missing.g[4]! < missing.g[3]!, 'no FWHM: not rewarded');
+  assert.is(AXIS_SLOTS, 4);
+});
+
+test('clustering: deterministic k-means separates two frame states; the blended table keeps every tile column summing to 1', () => {
+  const n = 12;
+  const tiles = 3;
+  // Six good frames (G ≈ 1.5, low noise) and six poor ones (G ≈ 0.5, more noise).
+  const g = Array.from({ length: n }, (_, f) => (f % 2 ? 0.5 + 0.01 * f : 1.5 + 0.01 * f));
+  const l = new Float64Array(n * tiles).fill(1);
+  const input = { g, table: tileTable(g, l, tiles).table, tiles, l, background: new Array(n).fill(100), noise: g.map((x) => (x > 1 ? 5 : 8)) };
+  const a = clusterFrames(input, [2, 4]);
+  const b = clusterFrames(input, [2, 4]);
+  assert.equal(a.labels, b.labels, 'deterministic');
+  assert.equal([a.k, a.method], [2, 'kmeans']);
+  for (let f = 2; f < n; f++) assert.is(a.labels[f] === a.labels[0], f % 2 === 0, `frame ${f}`);
+  const t = clusterTable(input, a, 'tile_weighted');
+  for (let tile = 0; tile < tiles; tile++) {
+    let sum = 0;
+    for (let f = 0; f < n; f++) sum += t.table[f * tiles + tile]!;
+    assert.ok(Math.abs(sum - 1) < 1e-6, `tile ${tile}: ${sum}`);
+  }
+  // The better cluster weighs more: w_k = exp(median clip(ln G)).
+  const good = a.labels[0]!;
+  assert.ok(t.clusterWeights[good]! > t.clusterWeights[1 - good]!);
+});
+
+test.run();
