@@ -404,6 +404,9 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
           premeasured: (f, spec) => takeLnPlanes(state, f.source, spec, setup.frameWidth, setup.frameHeight),
         })
       : null;
+  // Planes of frames this stack does not use (excluded since QUALITY_ANALYSIS) are not needed
+  // beside the band buffers; a run queue keeps the other groups' until their turn.
+  if (!sink) dropLnPlanes(state);
   const lnMs = performance.now() - tLn;
   ctx.checkCancelled();
   const layout = layoutStack(ctx, setup, r, ln);
