@@ -7,6 +7,11 @@
 //   node dist/bench/stacking-phase.js replay CONFIG_JSON RUNS_DIR STATE_FILE
 //     restores that state and runs STACKING only; prints one JSON line: wall and CPU ms of the
 //     phase (whole process, all threads), stacking_diagnostics.json's timings and the output path.
+//   LN_PREMEASURE=1 node dist/bench/stacking-phase.js replay …
+//     as replay, but first (outside the timed phase) bins every frame for local normalization
+//     the way QUALITY_ANALYSIS does from its correlation read (ln-premeasured.ts), so STACKING's
+//     LN setup finds the planes; also prints what the binning adds to QUALITY_ANALYSIS's read
+//     (ccProxyAndBins with and without it, per frame, alternating order): `qa_ln_extra_ms`.
 // The captured state names the calibrated frames of the capture's run folder: keep that folder.
 
 import { readdirSync, readFileSync } from 'node:fs';
@@ -16,7 +21,10 @@ import { parseRawStackConfig } from '../src/config/rawstack.js';
 import { ok, type Phase } from '../src/pipeline/phase.js';
 import { stackingPhase } from '../src/pipeline/rawstack/phases/stacking.js';
 import { runRawStack, standardPhases } from '../src/pipeline/rawstack/run.js';
-import type { RawStackState } from '../src/pipeline/rawstack/state.js';
+import { includedFrames, pixelSource, type RawStackState } from '../src/pipeline/rawstack/state.js';
+import { lnBinSpecOf, lnWanted, rememberLnPlanes } from '../src/pipeline/rawstack/ln-premeasured.js';
+import { CC_BIN } from '../src/pipeline/rawstack/phases/quality-analysis.js';
+import { ccProxyAndBins } from '../src/pipeline/stages/frames/tasks.js';
 
 const [mode, configJson, runsDir, stateFile] = process.argv.slice(2);
 if (!mode || !configJson || !runsDir || !stateFile || (mode !== 'capture' && mode !== 'replay')) {
@@ -30,6 +38,8 @@ if (!parsed.ok) {
 }
 
 const KEYS = ['frames', 'colorMode', 'bayer', 'width', 'height', 'masters', 'referenceIndex', 'referenceStrategy', 'queue'] as const;
+
+let premeasure: Record<string, number> | null = null;
 
 const capture: Phase<RawStackState> = {
   name: 'STACKING',
@@ -47,6 +57,28 @@ const restore: Phase<RawStackState> = {
   async run(ctx) {
     const saved = JSON.parse(await readFile(stateFile, 'utf8')) as Record<string, unknown>;
     Object.assign(ctx.state, saved);
+    if (process.env.LN_PREMEASURE === '1' && lnWanted(ctx.state) !== 'none') {
+      let plain = 0;
+      let binned = 0;
+      let k = 0;
+      for (const f of includedFrames(ctx.state)) {
+        const spec = await lnBinSpecOf(ctx.state, f);
+        if (!spec) continue;
+        const timed = async (withLn: boolean) => {
+          const t = performance.now();
+          const r = await ccProxyAndBins(pixelSource(f), CC_BIN, withLn ? spec : undefined);
+          return { ms: performance.now() - t, planes: r.lnPlanes };
+        };
+        const first = k++ % 2 === 0;
+        const a = await timed(first);
+        const b = await timed(!first);
+        const withLn = first ? a : b;
+        plain += first ? b.ms : a.ms;
+        binned += withLn.ms;
+        rememberLnPlanes(ctx.state, f, spec, withLn.planes!);
+      }
+      premeasure = { qa_read_ms: Math.round(plain), qa_read_bin_ms: Math.round(binned), qa_ln_extra_ms: Math.round(binned - plain) };
+    }
     return ok({});
   },
 };
@@ -97,6 +129,6 @@ if (mode === 'capture') {
       }
     },
   });
-  const diag = JSON.parse(await readFile(join(r.runDir, 'artifacts/preprocess/stacking_diagnostics.json'), 'utf8')) as { timings_ms: unknown; device: unknown; band_plan: { bands: number } };
-  console.log(JSON.stringify({ status: r.status, wall_ms: Math.round(wall), cpu_ms: Math.round(cpu), bands: diag.band_plan.bands, timings: diag.timings_ms, threads, paths: (diag.device as { paths: unknown }).paths, output: r.outputs.stacked_linear ?? r.outputs.stacked_rgb }));
+  const diag = JSON.parse(await readFile(join(r.runDir, 'artifacts/preprocess/stacking_diagnostics.json'), 'utf8')) as { timings_ms: unknown; device: unknown; band_plan: { bands: number }; local_normalization: { premeasured_frames?: number } | null };
+  console.log(JSON.stringify({ status: r.status, wall_ms: Math.round(wall), cpu_ms: Math.round(cpu), bands: diag.band_plan.bands, timings: diag.timings_ms, ...(premeasure ? { premeasure } : {}), ln_premeasured_frames: diag.local_normalization?.premeasured_frames ?? null, threads, paths: (diag.device as { paths: unknown }).paths, output: r.outputs.stacked_linear ?? r.outputs.stacked_rgb }));
 }

@@ -75,6 +75,10 @@ for (const c of CASES) {
       for (const f of ['effective_config.json', 'stacking_diagnostics.json', 'artifacts_manifest.json', 'preprocessing_report.json', 'registration.json']) {
         JSON.parse(await readFile(join(art, f), 'utf8'));
       }
+      // Local normalization's binned planes of every stacked frame came from QUALITY_ANALYSIS's
+      // read (same binning and CFA sites): STACKING's setup read none of them again.
+      const diag = JSON.parse(await readFile(join(art, 'stacking_diagnostics.json'), 'utf8')) as { frames_used: number; local_normalization: { premeasured_frames: number } };
+      assert.is(diag.local_normalization.premeasured_frames, diag.frames_used);
       const csv = (await readFile(join(art, 'frame_quality.csv'), 'utf8')).trim().split('\n');
       assert.is(csv[0], CSV_HEADER);
       assert.is(csv.length, 11);

@@ -78,6 +78,8 @@ test('mono: stacking_diagnostics.json shape, summary, manifest, events', async (
   assert.is(ln.applied, true);
   assert.equal([ln.grid.nx, ln.grid.ny], [16, 12]);
   assert.is(ln.frames.length, used.length);
+  // No QUALITY_ANALYSIS in these runs (a stand-in): the setup pass read every frame itself.
+  assert.is(ln.premeasured_frames, 0);
   assert.equal(ln.frames.map((f: { index: number }) => f.index), used.map((f) => f.index));
   for (const f of ln.frames) {
     const m = f.channels.L;

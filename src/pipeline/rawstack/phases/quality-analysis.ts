@@ -10,6 +10,9 @@
 //    longer be read is excluded `unreadable`.
 //    Run queue: per filter group against the group's reference (queue.ts groupReference), the
 //    frame's matrix composed onto that frame; scores per group as well.
+//    With local normalization on, the same bands also give each frame's LN binned planes, kept
+//    for STACKING (ln-premeasured.ts) so its LN setup does not read every frame again; with only
+//    the noise-model rejection, the group references' planes (their sky). Capped in bytes.
 // 2. quality_score re-scored (scoreFrames) over the frames still included, so the score (and the
 //    quality weights derived from it) is relative to the registered sequence and final. Frames
 //    excluded earlier keep the score they got in REFERENCE_SELECTION.
@@ -24,7 +27,8 @@ import { toShared } from '../../../cpu/worker-pool.js';
 import { isFitsError } from '../../../fits/index.js';
 import { failed, ok } from '../../phase.js';
 import type { RawStackPhase } from '../reasons.js';
-import { ccProxyOfFile, type CcTaskResult } from '../../stages/frames/tasks.js';
+import { ccProxyAndBins, type CcTaskResult, type LnBinSpec } from '../../stages/frames/tasks.js';
+import { dropLnPlanes, lnBinSpecOf, lnPlanesHeld, lnWanted, rememberLnPlanes } from '../ln-premeasured.js';
 import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { medianOf, metricsView } from '../quality-artifacts.js';
 import { filterGroups, groupReference } from '../queue.js';
@@ -56,6 +60,16 @@ export const qualityAnalysisPhase: RawStackPhase = {
     const workers = new FrameWorkers(Math.min(state.config.runtime_limits.parallel_workers, Math.max(1, total)));
     /** Frames whose file failed to read, with the FitsError code their event carries. */
     const readFailures = new Map<FrameRecord, string>();
+    // LN planes for STACKING (see the head comment); a spec that cannot be had means STACKING reads.
+    dropLnPlanes(state);
+    const wanted = lnWanted(state);
+    const specOf = async (f: FrameRecord): Promise<LnBinSpec | undefined> => {
+      try {
+        return (await lnBinSpecOf(state, f)) ?? undefined;
+      } catch {
+        return undefined;
+      }
+    };
     try {
       // Per filter group, against the group's own reference (the common one for its own group):
       // a correlation across filters would measure the filters' difference, not the frame.
@@ -64,7 +78,10 @@ export const qualityAnalysisPhase: RawStackPhase = {
         const tr = performance.now();
         let refProxy;
         try {
-          refProxy = await ccProxyOfFile(pixelSource(gref), CC_BIN);
+          const spec = wanted !== 'none' ? await specOf(gref) : undefined;
+          const r = await ccProxyAndBins(pixelSource(gref), CC_BIN, spec);
+          refProxy = r.proxy;
+          if (spec && r.lnPlanes) rememberLnPlanes(state, gref, spec, r.lnPlanes);
         } catch (e) {
           if (isFitsError(e)) return failed('input_error', `the reference frame ${gref.name} can no longer be read: ${e.message}`);
           throw e;
@@ -80,12 +97,17 @@ export const qualityAnalysisPhase: RawStackPhase = {
           others,
           workers.size,
           ctx.signal,
-          (f) => workers.run({ kind: 'cc', file: pixelSource(f), matrix: toGroupRef ? composeAffine(toGroupRef, f.registration!.matrix!) : f.registration!.matrix!, bin: CC_BIN, reference: sharedRef }) as Promise<CcTaskResult>,
-          (f, r) => {
+          async (f) => {
+            const lnBin = wanted === 'all' ? await specOf(f) : undefined;
+            const task = { kind: 'cc' as const, file: pixelSource(f), matrix: toGroupRef ? composeAffine(toGroupRef, f.registration!.matrix!) : f.registration!.matrix!, bin: CC_BIN, reference: sharedRef, ...(lnBin ? { lnBin } : {}) };
+            return { lnBin, r: (await workers.run(task)) as CcTaskResult };
+          },
+          (f, { lnBin, r }) => {
             readMs.push(r.ms.read);
             ccMs.push(r.ms.cc);
             if (r.ok) {
               f.metrics!.registration_cc = r.cc;
+              if (lnBin && r.lnPlanes) rememberLnPlanes(state, f, lnBin, r.lnPlanes);
             } else if (r.code === 'unreadable') {
               exclude(f, 'unreadable', r.detail);
               if (r.fitsCode) readFailures.set(f, r.fitsCode);
@@ -131,6 +153,8 @@ export const qualityAnalysisPhase: RawStackPhase = {
       min_registration_cc: m.length ? r4(Math.min(...m.map((x) => x.registration_cc ?? 0))) : null,
       quality_score_range: m.length ? [r4(Math.min(...m.map((x) => x.quality_score))), r4(Math.max(...m.map((x) => x.quality_score)))] : null,
       cc_bin: CC_BIN,
+      // Local normalization's binned planes kept for STACKING (frames, bytes held).
+      ln_premeasured: lnPlanesHeld(state),
       workers: workers.size,
       timing: { reference_proxy_ms: Math.round(refMs), read_ms: r1(medianOf(readMs)), cc_ms: r1(medianOf(ccMs)) },
     };

@@ -35,6 +35,7 @@ import { CancelledError, failed, ok, type PhaseContext } from '../../phase.js';
 import type { RawStackPhase, RawStackOutcome } from '../reasons.js';
 import { BandEngine, type EngineOptions, type NoiseModel } from '../../stages/stacking/engine.js';
 import { setupLocalNormalization, type LnSetup } from '../../stages/stacking/local-norm.js';
+import { dropLnPlanes, takeLnPlanes } from '../ln-premeasured.js';
 import { seeingTolerances } from '../../../cpu/reject-noise.js';
 import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN_FRAMES } from '../../../cpu/premask.js';
 import { channelNames } from '../../stages/stacking/normalization.js';
@@ -151,6 +152,8 @@ export const stackingPhase: RawStackPhase = {
   run: (ctx) => runStackingPhase(ctx, STACKING_DEFAULT),
 
   async finalize(ctx) {
+    // Planes QUALITY_ANALYSIS kept for frames no setup took (excluded since): not needed past here.
+    dropLnPlanes(ctx.state);
     const l = live.get(ctx.state);
     live.delete(ctx.state);
     if (!l) return;
@@ -324,6 +327,8 @@ function localNormalizationDiagnostics(ln: LnSetup, setup: StackSetup, names: st
     coefficients: "frame' = a * frame + b per node, row-major ny x nx, on the globally normalised frame",
     reference_sky: Object.fromEntries(names.map((n, ch) => [n, ln.background[ch]!.values.map(r)])),
     timings_ms: { read_bin: Math.round(ln.ms.read_bin), fit: Math.round(ln.ms.fit) },
+    // Frames whose binned planes came from QUALITY_ANALYSIS's read (not read again here).
+    premeasured_frames: ln.premeasured,
     frames: ln.models
       ? setup.frames.map((f) => ({
           index: f.record.index,
@@ -422,8 +427,13 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
             ctx.checkCancelled();
             ctx.progress(done, total, 'local normalization');
           },
+          // Planes QUALITY_ANALYSIS binned from its own read (ln-premeasured.ts): no second read.
+          premeasured: (f, spec) => takeLnPlanes(state, f.source, spec, setup.frameWidth, setup.frameHeight),
         })
       : null;
+  // Planes of frames this stack does not use (excluded since QUALITY_ANALYSIS) are not needed
+  // beside the band buffers; a run queue keeps the other groups' until their turn.
+  if (!sink) dropLnPlanes(state);
   const lnMs = performance.now() - tLn;
   ctx.checkCancelled();
   const layout = layoutStack(ctx, setup, r, ln, weightField !== null);

@@ -10,6 +10,9 @@
 //   calibrate CALIBRATION's light: calibrate, write, analyze (stages/calibration/light-task.ts).
 //   cc       read plane 0 band by band into its proxy (ccProxyOfFile) → registrationCc against the reference proxy (shared
 //            memory, built once per run by the caller) under the frame's registration matrix.
+//            With `lnBin`, the same bands also feed local normalization's binners (PlaneBinner):
+//            the frame's binned planes come back with the correlation, so STACKING's LN setup
+//            need not read the frame again (stages/stacking/local-norm.ts).
 //   register registerStars(reference stars, frame stars) on packed star lists (no pixels):
 //            REGISTRATION's matching, CPU-bound, so it runs on the workers too.
 //   tiles    read plane 0 → optional cosmetic pass (stages/stacking/cosmetic.ts) → the
@@ -20,6 +23,7 @@
 
 import { CcProxyBuilder, registrationCc, type CcProxy } from '../../../algorithms/registration-cc.js';
 import type { Affine } from '../../../algorithms/affine.js';
+import { PlaneBinner, type BinnedPlane } from '../../../algorithms/binned-plane.js';
 import type { StarPoint } from '../../../algorithms/match.js';
 import { registerStars, type RegistrationResult } from '../../../algorithms/registration.js';
 import { tileMetrics, type TileMetricsParams } from '../../../cpu/tile-metrics.js';
@@ -63,10 +67,21 @@ export interface CcTask {
   /** Proxy binning; even for mosaics so every proxy pixel mixes whole Bayer cells. */
   bin: number;
   reference: CcProxy;
+  /** Also bin the frame for local normalization (see LnBinSpec). */
+  lnBin?: LnBinSpec;
+}
+
+/**
+ * Local normalization's binning of a frame: block factor, and per channel the CFA sites
+ * averaged (null: mono, one plane of every pixel). Same meaning as PlaneBinner's options.
+ */
+export interface LnBinSpec {
+  factor: number;
+  sites: number[][] | null;
 }
 
 export type CcTaskResult =
-  | { kind: 'cc'; ok: true; cc: number; overlap: number; ms: { read: number; cc: number } }
+  | { kind: 'cc'; ok: true; cc: number; overlap: number; ms: { read: number; cc: number }; lnPlanes?: BinnedPlane[] }
   | { kind: 'cc'; ok: false; code: 'unreadable' | 'cc_failed'; detail: string; fitsCode?: string; ms: { read: number; cc: number } };
 
 export interface RegisterTask {
@@ -143,15 +158,28 @@ const CC_READ_ROWS = 128;
  * QUALITY_ANALYSIS builds the reference's with this too. Throws FitsError when the file fails.
  */
 export async function ccProxyOfFile(file: string, bin: number): Promise<CcProxy> {
+  return (await ccProxyAndBins(file, bin)).proxy;
+}
+
+/**
+ * ccProxyOfFile, and with `lnBin` the frame's LN binned planes from the same bands (rows the
+ * proxy leaves out are read too: the binners need every row). Bands come in ascending order, so
+ * the planes are bit-identical to binning the whole plane (PlaneBinner sums row by row).
+ */
+export async function ccProxyAndBins(file: string, bin: number, lnBin?: LnBinSpec): Promise<{ proxy: CcProxy; lnPlanes: BinnedPlane[] | null }> {
   const reader = await FitsReader.open(file);
   try {
     const builder = new CcProxyBuilder(reader.width, reader.height, { bin });
+    const binners = lnBin ? (lnBin.sites ? lnBin.sites.map((sites) => new PlaneBinner(reader.width, reader.height, lnBin.factor, { sites })) : [new PlaneBinner(reader.width, reader.height, lnBin.factor)]) : [];
     const step = Math.max(bin, CC_READ_ROWS - (CC_READ_ROWS % bin));
-    for (let y0 = 0; y0 < builder.rowsUsed; y0 += step) {
+    const end = binners.length ? reader.height : builder.rowsUsed;
+    for (let y0 = 0; y0 < end; y0 += step) {
       const rows = Math.min(step, reader.height - y0);
-      builder.addRows(y0, (await reader.readRows(y0, rows, { planes: [0] })).data);
+      const data = (await reader.readRows(y0, rows, { planes: [0] })).data;
+      if (y0 < builder.rowsUsed) builder.addRows(y0, data);
+      for (const b of binners) b.addRows(data, y0, rows);
     }
-    return builder.finish();
+    return { proxy: builder.finish(), lnPlanes: binners.length ? binners.map((b) => b.result()) : null };
   } finally {
     await reader.close();
   }
@@ -185,8 +213,9 @@ async function analyzeFrame(task: AnalyzeTask): Promise<AnalyzeTaskResult> {
 export async function correlateFrame(task: CcTask): Promise<CcTaskResult> {
   const t0 = performance.now();
   let proxy: CcProxy;
+  let lnPlanes: BinnedPlane[] | null;
   try {
-    proxy = await ccProxyOfFile(task.file, task.bin);
+    ({ proxy, lnPlanes } = await ccProxyAndBins(task.file, task.bin, task.lnBin));
   } catch (e) {
     if (!isFitsError(e)) throw e;
     return { kind: 'cc', ok: false, code: 'unreadable', detail: e.message, fitsCode: e.code, ms: { read: performance.now() - t0, cc: 0 } };
@@ -195,7 +224,8 @@ export async function correlateFrame(task: CcTask): Promise<CcTaskResult> {
   const t1 = performance.now();
   const r = registrationCc(task.reference, proxy, task.matrix);
   const ms = { read: t1 - t0, cc: performance.now() - t1 };
-  return r.ok ? { kind: 'cc', ok: true, cc: r.cc, overlap: r.overlap, ms } : { kind: 'cc', ok: false, code: 'cc_failed', detail: `${r.code}: ${r.detail}`, ms };
+  if (!r.ok) return { kind: 'cc', ok: false, code: 'cc_failed', detail: `${r.code}: ${r.detail}`, ms };
+  return { kind: 'cc', ok: true, cc: r.cc, overlap: r.overlap, ms, ...(lnPlanes ? { lnPlanes } : {}) };
 }
 
 export async function runFrameTask(task: FrameTask): Promise<FrameTaskResult> {
@@ -237,5 +267,6 @@ export function transferables(result: FrameTaskResult): ArrayBuffer[] {
   if (result.kind === 'analyze') return result.ok ? premeasuredTransferables(result.premeasured) : [];
   if (result.kind === 'calibrate') return calibrateLightTransferables(result);
   if (result.kind === 'tiles') return result.ok && result.metrics.buffer instanceof ArrayBuffer ? [result.metrics.buffer] : [];
+  if (result.kind === 'cc' && result.ok && result.lnPlanes) return result.lnPlanes.map((p) => p.data.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
   return [];
 }

@@ -12,8 +12,13 @@
 //   noise-model rejection's "signal above the sky" is measured from it.
 // Memory: the reference's binned planes and one frame's at a time (~256 binned pixels along
 // the long side, so ~200 KB per plane), a read buffer of at most READ_CHUNK_BYTES; the models
-// are a few hundred numbers per frame and channel. Frames are read once more than without
-// LN (the reads go through the band loop's reader cache, prefetched one frame ahead).
+// are a few hundred numbers per frame and channel.
+// Reads: a frame whose raw binned planes were measured earlier (`premeasured`: Raw Stack's
+// QUALITY_ANALYSIS bins the bands it reads anyway, rawstack/ln-premeasured.ts) is not read
+// again; its planes, binned with the same factor and sites (lnSetupBinning) from the same pixels,
+// are bit-identical to this pass's own, and go through the same crop, warp and normalisation.
+// Other frames are read once more than without LN (through the band loop's reader cache,
+// prefetched one frame ahead).
 // Superpixel (binning 2): toFrame is in cell coordinates; a mosaic binned by an even D in frame
 // pixels is the same plane binned by D/2 in cells (block centres coincide), so it is relabelled.
 
@@ -58,6 +63,14 @@ export interface LnSetupInput {
   scale: LnScaleMode;
   /** Called after each frame (cancellation, progress). */
   between?: (done: number, total: number) => void;
+  /** A frame's raw binned planes (frame geometry, per channel) binned as `spec` elsewhere, or null: read it. */
+  premeasured?: (f: StackFrame, spec: LnBinning) => BinnedPlane[] | null;
+}
+
+/** The setup pass's binning of a frame: block factor and per channel the CFA sites (null: mono). */
+export interface LnBinning {
+  factor: number;
+  sites: number[][] | null;
 }
 
 /** What the band loop applies: per channel a (raw → normalised) coefficient table over every frame. */
@@ -76,6 +89,8 @@ export interface LnSetup {
   /** Per channel: the reference's sky on the grid, normalised units. */
   background: GridSurface[];
   binFactor: number;
+  /** Frames whose planes came premeasured (not read by this pass). */
+  premeasured: number;
   /** Wall ms of reading and binning, and of the fits. */
   ms: { read_bin: number; fit: number };
 }
@@ -86,32 +101,51 @@ const asAffine = (m: number[]): Affine => [
 ];
 
 /** The sites of each stack channel in a mosaic of `pattern` ((y & 1)·2 + (x & 1)). */
-function channelSites(f: StackFrame): number[][] {
-  const ph = phaseChannels(f.pattern!);
+function channelSites(pattern: NonNullable<StackFrame['pattern']>): number[][] {
+  const ph = phaseChannels(pattern);
   return [0, 1, 2].map((c) => [0, 1, 2, 3].filter((p) => ph[p] === c));
 }
 
+/**
+ * How the setup pass bins a frame of `frameWidth` × `frameHeight` stacked into `width` ×
+ * `height` (binning 2: superpixel cells): the one definition both this pass and an earlier
+ * premeasurement use. `pattern`: the frame's effective CFA pattern (OSC).
+ */
+export function lnSetupBinning(frameWidth: number, frameHeight: number, width: number, height: number, binning: 1 | 2, osc: boolean, pattern?: StackFrame['pattern']): LnBinning {
+  // Superpixel output pixels are 2×2 frame pixels: bin the mosaic by twice the output's factor.
+  const factor = binning === 2 ? 2 * lnBinFactor(width, height) : lnBinFactor(frameWidth, frameHeight, osc);
+  return { factor, sites: osc ? channelSites(pattern!) : null };
+}
+
 /** Binned planes of one frame per channel, in the reference geometry, globally normalised. */
-async function binFrame(o: LnSetupInput, f: StackFrame, D: number, buffer: Float32Array): Promise<BinnedPlane[]> {
+async function binFrame(o: LnSetupInput, f: StackFrame, D: number, buffer: Float32Array, counts: { premeasured: number }): Promise<BinnedPlane[]> {
   const { frameWidth: Wf, frameHeight: Hf } = o;
   const osc = o.channels === 3;
-  const binners = osc ? channelSites(f).map((sites) => new PlaneBinner(Wf, Hf, D, { sites })) : [new PlaneBinner(Wf, Hf, D)];
-  let chunk = Math.max(2, Math.floor(buffer.length / Wf));
-  chunk -= chunk % 2; // whole Bayer row pairs
-  for (let y0 = 0; y0 < Hf; y0 += chunk) {
-    const rows = Math.min(chunk, Hf - y0);
-    const data = await o.readers.readRowsInto(f.source, y0, rows, buffer);
-    for (const b of binners) b.addRows(data, y0, rows);
+  const spec: LnBinning = { factor: D, sites: osc ? channelSites(f.pattern!) : null };
+  let raw = o.premeasured?.(f, spec) ?? null;
+  if (raw && (raw.length !== o.channels || !raw.every((p) => p.factor === D && p.fullWidth === Wf && p.fullHeight === Hf))) raw = null;
+  if (raw) counts.premeasured++;
+  else {
+    const binners = spec.sites ? spec.sites.map((sites) => new PlaneBinner(Wf, Hf, D, { sites })) : [new PlaneBinner(Wf, Hf, D)];
+    let chunk = Math.max(2, Math.floor(buffer.length / Wf));
+    chunk -= chunk % 2; // whole Bayer row pairs
+    for (let y0 = 0; y0 < Hf; y0 += chunk) {
+      const rows = Math.min(chunk, Hf - y0);
+      const data = await o.readers.readRowsInto(f.source, y0, rows, buffer);
+      for (const b of binners) b.addRows(data, y0, rows);
+    }
+    raw = binners.map((b) => b.result());
   }
-  return binners.map((b, c) => {
-    let p = b.result();
+  return raw.map((p0, c) => {
+    // Premeasured planes are the caller's: normalise a copy when no warp made one.
+    let p = p0;
     if (o.binning === 2) p = { ...p, factor: D / 2, fullWidth: o.width, fullHeight: o.height, width: Math.ceil(o.width / (D / 2)), height: Math.ceil(o.height / (D / 2)), data: cropBinned(p, Math.ceil(o.width / (D / 2)), Math.ceil(o.height / (D / 2))) };
     const warped = isIdentity(f.toFrame) && p.fullWidth === o.width && p.fullHeight === o.height ? p : warpBinned(p, asAffine(f.toFrame), o.width, o.height, { nearest: true });
     const s = f.scale[c]!;
     const off = f.offset[c]!;
-    const data = warped.data;
+    const data = warped.data === p0.data ? Float32Array.from(warped.data) : warped.data;
     for (let i = 0; i < data.length; i++) data[i] = data[i]! * s + off;
-    return warped;
+    return { ...warped, data };
   });
 }
 
@@ -128,15 +162,15 @@ const isIdentity = (m: number[]) => m[0] === 1 && m[1] === 0 && m[2] === 0 && m[
 /** Runs the setup pass (see the head comment). */
 export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup> {
   const osc = o.channels === 3;
-  // Superpixel output pixels are 2×2 frame pixels: bin the mosaic by twice the output's factor.
-  const D = o.binning === 2 ? 2 * lnBinFactor(o.width, o.height) : lnBinFactor(o.frameWidth, o.frameHeight, osc);
+  const D = lnSetupBinning(o.frameWidth, o.frameHeight, o.width, o.height, o.binning, osc, o.frames[0]?.pattern).factor;
+  const counts = { premeasured: 0 };
   const buffer = new Float32Array(Math.max(2 * o.frameWidth, Math.floor(READ_CHUNK_BYTES / 4 / o.frameWidth) * o.frameWidth));
   const spare = new Float32Array(buffer.length);
   let readBin = 0;
   let fitMs = 0;
   const refFrame = o.frames[o.referenceSlot]!;
   let t = performance.now();
-  const ref = await binFrame(o, refFrame, D, buffer);
+  const ref = await binFrame(o, refFrame, D, buffer, counts);
   readBin += performance.now() - t;
   t = performance.now();
   // The star mask's growth is in the plane's pixels: superpixel cells are two frame pixels, so
@@ -145,14 +179,14 @@ export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup>
   const background = ref.map((p) => fitReferenceBackground(p, options));
   const prepared = o.fit ? ref.map((p) => prepareReference(p, options)) : [];
   fitMs += performance.now() - t;
-  if (!o.fit) return { tables: null, models: null, background, binFactor: D, ms: { read_bin: readBin, fit: fitMs } };
+  if (!o.fit) return { tables: null, models: null, background, binFactor: D, premeasured: counts.premeasured, ms: { read_bin: readBin, fit: fitMs } };
   const N = o.frames.length;
   const models: LnModel[][] = new Array(N);
   const raw: LnModel[][] = Array.from({ length: o.channels }, () => new Array<LnModel>(N));
   // One frame read ahead (into the spare buffer) while the current one is fitted; the
   // reference's planes are already there.
   const bufs = [buffer, spare];
-  const bin = (i: number): Promise<BinnedPlane[]> => (i === o.referenceSlot ? Promise.resolve(ref) : binFrame(o, o.frames[i]!, D, bufs[i % 2]!));
+  const bin = (i: number): Promise<BinnedPlane[]> => (i === o.referenceSlot ? Promise.resolve(ref) : binFrame(o, o.frames[i]!, D, bufs[i % 2]!, counts));
   let next: Promise<BinnedPlane[]> | null = bin(0);
   for (let i = 0; i < N; i++) {
     const f = o.frames[i]!;
@@ -171,5 +205,5 @@ export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup>
   }
   const packed = raw.map((ms) => packLnCoefficients(ms));
   const grid = packed[0]!.grid;
-  return { tables: { grid, coefficients: packed.map((p) => p.coefficients), nodes: grid.nx * grid.ny }, models, background, binFactor: D, ms: { read_bin: readBin, fit: fitMs } };
+  return { tables: { grid, coefficients: packed.map((p) => p.coefficients), nodes: grid.nx * grid.ny }, models, background, binFactor: D, premeasured: counts.premeasured, ms: { read_bin: readBin, fit: fitMs } };
 }
