@@ -32,15 +32,18 @@ let selected: string | null = params.get('artifact');
 
 const errText = (e: unknown): string => (e instanceof ApiError ? `${e.message} (${e.code})` : String(e));
 
-function disableRunFunctions(): void {
-  const why = 'Not available for Raw Stack runs: they are not resumable (no resume, revision or template).';
+function disableRunFunctions(kind: string | null = null): void {
+  const why =
+    kind === 'tiled'
+      ? 'Tiled run: resume from a phase, configuration revisions and templates come with the run studio (the API already lists revisions).'
+      : 'Not available for Raw Stack runs: they are not resumable (no resume, revision or template).';
   for (const id of ['btn-resume', 'btn-revision', 'btn-template']) {
     const b = byId<HTMLButtonElement>(id);
     b.disabled = true;
     b.title = why;
     b.setAttribute('aria-describedby', 'mode-note');
   }
-  byId('mode-note').textContent = `Preprocessing mode. ${why}`;
+  byId('mode-note').textContent = kind === 'tiled' ? why : `Preprocessing mode. ${why}`;
 }
 
 function render(): void {
@@ -136,6 +139,7 @@ function monitorMode(title: string, follow: (cb: FollowCallbacks) => void): void
   follow({
     onLine: (line) => {
       if (!state.apply(line)) return;
+      if (line.type === 'run_start' && state.kind === 'tiled') disableRunFunctions('tiled');
       if (!runId && typeof line.run_id === 'string') {
         runId = line.run_id;
         byId('run-title').textContent = jobId ? `${runId} (job ${jobId})` : runId;

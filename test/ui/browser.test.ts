@@ -605,6 +605,28 @@ run('tiled start page: YAML findings marked at their lines, Start refused withou
   assert.is(await page.locator('#yaml-issues li').count(), 0);
 });
 
+run('tiled start page: a tiled run starts, its phases end in the page, and the run monitor shows it as a tiled run', async () => {
+  await page.goto('/ui/tiled.html');
+  await page.fill('#input_dir', env!.lightsDir);
+  await page.fill('#run_name', 'ui_tiled');
+  await page.fill('#config_yaml', 'tile:\n  star_min_count: 2\nastrometry:\n  enabled: false\nbge:\n  method: none\npcc:\n  enabled: false\nhypermetric_stretch:\n  enabled: false\n');
+  await page.click('#btn-start');
+  await page.waitForFunction(() => /^Run (ok|error|cancelled)/.test(document.getElementById('run-status')?.textContent ?? ''), null, { timeout: 120_000 });
+  assert.match((await page.textContent('#run-status')) ?? '', /^Run ok/);
+  const phases = await page.$$eval('#phase-chips li', (els) => els.map((e) => [(e as El).dataset.phase, (e as El).dataset.status]));
+  assert.equal(phases.map(([p]) => p).slice(0, 3), ['SCAN_INPUT', 'CALIBRATION', 'CHANNEL_SPLIT'], 'the tiled plan, in the predecessor\'s phase names');
+  assert.ok(phases.some(([p, st]) => p === 'TILE_RECONSTRUCTION' && st === 'ok'));
+  assert.ok(phases.some(([p, st]) => p === 'PREWARP' && st === 'skipped'));
+  assert.ok(phases.every(([, st]) => st === 'ok' || st === 'skipped'), JSON.stringify(phases));
+  await shot(page, 'tiled-start');
+  await page.click('#monitor-link');
+  await page.waitForFunction(() => /^Run ok/.test(document.getElementById('job-status')?.textContent ?? ''), null, { timeout: 20_000 });
+  assert.is(await page.getAttribute('#phase-body tr[data-phase="STACKING"]', 'data-status'), 'ok');
+  assert.match((await page.textContent('#mode-note')) ?? '', /^Tiled run/);
+  await page.locator('#artifact-list button[data-path="artifacts/tile_grid.json"]').waitFor();
+  await shot(page, 'tiled-monitor');
+});
+
 run('a run started from the CLI is listed in the run monitor and opens there (phases, log, artifacts) without a job', async () => {
   const cli = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'cli.js');
   await promisify(execFile)(process.execPath, [cli, 'rawstack', '--lights', env!.lightsDir, '--runs-dir', env!.runsDir, '--run-name', 'from_cli', '--set', 'postprocess.astrometry=false', '--set', 'postprocess.pcc=false', '--set', 'postprocess.hypermetric_stretch=false', '--set', 'postprocess.bge=false', '--json'], { env: { ...process.env, SKYSTACK_DEVICE: 'cpu' }, timeout: 120_000 });
