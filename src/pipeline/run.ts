@@ -19,6 +19,8 @@ import { exposeGc } from '../cpu/worker-gc.js';
 import { collectSharedPools } from '../cpu/worker-pool.js';
 import { GpuContext } from '../gpu/context.js';
 import { devicePreferenceFromEnv, type DeviceInfo, type DevicePreference } from '../gpu/device.js';
+import { recordRevision } from './config-revisions.js';
+import { configRevisionsPath } from '../shared/run-layout.js';
 import { SKYSTACK_VERSION } from '../version.js';
 import { addArtifact, type ArtifactList } from './artifacts.js';
 import { writeFileAtomic, writeJsonAtomic } from './atomic.js';
@@ -111,8 +113,11 @@ export async function runPipeline<C, S extends PipelineBase<C>>(definition: Pipe
   const first = phases[0]?.name ?? 'RUN';
   try {
     await writeRunRecord(folder, record);
-    await writeEffectiveConfig(folder, definition.effectiveConfig ? definition.effectiveConfig(config) : config, device);
+    const effective = definition.effectiveConfig ? definition.effectiveConfig(config) : config;
+    await writeEffectiveConfig(folder, effective, device);
     addArtifact(state, 'config', first, folder.layout.config);
+    // Kinds that keep configuration revisions start the list with the configuration of this start.
+    if (configRevisionsPath(folder.layout) !== null) await recordRevision(folder.runDir, { yaml: yamlStringify(effective), source: 'run_start', runId: folder.runId }, folder.layout);
     addArtifact(state, 'events', first, folder.layout.events);
     events.emit({ type: 'run_start', kind: definition.kind, run_dir: folder.runDir, ...(definition.inputInRunStart ? { input: record.input } : {}), device: device.kind, adapter: device.adapter, skystack_version: SKYSTACK_VERSION, phases: phasePlan(phases) });
     if (device.fallbackReason) events.emit({ type: 'warning', code: 'device_fallback', message: device.fallbackReason });

@@ -62,6 +62,10 @@ test('a second pipeline on the generic run: tiled layout, run.json kind, plan in
     assert.equal([rec.kind, rec.status, rec.input], ['tiled', 'ok', { input_dir: '/data' }]);
     const config = parseYaml(await readFile(join(r.runDir, layout.config), 'utf8')) as Record<string, unknown>;
     assert.equal([config.input_dir, config.fail, typeof (config._runtime as { skystack_version?: unknown }).skystack_version], ['/data', false, 'string']);
+    // The configuration revisions start with this start's configuration (without the runtime record).
+    const revisions = JSON.parse(await readFile(join(r.runDir, 'artifacts', 'config_revisions', 'index.json'), 'utf8')) as { revision_id: string; source: string; run_id: string }[];
+    assert.equal(revisions.map((e) => [e.revision_id, e.source, e.run_id]), [['rev_0001', 'run_start', r.runId]]);
+    assert.equal(parseYaml(await readFile(join(r.runDir, 'artifacts', 'config_revisions', 'rev_0001.yaml'), 'utf8')), { input_dir: '/data', fail: false });
     const lines = parseEventLines(await readFile(join(r.runDir, layout.events), 'utf8'));
     assert.equal(lines[0]!.type === 'run_start' ? lines[0]!.phases : null, [
       { name: 'SCAN_INPUT', optional: false },
