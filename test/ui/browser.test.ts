@@ -625,6 +625,14 @@ run('tiled start page: a tiled run starts, its phases end in the page, and the r
   assert.match((await page.textContent('#mode-note')) ?? '', /^Tiled run/);
   await page.locator('#artifact-list button[data-path="artifacts/tile_grid.json"]').waitFor();
   await shot(page, 'tiled-monitor');
+  // The tiled stack opens in the image viewer from the monitor, as a Raw Stack output does.
+  await page.locator('#artifact-list button[data-path="outputs/stacked_rgb.fits"]').click();
+  const link = page.locator('#viewer a.open-viewer');
+  await link.waitFor();
+  const [viewer] = await Promise.all([page.waitForEvent('popup'), link.click()]);
+  await viewer.locator('#canvas-box[data-ready=true]').waitFor({ timeout: 30_000 });
+  assert.match((await viewer.textContent('#img-info')) ?? '', /192×128, 3 planes, BITPIX -32/);
+  await viewer.close();
 });
 
 run('a run started from the CLI is listed in the run monitor and opens there (phases, log, artifacts) without a job', async () => {
