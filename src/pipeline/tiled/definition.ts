@@ -5,6 +5,7 @@
 // tiled settings (config/tiled-run.ts), not the Raw Stack keys derived from them.
 
 import type { PipelineDefinition } from '../run.js';
+import { RAWSTACK } from '../rawstack/definition.js';
 import { channelSplitPhase, normalizationPhase } from './phases/normalization.js';
 import { stateClusteringPhase, syntheticFramesPhase } from './phases/clustering.js';
 import { commonOverlapPhase, prewarpPhase, tiledRegistrationPhase, tileGridPhase } from './phases/geometry.js';
@@ -43,19 +44,6 @@ export const TILED: PipelineDefinition<TiledConfigBundle, TiledState> = {
   input: (config) => ({ input_dir: config.tiled.input.input_dir, pattern: config.tiled.input.pattern }),
   inputInRunStart: true,
   effectiveConfig: (config) => config.tiled,
-  initialState: (base) => ({
-    ...base,
-    frames: [],
-    colorMode: null,
-    bayer: null,
-    width: null,
-    height: null,
-    masters: { bias: null, dark: null, flat: null, darkflat: null },
-    referenceIndex: null,
-    referenceStrategy: null,
-    outputs: {},
-    queue: null,
-    summaries: {},
-    tiled: newTiledData(),
-  }),
+  // Raw Stack's state (the shared phases run on it) with the tiled tables beside it.
+  initialState: (base) => ({ ...RAWSTACK.initialState(base), config: base.config, tiled: newTiledData() }),
 };

@@ -150,7 +150,7 @@ export function stackRows(a: StackRowsArgs, start: number, end: number): void {
 }
 
 /** Adds a stack result's tallies into the shared (or plain) counters. */
-function addTallies(res: Pick<StackResult, 'rejectedLow' | 'rejectedHigh' | 'count'>, n: number, rejected: Uint32Array, counts: BigUint64Array): void {
+export function addTallies(res: Pick<StackResult, 'rejectedLow' | 'rejectedHigh' | 'count'>, n: number, rejected: Uint32Array, counts: BigUint64Array): void {
   const N = res.rejectedLow.length;
   const shared = rejected.buffer instanceof SharedArrayBuffer;
   for (let f = 0; f < N; f++) {

@@ -14,7 +14,7 @@ import { AXIS_SLOTS, axisWindows, stackWeightfield, type AxisWindows, type Weigh
 import type { GpuContext } from '../../../gpu/context.js';
 import { stackWeightfieldGpu } from '../../../gpu/kernels/stack-weightfield.js';
 import type { PoolKernel } from '../../../cpu/worker-pool.js';
-import type { StackRowsArgs } from './row-kernels.js';
+import { addTallies, type StackRowsArgs } from './row-kernels.js';
 
 export interface WeightField {
   tilesX: number;
@@ -78,33 +78,8 @@ export async function stackFieldGpu(ctx: GpuContext, a: StackFieldRowsArgs): Pro
 
 /** Writes a part's mean rows from row `start` and adds its tallies. */
 function addResult(a: StackFieldRowsArgs, start: number, res: StackResult): void {
-  const N = a.frames;
   a.mean.set(res.mean, start * a.width);
-  let survivors = 0;
-  let empty = 0;
-  for (let i = 0; i < res.count.length; i++) {
-    survivors += res.count[i]!;
-    if (res.count[i] === 0) empty++;
-  }
-  const shared = a.rejected.buffer instanceof SharedArrayBuffer;
-  for (let k = 0; k < N; k++) {
-    const lo = res.rejectedLow[k]!;
-    const hi = res.rejectedHigh[k]!;
-    if (shared) {
-      if (lo) Atomics.add(a.rejected, k, lo);
-      if (hi) Atomics.add(a.rejected, N + k, hi);
-    } else {
-      a.rejected[k]! += lo;
-      a.rejected[N + k]! += hi;
-    }
-  }
-  if (a.counts.buffer instanceof SharedArrayBuffer) {
-    Atomics.add(a.counts, 0, BigInt(survivors));
-    Atomics.add(a.counts, 1, BigInt(empty));
-  } else {
-    a.counts[0]! += BigInt(survivors);
-    a.counts[1]! += BigInt(empty);
-  }
+  addTallies(res, res.count.length, a.rejected, a.counts);
 }
 
 export const STACK_FIELD_ROWS: PoolKernel = { module: import.meta.url, name: 'stackFieldRows' satisfies keyof typeof import('./weightfield.js') };
