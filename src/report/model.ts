@@ -127,6 +127,21 @@ export interface ReportPreview {
   stretch: 'auto' | 'none';
 }
 
+/** The tiled workflow's tiles and weights (tiled runs only). */
+export interface ReportTiled {
+  image: { width: number; height: number };
+  tile: { size_x: number; size_y: number; origins_x: number[]; origins_y: number[]; types: string[] | null };
+  mode: string;
+  reason: string;
+  /** Per tile (grid order), (ΣW)² / ΣW² over the frames. */
+  n_eff: number[];
+  /** Every frame in the weight table with its global weight G. */
+  frames: { index: number; file: string; g: number }[];
+  /** L per tile for the few frames whose L varies most across the field. */
+  local: { index: number; file: string; l: number[] }[];
+  validation: { fwhm_improvement_percent: number | null; fwhm_pass: boolean; seam_score: number | null; seam_pass: boolean } | null;
+}
+
 export interface ReportModel {
   run_id: string;
   status: 'ok' | 'error' | 'cancelled' | 'running';
@@ -151,6 +166,8 @@ export interface ReportModel {
   reference: { strategy: string; index: number | null; file: string | null } | null;
   quality: { mode: string; frames_total: number; included: number; excluded: number; manual_overrides: number; reasons: Record<string, number> };
   stacking: Record<string, unknown> | null;
+  /** Tiles and weights of a tiled run (absent for Raw Stack). */
+  tiled?: ReportTiled | null;
   /** Per-frame local normalization surfaces of the stack (absent in reports written before it existed). */
   local_normalization?: ReportLocalNormalization | null;
   postprocess: Record<string, unknown>;

@@ -9,6 +9,7 @@ import { escapeHtml as h } from './escape.js';
 import type { ReportLocalNormalization, ReportModel, ReportPostprocessSection } from './model.js';
 import { FRAME_PLOTS_STYLE, framePlotsHtml } from './frame-plots-html.js';
 import { barChart, scatterChart } from './svg-chart.js';
+import { TILED_STYLE, tiledHtml } from './tiled-html.js';
 import { fromArtifacts, layoutOf } from '../shared/run-layout.js';
 
 /** The report's title by pipeline kind. */
@@ -266,6 +267,9 @@ export function renderHtml(m: ReportModel, options: { previewData?: Record<strin
         .join('')}</table>`
     : '';
   const stackingLn = localNormalizationHtml(m.local_normalization ?? null);
+  // The tiled section draws its grid over the first preview (the stack).
+  const firstPreview = m.previews[0] ? options.previewData?.[m.previews[0].path] : undefined;
+  const tiledSection = tiledHtml(m.tiled ?? null, firstPreview);
   const durations = m.phases.filter((p) => p.duration_ms !== undefined);
   const totalMs = phaseTotal(m);
   const phaseChart = durations.length
@@ -302,7 +306,7 @@ ${rows}
     .join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${h(reportTitle(m))} ${h(m.run_id)}</title><style>${STYLE}${FRAME_PLOTS_STYLE}</style></head><body>
+<title>${h(reportTitle(m))} ${h(m.run_id)}</title><style>${STYLE}${FRAME_PLOTS_STYLE}${TILED_STYLE}</style></head><body>
 <h1>${h(reportTitle(m))} ${chip(m.status)}</h1>
 <p class="meta">${h(m.run_id)} · generated ${h(m.generated_at)} by ${h(m.generator.name)} ${h(m.generator.version)} · device ${h(m.device.kind)}${m.device.adapter ? ` (${h(m.device.adapter)})` : ''}${m.device.fallback_reason ? ` · ${h(m.device.fallback_reason)}` : ''}</p>
 <h2>Phases</h2>
@@ -320,6 +324,7 @@ ${queueHtml(m)}
 ${frameDetail}
 ${stacking}
 ${stackingLn}
+${tiledSection}
 ${postprocess}
 ${previews}
 ${warnings}

@@ -120,6 +120,22 @@ for (const kind of ['mono', 'osc'] as const) {
         const col = rec2.weight_table.reduce((s: number, row: number[]) => s + row[t]!, 0);
         assert.ok(Math.abs(col - 1) < 1e-3, `tile ${t}: weights sum to ${col}`);
       }
+      // The report's tiles section: N_eff per tile from the same table, G per frame, L heat maps,
+      // and the grid drawn in the HTML.
+      const report = await json(d, 'report.json');
+      assert.is(report.tiled.n_eff.length, grid.num_tiles);
+      for (let t = 0; t < grid.num_tiles; t++) {
+        const col = rec2.weight_table.map((row: number[]) => row[t]!);
+        const want = col.reduce((a: number, b: number) => a + b, 0) ** 2 / col.reduce((a: number, b: number) => a + b * b, 0);
+        assert.ok(Math.abs(report.tiled.n_eff[t] - want) < 1e-3 * want, `tile ${t}: N_eff ${report.tiled.n_eff[t]} vs ${want}`);
+        assert.ok(report.tiled.n_eff[t] >= 1 && report.tiled.n_eff[t] <= 12);
+      }
+      assert.is(report.tiled.frames.length, 12);
+      assert.ok(report.tiled.local.length > 0 && report.tiled.local.length <= 4);
+      const html = await readFile(join(d, 'artifacts', 'report.html'), 'utf8');
+      const gridSvg = /<svg class="tiled-grid"[\s\S]*?<\/svg>/.exec(html)?.[0] ?? '';
+      assert.is((gridSvg.match(/<rect /g) ?? []).length, grid.num_tiles, 'one rectangle per tile over the stack');
+      assert.match(html, /<svg class="tiled-g"/);
       // Seeing counts globally: the soft (odd) frames get a lower G than the sharp ones.
       const g = (odd: number) => median(glob.metrics.filter((m: { index: number }) => m.index % 2 === odd).map((m: { global_weight: number }) => m.global_weight));
       assert.ok(g(1) < g(0), `G odd ${g(1)} vs even ${g(0)}`);

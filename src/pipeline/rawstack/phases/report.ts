@@ -15,7 +15,7 @@ import { planOf } from '../../../shared/run-progress.js';
 import { ok } from '../../phase.js';
 import type { RawStackPhase } from '../reasons.js';
 import { inRunFolder } from '../../run-folder.js';
-import type { ReportFrame, ReportLocalNormalization, ReportModel, ReportPhase, ReportPostprocessSection, ReportPreview, ReportQueueEntry } from '../../../report/model.js';
+import type { ReportFrame, ReportLocalNormalization, ReportModel, ReportTiled, ReportPhase, ReportPostprocessSection, ReportPreview, ReportQueueEntry } from '../../../report/model.js';
 import { registrationShift } from '../../../report/registration-shift.js';
 import { renderHtml, renderMarkdown } from '../../../report/render.js';
 import type { FrameRecord, RawStackState } from '../state.js';
@@ -136,6 +136,8 @@ export function buildReportModel(
     },
     stacking: state.summaries.STACKING ?? null,
     local_normalization: (state.summaries.STACKING?.local_normalization as ReportLocalNormalization | undefined) ?? null,
+    // A pipeline that weights per tile leaves its section here (the tiled REPORT phase).
+    tiled: (state.summaries.TILES as ReportTiled | undefined) ?? null,
     postprocess: { ...state.config.postprocess },
     postprocess_results: extras.postprocess_results ?? [],
     previews: extras.previews ?? [],

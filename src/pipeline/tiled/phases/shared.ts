@@ -3,6 +3,7 @@
 // phase names where they differ (INPUT_SCAN runs as SCAN_INPUT), each recording the tiled keys
 // it reads (records.ts).
 
+import { tiledReportSection } from '../report-section.js';
 import { astrometryPhase } from '../../rawstack/phases/astrometry.js';
 import { bgePhase } from '../../rawstack/phases/bge.js';
 import { calibrationPhase } from '../../rawstack/phases/calibration.js';
@@ -18,4 +19,13 @@ export const tiledAstrometryPhase = tiledPhase('ASTROMETRY', ['astrometry'], fro
 export const tiledBgePhase = tiledPhase('BGE', ['bge'], fromRawStack(bgePhase));
 export const tiledPccPhase = tiledPhase('PCC', ['pcc'], fromRawStack(pccPhase));
 export const tiledHmsPhase = tiledPhase('HYPERMETRIC_STRETCH', ['hypermetric_stretch'], fromRawStack(hmsPhase));
-export const tiledReportPhase = tiledPhase('REPORT', ['report'], fromRawStack(reportPhase));
+const rawReport = fromRawStack(reportPhase);
+export const tiledReportPhase = tiledPhase('REPORT', ['report'], {
+  ...rawReport,
+  // The tiles-and-weights section reaches the shared report through the STACKING-like summaries.
+  async run(ctx) {
+    const section = tiledReportSection(ctx.state);
+    if (section) ctx.state.summaries.TILES = section as unknown as Record<string, unknown>;
+    return rawReport.run(ctx);
+  },
+});

@@ -1,0 +1,98 @@
+// The tiled run's section of the HTML report: what a user needs to trust the local weights.
+// - the tile grid drawn over the stack's preview, each tile tinted by its effective frame count
+//   N_eff = (ΣW)² / ΣW² (few frames dominate = warm; many frames share the tile = cool);
+// - the global weight G of every frame (bars, in acquisition order of the table);
+// - heat maps of the local weight L per tile for the frames whose L varies most across the
+//   field (the frames the tiling treats differently from region to region);
+// - the validation results with pass/fail.
+// Pure SVG and text, no scripts (the report is self-contained); values escaped.
+
+import type { ReportTiled } from './model.js';
+
+const h = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const fmt = (v: number | null | undefined, d = 2): string => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(d));
+
+/** A colour for t in [0, 1] (blue → yellow → red). */
+function heat(t: number): string {
+  const x = Math.max(0, Math.min(1, Number.isFinite(t) ? t : 0));
+  const r = Math.round(255 * Math.min(1, 2 * x));
+  const g = Math.round(200 * (x < 0.5 ? 0.4 + 1.2 * x : 2 * (1 - x)));
+  const b = Math.round(255 * Math.max(0, 1 - 2 * x));
+  return `rgb(${r},${g},${b})`;
+}
+
+/** Tile rectangles (image pixels) in grid order: rows of origins_y, columns of origins_x. */
+function rects(t: ReportTiled): { x: number; y: number; w: number; h: number }[] {
+  const out: { x: number; y: number; w: number; h: number }[] = [];
+  for (const y of t.tile.origins_y) for (const x of t.tile.origins_x) out.push({ x, y, w: t.tile.size_x, h: t.tile.size_y });
+  return out;
+}
+
+function gridSvg(t: ReportTiled, values: number[], opts: { width: number; preview?: string; label: string; lo: number; hi: number; showValues: boolean; invert?: boolean }): string {
+  const { width: W, height: H } = t.image;
+  const scale = opts.width / W;
+  const hgt = Math.round(H * scale);
+  const span = opts.hi - opts.lo || 1;
+  const cells = rects(t)
+    .map((r, k) => {
+      const v = values[k] ?? NaN;
+      const u = (v - opts.lo) / span;
+      const fill = heat(opts.invert ? 1 - u : u);
+      const cx = (r.x + r.w / 2) * scale;
+      const cy = (r.y + r.h / 2) * scale;
+      return `<rect x="${(r.x * scale).toFixed(1)}" y="${(r.y * scale).toFixed(1)}" width="${(r.w * scale).toFixed(1)}" height="${(r.h * scale).toFixed(1)}" fill="${fill}" fill-opacity="${opts.preview ? 0.28 : 0.85}" stroke="#fff" stroke-opacity="0.8" stroke-width="1"><title>tile ${k}${t.tile.types ? ` (${h(t.tile.types[k] ?? '')})` : ''}: ${fmt(v)}</title></rect>` +
+        (opts.showValues ? `<text x="${cx.toFixed(1)}" y="${cy.toFixed(1)}" font-size="${Math.max(8, Math.min(13, r.w * scale * 0.22)).toFixed(0)}" text-anchor="middle" dominant-baseline="middle" fill="#fff" stroke="#000" stroke-width="0.6" paint-order="stroke">${fmt(v, 1)}</text>` : '');
+    })
+    .join('');
+  const image = opts.preview ? `<image href="data:image/png;base64,${h(opts.preview)}" x="0" y="0" width="${opts.width}" height="${hgt}" preserveAspectRatio="none"/>` : '';
+  return `<svg class="tiled-grid" role="img" aria-label="${h(opts.label)}" width="${opts.width}" height="${hgt}" viewBox="0 0 ${opts.width} ${hgt}">${image}${cells}</svg>`;
+}
+
+function gBars(t: ReportTiled): string {
+  const n = t.frames.length;
+  if (n === 0) return '';
+  const W = 640;
+  const H = 150;
+  const pad = { l: 40, b: 26, t: 8 };
+  const max = Math.max(...t.frames.map((f) => f.g), 1e-9);
+  const bw = (W - pad.l - 8) / n;
+  const bars = t.frames
+    .map((f, k) => {
+      const bh = ((H - pad.b - pad.t) * f.g) / max;
+      const x = pad.l + k * bw;
+      return `<rect x="${(x + bw * 0.1).toFixed(1)}" y="${(H - pad.b - bh).toFixed(1)}" width="${(bw * 0.8).toFixed(1)}" height="${bh.toFixed(1)}" fill="#2f6fd6"><title>#${f.index} ${h(f.file)}: G ${fmt(f.g, 3)}</title></rect>`;
+    })
+    .join('');
+  const ticks = t.frames
+    .filter((_, k) => n <= 20 || k % Math.ceil(n / 20) === 0)
+    .map((f) => `<text x="${(pad.l + t.frames.indexOf(f) * bw + bw / 2).toFixed(1)}" y="${H - 10}" font-size="10" text-anchor="middle">${f.index}</text>`)
+    .join('');
+  return `<svg class="tiled-g" role="img" aria-label="Global weight G per frame" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}"><text x="${pad.l - 4}" y="${H - pad.b}" font-size="10" text-anchor="end">0</text><text x="${pad.l - 4}" y="${pad.t + 8}" font-size="10" text-anchor="end">${fmt(max, 2)}</text><line x1="${pad.l}" x2="${W - 8}" y1="${H - pad.b}" y2="${H - pad.b}" stroke="#888"/>${bars}${ticks}<text x="${W / 2}" y="${H}" font-size="10" text-anchor="middle">frame</text></svg>`;
+}
+
+export function tiledHtml(t: ReportTiled | null | undefined, preview?: string): string {
+  if (!t) return '';
+  const nLo = Math.min(...t.n_eff.filter(Number.isFinite));
+  const nHi = Math.max(...t.n_eff.filter(Number.isFinite));
+  const grid = gridSvg(t, t.n_eff, { width: 640, ...(preview ? { preview } : {}), label: 'Tile grid over the stack, tinted by the effective frame count N_eff', lo: nLo, hi: nHi, showValues: true, invert: true });
+  const lAll = t.local.flatMap((f) => f.l.filter(Number.isFinite));
+  const lLo = lAll.length ? Math.min(...lAll) : 0;
+  const lHi = lAll.length ? Math.max(...lAll) : 1;
+  const local = t.local
+    .map((f) => `<figure>${gridSvg(t, f.l, { width: 300, label: `Local weight L per tile, frame ${f.index}`, lo: lLo, hi: lHi, showValues: false })}<figcaption>#${f.index} ${h(f.file)} · L ${fmt(Math.min(...f.l), 2)}–${fmt(Math.max(...f.l), 2)}</figcaption></figure>`)
+    .join('');
+  const v = t.validation;
+  const checks = v
+    ? `<table><tr><th>check</th><th>value</th><th>result</th></tr>` +
+      `<tr><td>FWHM improvement over the frames' seeing</td><td>${fmt(v.fwhm_improvement_percent, 1)} %</td><td>${v.fwhm_pass ? 'pass' : 'fail'}</td></tr>` +
+      `<tr><td>seam score at tile boundaries</td><td>${fmt(v.seam_score, 3)}</td><td>${v.seam_pass ? 'pass' : 'fail'}</td></tr></table>`
+    : '';
+  return `<h2>Tiles and local weights</h2>
+<p>Weighting <code>${h(t.mode)}</code>: ${h(t.reason)}. ${t.tile.origins_x.length * t.tile.origins_y.length} tiles of ${t.tile.size_x}×${t.tile.size_y} px; N_eff per tile ${fmt(nLo, 1)}–${fmt(nHi, 1)} of ${t.frames.length} frames (warm: few frames carry the tile, cool: many share it).</p>
+<div class="tiled-figures"><figure>${grid}<figcaption>tile grid over the stack; number = effective frame count N_eff</figcaption></figure>
+<figure>${gBars(t)}<figcaption>global weight G per frame (background, noise, transparency and seeing)</figcaption></figure></div>
+${local ? `<h3>Local weight L for the frames it changes most across the field</h3><div class="tiled-figures">${local}</div>` : ''}
+${checks}`;
+}
+
+export const TILED_STYLE = `.tiled-figures{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}.tiled-figures figure{margin:0}.tiled-grid{background:#222}`;
