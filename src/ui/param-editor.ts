@@ -150,14 +150,22 @@ export class ParamEditor {
   }
 
   private renderGutter(): void {
-    const count = this.area.value.split('\n').length;
-    const marked = new Map<number, string[]>();
-    for (const { issue, line } of this.issues) if (line !== null) marked.set(line, [...(marked.get(line) ?? []), `${issue.path || '(root)'}: ${issue.message}`]);
-    clear(this.gutter);
-    for (let n = 1; n <= count; n++) {
-      const msgs = marked.get(n);
-      this.gutter.append(h('div', msgs ? { class: 'gutter-error', title: msgs.join('\n'), 'data-line': n } : {}, msgs ? `● ${n}` : String(n)));
-    }
-    this.gutter.scrollTop = this.area.scrollTop;
+    renderLineGutter(this.gutter, this.area, this.issues.flatMap(({ issue, line }) => (line !== null ? [{ line, text: `${issue.path || '(root)'}: ${issue.message}` }] : [])));
   }
+}
+
+/**
+ * Line numbers beside `area` in `gutter`, the lines in `marks` flagged (● n, the messages as the
+ * title); the gutter keeps the text's scroll position. Shared by the JSON and YAML editors.
+ */
+export function renderLineGutter(gutter: HTMLElement, area: HTMLTextAreaElement, marks: readonly { line: number; text: string }[]): void {
+  const count = area.value.split('\n').length;
+  const marked = new Map<number, string[]>();
+  for (const m of marks) marked.set(m.line, [...(marked.get(m.line) ?? []), m.text]);
+  clear(gutter);
+  for (let n = 1; n <= count; n++) {
+    const msgs = marked.get(n);
+    gutter.append(h('div', msgs ? { class: 'gutter-error', title: msgs.join('\n'), 'data-line': n } : {}, msgs ? `● ${n}` : String(n)));
+  }
+  gutter.scrollTop = area.scrollTop;
 }

@@ -8,6 +8,7 @@ import { api, ApiError, TERMINAL_JOB_STATES, type YamlFinding } from './api.js';
 import { byId, clear, h, say } from './dom.js';
 import { browse } from './folder-browser.js';
 import { followJob, type Follower } from './live.js';
+import { renderLineGutter } from './param-editor.js';
 import { renderChips, renderLog } from './monitor-views.js';
 import { RunState } from './run-state.js';
 
@@ -25,15 +26,7 @@ const errText = (e: unknown): string => (e instanceof ApiError ? `${e.message} (
 
 /** Line numbers beside the YAML, the lines with findings marked. */
 function renderGutter(findings: YamlFinding[] = []): void {
-  const marked = new Map<number, string[]>();
-  for (const f of findings) if (f.line !== null) marked.set(f.line, [...(marked.get(f.line) ?? []), `${f.path || '(root)'}: ${f.message}`]);
-  clear(gutter);
-  const count = yamlArea.value.split('\n').length;
-  for (let n = 1; n <= count; n++) {
-    const msgs = marked.get(n);
-    gutter.append(h('div', msgs ? { class: 'gutter-error', title: msgs.join('\n'), 'data-line': n } : {}, msgs ? `● ${n}` : String(n)));
-  }
-  gutter.scrollTop = yamlArea.scrollTop;
+  renderLineGutter(gutter, yamlArea, findings.flatMap((f) => (f.line !== null ? [{ line: f.line, text: `${f.path || '(root)'}: ${f.message}` }] : [])));
 }
 
 function showFindings(errors: YamlFinding[], warnings: YamlFinding[]): void {
