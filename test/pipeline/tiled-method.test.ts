@@ -210,6 +210,17 @@ test('local weights: a frame without stars measured in a STAR tile gets the lowe
   assert.ok(l[0]! > l[1]! && l[1]! > l[2]! && l[2]! > l[3]!, l.join(', '));
 });
 
+test('local weights: in a STRUCTURE tile more detail weighs more, but an artefact (a trail: E/σ² far above the frames) gets the lowest weight, not the highest', () => {
+  const measure = (structure: number): TileMeasure => ({ stars: 0, fwhm: NaN, roundness: NaN, contrast: NaN, structure, background: 0 });
+  // 6 frames, 1 tile: E/σ² 2.0 … 2.6 (seeing), frame 5 crossed by a satellite trail (60×).
+  const m = [[measure(2.0)], [measure(2.2)], [measure(2.4)], [measure(2.6)], [measure(2.2)], [measure(130)]];
+  const lw = localWeights(m, 1, { star_min_count: 10, star: { fwhm: 0.6, roundness: 0.2, contrast: 0.2 }, structure: { metric_weight: 0.7, background_weight: 0.3 }, clamp: [-3, 3] }, new Array(6).fill(5));
+  assert.equal(lw.types, ['STRUCTURE']);
+  const l = Array.from(lw.l);
+  assert.ok(l[3]! > l[2]! && l[2]! > l[1]! && l[1]! > l[0]!, l.join(', '));
+  assert.ok(Math.abs(l[5]! - Math.exp(-3)) < 1e-12, `the trail frame: the clamp low end, got ${l[5]}`);
+});
+
 test('global weights: seeing counts (larger FWHM, lower G); equal frames get G = 1; a missing FWHM takes the low end', () => {
   const s = { weights: { background: 0.2, noise: 0.2, transparency: 0.2, fwhm: 0.4 }, clamp: [-3, 3] as [number, number], weight_exponent_scale: 1 };
   const frames = [2.5, 3, 3.5, 4, 4.5].map((fwhm) => ({ background: 100, noise: 5, transparency: 1000, fwhm }));

@@ -11,7 +11,9 @@
 //   L_ft = exp(clip(Q_ft, clamp)), per tile across the frames:
 //     STAR tile (median star count over frames ≥ star_min_count):
 //       Q = wf·(−z(FWHM)) + wr·z(roundness) + wc·z(contrast)
-//     STRUCTURE tile: Q = wm·z(E/σ²) − wb·z(B)
+//     STRUCTURE tile: Q = wm·z(E/σ²) − wb·z(B); an E/σ² above ARTEFACT_FACTOR × the tile's median
+//       over the frames is an artefact (a satellite or plane trail, a cosmic-ray cluster), not
+//       detail, and counts as no usable measurement
 //     A frame without a usable measurement in the tile (no star measured there, no pixel) gets
 //     Q = clamp low, the lowest weight, never the highest.
 //   W_ft = G_f · L_ft; per tile D_t = Σ_f W_ft, table_ft = W_ft / D_t, N_eff,t = D_t² / Σ_f W_ft².
@@ -24,6 +26,15 @@
  * 30 % more noise on the control for nothing.
  */
 export const Z_FLOOR = 0.25;
+
+/**
+ * A STRUCTURE tile's E/σ² this many times the frames' median is an artefact, not detail. Measured
+ * on generated sessions (mono and OSC, with and without flats): seeing and transparency move a
+ * frame's E/σ² to at most ~1.2× the median at the 90th percentile, a satellite trail through the
+ * tile to 30–600×; without the rule the trail frame took the highest L (the clamp) along its
+ * trail and one or two frames carried those tiles (blocky noise along the trail).
+ */
+export const ARTEFACT_FACTOR = 3;
 
 function median(v: number[]): number {
   const s = v.filter(Number.isFinite).sort((a, b) => a - b);
@@ -136,7 +147,9 @@ export function localWeights(m: readonly (readonly TileMeasure[])[], tiles: numb
       const w = s.star;
       qt = m.map((row, f) => (row[t]!.stars > 0 && Number.isFinite(zf[f]!) ? w.fwhm * -zf[f]! + w.roundness * (Number.isFinite(zr[f]!) ? zr[f]! : 0) + w.contrast * (Number.isFinite(zc[f]!) ? zc[f]! : 0) : lo));
     } else {
-      const e = at('structure');
+      const raw = at('structure');
+      const eMedian = median(raw);
+      const e = raw.map((x) => (Number.isFinite(eMedian) && eMedian > 0 && x > ARTEFACT_FACTOR * eMedian ? NaN : x));
       const b = at('background');
       const ze = robustZ(e, relFloor(e));
       // A tile's sky is a mean over thousands of samples: a quarter of the pixel noise is a real difference.
