@@ -13,6 +13,7 @@
 import { api, ApiError, TERMINAL_JOB_STATES, type ArtifactEntry, type JsonObject, type StartResult } from './api.js';
 import { RAWSTACK_WHY, RunConfigPanel } from './run-config-panel.js';
 import { TileMapView } from './tile-map-view.js';
+import { yamlDropBlock } from './yaml-edit.js';
 import { showArtifact } from './artifact-viewer.js';
 import { byId, clear, formatBytes, h, say } from './dom.js';
 import { frameContext } from './frame-data.js';
@@ -91,13 +92,16 @@ async function followResume(job: StartResult): Promise<void> {
   await panel.loadRevisions();
 }
 
-/** Save as template: the run's configuration under a name from the run id (loaded in the run studio). */
+/**
+ * Save as template: the run's configuration under a name from the run id (loaded in the run
+ * studio), without the `_runtime` block the run recorded about itself (device, version).
+ */
 async function saveAsTemplate(): Promise<void> {
   if (!runId) return;
   const name = runId.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^[._-]+/, '').slice(0, 64) || 'run';
   try {
     const c = await api.runConfig(runId);
-    await api.saveTemplate(name, c.text);
+    await api.saveTemplate(name, yamlDropBlock(c.text, '_runtime'));
     say(status, `Saved the run's configuration as template ${name} (load it in the run studio).`, 'ok');
   } catch (e) {
     say(status, `Not saved as a template: ${errText(e)}`, 'error');

@@ -232,11 +232,10 @@ export class YamlCompleter {
     const style = getComputedStyle(this.area);
     const lineHeight = parseFloat(style.lineHeight) || 18;
     const row = this.area.value.slice(0, this.area.selectionStart).split('\n').length;
-    const a = this.area.getBoundingClientRect();
-    const c = this.list.parentElement!.getBoundingClientRect();
+    // The list and the textarea share their offset parent (the positioned container).
     const inArea = Math.min(parseFloat(style.paddingTop) + row * lineHeight - this.area.scrollTop, this.area.clientHeight);
-    this.list.style.top = `${a.top - c.top + Math.max(lineHeight, inArea)}px`;
-    this.list.style.left = `${a.left - c.left + parseFloat(style.paddingLeft) + (this.ctx?.indent ?? 0) * parseFloat(style.fontSize) * 0.6}px`;
+    this.list.style.top = `${this.area.offsetTop + Math.max(lineHeight, inArea)}px`;
+    this.list.style.left = `${this.area.offsetLeft + parseFloat(style.paddingLeft) + (this.ctx?.indent ?? 0) * parseFloat(style.fontSize) * 0.6}px`;
   }
 
   private accept(i: number): void {

@@ -73,3 +73,17 @@ export function yamlSetPath(text: string, path: readonly string[], value: unknow
   }
   return lines.join('\n') + '\n';
 }
+
+/** `text` without the top-level block `key` (its line and every deeper-indented line after it). */
+export function yamlDropBlock(text: string, key: string): string {
+  const lines = text.split('\n');
+  const out: string[] = [];
+  let dropping = false;
+  for (const l of lines) {
+    const m = KEY_LINE.exec(l);
+    if (m && m[1] === '') dropping = m[2] === key;
+    else if (dropping && l.trim() !== '' && !/^\s/.test(l) && !l.startsWith('#')) dropping = false;
+    if (!dropping) out.push(l);
+  }
+  return out.join('\n');
+}

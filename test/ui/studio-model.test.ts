@@ -38,7 +38,7 @@ type Complete = {
   schemaChildren(schema: unknown, path: string[], prefix?: string, exclude?: string[]): Key[];
   applyCompletion(text: string, ctx: Ctx, choice: Key): { text: string; cursor: number };
 };
-type Edit = { yamlSetPath(text: string, path: string[], value: unknown): string; yamlScalar(v: unknown): string };
+type Edit = { yamlSetPath(text: string, path: string[], value: unknown): string; yamlScalar(v: unknown): string; yamlDropBlock(text: string, key: string): string };
 type Map = { tiledSuggestions(list: { path: string; value: unknown; reason: string }[]): { path: string; tiledPath: string[] | null; why?: string }[] };
 
 /** The text with the cursor marker `|` removed, and the cursor's offset. */
@@ -105,7 +105,7 @@ uiTest('completion: a scalar key gets ": ", a block key opens an indented line; 
 });
 
 uiTest('yamlSetPath: replaces a value in place (comment kept), adds missing keys and parents, reads back', async () => {
-  const { yamlSetPath, yamlScalar } = await load<Edit>('yaml-edit.js');
+  const { yamlSetPath, yamlScalar, yamlDropBlock } = await load<Edit>('yaml-edit.js');
   const base = '# my run\nstacking:\n  method: sigma # was winsor\n  sigma_clip:\n    sigma_low: 3\ntile:\n  min_size: 64\n';
   const a = yamlSetPath(base, ['stacking', 'method'], 'median');
   assert.is(a, '# my run\nstacking:\n  method: median # was winsor\n  sigma_clip:\n    sigma_low: 3\ntile:\n  min_size: 64\n');
@@ -117,6 +117,7 @@ uiTest('yamlSetPath: replaces a value in place (comment kept), adds missing keys
   assert.equal(parse(yamlSetPath('a: 1\n', ['a', 'b'], true)), { a: { b: true } }, 'a scalar turned into a block');
   assert.equal(parse(yamlSetPath('a:\n  b: 1\n  c: 2\nd: 3\n', ['a'], 5)), { a: 5, d: 3 }, 'a block replaced by a scalar');
   assert.is(yamlScalar('yes'), '"yes"');
+  assert.is(yamlDropBlock('a: 1\n_runtime:\n  device:\n    kind: cpu\n\n  version: 1\nb:\n  c: 2\n', '_runtime'), 'a: 1\nb:\n  c: 2\n');
   assert.is(yamlScalar('sigma'), 'sigma');
 });
 
