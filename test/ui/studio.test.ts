@@ -18,7 +18,6 @@ import { apiJson, ARTIFACT_DIR, shot, skipReason, startUiEnv, type UiEnv } from 
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 declare const document: any;
-declare const window: any;
 type El = any;
 
 const ui = suite('run studio');
@@ -205,9 +204,14 @@ run('a tiled run started in the studio, watched to its end in the monitor: phase
     // Another choice on screen takes the check back.
     await page.check('input[name="resume-source"][value="edited"]');
     assert.ok(await page.isDisabled('#btn-resume-start'));
+    await page.check('input[name="resume-source"][value="current"]');
   }
-  await page.evaluate(() => window.scrollTo(0, 0));
-  await shot(page, 'ui-tiled-monitor', true, true);
+  // The picture for docs/: the tile maps, the configuration with its revisions and the resume control.
+  await page.setViewportSize({ width: 1280, height: 1250 });
+  await page.locator('#tiles-box').evaluate((e) => (e as El).scrollIntoView({ block: 'start' }));
+  await shot(page, 'ui-tiled-monitor', false, true);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  assert.ok(await page.locator('#resume-yaml-box').isHidden(), 'the YAML box only for an edited configuration');
   // Save as template: the run's configuration under its run id, in the studio's list.
   await page.click('#btn-template');
   await page.waitForFunction(() => /^Saved the run's configuration as template/.test(document.getElementById('job-status')?.textContent ?? ''));
