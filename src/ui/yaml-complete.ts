@@ -197,8 +197,8 @@ export class YamlCompleter {
   private showNote(text: string): void {
     clear(this.list);
     this.list.append(h('li', { class: 'muted', role: 'option', 'aria-disabled': 'true' }, text));
-    this.place();
     this.list.hidden = false;
+    this.place();
     setTimeout(() => {
       if (this.items.length === 0) this.close();
     }, 1500);
@@ -222,20 +222,28 @@ export class YamlCompleter {
       this.list.append(li);
     });
     this.area.setAttribute('aria-activedescendant', `${this.list.id}-${this.active}`);
-    this.place();
     this.list.hidden = false;
+    this.place();
     this.list.children[this.active]?.scrollIntoView({ block: 'nearest' });
   }
 
-  /** Below the cursor's line (the editor's font is monospaced, its line height fixed). */
+  /**
+   * Below the cursor's line (the editor's font is monospaced, its line height fixed). Measured
+   * against where top/left 0 land, so the container's own geometry (a fieldset's legend) cannot
+   * shift it. The list must be shown when this runs.
+   */
   private place(): void {
     const style = getComputedStyle(this.area);
     const lineHeight = parseFloat(style.lineHeight) || 18;
     const row = this.area.value.slice(0, this.area.selectionStart).split('\n').length;
-    // The list and the textarea share their offset parent (the positioned container).
+    this.list.style.top = '0px';
+    this.list.style.left = '0px';
+    const zero = this.list.getBoundingClientRect();
+    const a = this.area.getBoundingClientRect();
     const inArea = Math.min(parseFloat(style.paddingTop) + row * lineHeight - this.area.scrollTop, this.area.clientHeight);
-    this.list.style.top = `${this.area.offsetTop + Math.max(lineHeight, inArea)}px`;
-    this.list.style.left = `${this.area.offsetLeft + parseFloat(style.paddingLeft) + (this.ctx?.indent ?? 0) * parseFloat(style.fontSize) * 0.6}px`;
+    const x = a.left + parseFloat(style.paddingLeft) + (this.ctx?.indent ?? 0) * parseFloat(style.fontSize) * 0.6 - this.area.scrollLeft;
+    this.list.style.top = `${a.top + Math.max(lineHeight, inArea) - zero.top}px`;
+    this.list.style.left = `${Math.max(a.left, x) - zero.left}px`;
   }
 
   private accept(i: number): void {

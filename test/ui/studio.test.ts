@@ -18,6 +18,7 @@ import { apiJson, ARTIFACT_DIR, shot, skipReason, startUiEnv, type UiEnv } from 
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 declare const document: any;
+declare const getComputedStyle: any;
 type El = any;
 
 const ui = suite('run studio');
@@ -64,6 +65,15 @@ run('key completion: Ctrl-Space lists the valid keys at the cursor with descript
   await item.waitFor();
   assert.match((await item.textContent()) ?? '', /"local" \| "global" \| "uniform" = "local".*per-tile weight field/);
   assert.equal(await page.$$eval(`${completions} li`, (els) => els.map((e) => (e as El).dataset.key)), ['weight_mode', 'weighting'], 'filtered by the typed prefix, in schema order');
+  // The list opens just under the cursor's line (line 2): its top within half a line of that line's bottom.
+  const where = await page.evaluate(() => {
+    const a = document.getElementById('config_yaml');
+    const st = getComputedStyle(a);
+    const lh = parseFloat(st.lineHeight);
+    const lineBottom = a.getBoundingClientRect().top + parseFloat(st.paddingTop) + 2 * lh - a.scrollTop;
+    return { gap: document.getElementById('config_yaml-completions').getBoundingClientRect().top - lineBottom, lh };
+  });
+  assert.ok(Math.abs(where.gap) <= where.lh / 2, `list ${where.gap.toFixed(1)} px from the line's bottom`);
   await page.keyboard.press('Enter');
   assert.is(await editor(), 'stacking:\n  weight_mode: ');
   assert.ok(await page.locator(completions).isHidden());
@@ -117,9 +127,10 @@ run('suggestions: shown with the tiled key each sets (or why none), applied into
   if ((await bge.count()) > 0) assert.ok(await bge.isDisabled());
   await page.click('#config_yaml');
   await page.keyboard.press('Control+End');
-  await page.keyboard.type('report:\n  ');
+  // The editor ends in the stacking block: the list offers its other keys (the picture for docs/).
+  await page.keyboard.type('  ');
   await page.keyboard.press('Control+Space');
-  await page.locator(`${completions} li`).first().waitFor();
+  await page.locator(`${completions} li[data-key="weight_mode"]`).waitFor();
   await shot(page, 'ui-run-studio', true, true);
   await page.keyboard.press('Escape');
 });
