@@ -8,9 +8,11 @@
 
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
+import { startServer } from '../../src/server/app.js';
 import { ARTIFACT_DIR, skipReason, startUiEnv, type UiEnv } from './harness.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -20,39 +22,37 @@ type El = any;
 const QUICK = 'tile:\n  star_min_count: 2\nastrometry:\n  enabled: false\nbge:\n  method: none\npcc:\n  enabled: false\nhypermetric_stretch:\n  enabled: false\nstacking:\n  method: sigma\n';
 
 let env: UiEnv | null = null;
-let skip = skipReason;
 
-/** Asks the server about a resume of a (placeholder) tiled run: does it resume tiled runs at all? */
-async function probe(e: UiEnv): Promise<string | null> {
+/**
+ * Does this build resume tiled runs at all? Asked of a bare server about a placeholder tiled run
+ * folder, at import time (uvu needs to know before the tests are declared whether they skip).
+ */
+async function probe(): Promise<string | null> {
+  const dir = await mkdtemp(join(tmpdir(), 'skystack-resume-probe-'));
   const id = 'resume_probe_20260101_000000';
-  const dir = join(e.runsDir, id);
-  await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, 'run.json'), JSON.stringify({ run_id: id, kind: 'tiled', status: 'ok' }));
+  await mkdir(join(dir, 'runs', id), { recursive: true });
+  await writeFile(join(dir, 'runs', id, 'run.json'), JSON.stringify({ run_id: id, kind: 'tiled', status: 'ok' }));
+  const server = await startServer({ host: '127.0.0.1', port: 0, runsDir: join(dir, 'runs'), roots: [], maxConcurrentJobs: 1, log: () => {} });
   try {
-    const res = await fetch(`${e.server.url}/api/jobs/resume`, { method: 'POST', headers: { 'content-type': 'application/json', origin: e.server.url }, body: JSON.stringify({ run_id: id, from_phase: 'STACKING', dry_run: true }) });
+    const res = await fetch(`${server.url}/api/jobs/resume`, { method: 'POST', headers: { 'content-type': 'application/json', origin: server.url }, body: JSON.stringify({ run_id: id, from_phase: 'STACKING', dry_run: true }) });
     const body = (await res.json().catch(() => null)) as { error?: { code?: string; message?: string } } | null;
     if (body?.error?.code === 'RESUME_NOT_SUPPORTED') return `the server does not resume tiled runs yet (POST /api/jobs/resume: ${res.status} RESUME_NOT_SUPPORTED: ${body.error.message ?? ''})`;
     return null;
   } finally {
+    await server.close();
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-if (!skip) {
-  env = await startUiEnv();
-  skip = await probe(env);
-  if (skip) {
-    console.log(`  [ui] resume browser tests SKIPPED: ${skip}`);
-    await env.close();
-    env = null;
-  }
-}
+const skip = skipReason ?? (await probe());
+if (skip && !skipReason) console.log(`  [ui] resume browser tests SKIPPED: ${skip}`);
 
 const ui = suite('run monitor: resume from phase');
 let page: Page;
 
 ui.before(async () => {
-  if (!env) return;
+  if (skip) return;
+  env = await startUiEnv();
   page = await env.context.newPage();
   page.on('dialog', (d) => void d.accept());
 });
