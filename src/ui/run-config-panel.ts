@@ -154,11 +154,6 @@ export class RunConfigPanel {
     }
   }
 
-  /** The YAML edited here, or the current configuration. */
-  editedOrCurrent(): string {
-    return this.source() === 'edited' ? this.yaml.value : this.currentText;
-  }
-
   private request(dryRun: boolean): ResumeRequest | null {
     if (!this.runId || !this.phase.value) return null;
     const body: ResumeRequest = { run_id: this.runId, from_phase: this.phase.value, ...(dryRun ? { dry_run: true } : {}) };
@@ -268,11 +263,24 @@ export class RunConfigPanel {
     }
   }
 
-  /** Saves the YAML edited here as a user revision of the run (New revision). */
+  /**
+   * New revision: the YAML edited here saved as a user revision of the run. Without an edit in
+   * progress it opens the editor (prefilled with the current configuration) and says so, rather
+   * than storing a copy of the current configuration.
+   */
   async saveRevision(): Promise<void> {
     if (!this.runId || this.kind !== 'tiled') return;
+    if (this.source() !== 'edited') {
+      const edited = this.sources().find((r) => r.value === 'edited');
+      if (edited) edited.checked = true;
+      if (this.yaml.value === '') this.yaml.value = this.currentText;
+      this.choicesChanged();
+      this.yaml.focus();
+      say(this.status, 'Edit the configuration here, then press New revision again to save it as a revision.');
+      return;
+    }
     try {
-      const r = await api.saveRevision(this.runId, this.editedOrCurrent());
+      const r = await api.saveRevision(this.runId, this.yaml.value);
       say(this.status, `Saved ${r.revision_id}.`, 'ok');
       await this.loadRevisions();
     } catch (e) {

@@ -4,8 +4,8 @@
 // served raw), the run's configuration. For tiled runs also the tile grid and weight maps
 // (tile-map-view.ts), the revision list and Resume from phase (run-config-panel.ts), and Resume,
 // New revision and Save as template work; for Raw Stack runs they are visibly disabled, since
-// Raw Stack runs are not resumable. `?run_id=<id>` shows a run no job of this server owns (started from the
-// CLI, or by an earlier server) the same way, from its event lines. Without either parameter it
+// Raw Stack runs are not resumable. `?run_id=<id>` shows a run no job of this server owns
+// (started from the CLI, or by an earlier server) the same way, from its event lines. Without either parameter it
 // lists every run under the runs dir, whoever started it, with links into these modes.
 // `&live=poll` skips Server-Sent Events and polls (the fallback path, also for proxies that
 // buffer event streams).

@@ -123,6 +123,7 @@ async function start(): Promise<void> {
     follow(r.job_id);
   } catch (e) {
     startBtn.disabled = false;
+    if (e instanceof ApiError && e.code === 'VALIDATION_ERROR') showRefusal(e);
     if (e instanceof ApiError && e.issues.length > 0) say(runStatus, `Not started: ${e.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, 'error');
     else say(runStatus, `Not started: ${errText(e)}`, 'error');
   }

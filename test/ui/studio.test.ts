@@ -2,7 +2,8 @@
 // real server on generated data: key completion in the YAML editor (Ctrl-Space, Enter, Tab, Esc),
 // suggestions applied as tiled keys, templates saved, loaded and deleted, a tiled run started from
 // the studio and watched to its end in the monitor (phases, tile grid over N_eff, configuration,
-// revision rev_0001 and its YAML, the Resume from phase control answering a Check), and a Raw
+// revision rev_0001 and its YAML, the Resume from phase control answering a Check, a user
+// revision rev_0002 saved from an edit, Save as template), and a Raw
 // Stack run whose revision and resume controls are disabled with the reason. Screenshots:
 // dist/test-artifacts/ui/ (docs-ui-run-studio.jpg and docs-ui-tiled-monitor.jpg are docs/ copies).
 
@@ -167,7 +168,7 @@ run('templates: save the editor under a name, load it back, refuse a bad name an
   assert.ok(await page.isDisabled('#btn-template-load'));
 });
 
-run('a tiled run started in the studio, watched to its end in the monitor: phases, tile grid, configuration, rev_0001, Resume check', async () => {
+run('a tiled run started in the studio, watched to its end in the monitor: phases, tile grid, configuration, rev_0001, Resume check, New revision, Save as template', async () => {
   await page.goto('/ui/tiled.html');
   await page.fill('#input_dir', env!.lightsDir);
   await page.fill('#run_name', 'studio_run');
@@ -227,6 +228,19 @@ run('a tiled run started in the studio, watched to its end in the monitor: phase
   await page.click('#btn-template');
   await page.waitForFunction(() => /^Saved the run's configuration as template/.test(document.getElementById('job-status')?.textContent ?? ''));
   const t = await apiJson<{ yaml: string }>(env!, 'GET', `/api/config/templates/${runId}`);
+  // New revision: first it opens the editor with the current configuration, then it saves the edit.
+  await page.click('#btn-revision');
+  await page.waitForFunction(() => /^Edit the configuration here/.test(document.getElementById('resume-status')?.textContent ?? ''));
+  assert.ok(await page.locator('#resume-yaml-box').isVisible());
+  const yaml = await page.inputValue('#resume-yaml');
+  assert.match(yaml, /star_min_count: 2/);
+  await page.fill('#resume-yaml', yaml.replace(/^(stacking:\n(?: {2}.*\n)*? {2}method: )sigma/m, '$1winsor'));
+  await page.click('#btn-revision');
+  await page.waitForFunction(() => /^Saved rev_0002/.test(document.getElementById('resume-status')?.textContent ?? ''));
+  await page.locator('#revision-list li[data-rev="rev_0002"]').waitFor();
+  assert.match((await page.textContent('#revision-list li[data-rev="rev_0002"]')) ?? '', /user/);
+  await page.click('#revision-list li[data-rev="rev_0002"] button');
+  await page.waitForFunction(() => /method: winsor/.test(document.getElementById('revision-view')?.textContent ?? ''));
   const saved = parse(t.yaml);
   assert.is(saved.tile.star_min_count, 2);
   assert.is(saved.pcc.enabled, false);
