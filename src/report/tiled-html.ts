@@ -5,47 +5,22 @@
 // - heat maps of the local weight L per tile for the frames whose L varies most across the
 //   field (the frames the tiling treats differently from region to region);
 // - the validation results with pass/fail.
-// Pure SVG and text, no scripts (the report is self-contained); values escaped.
+// Pure SVG and text, no scripts (the report is self-contained); values escaped. The tile grid is
+// src/shared/tile-grid-svg.ts, which the run monitor draws too.
 
 import type { ReportTiled } from './model.js';
+import { svgMarkup } from '../shared/frame-plot-svg.js';
+import { fmtTile, gridRects, tileGridSvg } from '../shared/tile-grid-svg.js';
 
 const h = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-const fmt = (v: number | null | undefined, d = 2): string => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(d));
-
-/** A colour for t in [0, 1] (blue → yellow → red). */
-function heat(t: number): string {
-  const x = Math.max(0, Math.min(1, Number.isFinite(t) ? t : 0));
-  const r = Math.round(255 * Math.min(1, 2 * x));
-  const g = Math.round(200 * (x < 0.5 ? 0.4 + 1.2 * x : 2 * (1 - x)));
-  const b = Math.round(255 * Math.max(0, 1 - 2 * x));
-  return `rgb(${r},${g},${b})`;
-}
-
-/** Tile rectangles (image pixels) in grid order: rows of origins_y, columns of origins_x. */
-function rects(t: ReportTiled): { x: number; y: number; w: number; h: number }[] {
-  const out: { x: number; y: number; w: number; h: number }[] = [];
-  for (const y of t.tile.origins_y) for (const x of t.tile.origins_x) out.push({ x, y, w: t.tile.size_x, h: t.tile.size_y });
-  return out;
-}
+const fmt = fmtTile;
 
 function gridSvg(t: ReportTiled, values: number[], opts: { width: number; preview?: string; label: string; lo: number; hi: number; showValues: boolean; invert?: boolean }): string {
-  const { width: W, height: H } = t.image;
-  const scale = opts.width / W;
-  const hgt = Math.round(H * scale);
-  const span = opts.hi - opts.lo || 1;
-  const cells = rects(t)
-    .map((r, k) => {
-      const v = values[k] ?? NaN;
-      const u = (v - opts.lo) / span;
-      const fill = heat(opts.invert ? 1 - u : u);
-      const cx = (r.x + r.w / 2) * scale;
-      const cy = (r.y + r.h / 2) * scale;
-      return `<rect x="${(r.x * scale).toFixed(1)}" y="${(r.y * scale).toFixed(1)}" width="${(r.w * scale).toFixed(1)}" height="${(r.h * scale).toFixed(1)}" fill="${fill}" fill-opacity="${opts.preview ? 0.28 : 0.85}" stroke="#fff" stroke-opacity="0.8" stroke-width="1"><title>tile ${k}${t.tile.types ? ` (${h(t.tile.types[k] ?? '')})` : ''}: ${fmt(v)}</title></rect>` +
-        (opts.showValues ? `<text x="${cx.toFixed(1)}" y="${cy.toFixed(1)}" font-size="${Math.max(8, Math.min(13, r.w * scale * 0.22)).toFixed(0)}" text-anchor="middle" dominant-baseline="middle" fill="#fff" stroke="#000" stroke-width="0.6" paint-order="stroke">${fmt(v, 1)}</text>` : '');
-    })
-    .join('');
-  const image = opts.preview ? `<image href="data:image/png;base64,${h(opts.preview)}" x="0" y="0" width="${opts.width}" height="${hgt}" preserveAspectRatio="none"/>` : '';
-  return `<svg class="tiled-grid" role="img" aria-label="${h(opts.label)}" width="${opts.width}" height="${hgt}" viewBox="0 0 ${opts.width} ${hgt}">${image}${cells}</svg>`;
+  const model = { image: t.image, tiles: gridRects(t.tile.origins_x, t.tile.origins_y, t.tile.size_x, t.tile.size_y), types: t.tile.types };
+  const { preview, ...rest } = opts;
+  const svg = tileGridSvg(model, values, { ...rest, ...(preview ? { imageHref: `data:image/png;base64,${preview}` } : {}) });
+  svg.attrs.xmlns = 'http://www.w3.org/2000/svg'; // after class: the markup starts <svg class="tiled-grid"
+  return svgMarkup(svg);
 }
 
 function gBars(t: ReportTiled): string {

@@ -24,6 +24,7 @@ import { PathGuard } from './paths.js';
 import { ApiRegistry, methodNotAllowed } from './registry.js';
 import { RunList } from './run-list.js';
 import { configRoutes } from './routes/config.js';
+import { templateRoutes } from './routes/templates.js';
 import { fileRoutes, grantRefusal } from './routes/files.js';
 import { imageRoutes } from './routes/images.js';
 import { jobRoutes } from './routes/jobs.js';
@@ -117,6 +118,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   preprocessingRoutes(api, context);
   preprocessingImportFileRoutes(api, context);
   configRoutes(api, context);
+  templateRoutes(api, context);
   pccRoutes(api, context);
 
   const requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { ApiError } from './errors.js';
 import { SKYSTACK_VERSION } from '../version.js';
 
-export type Method = 'get' | 'post' | 'patch' | 'delete';
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 export interface RouteDoc {
   method: Method;

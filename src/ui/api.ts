@@ -161,6 +161,44 @@ export interface YamlFinding {
   column: number | null;
 }
 
+export interface TemplateSummary {
+  name: string;
+  updated_at: string;
+  bytes?: number;
+}
+
+export interface TemplateRecord {
+  name: string;
+  yaml: string;
+  updated_at: string;
+}
+
+export interface RevisionRecord {
+  revision_id: string;
+  file_name: string;
+  source: string;
+  created_at: string;
+  run_id: string;
+}
+
+export interface ResumeRequest {
+  run_id: string;
+  from_phase: string;
+  dry_run?: boolean;
+  config_yaml?: string;
+  config_revision_id?: string;
+}
+
+/** A dry run's answer (200). A resume that cannot run answers 409 RESUME_PHASE_NOT_FEASIBLE instead. */
+export interface ResumeCheck {
+  run_id: string;
+  run_dir?: string;
+  from_phase: string;
+  feasible: boolean;
+  reason?: string;
+  would_rerun: string[];
+}
+
 export const api = {
   parameters: async (): Promise<JsonObject> => unwrapConfig(await request('GET', '/api/tools/preprocessing/parameters')),
   /** The stored parameters with where they came from (`defaults` while nothing is stored) and when they were stored. */
@@ -223,4 +261,19 @@ export const api = {
     return { frames: typeof summary.frames === 'number' ? summary.frames : 0, colorMode: typeof summary.color_mode === 'string' ? summary.color_mode : null, filters, hint };
   },
   grant: (path: string): Promise<unknown> => request('GET', `/api/files/grant?path=${enc(path)}`),
+  /** JSON Schema of the tiled-workflow YAML (or of the Raw Stack parameters). */
+  schema: (kind: 'tiled' | 'rawstack' = 'tiled'): Promise<unknown> => request('GET', `/api/config/schema?kind=${kind}`),
+  /** Suggested values with their reasons (Raw Stack paths; suggest-map.ts maps them to tiled keys). */
+  suggest: (body: { input_dir?: string; run_id?: string }): Promise<{ suggestions: { path: string; value: unknown; current?: unknown; reason: string }[]; measured: JsonObject }> => request('POST', '/api/config/suggest', body),
+  templates: async (): Promise<TemplateSummary[]> => listOf<TemplateSummary>(await request('GET', '/api/config/templates')),
+  template: (name: string): Promise<TemplateRecord> => request('GET', `/api/config/templates/${enc(name)}`),
+  saveTemplate: (name: string, yaml: string): Promise<TemplateRecord> => request('PUT', `/api/config/templates/${enc(name)}`, { yaml }),
+  deleteTemplate: (name: string): Promise<unknown> => request('DELETE', `/api/config/templates/${enc(name)}`),
+  /** The configuration a run used (a tiled run's config.yaml, Raw Stack's effective_config.json). */
+  runConfig: (runId: string): Promise<{ run_id: string; kind: string; path: string; format: 'yaml' | 'json'; text: string; revision_id: string | null }> => request('GET', `/api/runs/${enc(runId)}/config`),
+  revisions: async (runId: string): Promise<RevisionRecord[]> => listOf<RevisionRecord>(await request('GET', `/api/runs/${enc(runId)}/config/revisions`)),
+  revision: (runId: string, rev: string): Promise<RevisionRecord & { yaml: string }> => request('GET', `/api/runs/${enc(runId)}/config/revisions/${enc(rev)}`),
+  saveRevision: (runId: string, yaml: string): Promise<RevisionRecord> => request('POST', `/api/runs/${enc(runId)}/config/revisions`, { config_yaml: yaml }),
+  /** Resume a run from a phase; with dry_run, only whether it can (200), else the job (202). */
+  resume: (body: ResumeRequest): Promise<ResumeCheck | StartResult> => request('POST', '/api/jobs/resume', body),
 };

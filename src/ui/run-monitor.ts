@@ -1,21 +1,26 @@
 // The full run monitor (/ui/run-monitor.html). With `?preprocessing_job_id=<id>` it is in
 // preprocessing mode (seed "Front-end views" 2): phase list with status and progress, live log,
 // output previews, artifact list and viewer (JSON tree, CSV table, JSONL lines, Markdown, HTML
-// served raw); Resume, New revision and Save as template are visibly disabled, since Raw Stack
-// runs are not resumable. `?run_id=<id>` shows a run no job of this server owns (started from the
-// CLI, or by an earlier server) the same way, from its event lines. Without either parameter it
+// served raw), the run's configuration. For tiled runs also the tile grid and weight maps
+// (tile-map-view.ts), the revision list and Resume from phase (run-config-panel.ts), and Resume,
+// New revision and Save as template work; for Raw Stack runs they are visibly disabled, since
+// Raw Stack runs are not resumable. `?run_id=<id>` shows a run no job of this server owns
+// (started from the CLI, or by an earlier server) the same way, from its event lines. Without either parameter it
 // lists every run under the runs dir, whoever started it, with links into these modes.
 // `&live=poll` skips Server-Sent Events and polls (the fallback path, also for proxies that
 // buffer event streams).
 
-import { api, ApiError, TERMINAL_JOB_STATES, type ArtifactEntry } from './api.js';
+import { api, ApiError, TERMINAL_JOB_STATES, type ArtifactEntry, type JsonObject, type StartResult } from './api.js';
+import { RAWSTACK_WHY, RunConfigPanel } from './run-config-panel.js';
+import { TileMapView } from './tile-map-view.js';
+import { yamlDropBlock } from './yaml-edit.js';
 import { showArtifact } from './artifact-viewer.js';
 import { byId, clear, formatBytes, h, say } from './dom.js';
 import { frameContext } from './frame-data.js';
 import { FrameTable, frameRows, openFrameInViewer, type FrameRow } from './frame-table.js';
 import { followJob, followRun, type FollowCallbacks } from './live.js';
 import { renderLog, renderNotes, renderPhaseTable, renderPreviews } from './monitor-views.js';
-import { RunState } from './run-state.js';
+import { RunState, type EventLine } from './run-state.js';
 import { layoutOf } from '../shared/run-layout.js';
 
 /** Where this run's report and frame table lie (its kind from run_start; Raw Stack until then). */
@@ -32,18 +37,75 @@ let selected: string | null = params.get('artifact');
 
 const errText = (e: unknown): string => (e instanceof ApiError ? `${e.message} (${e.code})` : String(e));
 
-function disableRunFunctions(kind: string | null = null): void {
-  const why =
-    kind === 'tiled'
-      ? 'Tiled run: resume from a phase, configuration revisions and templates come with the run studio (the API already lists revisions).'
-      : 'Not available for Raw Stack runs: they are not resumable (no resume, revision or template).';
+/** Resume, New revision and Save as template: working for tiled runs, disabled with the reason otherwise. */
+function runFunctions(kind: string | null = null): void {
+  const tiled = kind === 'tiled';
   for (const id of ['btn-resume', 'btn-revision', 'btn-template']) {
     const b = byId<HTMLButtonElement>(id);
-    b.disabled = true;
-    b.title = why;
-    b.setAttribute('aria-describedby', 'mode-note');
+    b.disabled = !tiled;
+    if (tiled) {
+      b.removeAttribute('title');
+      b.removeAttribute('aria-describedby');
+    } else {
+      b.title = RAWSTACK_WHY;
+      b.setAttribute('aria-describedby', 'mode-note');
+    }
   }
-  byId('mode-note').textContent = kind === 'tiled' ? why : `Preprocessing mode. ${why}`;
+  byId('mode-note').textContent = tiled ? 'Tiled run: resume from a phase, configuration revisions and templates below.' : kind === null ? 'Preprocessing mode.' : `Preprocessing mode. ${RAWSTACK_WHY}`;
+}
+
+const panel = new RunConfigPanel({ onResumeStarted: (job) => void followResume(job) });
+const tileMaps = new TileMapView(byId('tile-maps'));
+let panelRun = '';
+
+/** Once the run and its kind are known: the panel for it, the phase picker from its plan. */
+function runKnown(): void {
+  if (!runId || !state.kind) return;
+  panel.setPhases([...state.phases.keys()]);
+  const key = `${runId}|${state.kind}`;
+  if (key === panelRun) return;
+  panelRun = key;
+  runFunctions(state.kind);
+  void panel.setRun(runId, state.kind);
+}
+
+/** A resume job of this run: its new event lines polled into the views until the job ends. */
+async function followResume(job: StartResult): Promise<void> {
+  const resumeStatus = byId('resume-status');
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 1000));
+    if (runId) {
+      const lines = await api.logs(runId).catch(() => [] as JsonObject[]);
+      let changed = false;
+      for (const l of lines) changed = state.apply(l as unknown as EventLine) || changed;
+      if (changed) render();
+    }
+    const rec = await api.job(job.job_id).catch(() => null);
+    if (rec && TERMINAL_JOB_STATES.has(rec.state)) {
+      say(resumeStatus, `Resume ${rec.state}${rec.error ? ` — ${rec.error.code}: ${rec.error.message}` : ''} (job ${job.job_id}).`, rec.state === 'ok' ? 'ok' : rec.state === 'cancelled' ? 'info' : 'error');
+      break;
+    }
+    if (rec) say(resumeStatus, `Resume job ${job.job_id} ${rec.state}${rec.progress?.phase ? `: ${rec.progress.phase}` : ''}…`);
+  }
+  await refreshArtifacts();
+  await panel.loadConfig();
+  await panel.loadRevisions();
+}
+
+/**
+ * Save as template: the run's configuration under a name from the run id (loaded in the run
+ * studio), without the `_runtime` block the run recorded about itself (device, version).
+ */
+async function saveAsTemplate(): Promise<void> {
+  if (!runId) return;
+  const name = runId.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^[._-]+/, '').slice(0, 64) || 'run';
+  try {
+    const c = await api.runConfig(runId);
+    await api.saveTemplate(name, yamlDropBlock(c.text, '_runtime'));
+    say(status, `Saved the run's configuration as template ${name} (load it in the run studio).`, 'ok');
+  } catch (e) {
+    say(status, `Not saved as a template: ${errText(e)}`, 'error');
+  }
 }
 
 function render(): void {
@@ -87,6 +149,7 @@ async function refreshArtifacts(): Promise<void> {
   }
   renderArtifactList();
   renderPreviews(byId('previews'), runId, artifacts, layout());
+  if (state.kind === 'tiled') void tileMaps.update(runId, artifacts);
   if (artifacts.some((a) => a.path === layout().report.html)) byId<HTMLButtonElement>('btn-report').disabled = false;
   const csv = artifacts.find((a) => a.path === layout().frameTable);
   if (csv && csv.mtime !== framesShown) void showFrames(csv.mtime);
@@ -131,7 +194,16 @@ async function showFrames(version: string | undefined): Promise<void> {
 function monitorMode(title: string, follow: (cb: FollowCallbacks) => void): void {
   byId('pp-mode').hidden = false;
   byId('run-title').textContent = title;
-  disableRunFunctions();
+  runFunctions();
+  byId('btn-resume').addEventListener('click', () => {
+    byId('resume-box').scrollIntoView({ block: 'start' });
+    byId('resume-phase').focus();
+  });
+  byId('btn-revision').addEventListener('click', () => {
+    byId('resume-box').scrollIntoView({ block: 'start' });
+    void panel.saveRevision();
+  });
+  byId('btn-template').addEventListener('click', () => void saveAsTemplate());
   byId('btn-report').addEventListener('click', () => {
     if (runId) window.open(api.rawUrl(runId, layout().report.html), '_blank', 'noopener');
   });
@@ -139,11 +211,11 @@ function monitorMode(title: string, follow: (cb: FollowCallbacks) => void): void
   follow({
     onLine: (line) => {
       if (!state.apply(line)) return;
-      if (line.type === 'run_start' && state.kind === 'tiled') disableRunFunctions('tiled');
       if (!runId && typeof line.run_id === 'string') {
         runId = line.run_id;
         byId('run-title').textContent = jobId ? `${runId} (job ${jobId})` : runId;
       }
+      runKnown();
       render();
       if (line.type === 'phase_end' || line.type === 'run_start') void refreshArtifacts();
     },
@@ -151,6 +223,7 @@ function monitorMode(title: string, follow: (cb: FollowCallbacks) => void): void
       if (job.run_id && !runId) {
         runId = job.run_id;
         byId('run-title').textContent = `${runId} (job ${job.job_id})`;
+        runKnown();
         void refreshArtifacts();
       }
       if (!TERMINAL_JOB_STATES.has(job.state)) say(status, `Job ${job.state}`);
@@ -162,6 +235,8 @@ function monitorMode(title: string, follow: (cb: FollowCallbacks) => void): void
       const final = state.runStatus ?? job?.state ?? 'unknown';
       say(status, `Run ${final}${job?.error ? ` — ${job.error.code}: ${job.error.message}` : ''}`, final === 'ok' ? 'ok' : final === 'cancelled' ? 'info' : 'error');
       void refreshArtifacts();
+      void panel.loadConfig();
+      void panel.loadRevisions();
     },
     onError: (message) => say(status, message, 'error'),
   });
@@ -180,7 +255,7 @@ function runMode(id: string): void {
 
 async function runsList(): Promise<void> {
   byId('runs-list-box').hidden = false;
-  byId('mode-note').textContent = 'Open a Raw Stack run to monitor it.';
+  byId('mode-note').textContent = 'Open a run to monitor it.';
   const list = byId('runs-list');
   try {
     const runs = await api.runs();

@@ -92,6 +92,10 @@ export function describeEvent(e: EventLine): string {
       return `${phase} frame ${String(e.index)} ${String(e.file ?? '')}: ${String(e.outcome ?? '')}${typeof e.code === 'string' ? ` (${e.code})` : ''}`;
     case 'warning':
       return `warning ${String(e.code ?? '')}: ${String(e.message ?? '')}`;
+    case 'resume_start':
+      return `resume from ${String(e.from_phase ?? '?')}${typeof e.config_revision_id === 'string' ? ` with ${e.config_revision_id}` : ''}`;
+    case 'resume_end':
+      return `resume ${String(e.status)}`;
     case 'run_end':
       return `run ${String(e.status)}${Array.isArray(e.failed_phases) && e.failed_phases.length ? ` (failed: ${e.failed_phases.join(', ')})` : ''}`;
     default:

@@ -1,10 +1,16 @@
-// The tiled run's start page (/ui/tiled.html): input folder, runs dir and run name with the
-// server-side folder browser, the configuration as tiled-workflow YAML (validated by the server,
-// each finding marked at its line), Start (POST /api/jobs/run {pipeline: "tiled"}) and Cancel,
-// and the run's phase chips and latest events while it runs; the run monitor shows the rest.
-// A minimal start form: the run studio (templates, revisions, resume) builds on it.
+// The run studio for tiled runs (/ui/tiled.html): input folder, runs dir and run name with the
+// server-side folder browser; the configuration as tiled-workflow YAML with completion of keys
+// from the JSON Schema (yaml-complete.ts: Ctrl-Space), validation by the server (each finding
+// marked at its line), suggestions from POST /api/config/suggest mapped to tiled keys
+// (suggest-map.ts) to apply one by one, and templates (template-bar.ts); Start
+// (POST /api/jobs/run {pipeline: "tiled"}) and Cancel, and the run's phase chips and latest events
+// while it runs. The run monitor shows the rest (revisions, resume, tile grid).
 
 import { api, ApiError, TERMINAL_JOB_STATES, type YamlFinding } from './api.js';
+import { tiledSuggestions, type TiledSuggestion } from './suggest-map.js';
+import { TemplateBar } from './template-bar.js';
+import { YamlCompleter } from './yaml-complete.js';
+import { yamlScalar, yamlSetPath } from './yaml-edit.js';
 import { byId, clear, h, say } from './dom.js';
 import { browse } from './folder-browser.js';
 import { followJob, type Follower } from './live.js';
@@ -117,6 +123,7 @@ async function start(): Promise<void> {
     follow(r.job_id);
   } catch (e) {
     startBtn.disabled = false;
+    if (e instanceof ApiError && e.code === 'VALIDATION_ERROR') showRefusal(e);
     if (e instanceof ApiError && e.issues.length > 0) say(runStatus, `Not started: ${e.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, 'error');
     else say(runStatus, `Not started: ${errText(e)}`, 'error');
   }
@@ -128,6 +135,65 @@ async function pick(id: string, title: string): Promise<void> {
   if (chosen !== null) input.value = chosen;
 }
 
+/** Findings of a refused request (VALIDATION_ERROR with line and column per issue). */
+function showRefusal(e: ApiError): void {
+  const raw = (e.details as { issues?: unknown[] } | null)?.issues ?? [];
+  const findings = raw.map((i) => {
+    const f = (i ?? {}) as Partial<YamlFinding>;
+    return { path: typeof f.path === 'string' ? f.path : '', message: typeof f.message === 'string' ? f.message : String(i), line: typeof f.line === 'number' ? f.line : null, column: typeof f.column === 'number' ? f.column : null };
+  });
+  showFindings(findings, []);
+}
+
+// Suggestions: what the server suggests, as tiled keys, each applied on its own.
+let suggestions: TiledSuggestion[] = [];
+async function suggest(): Promise<void> {
+  const box = byId('suggest-box');
+  const status = byId('suggest-status');
+  const input = byId<HTMLInputElement>('input_dir').value.trim();
+  say(status, input ? `Measuring ${input}…` : 'Suggesting from this machine (choose an input folder to include the data)…');
+  try {
+    const r = await api.suggest(input ? { input_dir: input } : {});
+    suggestions = tiledSuggestions(r.suggestions);
+  } catch (e) {
+    say(status, `No suggestions: ${errText(e)}`, 'error');
+    return;
+  }
+  const body = byId('suggest-body');
+  clear(body);
+  suggestions.forEach((sg, i) => {
+    const apply = h('button', { type: 'button', class: 'small', 'data-apply': i, disabled: sg.tiledPath === null, title: sg.tiledPath ? `set ${sg.tiledPath.join('.')} in the editor` : sg.why }, 'Apply');
+    apply.addEventListener('click', () => applySuggestion(i));
+    body.append(h('tr', { 'data-path': sg.path, 'data-tiled': sg.tiledPath?.join('.') ?? '' }, h('td', {}, sg.tiledPath ? h('code', {}, sg.tiledPath.join('.')) : h('span', { class: 'muted' }, `${sg.path}: ${sg.why}`)), h('td', {}, h('code', {}, yamlScalar(sg.value))), h('td', {}, sg.reason), h('td', {}, apply)));
+  });
+  box.hidden = false;
+  const usable = suggestions.filter((x) => x.tiledPath).length;
+  say(status, `${usable} suggestion${usable === 1 ? '' : 's'} for tiled keys${suggestions.length > usable ? `, ${suggestions.length - usable} without a tiled counterpart` : ''}.`, 'ok');
+}
+
+function applySuggestion(i: number): void {
+  const sg = suggestions[i];
+  if (!sg?.tiledPath) return;
+  yamlArea.value = yamlSetPath(yamlArea.value, sg.tiledPath, sg.value);
+  renderGutter();
+  say(byId('suggest-status'), `Set ${sg.tiledPath.join('.')} to ${yamlScalar(sg.value)} in the editor.`, 'ok');
+  void validateYaml();
+}
+
+new YamlCompleter(yamlArea, () => api.schema('tiled'), () => renderGutter());
+new TemplateBar({
+  getYaml: () => yamlArea.value,
+  setYaml: (yaml) => {
+    yamlArea.value = yaml;
+    renderGutter();
+    void validateYaml();
+  },
+  showRefusal: (e) => {
+    showRefusal(e);
+    say(yamlStatus, `${e.message}: see the marked lines.`, 'error');
+  },
+});
+byId('btn-suggest').addEventListener('click', () => void suggest());
 yamlArea.addEventListener('input', () => renderGutter());
 yamlArea.addEventListener('scroll', () => {
   gutter.scrollTop = yamlArea.scrollTop;

@@ -1,0 +1,134 @@
+// Browser test of Resume from phase in the run monitor (issue 20 item 5): a tiled run started in
+// the run studio; its configuration changed at a key only STACKING reads; a Check from STACKING
+// says feasible and would re-run STACKING and later phases only; a change upstream
+// (tile.size_factor, read by TILE_GRID) says not feasible and why; Start resume runs to its end and
+// the revision list gains an entry with the new configuration.
+// The server must resume tiled runs: while POST /api/jobs/resume answers RESUME_NOT_SUPPORTED for
+// a tiled run (a build without the resume backend) the tests skip, saying so.
+
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { startServer } from '../../src/server/app.js';
+import { ARTIFACT_DIR, skipReason, startUiEnv, type UiEnv } from './harness.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+declare const document: any;
+type El = any;
+
+const QUICK = 'tile:\n  star_min_count: 2\nastrometry:\n  enabled: false\nbge:\n  method: none\npcc:\n  enabled: false\nhypermetric_stretch:\n  enabled: false\nstacking:\n  method: sigma\n';
+
+let env: UiEnv | null = null;
+
+/**
+ * Does this build resume tiled runs at all? Asked of a bare server about a placeholder tiled run
+ * folder, at import time (uvu needs to know before the tests are declared whether they skip).
+ */
+async function probe(): Promise<string | null> {
+  const dir = await mkdtemp(join(tmpdir(), 'skystack-resume-probe-'));
+  const id = 'resume_probe_20260101_000000';
+  await mkdir(join(dir, 'runs', id), { recursive: true });
+  await writeFile(join(dir, 'runs', id, 'run.json'), JSON.stringify({ run_id: id, kind: 'tiled', status: 'ok' }));
+  const server = await startServer({ host: '127.0.0.1', port: 0, runsDir: join(dir, 'runs'), roots: [], maxConcurrentJobs: 1, log: () => {} });
+  try {
+    const res = await fetch(`${server.url}/api/jobs/resume`, { method: 'POST', headers: { 'content-type': 'application/json', origin: server.url }, body: JSON.stringify({ run_id: id, from_phase: 'STACKING', dry_run: true }) });
+    const body = (await res.json().catch(() => null)) as { error?: { code?: string; message?: string } } | null;
+    if (body?.error?.code === 'RESUME_NOT_SUPPORTED') return `the server does not resume tiled runs yet (POST /api/jobs/resume: ${res.status} RESUME_NOT_SUPPORTED: ${body.error.message ?? ''})`;
+    return null;
+  } finally {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const skip = skipReason ?? (await probe());
+if (skip && !skipReason) console.log(`  [ui] resume browser tests SKIPPED: ${skip}`);
+
+const ui = suite('run monitor: resume from phase');
+let page: Page;
+
+ui.before(async () => {
+  if (skip) return;
+  env = await startUiEnv();
+  page = await env.context.newPage();
+  page.on('dialog', (d) => void d.accept());
+});
+
+ui.after(async () => {
+  await env?.close();
+});
+
+let testNo = 0;
+const run = (name: string, fn: () => Promise<void>) => {
+  const n = ++testNo;
+  const wrapped = async () => {
+    try {
+      await fn();
+    } catch (e) {
+      await page?.screenshot({ path: join(ARTIFACT_DIR, `resume-failure-${n}.png`), fullPage: true }).catch(() => {});
+      throw e;
+    }
+  };
+  return skip ? ui.skip(name, wrapped) : ui(name, wrapped);
+};
+
+/** Sets the edited YAML box to the current configuration with `edit` applied to its text. */
+async function editYaml(edit: [RegExp, string]): Promise<void> {
+  await page.check('input[name="resume-source"][value="edited"]');
+  const text = await page.inputValue('#resume-yaml');
+  const next = text.replace(edit[0], edit[1]);
+  assert.is.not(next, text, `the edit ${String(edit[0])} applies`);
+  await page.fill('#resume-yaml', next);
+}
+
+run('a tiled run from the studio, then Check and Start resume from STACKING after a config change; the revision list gains an entry', async () => {
+  await page.goto('/ui/tiled.html');
+  await page.fill('#input_dir', env!.lightsDir);
+  await page.fill('#run_name', 'resume_run');
+  await page.fill('#config_yaml', QUICK);
+  await page.click('#btn-start');
+  await page.locator('#monitor-link').waitFor();
+  await page.click('#monitor-link');
+  await page.waitForFunction(() => /^Run ok/.test(document.getElementById('job-status')?.textContent ?? ''), null, { timeout: 180_000 });
+  await page.locator('#revision-list li[data-rev="rev_0001"]').waitFor();
+  const revsBefore = await page.locator('#revision-list li[data-rev]').count();
+  await page.waitForFunction(() => (document.getElementById('resume-yaml') as El).value.includes('stacking:'));
+  assert.is(await page.inputValue('#resume-phase'), 'STACKING');
+
+  // Upstream change: tile.size_factor is read by TILE_GRID, before STACKING.
+  await editYaml([/^(tile:\n(?: {2}.*\n)*? {2}size_factor: )[\d.]+/m, '$148']);
+  await page.click('#btn-resume-check');
+  await page.waitForFunction(() => (document.getElementById('resume-result')?.dataset.feasible ?? '') === 'false');
+  assert.is(await page.getAttribute('#resume-result', 'data-code'), 'RESUME_PHASE_NOT_FEASIBLE');
+  assert.match((await page.textContent('#resume-result')) ?? '', /tile\.size_factor/);
+  assert.ok(await page.isDisabled('#btn-resume-start'));
+
+  // A change only STACKING reads: feasible, re-runs STACKING and what follows, nothing before.
+  await page.fill('#resume-yaml', '');
+  await page.check('input[name="resume-source"][value="current"]');
+  await page.check('input[name="resume-source"][value="edited"]');
+  const current = await page.textContent('#config-text');
+  await page.fill('#resume-yaml', current ?? '');
+  await editYaml([/^(stacking:\n(?: {2}.*\n)*? {2}method: )sigma/m, '$1winsor']);
+  await page.click('#btn-resume-check');
+  await page.waitForFunction(() => (document.getElementById('resume-result')?.dataset.feasible ?? '') !== '');
+  assert.is(await page.getAttribute('#resume-result', 'data-feasible'), 'true', (await page.textContent('#resume-result')) ?? '');
+  const rerun = ((await page.textContent('#resume-rerun')) ?? '').replace('Would re-run:', '').trim().split(/\s+/);
+  assert.is(rerun[0], 'STACKING');
+  for (const early of ['SCAN_INPUT', 'REGISTRATION', 'TILE_GRID', 'LOCAL_METRICS', 'TILE_RECONSTRUCTION']) assert.not.ok(rerun.includes(early), early);
+  assert.ok(await page.isEnabled('#btn-resume-start'));
+
+  await page.click('#btn-resume-start');
+  await page.waitForFunction(() => /^Resume (ok|error|cancelled)/.test(document.getElementById('resume-status')?.textContent ?? ''), null, { timeout: 180_000 });
+  assert.match((await page.textContent('#resume-status')) ?? '', /^Resume ok/);
+  await page.waitForFunction((n) => document.querySelectorAll('#revision-list li[data-rev]').length > n, revsBefore, { timeout: 20_000 });
+  const sources = await page.$$eval('#revision-list li[data-rev]', (els) => els.map((e) => (e as El).textContent));
+  assert.ok(sources.length > revsBefore, sources.join(' | '));
+  await page.waitForFunction(() => /method: winsor/.test(document.getElementById('config-text')?.textContent ?? ''));
+  assert.match((await page.textContent('#event-log')) ?? '', /resume from STACKING/);
+});
+
+ui.run();
