@@ -75,6 +75,23 @@ export function configFromYaml(text: string | null): TiledRunConfig | null {
   }
 }
 
+/**
+ * Overrides for a resume configuration that leaves out the run's lights folder or run name:
+ * the run's own (a resume does not change which lights a run is of, nor its folder's name).
+ */
+export async function runDefaults(runDir: string, document: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const previous = configFromYaml(await readFile(`${runDir}/${RUN_LAYOUTS.tiled.config}`, 'utf8').catch(() => null));
+  if (!previous) return {};
+  const given = (block: string, key: string) => {
+    const b = document[block];
+    return isPlainObject(b) && typeof b[key] === 'string' && b[key] !== '';
+  };
+  const out: Record<string, unknown> = {};
+  if (!given('input', 'input_dir')) out['input.input_dir'] = previous.tiled.input.input_dir;
+  if (!given('output', 'run_name')) out['output.run_name'] = previous.tiled.output.run_name;
+  return out;
+}
+
 /** The run record of a run folder, or null. */
 export async function readRecord(runDir: string): Promise<RunRecord | null> {
   try {
