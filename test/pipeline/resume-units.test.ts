@@ -56,7 +56,7 @@ test('feasibility: per-key changes, the prefix rule, reasons in order', () => {
   const chain = resumeFeasibility({ ...base, phases: facts({ B: { recordValid: false } }), fromPhase: 'C' });
   assert.equal([chain.reason, chain.missing_files], ['artifacts_missing', ['artifacts/phase_records.json#B']]);
   const noCkpt = resumeFeasibility({ ...base, phases: facts({ A: { record: { ...rec(['input']), checkpoint: null } } }), fromPhase: 'B' });
-  assert.equal(noCkpt.missing_files, ['artifacts/resume/A.json']);
+  assert.equal(noCkpt.missing_files, ['artifacts/resume/A.json.gz']);
   // Precedence: unknown phase, config, inputs (not for the first phase).
   assert.is(resumeFeasibility({ ...base, previousConfig: null, fromPhase: 'Z' }).reason, 'unsupported_resume_phase');
   assert.is(resumeFeasibility({ ...base, previousConfig: null, missingInputs: ['/l/1.fits'], fromPhase: 'C' }).reason, 'config_missing');

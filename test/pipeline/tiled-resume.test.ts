@@ -1,6 +1,7 @@
 // Resuming a tiled run (src/pipeline/tiled/resume.ts) end to end on one generated, calibrated
 // session of 10 mono frames at 224×160: a resume from STACKING with the same configuration
-// reproduces outputs/*.fits and validation.json byte for byte, appends to the event log (seq
+// reproduces outputs/*.fits and validation.json byte for byte (stacking_diagnostics.json apart
+// from its timings), appends to the event log (seq
 // continuing, no earlier phase run again) and records a resume_previous revision; a changed
 // upstream key (tile.size_factor, read by TILE_GRID) is refused with config_changed_upstream and
 // the key; a key read only from LOCAL_METRICS on (local_metrics.clamp) resumes from there and
@@ -56,6 +57,9 @@ async function outputsOf(runDir: string): Promise<Map<string, Buffer>> {
   const m = new Map<string, Buffer>();
   for (const n of (await readdir(join(runDir, 'outputs'))).filter((n) => n.endsWith('.fits'))) m.set(`outputs/${n}`, await readFile(join(runDir, 'outputs', n)));
   m.set('artifacts/validation.json', await readFile(join(runDir, 'artifacts', 'validation.json')));
+  // The stacking diagnostics apart from their timings (milliseconds of this machine's clock).
+  const untimed = (v: unknown): unknown => (Array.isArray(v) ? v.map(untimed) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => !/timings|_ms$/.test(k)).map(([k, x]) => [k, untimed(x)])) : v);
+  m.set('artifacts/stacking_diagnostics.json', Buffer.from(JSON.stringify(untimed(JSON.parse(await readFile(join(runDir, 'artifacts', 'stacking_diagnostics.json'), 'utf8'))))));
   return m;
 }
 
@@ -79,7 +83,7 @@ test('tiled resume: bit-identical from STACKING, upstream change refused, LOCAL_
     assert.is(first.status, 'ok', JSON.stringify(first.phases));
     const d = first.runDir;
     const records = JSON.parse(await readFile(join(d, 'artifacts', 'phase_records.json'), 'utf8')) as Record<string, { checkpoint: { path: string; sha256: string } | null }>;
-    assert.is(records.STACKING!.checkpoint!.path, 'artifacts/resume/STACKING.json');
+    assert.is(records.STACKING!.checkpoint!.path, 'artifacts/resume/STACKING.json.gz');
     assert.match(records.TILE_GRID!.checkpoint!.sha256, /^[0-9a-f]{64}$/);
     assert.ok((await readdir(join(d, 'outputs', 'calibrated'))).length === 10, 'calibrated frames kept');
 
@@ -148,10 +152,10 @@ test('tiled resume: bit-identical from STACKING, upstream change refused, LOCAL_
     assert.is((await checkResume(d, 'STACKING', local)).verdict.feasible, true);
 
     // A deleted checkpoint: artifacts_missing, the file, and where to start instead.
-    await rm(join(d, 'artifacts', 'resume', 'TILE_GRID.json'));
+    await rm(join(d, 'artifacts', 'resume', 'TILE_GRID.json.gz'));
     const missing = await checkResume(d, 'STACKING', local);
     assert.equal([missing.verdict.feasible, missing.verdict.reason, missing.verdict.earliest_feasible_phase], [false, 'artifacts_missing', 'TILE_GRID']);
-    assert.ok(missing.verdict.missing_files?.includes('artifacts/resume/TILE_GRID.json'), JSON.stringify(missing.verdict));
+    assert.ok(missing.verdict.missing_files?.includes('artifacts/resume/TILE_GRID.json.gz'), JSON.stringify(missing.verdict));
     assert.is((await checkResume(d, 'TILE_GRID', local)).verdict.feasible, true);
     // A changed calibrated frame is a missing file too.
     const cal = join(d, 'outputs', 'calibrated', (await readdir(join(d, 'outputs', 'calibrated')))[0]!);

@@ -3,7 +3,7 @@
 // later phase reads — frames with their metadata, registration, metrics and normalisation, the
 // reference, masters, outputs, summaries, the artifact list, the tiled tables (Maps and typed
 // arrays bit for bit, resume/codec.ts), STATE_CLUSTERING's clusters — and the phases' outcomes
-// are written to `artifacts/resume/<PHASE>.json` (atomically), with the identities of the files
+// are written to `artifacts/resume/<PHASE>.json.gz` (gzip'd JSON, atomically), with the identities of the files
 // that state points to (calibrated frames, masters, artifacts: resume/file-identity.ts). The
 // phase record names the checkpoint and its SHA-256. The run's identity, folder, device, events
 // and configuration are not in it: a resume brings its own.
@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, sep } from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { artifactPath } from '../../shared/run-layout.js';
 import { writeFileAtomic } from '../atomic.js';
 import type { PhaseOutcome } from '../phase.js';
@@ -25,7 +26,7 @@ export const CHECKPOINT_VERSION = 1;
 /** The checkpoints' folder name inside the artifacts folder. */
 export const CHECKPOINT_DIR = 'resume';
 
-export const checkpointPath = (folder: Pick<RunFolder, 'layout'>, phase: string): string => artifactPath(folder.layout, `${CHECKPOINT_DIR}/${phase}.json`);
+export const checkpointPath = (folder: Pick<RunFolder, 'layout'>, phase: string): string => artifactPath(folder.layout, `${CHECKPOINT_DIR}/${phase}.json.gz`);
 
 /** What a checkpoint file holds. */
 export interface Checkpoint {
@@ -98,23 +99,24 @@ export async function writeCheckpoint(s: TiledState, phase: string, outcomes: Re
     if (id) inputs.push(id);
   }
   const body: Checkpoint = { version: CHECKPOINT_VERSION, phase, state, outcomes: [...outcomes], clusters: clustersOf(s), files, inputs };
-  const text = encodeState(body);
+  // The frames' star lists make most of it; gzip takes it to about a quarter.
+  const bytes = gzipSync(encodeState(body), { level: 6 });
   const rel = checkpointPath(s.folder, phase);
   await mkdir(dirname(inRunFolder(s.folder, rel)), { recursive: true });
-  await writeFileAtomic(inRunFolder(s.folder, rel), text);
-  return { path: rel, sha256: sha256(text) };
+  await writeFileAtomic(inRunFolder(s.folder, rel), bytes);
+  return { path: rel, sha256: sha256(bytes) };
 }
 
-export const sha256 = (text: string | Buffer): string => createHash('sha256').update(text).digest('hex');
+export const sha256 = (text: string | Uint8Array): string => createHash('sha256').update(text).digest('hex');
 
-/** The checkpoint at `rel` and the SHA-256 of its text, or null when it cannot be read or decoded. */
+/** The checkpoint at `rel` and the SHA-256 of its file, or null when it cannot be read or decoded. */
 export async function readCheckpoint(folder: RunFolder, rel: string): Promise<{ checkpoint: Checkpoint; sha256: string } | null> {
-  const text = await readFile(inRunFolder(folder, rel), 'utf8').catch(() => null);
-  if (text === null) return null;
+  const bytes = await readFile(inRunFolder(folder, rel)).catch(() => null);
+  if (bytes === null) return null;
   try {
-    const checkpoint = decodeState<Checkpoint>(text);
+    const checkpoint = decodeState<Checkpoint>(gunzipSync(bytes).toString('utf8'));
     if (checkpoint.version !== CHECKPOINT_VERSION || typeof checkpoint.phase !== 'string') return null;
-    return { checkpoint, sha256: sha256(text) };
+    return { checkpoint, sha256: sha256(bytes) };
   } catch {
     return null;
   }

@@ -81,7 +81,7 @@ function problemsOf(f: PhaseFacts | undefined, name: string, prev: Record<string
   if (!f || !f.record) return { missing: [`artifacts/phase_records.json#${name}`], changed: [] };
   const missing = [...f.missingFiles];
   if (!f.recordValid) missing.push(`artifacts/phase_records.json#${name}`);
-  if (!f.record.checkpoint) missing.push(`artifacts/resume/${name}.json`);
+  if (!f.record.checkpoint) missing.push(`artifacts/resume/${name}.json.gz`);
   const changed = f.record.config_keys.flatMap((k) => changedKeys(k, valueAt(prev, k), valueAt(next, k)));
   return { missing: [...new Set(missing)], changed: [...new Set(changed)] };
 }
