@@ -9,7 +9,7 @@
 // resume 202 → job of kind resume ok, a second one meanwhile 409 RUN_BUSY, the log appended.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningServer } from '../../src/server/app.js';
@@ -142,6 +142,22 @@ test('resume over the API: dry run 200, 400s, 409 not feasible with details, 202
   assert.is(cfg.json.revision_id, 'rev_0002');
   const resumes = await http(base, 'GET', '/api/jobs?kind=resume');
   assert.ok(resumes.json.items.some((j: { job_id: string }) => j.job_id === started.json.job_id));
+
+  // A cancelled resume (from the first phase, so it is still running or queued): the earlier outputs stay.
+  const stack = join(started.json.run_dir, 'outputs', 'stacked.fits');
+  const stackBefore = await readFile(stack);
+  const again = await post({ from_phase: 'SCAN_INPUT' });
+  assert.is(again.status, 202, again.text);
+  const del = await http(base, 'DELETE', `/api/jobs/${again.json.job_id}`);
+  assert.is(del.status, 202, del.text);
+  const cancelled = await waitFor(async () => {
+    const r = await http(base, 'GET', `/api/jobs/${again.json.job_id}`);
+    return ['ok', 'error', 'cancelled'].includes(r.json.state) ? r : null;
+  }, 60000, 100);
+  assert.is(cancelled.json.state, 'cancelled', cancelled.text);
+  assert.ok((await readFile(stack)).equals(stackBefore), 'the stack of the earlier run is back');
+  assert.is((await http(base, 'GET', `/api/runs/${runId}`)).json.status, 'ok');
+  assert.is((await post({ from_phase: 'STACKING', dry_run: true })).json.feasible, true);
 });
 
 test('tiled start refusals: bad YAML names its line, missing input, both config forms, unknown folder', async () => {
