@@ -1,7 +1,8 @@
 // Resuming a tiled run from the API (POST /api/jobs/resume; docs/tiled-workflow.md "Resume").
 // The configuration is the run's own config.yaml, or `config_yaml`, or a stored revision
 // (`config_revision_id`), never two at once (400 RESUME_CONFIG_CONFLICT); a given one is
-// validated with line numbers and its paths confined to the allowed roots like a tiled start's.
+// validated with line numbers and its paths confined to the allowed roots like a tiled start's
+// (the run's own configuration is checked against the roots too: the run may come from the CLI).
 // Feasibility is checked here (src/pipeline/tiled/resume.ts): a dry run answers 200 with the
 // verdict and writes nothing; a real resume that is not feasible is 409
 // RESUME_PHASE_NOT_FEASIBLE with the verdict as details, a run with a job still pending or
@@ -13,7 +14,7 @@ import { z } from 'zod';
 import { resolveTiledConfig, type TiledRunConfig } from '../config/tiled-run.js';
 import { validateTiledYaml, YAML_LIMIT } from '../config/tiled.js';
 import { listRevisions, REVISION_ID_RE, revisionsDir, type RevisionSource } from '../pipeline/config-revisions.js';
-import { checkResume, refusal, ResumeRefused, runDefaults } from '../pipeline/tiled/resume.js';
+import { checkResume, configFromYaml, refusal, ResumeRefused, runDefaults } from '../pipeline/tiled/resume.js';
 import { RUN_LAYOUTS } from '../shared/run-layout.js';
 import { confineConfigPaths } from './config-paths.js';
 import type { AppContext } from './context.js';
@@ -72,6 +73,14 @@ export async function resumeRun(app: AppContext, body: ResumeRequest): Promise<R
   }
   const fromPhase = body.from_phase;
   const config = await requestedConfig(app, dir, body);
+  // The run's own configuration may come from a CLI run: its paths must lie in the allowed roots too.
+  if (!config) {
+    const own = configFromYaml(await readRunText(dir, RUN_LAYOUTS.tiled.config));
+    // Gone paths are feasibility's to report (input_missing); paths outside the roots are refused.
+    if (own) await confineConfigPaths(app.guard, own.raw, 'start').catch((e: unknown) => {
+      if (!(e instanceof ApiError) || e.code === 'PATH_NOT_ALLOWED') throw e;
+    });
+  }
   let checked;
   try {
     checked = await checkResume(dir, fromPhase, config);

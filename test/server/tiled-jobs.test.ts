@@ -9,7 +9,7 @@
 // resume 202 → job of kind resume ok, a second one meanwhile 409 RUN_BUSY, the log appended.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningServer } from '../../src/server/app.js';
@@ -158,6 +158,13 @@ test('resume over the API: dry run 200, 400s, 409 not feasible with details, 202
   assert.ok((await readFile(stack)).equals(stackBefore), 'the stack of the earlier run is back');
   assert.is((await http(base, 'GET', `/api/runs/${runId}`)).json.status, 'ok');
   assert.is((await post({ from_phase: 'STACKING', dry_run: true })).json.feasible, true);
+
+  // A run (from the CLI, say) whose configuration reads outside the allowed roots is not resumed here.
+  const outside = join(dir, 'runs', 'cli_20260101_000000');
+  await mkdir(outside, { recursive: true });
+  await writeFile(join(outside, 'run.json'), JSON.stringify({ run_id: 'cli_20260101_000000', kind: 'tiled', created_at: '', status: 'ok', input: {}, job_id: null }));
+  await writeFile(join(outside, 'config.yaml'), `input: { input_dir: ${JSON.stringify(tmpdir())} }\n`);
+  envelope(await http(base, 'POST', '/api/jobs/resume', { body: { run_id: 'cli_20260101_000000', from_phase: 'STACKING', dry_run: true } }), 403, 'PATH_NOT_ALLOWED');
 });
 
 test('tiled start refusals: bad YAML names its line, missing input, both config forms, unknown folder', async () => {
