@@ -81,7 +81,7 @@ async function identityOf(folder: RunFolder, path: string): Promise<FileIdentity
   return id;
 }
 
-/** Writes the checkpoint of `phase` (whose outcome is `outcome`); returns its path and SHA-256. */
+/** Writes the checkpoint of `phase` with the outcomes so far (its own included); returns its path and SHA-256. */
 export async function writeCheckpoint(s: TiledState, phase: string, outcomes: ReadonlyMap<string, PhaseOutcome>): Promise<{ path: string; sha256: string }> {
   const state: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(s)) if (!BASE.has(k)) state[k] = v;
