@@ -24,6 +24,10 @@ commands:
         [--run-name NAME] [--set key.path=value ...] [--json]
                                  run the tiled reconstruction workflow (local quality weights per tile;
                                  exit 0 ok, 1 run error or cancelled, 2 usage)
+  resume --run-dir DIR --from-phase PHASE [--config FILE.yaml] [--dry-run] [--json]
+                                 resume a tiled run from a phase (the earlier phases are not run again;
+                                 --dry-run only checks feasibility; exit 0 ok, 1 run error or cancelled,
+                                 2 usage, a Raw Stack run, or not feasible)
   export <in.fits> <out.png|.tif|.tiff|.jpg> [--stretch auto|linear|asinh|hms] [--bits 8|16] [--channel rgb|r|g|b|N] [--unlinked]
                                  the image as a picture, rows top-down (16-bit PNG/TIFF by default, JPEG 8-bit)
   serve [--host H] [--port P] [--runs-dir DIR] [--state-dir DIR] [--root DIR ...] [--token T] [--max-jobs N]
@@ -61,6 +65,10 @@ export async function main(argv: string[]): Promise<number> {
       case 'tiled': {
         const { runTiledCli } = await import('./tiled.js');
         return await runTiledCli(rest);
+      }
+      case 'resume': {
+        const { runResumeCli } = await import('./resume.js');
+        return await runResumeCli(rest);
       }
       case 'export': {
         const { runExportCli } = await import('./export.js');

@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { DawnNoiseFilter } from '../server/jobs/dawn-noise.js';
 
 /** Commands that open a device. */
-const DEVICE_COMMANDS = new Set(['rawstack', 'tiled', 'demo', 'serve']);
+const DEVICE_COMMANDS = new Set(['rawstack', 'tiled', 'resume', 'demo', 'serve']);
 const CHILD_FLAG = 'SKYSTACK_CLI_CHILD';
 
 /** Whether `command` should run in a filtering child: a device command on a terminal (or when asked for by SKYSTACK_FILTER_NATIVE=1). */

@@ -48,13 +48,21 @@ export interface TerminalRunResult {
   phases: { phase: string; status: string; reason?: string; duration_ms: number }[];
   outputs: Record<string, string | undefined>;
   device: { kind: string; adapter: string | null };
+  /** Added to the --json line (a resume adds from_phase). */
+  jsonExtra?: Record<string, unknown>;
 }
 
 /**
  * Runs `start` in the terminal. `patternOption` names how this command sets the file pattern, for
  * the scan's hint (`--pattern '*.fit'`).
  */
-export async function runInTerminal(start: (signal: AbortSignal, onEvent: (line: EventLine) => void) => Promise<TerminalRunResult>, json: boolean, patternOption = (p: string) => `--pattern '${p}'`): Promise<number> {
+export async function runInTerminal(
+  start: (signal: AbortSignal, onEvent: (line: EventLine) => void) => Promise<TerminalRunResult>,
+  json: boolean,
+  patternOption = (p: string) => `--pattern '${p}'`,
+  /** Events already in the run's log (a resume continues it): the bar starts from them. */
+  prior: readonly EventLine[] = [],
+): Promise<number> {
   const controller = new AbortController();
   let interrupts = 0;
   const onSigint = () => {
@@ -68,6 +76,7 @@ export async function runInTerminal(start: (signal: AbortSignal, onEvent: (line:
   const tty = stderrIsTerminal();
   // The bar's fraction: the run's progress over the plan run_start carries (shared/run-progress.ts).
   const run = new RunProgress();
+  for (const l of prior) run.apply(l);
   const onEvent = (line: EventLine) => {
     run.apply(line);
     const total = Math.max(1, run.phases.size);
@@ -91,7 +100,7 @@ export async function runInTerminal(start: (signal: AbortSignal, onEvent: (line:
     process.stderr.write(`run ${result.runId}: ${result.status} (device ${result.device.kind}${result.device.adapter ? `, ${result.device.adapter}` : ''})\n`);
     process.stderr.write(`run folder: ${result.runDir}\n`);
     for (const [name, file] of Object.entries(result.outputs)) if (file) process.stderr.write(`  ${name}: ${file}\n`);
-    if (json) process.stdout.write(`${JSON.stringify({ run_id: result.runId, run_dir: result.runDir, status: result.status, phases: result.phases })}\n`);
+    if (json) process.stdout.write(`${JSON.stringify({ run_id: result.runId, run_dir: result.runDir, status: result.status, phases: result.phases, ...(result.jsonExtra ?? {}) })}\n`);
     return result.status === 'ok' ? 0 : 1;
   } finally {
     process.off('SIGINT', onSigint);

@@ -33,6 +33,7 @@ export interface TiledSettings {
   pcc: Record<string, unknown>;
   hypermetric_stretch: Record<string, unknown>;
   report: Block<'report'>;
+  resume: Block<'resume'>;
 }
 
 /** What a tiled run is given: the tiled settings and the Raw Stack configuration derived from them. */
@@ -43,7 +44,7 @@ export interface TiledRunConfig {
 
 export type TiledResolveResult = { ok: true; config: TiledRunConfig } | { ok: false; issues: ConfigIssue[] };
 
-const DEFAULTED = ['input', 'calibration', 'output', 'runtime_limits', 'normalization', 'global_metrics', 'tile', 'local_metrics', 'synthetic', 'assumptions', 'stacking', 'validation', 'report'] as const;
+const DEFAULTED = ['input', 'calibration', 'output', 'runtime_limits', 'normalization', 'global_metrics', 'tile', 'local_metrics', 'synthetic', 'assumptions', 'stacking', 'validation', 'report', 'resume'] as const;
 
 /** The stacking engine's rejection method for a tiled `stacking.method`. */
 export function rejectionMethod(method: string): 'sigma' | 'winsor' | 'median' | 'none' {
@@ -113,6 +114,8 @@ function rawConfigOf(t: TiledSettings): { ok: true; config: RawStackConfig } | {
     },
     runtime_limits: { parallel_workers: t.runtime_limits.parallel_workers, memory_budget: t.runtime_limits.memory_budget },
     report: { formats: t.report.formats },
+    // Calibrated frames are what every phase after CALIBRATION reads: kept for a resume unless switched off.
+    output: { keep_calibrated_frames: t.resume.keep_intermediates },
   };
   for (const block of ['astrometry', 'bge', 'pcc', 'hypermetric_stretch'] as const) {
     const b = { ...t[block] };

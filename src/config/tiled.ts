@@ -133,6 +133,12 @@ export const TiledConfigSchema = z.strictObject({
   pcc: sub('pcc'),
   hypermetric_stretch: sub('hypermetric_stretch'),
   report: z.strictObject({ formats: z.array(z.enum(['json', 'markdown', 'html'])).min(1).default(['json', 'markdown', 'html']) }).prefault({}),
+  resume: z
+    .strictObject({
+      keep_intermediates: z.boolean().default(true).describe('keep the calibrated frames (outputs/calibrated/) so a resume can start after CALIBRATION; false: they are removed when the run ends and the earliest phase a resume can start from is CALIBRATION'),
+    })
+    .prefault({})
+    .describe('what a run keeps for a later resume (docs/tiled-workflow.md "Resume")'),
 }).partial();
 
 export type TiledConfig = z.output<typeof TiledConfigSchema>;

@@ -1,7 +1,8 @@
 // The event log writer: one JSON object per line (schema: src/shared/events.ts) with a running
 // `seq`, an ISO UTC millisecond timestamp, the event type and the run id. Lines are written
 // synchronously in order, so a follower (SSE, the monitor) never sees a partial or reordered
-// line, and a crash loses at most the event being written.
+// line, and a crash loses at most the event being written. The file is opened for appending:
+// a resumed run continues the log (and its seq) of the run it resumes, never truncating it.
 
 import { closeSync, openSync, writeSync } from 'node:fs';
 import type { EventBody, EventLine } from '../shared/events.js';
@@ -18,7 +19,10 @@ export class EventLog {
     readonly file: string,
     readonly runId: string,
     private readonly listener?: (line: EventLine) => void,
+    /** The last seq already in the file (a resume appends after it). */
+    startSeq = 0,
   ) {
+    this.seq = startSeq;
     this.fd = openSync(file, 'a');
   }
 

@@ -9,23 +9,31 @@
 //      buffers between phases, so no phase's memory peak carries the previous phase's;
 //   5. close run.json with the final status, close the event log, release the device and remove
 //      the scratch folder, whatever the status.
+// A resume (options.resume) runs the same steps on an existing run folder from one phase on: the
+// state the earlier phases left (restored from their checkpoint by the caller), their outcomes,
+// the files they wrote kept and every other output set aside (resume/aside.ts) until the resume
+// ends; the event log continues (resume_start, run_start … run_end, resume_end), run.json keeps
+// its created_at and input, config.yaml becomes the resume's configuration and a revision records
+// it. Failed or cancelled: the set-aside files come back and run.json returns to what it was.
 // A pipeline is a PipelineDefinition: its kind (which names its run-folder layout), its phases in
 // order, the phase that always runs (its report) and its initial state. The caller (CLI, job
 // child, tests) owns the AbortSignal and receives every event line as it is written.
 
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { stringify as yamlStringify } from 'yaml';
 import { exposeGc } from '../cpu/worker-gc.js';
 import { collectSharedPools } from '../cpu/worker-pool.js';
 import { GpuContext } from '../gpu/context.js';
 import { devicePreferenceFromEnv, type DeviceInfo, type DevicePreference } from '../gpu/device.js';
-import { recordRevision } from './config-revisions.js';
+import { recordRevision, type RevisionSource } from './config-revisions.js';
 import { configRevisionsPath } from '../shared/run-layout.js';
 import { SKYSTACK_VERSION } from '../version.js';
 import { addArtifact, type ArtifactList } from './artifacts.js';
 import { writeFileAtomic, writeJsonAtomic } from './atomic.js';
 import { EventLog, type EventLine, type RunStatus } from './events.js';
-import type { Phase } from './phase.js';
+import type { Phase, PhaseOutcome } from './phase.js';
+import { setAside, type AsideSet } from './resume/aside.js';
+import { parseEventLines } from '../shared/events.js';
 import { createRunFolder, inRunFolder, writeRunRecord, type RunFolder, type RunKind, type RunRecord } from './run-folder.js';
 import { phasePlan, runPhases } from './runner.js';
 
@@ -74,6 +82,24 @@ export interface PipelineRunOptions<S> {
   folder?: RunFolder;
   /** Phases to run instead of the definition's (tests, benches). */
   phases?: readonly Phase<S>[];
+  /** Resume the run in `folder` from a phase instead of starting a new one. */
+  resume?: PipelineResume<S>;
+}
+
+/** What a resume hands the generic run (the pipeline's resume module prepares it). */
+export interface PipelineResume<S> {
+  /** The first phase that runs again (a phase of the plan). */
+  fromPhase: string;
+  /** Puts the earlier phases' state (their checkpoint) into the fresh state. */
+  restore(state: S): void | Promise<void>;
+  /** The earlier phases' outcomes (later phases read them). */
+  outcomes: ReadonlyMap<string, PhaseOutcome>;
+  /** Whether a file (relative to the run folder) belongs to an earlier phase and stays. */
+  keep(rel: string): boolean;
+  /** How the configuration revision of this resume is recorded. */
+  revisionSource: RevisionSource;
+  /** The record of the run being resumed (created_at and input stay). */
+  previous: RunRecord;
 }
 
 export interface PipelineRunResult<S> {
@@ -97,29 +123,47 @@ async function writeEffectiveConfig(folder: RunFolder, config: unknown, device: 
 }
 
 export async function runPipeline<C, S extends PipelineBase<C>>(definition: PipelineDefinition<C, S>, config: C, options: PipelineRunOptions<S>): Promise<PipelineRunResult<S>> {
-  const phases = options.phases ?? definition.phases;
+  const plan = options.phases ?? definition.phases;
+  const resume = options.resume ?? null;
+  if (resume && !options.folder) throw new Error('a resume needs the run folder');
+  const fromIndex = resume ? plan.findIndex((p) => p.name === resume.fromPhase) : 0;
+  if (fromIndex < 0) throw new Error(`${resume!.fromPhase} is not a phase of the ${definition.kind} plan`);
+  const phases = plan.slice(fromIndex);
   const { ctx: gpu, info: device } = await GpuContext.create(options.device ?? devicePreferenceFromEnv(), options.memoryBudgetMiB * 1024 * 1024);
   const folder = options.folder ?? (await createRunFolder(options.runsDir, options.runName, options.now, definition.kind));
-  const events = new EventLog(folder.eventsFile, folder.runId, options.onEvent);
-  const record: RunRecord = {
-    run_id: folder.runId,
-    kind: definition.kind,
-    created_at: new Date().toISOString(),
-    status: 'running',
-    input: definition.input(config),
-    job_id: options.jobId ?? null,
-  };
+  // A resume continues the log's seq after its last line.
+  const lastSeq = resume ? parseEventLines(await readFile(folder.eventsFile, 'utf8').catch(() => '')).reduce((m, l) => Math.max(m, l.seq ?? 0), 0) : 0;
+  const events = new EventLog(folder.eventsFile, folder.runId, options.onEvent, lastSeq);
+  const record: RunRecord = resume
+    ? { ...resume.previous, status: 'running', job_id: options.jobId ?? null }
+    : {
+        run_id: folder.runId,
+        kind: definition.kind,
+        created_at: new Date().toISOString(),
+        status: 'running',
+        input: definition.input(config),
+        job_id: options.jobId ?? null,
+      };
   const state = definition.initialState({ config, folder, runId: folder.runId, jobId: options.jobId ?? null, events, device, gpu, artifacts: [] });
-  const first = phases[0]?.name ?? 'RUN';
+  const first = plan[0]?.name ?? 'RUN';
+  let aside: AsideSet | null = null;
+  let status: RunStatus = 'error';
   try {
+    if (resume) {
+      await resume.restore(state);
+      aside = await setAside(folder.runDir, folder.layout.listed.filter((d) => !folder.layout.events.startsWith(`${d}/`)), resume.keep, [folder.layout.config, folder.layout.record]);
+    }
     await writeRunRecord(folder, record);
     const effective = definition.effectiveConfig ? definition.effectiveConfig(config) : config;
     await writeEffectiveConfig(folder, effective, device);
     addArtifact(state, 'config', first, folder.layout.config);
-    // Kinds that keep configuration revisions start the list with the configuration of this start.
-    if (configRevisionsPath(folder.layout) !== null) await recordRevision(folder.runDir, { yaml: yamlStringify(effective), source: 'run_start', runId: folder.runId }, folder.layout);
+    // Kinds that keep configuration revisions start the list with the configuration of this start
+    // (a resume adds the configuration it runs with).
+    let revisionId: string | null = null;
+    if (configRevisionsPath(folder.layout) !== null) revisionId = (await recordRevision(folder.runDir, { yaml: yamlStringify(effective), source: resume?.revisionSource ?? 'run_start', runId: folder.runId }, folder.layout)).revision_id;
     addArtifact(state, 'events', first, folder.layout.events);
-    events.emit({ type: 'run_start', kind: definition.kind, run_dir: folder.runDir, ...(definition.inputInRunStart ? { input: record.input } : {}), device: device.kind, adapter: device.adapter, skystack_version: SKYSTACK_VERSION, phases: phasePlan(phases) });
+    if (resume) events.emit({ type: 'resume_start', from_phase: resume.fromPhase, config_revision_id: revisionId, would_rerun: phases.map((p) => p.name) });
+    events.emit({ type: 'run_start', kind: definition.kind, run_dir: folder.runDir, ...(definition.inputInRunStart ? { input: record.input } : {}), device: device.kind, adapter: device.adapter, skystack_version: SKYSTACK_VERSION, phases: phasePlan(plan), ...(resume ? { resumed_from: resume.fromPhase } : {}) });
     if (device.fallbackReason) events.emit({ type: 'warning', code: 'device_fallback', message: device.fallbackReason });
     // Pooled device buffers are sized for one phase's work; the next phase rarely reuses them, and
     // on a software adapter they are host memory: released between phases, and the phase's dead
@@ -130,13 +174,26 @@ export async function runPipeline<C, S extends PipelineBase<C>>(definition: Pipe
       // Worker-pool threads release the phase's `reused` shared buffers (worker-pool.ts).
       collectSharedPools();
     };
-    const result = await runPhases([...phases], { state, events, signal: options.signal ?? new AbortController().signal, alwaysRun: definition.alwaysRun, afterPhase });
+    const result = await runPhases([...phases], { state, events, signal: options.signal ?? new AbortController().signal, alwaysRun: definition.alwaysRun, afterPhase, ...(resume ? { priorOutcomes: resume.outcomes, plan } : {}) });
+    status = result.status;
     record.status = result.status;
-    await writeRunRecord(folder, record);
+    // A resume that did not succeed leaves the earlier outputs (and run.json) as they were.
+    if (aside && status !== 'ok') await aside.restore();
+    else await writeRunRecord(folder, record);
+    if (aside && status === 'ok') await aside.discard();
+    aside = null;
+    if (resume) events.emit({ type: 'resume_end', status, from_phase: resume.fromPhase });
     const ends = events.lines
       .filter((l): l is Extract<EventLine, { type: 'phase_end' }> => l.type === 'phase_end')
       .map((l) => ({ phase: l.phase, status: l.status, ...(l.reason ? { reason: l.reason } : {}), duration_ms: l.duration_ms }));
     return { runId: folder.runId, runDir: folder.runDir, status: result.status, phases: ends, state, device };
+  } catch (e) {
+    // A resume that threw before its phases ended: the earlier outputs come back.
+    if (aside) {
+      await aside.restore().catch(() => undefined);
+      events.emit({ type: 'resume_end', status: 'error', from_phase: resume!.fromPhase });
+    }
+    throw e;
   } finally {
     events.close();
     gpu?.destroy();

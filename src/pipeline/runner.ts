@@ -26,6 +26,10 @@ export interface RunOptions<S> {
    * A failure is a warning, never a phase error.
    */
   afterPhase?: (phase: string) => void | Promise<void>;
+  /** Outcomes of phases that ran before these (a resume's earlier phases); later phases read them. */
+  priorOutcomes?: ReadonlyMap<string, PhaseOutcome>;
+  /** The plan phases see in their context (default: `phases`; a resume passes the whole plan). */
+  plan?: readonly Pick<Phase<unknown>, 'name' | 'optional'>[];
 }
 
 export interface RunResult {
@@ -48,12 +52,12 @@ export async function runPhases<S>(phases: Phase<S>[], options: RunOptions<S>): 
   const { state, events, signal } = options;
   const alwaysRun = options.alwaysRun;
   const interval = options.progressIntervalMs ?? 250;
-  const outcomes = new Map<string, PhaseOutcome>();
+  const outcomes = new Map<string, PhaseOutcome>(options.priorOutcomes ?? []);
   const failedPhases: string[] = [];
   const started = performance.now();
   let coreFailed = false;
   let cancelled = false;
-  const plan = phasePlan(phases);
+  const plan = phasePlan(options.plan ?? phases);
 
   for (const phase of phases) {
     const isAlways = phase.name === alwaysRun;

@@ -120,7 +120,11 @@ export async function closeRun(runDir: string, status: RunStatus, reason: 'cance
   // The run's process is gone: its scratch files (unkept calibrated frames) go too, also when a
   // killed process could not remove them itself. rm removes a planted symlink, never its target.
   await rm(folder.scratchDir, { recursive: true, force: true }).catch(() => undefined);
-  const lines = await readEvents(runDir, layout);
+  const all = await readEvents(runDir, layout);
+  // A resume appends a session (resume_start … run_end, resume_end): only the last one is closed.
+  const resumedAt = all.map((l) => l.type).lastIndexOf('resume_start');
+  const resume = resumedAt >= 0 ? (all[resumedAt] as Extract<EventLine, { type: 'resume_start' }>) : null;
+  const lines = resumedAt >= 0 ? all.slice(resumedAt) : all;
   if (lines.some((l) => l.type === 'run_end')) {
     if (rec && (rec.status === 'running' || (rec.status as string) === 'pending')) {
       rec.status = lines.filter((l): l is Extract<EventLine, { type: 'run_end' }> => l.type === 'run_end').pop()!.status;
@@ -129,7 +133,7 @@ export async function closeRun(runDir: string, status: RunStatus, reason: 'cance
     return false;
   }
   const runId = lines[0]?.run_id ?? rec?.run_id ?? '';
-  let seq = lines.reduce((m, l) => Math.max(m, l.seq ?? 0), 0);
+  let seq = all.reduce((m, l) => Math.max(m, l.seq ?? 0), 0);
   const now = Date.now();
   // A process killed mid-write can leave a torn last line: start ours on a fresh line.
   const text = (await readRunText(runDir, layout.events)) ?? '';
@@ -151,6 +155,7 @@ export async function closeRun(runDir: string, status: RunStatus, reason: 'cance
     failed.push(phase);
   }
   emit({ type: 'run_end', status, duration_ms: Math.max(0, now - startTs), failed_phases: failed, closed_by: 'server', reason });
+  if (resume) emit({ type: 'resume_end', status, from_phase: resume.from_phase, closed_by: 'server' });
   // One append through the confined open: a planted events.jsonl link is never written through.
   if (!(await appendRunText(runDir, layout.events, out))) return false;
   if (rec) {

@@ -29,7 +29,7 @@ export const TiledStartBody = z.strictObject({
 export type TiledStart = z.output<typeof TiledStartBody>;
 
 /** The tiled settings' path fields, taken back from the confined Raw Stack configuration. */
-function syncPaths(c: TiledRunConfig): void {
+export function syncPaths(c: TiledRunConfig): void {
   const { tiled: t, raw: r } = c;
   t.input.input_dir = r.lights_dir;
   Object.assign(t.calibration, { bias_dir: r.bias_dir, darks_dir: r.darks_dir, flats_dir: r.flats_dir, darkflats_dir: r.darkflats_dir });

@@ -20,7 +20,10 @@ export type EventBody =
   | { type: 'phase_end'; phase: string; status: PhaseStatus; reason?: string; duration_ms: number; [k: string]: unknown }
   | { type: 'frame'; phase: string; index: number; file: string; outcome: string; code?: string; metrics?: Record<string, unknown> }
   | { type: 'warning'; code: string; message: string; phase?: string }
-  | { type: 'run_end'; status: RunStatus; duration_ms: number; failed_phases: string[] };
+  | { type: 'run_end'; status: RunStatus; duration_ms: number; failed_phases: string[] }
+  // A resume appends to the run's log: resume_start, then run_start … run_end of the phases it re-runs, then resume_end.
+  | { type: 'resume_start'; from_phase: string; config_revision_id: string | null; [k: string]: unknown }
+  | { type: 'resume_end'; status: RunStatus; from_phase: string };
 
 export type EventLine = EventBody & { seq: number; ts: string; run_id: string };
 

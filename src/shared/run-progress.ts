@@ -6,6 +6,8 @@
 // phase_start and takes its final status (ok | skipped | error) at phase_end; a phase that ended
 // because the run was cancelled (phase_end error, reason `cancelled`) reads `cancelled`, since a
 // user who pressed Cancel must not see it as a failure.
+// A resume_start (a resumed run appends to the log) sets the phases from its from_phase on back
+// to pending and the run to running.
 // Progress: (phases ended + the running phase's fraction) / phases in the plan; 1 once the run
 // has ended.
 
@@ -93,6 +95,18 @@ export class RunProgress {
         if (typeof l.reason === 'string') p.reason = l.reason;
         if (typeof l.message === 'string') p.message = l.message;
         if (typeof l.duration_ms === 'number') p.duration_ms = l.duration_ms;
+        break;
+      }
+      case 'resume_start': {
+        // A resume re-runs the phases from from_phase on: they are pending again, the earlier
+        // ones keep the status they ended with, and the run is running until its next run_end.
+        this.runStatus = 'running';
+        const from = typeof l.from_phase === 'string' ? l.from_phase : '';
+        let reached = false;
+        for (const [name, p] of this.phases) {
+          if (name === from) reached = true;
+          if (reached) this.phases.set(name, { name, status: 'pending', progress: 0, optional: p.optional });
+        }
         break;
       }
       case 'run_end':

@@ -1,7 +1,8 @@
 // The generic pipeline run (src/pipeline/run.ts) with a toy second pipeline of kind `tiled`: its
 // folder takes the tiled layout (logs/run_events.jsonl, config.yaml, artifacts/), run.json names
 // the kind, run_start carries the plan from the definition's phases, the always-run phase runs
-// after a core error, the phases see the plan, and the scratch folder is gone afterwards.
+// after a core error, the phases see the plan, and the scratch folder is gone afterwards. A
+// resume that fails puts the earlier outputs back (resume branch of runPipeline).
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -36,8 +37,11 @@ const TOY: PipelineDefinition<ToyConfig, ToyState> = {
       return ok();
     }),
     phase('TILE_GRID', false, async (ctx) => {
-      if (ctx.state.config.fail) return failed('input_error', 'no frames fit the grid');
       const rel = artifactPath(ctx.state.folder.layout, 'tile_grid.json');
+      if (ctx.state.config.fail) {
+        await writeFile(join(ctx.state.folder.runDir, rel), 'partial');
+        return failed('input_error', 'no frames fit the grid');
+      }
       await writeFile(join(ctx.state.folder.runDir, rel), '{}');
       addArtifact(ctx.state, 'tile_grid', ctx.phase, rel);
       return ok();
@@ -98,6 +102,47 @@ test('a core error: later phases do not start, the always-run phase does, run.js
     assert.is(rec.status, 'error');
     const fold = foldEvents(parseEventLines(await readFile(join(r.runDir, RUN_LAYOUTS.tiled.events), 'utf8')));
     assert.equal([fold.phases.get('PCC')!.status, fold.runStatus, fold.fraction], ['pending', 'error', 1]);
+  }),
+);
+
+test('a resume that fails: the earlier outputs, config.yaml and run.json come back; the log is appended; earlier outcomes reach later phases', () =>
+  withTempDir('skystack-pipeline-run-', async (dir) => {
+    const first = await runPipeline(TOY, { input_dir: '/data', fail: false }, { runsDir: dir, runName: 'toy', memoryBudgetMiB: 64, device: 'cpu' });
+    const d = first.runDir;
+    const layout = RUN_LAYOUTS.tiled;
+    const before = { config: await readFile(join(d, layout.config), 'utf8'), record: await readFile(join(d, 'run.json'), 'utf8'), grid: await readFile(join(d, 'artifacts', 'tile_grid.json'), 'utf8') };
+    const n = parseEventLines(await readFile(join(d, layout.events), 'utf8')).length;
+    const record = JSON.parse(before.record);
+    const r = await runPipeline(TOY, { input_dir: '/data', fail: true }, {
+      runsDir: '',
+      runName: '',
+      memoryBudgetMiB: 64,
+      device: 'cpu',
+      folder: first.state.folder,
+      resume: {
+        fromPhase: 'TILE_GRID',
+        restore: (s) => void s.seen.push('restored'),
+        outcomes: new Map([['SCAN_INPUT', ok()]]),
+        keep: (rel) => rel.startsWith('artifacts/config_revisions/'),
+        revisionSource: 'resume_selected',
+        previous: record,
+      },
+    });
+    assert.is(r.status, 'error');
+    assert.equal(r.state.seen, ['restored', 'report after SCAN_INPUT,TILE_GRID']);
+    assert.equal({ config: await readFile(join(d, layout.config), 'utf8'), record: await readFile(join(d, 'run.json'), 'utf8'), grid: await readFile(join(d, 'artifacts', 'tile_grid.json'), 'utf8') }, before);
+    await access(join(d, '.resume_previous')).then(
+      () => assert.unreachable('the set-aside folder outlives the resume'),
+      () => undefined,
+    );
+    const lines = parseEventLines(await readFile(join(d, layout.events), 'utf8'));
+    const added = lines.slice(n);
+    assert.equal(added.filter((l) => l.type !== 'warning').map((l) => `${l.type}${'phase' in l ? ` ${l.phase}` : ''}`), ['resume_start', 'run_start', 'phase_start TILE_GRID', 'phase_end TILE_GRID', 'phase_start REPORT', 'phase_end REPORT', 'run_end', 'resume_end']);
+    assert.equal(lines.map((l) => l.seq), lines.map((_, i) => i + 1));
+    const revisions = JSON.parse(await readFile(join(d, 'artifacts', 'config_revisions', 'index.json'), 'utf8')) as { source: string }[];
+    assert.equal(revisions.map((e) => e.source), ['run_start', 'resume_selected']);
+    const fold = foldEvents(lines);
+    assert.equal([[...fold.phases.values()].map((p) => p.status), fold.runStatus], [['ok', 'error', 'pending', 'ok'], 'error']);
   }),
 );
 

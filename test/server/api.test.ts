@@ -53,7 +53,7 @@ test('system info, health and the OpenAPI document', async () => {
   assert.equal(info.json.capabilities.pipelines[0].phases, phasePlan(RAWSTACK.phases));
   assert.equal(info.json.capabilities.pipelines[1].phases, phasePlan(TILED.phases));
   assert.is(info.json.capabilities.sse, true);
-  assert.is(info.json.capabilities.resume, false);
+  assert.is(info.json.capabilities.resume, true);
   // Solvers: each of the two is either available or listed as missing with the lookup's reason.
   const solvers = info.json.capabilities.astrometry as { solvers: string[]; missing: { solver: string; reason: string }[] };
   assert.equal([...solvers.solvers, ...solvers.missing.map((m) => m.solver)].sort(), ['astap', 'astrometry_net']);

@@ -3,10 +3,13 @@
 // run_dir} (unknown YAML keys come back as warnings), the job ends ok, and the runs endpoints
 // (list with kind tiled, details with the tiled phase plan, logs, artifacts in the tiled layout,
 // view, report) and SSE serve it; bad YAML is a 400 naming the line, a missing input folder 422,
-// both config forms at once 400; /api/system/info lists the tiled plan; resume is refused (409).
+// both config forms at once 400; /api/system/info lists the tiled plan. Resume of that run: dry run
+// 200 with the verdict, no from_phase 400, both config forms 400 RESUME_CONFIG_CONFLICT, an
+// unknown phase or a changed upstream key 409 RESUME_PHASE_NOT_FEASIBLE with details, a real
+// resume 202 → job of kind resume ok, a second one meanwhile 409 RUN_BUSY, the log appended.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningServer } from '../../src/server/app.js';
@@ -18,6 +21,7 @@ let dir = '';
 let lights = '';
 let srv: RunningServer;
 let base = '';
+let runId = '';
 
 function envelope(r: Res, status: number, code: string): void {
   assert.is(r.status, status, `${status} expected, got ${r.status}: ${r.text.slice(0, 300)}`);
@@ -89,9 +93,78 @@ test('a tiled job: 202, job ok, runs endpoints and SSE in the tiled layout', asy
   const ev = await http(base, 'GET', `/api/runs/${id}/events`);
   assert.match(ev.text, /"type":"run_start"/);
   assert.match(ev.text, /event: end/);
-  envelope(await http(base, 'POST', '/api/jobs/resume', { body: { run_id: id } }), 409, 'RESUME_NOT_SUPPORTED');
   const jobs = await http(base, 'GET', '/api/jobs?kind=tiled');
   assert.ok(jobs.json.items.some((j: { job_id: string }) => j.job_id === start.json.job_id));
+  runId = id;
+});
+
+test('resume over the API: dry run 200, 400s, 409 not feasible with details, 202 job of kind resume, RUN_BUSY, log appended, revisions', async () => {
+  assert.ok(runId, 'the tiled job ran');
+  const post = (body: Record<string, unknown>) => http(base, 'POST', '/api/jobs/resume', { body: { run_id: runId, ...body } });
+  const dry = await post({ from_phase: 'STACKING', dry_run: true });
+  assert.is(dry.status, 200, dry.text);
+  assert.equal(Object.keys(dry.json).sort(), ['earliest_feasible_phase', 'feasible', 'from_phase', 'run_dir', 'run_id', 'would_rerun']);
+  assert.equal([dry.json.feasible, dry.json.from_phase, dry.json.would_rerun[0], dry.json.earliest_feasible_phase], [true, 'STACKING', 'STACKING', 'REPORT']);
+  envelope(await post({}), 400, 'VALIDATION_ERROR');
+  envelope(await post({ from_phase: 'STACKING', config_yaml: YAML, config_revision_id: 'rev_0001' }), 400, 'RESUME_CONFIG_CONFLICT');
+  envelope(await post({ from_phase: 'STACKING', config_revision_id: 'rev_0099' }), 404, 'NOT_FOUND');
+  const unknown = await post({ from_phase: 'PREPROCESS', dry_run: true });
+  assert.equal([unknown.status, unknown.json.feasible, unknown.json.reason, unknown.json.would_rerun], [200, false, 'unsupported_resume_phase', []]);
+  const upstream = await post({ from_phase: 'STACKING', config_yaml: YAML.replace('size_factor: 16', 'size_factor: 24') });
+  envelope(upstream, 409, 'RESUME_PHASE_NOT_FEASIBLE');
+  assert.equal([upstream.json.error.details.reason, upstream.json.error.details.changed_keys, upstream.json.error.details.earliest_feasible_phase], ['config_changed_upstream', ['tile.size_factor'], 'TILE_GRID']);
+  // The run's first revision is its own configuration: feasible.
+  assert.is((await post({ from_phase: 'STACKING', config_revision_id: 'rev_0001', dry_run: true })).json.feasible, true);
+
+  const linesBefore = (await http(base, 'GET', `/api/runs/${runId}/logs?tail=100000`)).json.items.length as number;
+  const started = await post({ from_phase: 'STACKING' });
+  assert.is(started.status, 202, started.text);
+  assert.equal([started.json.run_id, typeof started.json.job_id], [runId, 'string']);
+  envelope(await post({ from_phase: 'STACKING' }), 409, 'RUN_BUSY');
+  const job = await waitFor(async () => {
+    const r = await http(base, 'GET', `/api/jobs/${started.json.job_id}`);
+    return ['ok', 'error', 'cancelled'].includes(r.json.state) ? r : null;
+  }, 60000, 100);
+  assert.equal([job.json.state, job.json.kind], ['ok', 'resume'], job.text);
+  JobRecordSchema.parse(job.json);
+  const logs = (await http(base, 'GET', `/api/runs/${runId}/logs?tail=100000`)).json.items as { type: string; from_phase?: string; config_revision_id?: string; status?: string; phase?: string }[];
+  const added = logs.slice(linesBefore);
+  assert.equal([added[0]!.type, added[0]!.from_phase, added[0]!.config_revision_id], ['resume_start', 'STACKING', 'rev_0002']);
+  assert.equal([added.at(-1)!.type, added.at(-1)!.status], ['resume_end', 'ok']);
+  assert.not.ok(added.some((l) => l.type === 'phase_start' && l.phase === 'TILE_GRID'), 'earlier phases are not run again');
+  const det = await http(base, 'GET', `/api/runs/${runId}`);
+  assert.is(det.json.status, 'ok');
+  const phases = Object.fromEntries(det.json.phases.map((p: { phase: string; status: string }) => [p.phase, p.status]));
+  assert.equal([phases.TILE_GRID, phases.STACKING, phases.REPORT], ['ok', 'ok', 'ok']);
+  const revs = await http(base, 'GET', `/api/runs/${runId}/config/revisions`);
+  assert.equal(revs.json.items.map((r: { source: string }) => r.source), ['run_start', 'resume_previous']);
+  const cfg = await http(base, 'GET', `/api/runs/${runId}/config`);
+  assert.is(cfg.json.revision_id, 'rev_0002');
+  const resumes = await http(base, 'GET', '/api/jobs?kind=resume');
+  assert.ok(resumes.json.items.some((j: { job_id: string }) => j.job_id === started.json.job_id));
+
+  // A cancelled resume (from the first phase, so it is still running or queued): the earlier outputs stay.
+  const stack = join(started.json.run_dir, 'outputs', 'stacked.fits');
+  const stackBefore = await readFile(stack);
+  const again = await post({ from_phase: 'SCAN_INPUT' });
+  assert.is(again.status, 202, again.text);
+  const del = await http(base, 'DELETE', `/api/jobs/${again.json.job_id}`);
+  assert.is(del.status, 202, del.text);
+  const cancelled = await waitFor(async () => {
+    const r = await http(base, 'GET', `/api/jobs/${again.json.job_id}`);
+    return ['ok', 'error', 'cancelled'].includes(r.json.state) ? r : null;
+  }, 60000, 100);
+  assert.is(cancelled.json.state, 'cancelled', cancelled.text);
+  assert.ok((await readFile(stack)).equals(stackBefore), 'the stack of the earlier run is back');
+  assert.is((await http(base, 'GET', `/api/runs/${runId}`)).json.status, 'ok');
+  assert.is((await post({ from_phase: 'STACKING', dry_run: true })).json.feasible, true);
+
+  // A run (from the CLI, say) whose configuration reads outside the allowed roots is not resumed here.
+  const outside = join(dir, 'runs', 'cli_20260101_000000');
+  await mkdir(outside, { recursive: true });
+  await writeFile(join(outside, 'run.json'), JSON.stringify({ run_id: 'cli_20260101_000000', kind: 'tiled', created_at: '', status: 'ok', input: {}, job_id: null }));
+  await writeFile(join(outside, 'config.yaml'), `input: { input_dir: ${JSON.stringify(tmpdir())} }\n`);
+  envelope(await http(base, 'POST', '/api/jobs/resume', { body: { run_id: 'cli_20260101_000000', from_phase: 'STACKING', dry_run: true } }), 403, 'PATH_NOT_ALLOWED');
 });
 
 test('tiled start refusals: bad YAML names its line, missing input, both config forms, unknown folder', async () => {

@@ -23,6 +23,8 @@ export interface PhaseRecord {
   config_hash: string;
   /** What the phase started from: the previous phase's record hash and the frames it saw. */
   inputs: { previous: string | null; frames: number; frames_hash: string };
+  /** The state the phase hands on (checkpoint.ts) and its SHA-256; null when later phases cannot build on its outcome. */
+  checkpoint?: { path: string; sha256: string } | null;
   /** SHA-256 of this record without this field (the next phase's `previous`). */
   record_hash: string;
 }

@@ -5,7 +5,9 @@
 // so an orphan never keeps writing into a run the restarted server has closed.
 
 import { readFile } from 'node:fs/promises';
-import { parseRawStackConfig } from '../../config/rawstack.js';
+import { join } from 'node:path';
+import { parseRawStackConfig, type RawStackConfig } from '../../config/rawstack.js';
+import { parseEventLines } from '../../shared/events.js';
 import type { TiledSettings } from '../../config/tiled-run.js';
 import type { EventLine } from '../../pipeline/events.js';
 import { setReadConfinement } from '../../pipeline/stages/scan/confine.js';
@@ -53,6 +55,8 @@ async function dispatch(spec: JobSpec, signal: AbortSignal): Promise<number> {
         return await rawstack(spec, signal);
       case 'tiled':
         return await tiled(spec, signal);
+      case 'resume':
+        return await resume(spec, signal);
       case 'pcc_run':
       case 'pcc_apply': {
         const { runPccJob } = await import('./pcc-job.js');
@@ -80,9 +84,10 @@ async function rawstack(spec: Extract<JobSpec, { kind: 'rawstack' }>, signal: Ab
   return report(await runRawStack(parsed.config, { folder, jobId: spec.job_id, signal, onEvent: progressSender() }));
 }
 
-/** The run's progress from its own events (the plan arrives with run_start), sent to the server. */
-function progressSender(): (line: EventLine) => void {
+/** The run's progress from its own events (the plan arrives with run_start), sent to the server; `prior`: the log a resume continues. */
+function progressSender(prior: readonly EventLine[] = []): (line: EventLine) => void {
   const run = new RunProgress();
+  for (const l of prior) run.apply(l);
   return (line) => {
     run.apply(line);
     if (line.type === 'phase_start' || line.type === 'phase_end') void send({ type: 'progress', phase: line.phase, fraction: run.fraction, persist: true });
@@ -110,6 +115,22 @@ async function tiled(spec: Extract<JobSpec, { kind: 'tiled' }>, signal: AbortSig
   const { runFolderAt } = await import('../../pipeline/run-folder.js');
   const config = { tiled: spec.tiled as unknown as TiledSettings, raw: parsed.config };
   return report(await runTiled(config, { folder: runFolderAt(spec.run_dir, spec.run_id, 'tiled'), jobId: spec.job_id, signal, onEvent: progressSender() }));
+}
+
+/** A resume of a tiled run (tiled-resume.ts): feasibility is checked again before the folder is touched. */
+async function resume(spec: Extract<JobSpec, { kind: 'resume' }>, signal: AbortSignal): Promise<number> {
+  if (spec.confine) setReadConfinement(spec.confine);
+  let config: { tiled: TiledSettings; raw: RawStackConfig } | null = null;
+  if (spec.tiled && spec.raw) {
+    const parsed = parseRawStackConfig(spec.raw);
+    if (!parsed.ok) throw new Error(`invalid configuration: ${parsed.issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
+    config = { tiled: spec.tiled as unknown as TiledSettings, raw: parsed.config };
+  }
+  const { resumeTiled } = await import('../../pipeline/tiled/resume.js');
+  const { RUN_LAYOUTS } = await import('../../shared/run-layout.js');
+  const prior = parseEventLines(await readFile(join(spec.run_dir, ...RUN_LAYOUTS.tiled.events.split('/')), 'utf8').catch(() => ''));
+  const r = await resumeTiled(spec.run_dir, spec.from_phase, { config, revisionSource: spec.revision_source, jobId: spec.job_id, signal, onEvent: progressSender(prior) });
+  return report(r);
 }
 
 /**

@@ -5,6 +5,7 @@
 // pending ones are queued again in their original order.
 
 import { randomBytes } from 'node:crypto';
+import { restoreLeftover } from '../../pipeline/resume/aside.js';
 import { closeRun } from '../run-index.js';
 import { ApiError } from '../errors.js';
 import { spawnJobChild, type ChildHandle } from './child.js';
@@ -198,11 +199,13 @@ export class JobManager {
           rec.progress.fraction = 1;
         } else if (result) {
           rec.state = 'error';
-          rec.error = { code: rec.kind === 'rawstack' || rec.kind === 'tiled' ? 'RUN_FAILED' : 'JOB_FAILED', message: result.message ?? 'the job failed' };
+          rec.error = { code: rec.kind === 'rawstack' || rec.kind === 'tiled' || rec.kind === 'resume' ? 'RUN_FAILED' : 'JOB_FAILED', message: result.message ?? 'the job failed' };
         } else {
           rec.state = 'error';
           rec.error = { code: code === null && signal === null ? 'SPAWN_FAILED' : 'CHILD_CRASHED', message: `job process ended without a result (exit code ${code}, signal ${signal})` };
         }
+        // A resume whose child died mid-way left the earlier outputs set aside: they come back.
+        if (rec.kind === 'resume' && rec.run_dir) await restoreLeftover(rec.run_dir).catch((e) => this.o.log?.(`restoring run ${rec.run_id}: ${(e as Error).message}`));
         if (rec.run_dir) {
           await closeRun(rec.run_dir, rec.state === 'cancelled' ? 'cancelled' : rec.state === 'ok' ? 'ok' : 'error', rec.state === 'cancelled' ? 'cancelled' : 'crashed').catch((e) =>
             this.o.log?.(`closing run ${rec.run_id}: ${(e as Error).message}`),

@@ -1,5 +1,5 @@
-// Job endpoints: start a pipeline run ({pipeline: rawstack | tiled, ...}), resume (409: Raw Stack
-// is not resumable, tiled resume is the next issue), list (newest first, paged), one job, cancel. Job records: docs/ARCHITECTURE.md "Processes".
+// Job endpoints: start a pipeline run ({pipeline: rawstack | tiled, ...}), resume a tiled run
+// from a phase (tiled-resume.ts; 409 for Raw Stack runs, which are not resumable), list (newest first, paged), one job, cancel. Job records: docs/ARCHITECTURE.md "Processes".
 
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
@@ -9,17 +9,15 @@ import { ApiError, validationError } from '../errors.js';
 import { JOB_ID_RE } from '../jobs/store.js';
 import type { JobRecord } from '../jobs/types.js';
 import { page, PageQuery, type ApiRegistry } from '../registry.js';
-import { readRunRecord } from '../run-index.js';
 import { AcceptedSchema, JobListSchema, JobRecordSchema } from '../schemas.js';
 import { RawStackStartBody, startRawStack } from '../rawstack-start.js';
 import { startTiled, TiledStartBody } from '../tiled-start.js';
-import { findRun } from '../run-lookup.js';
+import { ResumeBody, resumeRun } from '../tiled-resume.js';
 import { PIPELINE_NAMES, PIPELINES } from './pipelines.js';
 
 const RunBody = z.looseObject({ pipeline: z.string().min(1).max(64).describe(`one of: ${PIPELINE_NAMES.join(', ')}`) });
 const RawStackRunBody = RawStackStartBody.extend({ pipeline: z.literal('rawstack') });
 const TiledRunBody = TiledStartBody.extend({ pipeline: z.literal('tiled') });
-const ResumeBody = z.strictObject({ run_id: z.string().min(1).max(200), from_phase: z.string().max(64).optional(), dry_run: z.boolean().optional() });
 const JobsQuery = PageQuery.extend({
   state: z.enum(['pending', 'running', 'cancelling', 'ok', 'error', 'cancelled']).optional(),
   kind: z.enum(['run', 'resume', 'rawstack', 'tiled', 'scan', 'pcc_run', 'pcc_apply']).optional(),
@@ -70,17 +68,25 @@ export function jobRoutes(api: ApiRegistry, app: AppContext): void {
   );
 
   api.add(
-    { method: 'post', path: '/api/jobs/resume', tag: 'jobs', summary: 'resume a run of a pipeline with resumable phases', body: ResumeBody, responses: { 202: '{job_id, run_id}', 404: 'no such run', 409: 'RESUME_NOT_SUPPORTED (Raw Stack runs)', 422: 'pipeline unavailable' } },
+    {
+      method: 'post',
+      path: '/api/jobs/resume',
+      tag: 'jobs',
+      summary: 'resume a tiled run from a phase: {run_id, from_phase, dry_run?, config_yaml? | config_revision_id?}',
+      body: ResumeBody,
+      responses: {
+        200: 'dry run: {run_id, run_dir, from_phase, feasible, reason?, missing_files?, changed_keys?, earliest_feasible_phase, would_rerun}',
+        202: '{job_id, run_id, run_dir, state, from_phase, would_rerun}',
+        400: 'VALIDATION_ERROR (bad body or YAML, no from_phase), RESUME_CONFIG_CONFLICT (config_yaml and config_revision_id)',
+        404: 'no such run or revision',
+        409: 'RESUME_NOT_SUPPORTED (Raw Stack runs), RESUME_PHASE_NOT_FEASIBLE (details: reason, missing_files?, changed_keys?, earliest_feasible_phase), RUN_BUSY (a job of the run is pending or running)',
+      },
+    },
     async (ctx) => {
       const body = await jsonBody(ctx, ResumeBody);
-      const dir = await findRun(app, body.run_id);
-      const rec = await readRunRecord(dir);
-      const kind = rec?.kind ?? 'rawstack';
-      const pipeline = PIPELINES.find((p) => p.name === kind);
-      if (kind === 'rawstack' || (pipeline && !pipeline.resumable)) {
-        throw new ApiError('RESUME_NOT_SUPPORTED', `run ${body.run_id} is a ${kind} run; ${kind === 'rawstack' ? 'Raw Stack' : kind} runs are not resumable`, { run_id: body.run_id, kind });
-      }
-      throw new ApiError('PIPELINE_UNAVAILABLE', `pipeline "${kind}" of run ${body.run_id} is not available in this build`, { available: PIPELINE_NAMES });
+      const answer = await resumeRun(app, body);
+      ctx.status = answer.status;
+      ctx.body = answer.body;
     },
   );
 

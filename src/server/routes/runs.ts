@@ -218,12 +218,14 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
   );
 }
 
-/** Tails the run's events file (`eventsRel`) from byte 0, sending lines with seq > after; ends after run_end. */
+/** Tails the run's events file (`eventsRel`) from byte 0, sending lines with seq > after; ends after run_end (a resumed run: after its last resume_end). */
 function followEvents(runDir: string, eventsRel: string, after: number, out: PassThrough, gone: () => boolean): void {
   let offset = 0;
   let partial = '';
   let closed = false;
   let lastWrite = Date.now();
+  let resuming = false;
+  let ended = false;
   out.write(`retry: 2000\n\n`);
   const close = () => {
     if (closed) return;
@@ -258,13 +260,22 @@ function followEvents(runDir: string, eventsRel: string, after: number, out: Pas
           } catch {
             continue;
           }
+          // A resumed run's log goes on after its first run_end: resume_start … run_end, resume_end.
+          if (ev.type === 'resume_start') {
+            resuming = true;
+            ended = false;
+          } else if (ev.type === 'run_end' && !resuming) ended = true;
+          else if (ev.type === 'resume_end') {
+            resuming = false;
+            ended = true;
+          }
           if ((ev.seq ?? 0) <= after) continue;
           out.write(`id: ${ev.seq}\ndata: ${line}\n\n`);
           lastWrite = Date.now();
-          if (ev.type === 'run_end') {
-            out.write(`event: end\ndata: {}\n\n`);
-            return close();
-          }
+        }
+        if (ended) {
+          out.write(`event: end\ndata: {}\n\n`);
+          return close();
         }
       }
     } finally {

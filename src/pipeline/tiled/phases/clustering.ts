@@ -5,13 +5,14 @@
 // the blend of the per-cluster (virtual) synthetic frames.
 
 import { failed, ok, skipped } from '../../phase.js';
-import { clusterFrames, clusterTable, type Clusters } from '../clustering.js';
+import { clusterFrames, clusterTable } from '../clustering.js';
+import { clustersOf, setClusters } from '../cluster-handoff.js';
 import { writeArtifact, tiledPhase } from '../records.js';
 import type { TiledPhase } from '../reasons.js';
 import type { TiledState } from '../state.js';
 import { tileCount } from '../tile-grid.js';
 
-const clusters = new WeakMap<TiledState, Clusters>();
+
 
 /** Why clustering does not run, or null when it does. */
 function offReason(s: TiledState): { reason: 'reduced_mode' | 'disabled'; message: string } | null {
@@ -47,7 +48,7 @@ export const stateClusteringPhase: TiledPhase = tiledPhase('STATE_CLUSTERING', [
       return skipped(off.reason, off.message);
     }
     const c = clusterFrames(inputOf(s), s.config.tiled.synthetic.clustering.cluster_count_range as [number, number]);
-    clusters.set(s, c);
+    setClusters(s, c);
     const rel = await writeArtifact(s, 'STATE_CLUSTERING', 'state_clustering.json', { mode: 'clustered', n_clusters: c.k, method: c.method, feature_names: c.features, standardization: 'z-score', state_vectors_standardized: c.standardized, frames: s.tiled.table.frames, cluster_labels: c.labels, cluster_sizes: c.sizes });
     return ok({ n_clusters: c.k, method: c.method, artifact: rel });
   },
@@ -58,8 +59,8 @@ export const syntheticFramesPhase: TiledPhase = tiledPhase('SYNTHETIC_FRAMES', [
   optional: false,
   async run(ctx) {
     const s = ctx.state;
-    const c = clusters.get(s);
-    clusters.delete(s);
+    const c = clustersOf(s);
+    setClusters(s, null);
     if (!c || !s.tiled.table) {
       const off = offReason(s);
       const message = off ? off.message : 'STATE_CLUSTERING made no clusters';

@@ -14,7 +14,7 @@ import { reportPhase } from '../../rawstack/phases/report.js';
 import { fromRawStack, tiledPhase } from '../records.js';
 
 export const scanInputPhase = tiledPhase('SCAN_INPUT', ['input'], fromRawStack(inputScanPhase));
-export const tiledCalibrationPhase = tiledPhase('CALIBRATION', ['calibration'], fromRawStack(calibrationPhase));
+export const tiledCalibrationPhase = tiledPhase('CALIBRATION', ['calibration', 'resume.keep_intermediates'], fromRawStack(calibrationPhase));
 export const tiledAstrometryPhase = tiledPhase('ASTROMETRY', ['astrometry'], fromRawStack(astrometryPhase));
 export const tiledBgePhase = tiledPhase('BGE', ['bge'], fromRawStack(bgePhase));
 export const tiledPccPhase = tiledPhase('PCC', ['pcc'], fromRawStack(pccPhase));
