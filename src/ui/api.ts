@@ -189,13 +189,16 @@ export interface ResumeRequest {
   config_revision_id?: string;
 }
 
-/** A dry run's answer (200). A resume that cannot run answers 409 RESUME_PHASE_NOT_FEASIBLE instead. */
+/** A dry run's answer (200, feasible or not); a real resume that cannot run answers 409 RESUME_PHASE_NOT_FEASIBLE with the same details. */
 export interface ResumeCheck {
   run_id: string;
   run_dir?: string;
   from_phase: string;
   feasible: boolean;
   reason?: string;
+  missing_files?: string[];
+  changed_keys?: string[];
+  earliest_feasible_phase?: string | null;
   would_rerun: string[];
 }
 

@@ -186,6 +186,10 @@ export class RunConfigPanel {
     this.checked = null;
     this.startBtn.disabled = true;
     clear(this.result);
+    // A verdict is the last check's only: nothing of an earlier one may stand while this one runs.
+    delete this.result.dataset.feasible;
+    delete this.result.dataset.reason;
+    delete this.result.dataset.code;
     if (!body) {
       say(this.status, this.source() === 'revision' ? 'Choose a revision.' : 'Choose a phase.', 'error');
       return;
@@ -194,18 +198,37 @@ export class RunConfigPanel {
     try {
       const r = (await api.resume(body)) as ResumeCheck;
       const rerun = Array.isArray(r.would_rerun) ? r.would_rerun : [];
-      this.result.append(h('p', { 'data-feasible': String(r.feasible) }, r.feasible ? `Feasible from ${r.from_phase}.` : `Not feasible from ${r.from_phase}${r.reason ? `: ${REASONS[r.reason] ?? r.reason}` : ''}.`));
-      if (rerun.length) this.result.append(h('p', { id: 'resume-rerun' }, 'Would re-run: ', ...rerun.map((p) => h('code', { class: 'phase-name' }, `${p} `))));
       this.result.dataset.feasible = String(r.feasible);
       if (r.feasible) {
+        this.result.append(h('p', { 'data-feasible': 'true' }, `Feasible from ${r.from_phase}.`));
+        if (rerun.length) this.result.append(h('p', { id: 'resume-rerun' }, 'Would re-run: ', ...rerun.map((p) => h('code', { class: 'phase-name' }, `${p} `))));
         this.checked = this.choiceKey();
         this.startBtn.disabled = false;
         say(this.status, 'Check passed: Start resume is enabled.', 'ok');
-      } else say(this.status, 'Not feasible: see why.', 'error');
+      } else this.showVerdict(r, `Not feasible from ${r.from_phase}`);
     } catch (e) {
       this.result.dataset.feasible = 'false';
       this.showRefusal(e);
     }
+  }
+
+  /** Why a resume is not feasible: the dry run's verdict (200) and the refusal's details (409) say the same. */
+  private showVerdict(d: { reason?: string; missing_files?: string[]; changed_keys?: string[]; earliest_feasible_phase?: string | null }, lead: string, message?: string): void {
+    if (d.reason) this.result.dataset.reason = d.reason;
+    this.result.append(h('p', { 'data-feasible': 'false' }, `${lead}${d.reason ? `: ${REASONS[d.reason] ?? d.reason}` : ''}.`, ...(message ? [h('span', { class: 'muted' }, ` (${message})`)] : [])));
+    if (d.changed_keys?.length) this.result.append(h('p', {}, 'Changed keys read earlier: ', ...d.changed_keys.map((k) => h('code', {}, `${k} `))));
+    if (d.missing_files?.length) this.result.append(h('p', {}, 'Missing: ', ...d.missing_files.slice(0, 20).map((k) => h('code', {}, `${k} `))));
+    const earliest = d.earliest_feasible_phase;
+    if (earliest) {
+      const pick = h('button', { type: 'button', class: 'small', id: 'btn-resume-earliest' }, `Pick ${earliest}`);
+      pick.addEventListener('click', () => {
+        this.phase.value = earliest;
+        this.choicesChanged();
+        void this.check();
+      });
+      this.result.append(h('p', {}, `Earliest phase it can resume from: ${earliest} `, pick));
+    }
+    say(this.status, 'Not feasible: see why.', 'error');
   }
 
   private showRefusal(e: unknown): void {
@@ -215,22 +238,8 @@ export class RunConfigPanel {
     }
     const d = (e.details ?? {}) as { reason?: string; missing_files?: string[]; changed_keys?: string[]; earliest_feasible_phase?: string | null };
     this.result.dataset.code = e.code;
-    if (e.code === 'RESUME_PHASE_NOT_FEASIBLE') {
-      this.result.append(h('p', {}, `Not feasible${d.reason ? `: ${REASONS[d.reason] ?? d.reason}` : ''}.`, h('span', { class: 'muted' }, ` (${e.message})`)));
-      if (d.changed_keys?.length) this.result.append(h('p', {}, 'Changed keys read earlier: ', ...d.changed_keys.map((k) => h('code', {}, `${k} `))));
-      if (d.missing_files?.length) this.result.append(h('p', {}, 'Missing: ', ...d.missing_files.slice(0, 20).map((k) => h('code', {}, `${k} `))));
-      const earliest = d.earliest_feasible_phase;
-      if (earliest) {
-        const pick = h('button', { type: 'button', class: 'small', id: 'btn-resume-earliest' }, `Pick ${earliest}`);
-        pick.addEventListener('click', () => {
-          this.phase.value = earliest;
-          this.choicesChanged();
-          void this.check();
-        });
-        this.result.append(h('p', {}, `Earliest phase it can resume from: ${earliest} `, pick));
-      }
-      say(this.status, 'Not feasible: see why.', 'error');
-    } else if (e.code === 'RESUME_NOT_SUPPORTED') {
+    if (e.code === 'RESUME_PHASE_NOT_FEASIBLE') this.showVerdict(d, 'Not feasible', e.message);
+    else if (e.code === 'RESUME_NOT_SUPPORTED') {
       this.result.append(h('p', {}, `This server does not resume this run: ${e.message}`));
       say(this.status, `Resume not supported (${e.code}).`, 'error');
     } else if (e.code === 'VALIDATION_ERROR') {

@@ -3,16 +3,12 @@
 // says feasible and would re-run STACKING and later phases only; a change upstream
 // (tile.size_factor, read by TILE_GRID) says not feasible and why; Start resume runs to its end and
 // the revision list gains an entry with the new configuration.
-// The server must resume tiled runs: while POST /api/jobs/resume answers RESUME_NOT_SUPPORTED for
-// a tiled run (a build without the resume backend) the tests skip, saying so.
+// Skips only where the UI tests cannot run at all (no Chromium: harness.ts says why).
 
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { startServer } from '../../src/server/app.js';
 import { ARTIFACT_DIR, skipReason, startUiEnv, type UiEnv } from './harness.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -23,29 +19,7 @@ const QUICK = 'tile:\n  star_min_count: 2\nastrometry:\n  enabled: false\nbge:\n
 
 let env: UiEnv | null = null;
 
-/**
- * Does this build resume tiled runs at all? Asked of a bare server about a placeholder tiled run
- * folder, at import time (uvu needs to know before the tests are declared whether they skip).
- */
-async function probe(): Promise<string | null> {
-  const dir = await mkdtemp(join(tmpdir(), 'skystack-resume-probe-'));
-  const id = 'resume_probe_20260101_000000';
-  await mkdir(join(dir, 'runs', id), { recursive: true });
-  await writeFile(join(dir, 'runs', id, 'run.json'), JSON.stringify({ run_id: id, kind: 'tiled', status: 'ok' }));
-  const server = await startServer({ host: '127.0.0.1', port: 0, runsDir: join(dir, 'runs'), roots: [], maxConcurrentJobs: 1, log: () => {} });
-  try {
-    const res = await fetch(`${server.url}/api/jobs/resume`, { method: 'POST', headers: { 'content-type': 'application/json', origin: server.url }, body: JSON.stringify({ run_id: id, from_phase: 'STACKING', dry_run: true }) });
-    const body = (await res.json().catch(() => null)) as { error?: { code?: string; message?: string } } | null;
-    if (body?.error?.code === 'RESUME_NOT_SUPPORTED') return `the server does not resume tiled runs yet (POST /api/jobs/resume: ${res.status} RESUME_NOT_SUPPORTED: ${body.error.message ?? ''})`;
-    return null;
-  } finally {
-    await server.close();
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-const skip = skipReason ?? (await probe());
-if (skip && !skipReason) console.log(`  [ui] resume browser tests SKIPPED: ${skip}`);
+const skip = skipReason;
 
 const ui = suite('run monitor: resume from phase');
 let page: Page;
@@ -102,7 +76,8 @@ run('a tiled run from the studio, then Check and Start resume from STACKING afte
   await editYaml([/^(tile:\n(?: {2}.*\n)*? {2}size_factor: )[\d.]+/m, '$148']);
   await page.click('#btn-resume-check');
   await page.waitForFunction(() => (document.getElementById('resume-result')?.dataset.feasible ?? '') === 'false');
-  assert.is(await page.getAttribute('#resume-result', 'data-code'), 'RESUME_PHASE_NOT_FEASIBLE');
+  assert.is(await page.getAttribute('#resume-result', 'data-reason'), 'config_changed_upstream');
+  assert.match((await page.textContent('#resume-result')) ?? '', /Earliest phase it can resume from: TILE_GRID/);
   assert.match((await page.textContent('#resume-result')) ?? '', /tile\.size_factor/);
   assert.ok(await page.isDisabled('#btn-resume-start'));
 
