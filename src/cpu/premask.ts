@@ -115,6 +115,12 @@ function screenOf(n: number): Float32Array {
   if (screenScratch.length < n) screenScratch = new Float32Array(n);
   return screenScratch.subarray(0, n);
 }
+/** The noise-model screen's per-pixel signal, kept per thread likewise. */
+let signalScratch = new Float32Array(0);
+function signalOf(n: number): Float32Array {
+  if (signalScratch.length < n) signalScratch = new Float32Array(n);
+  return signalScratch.subarray(0, n);
+}
 
 /** Seeds and growth of frames [f0, f1) (independent per frame). */
 export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
@@ -221,7 +227,7 @@ function premaskFlagNoise(a: PremaskArgs, nm: NoiseModelSeeds, f0: number, f1: n
   if (s2Min === Infinity) return;
   const kk = Math.min(a.kLow, a.kHigh);
   const screen = screenOf(plane);
-  const signal = new Float32Array(plane);
+  const signal = signalOf(plane);
   for (let i = 0; i < plane; i++) {
     const m = M[i]!;
     const b = B[i]!;
