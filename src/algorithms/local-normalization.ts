@@ -244,6 +244,24 @@ function binnedNoise(p: BinnedPlane, mask?: Uint8Array): number {
 export const CELL_SAMPLES = 96;
 
 /**
+ * Per-plane scratch arrays of the fit, kept across calls by name (a stack fits dozens of frames
+ * of one size; fresh arrays of ~50–200 KB each per fit cost more in garbage collection than the
+ * fit's medians). A name is used by one live array at a time; contents are undefined on return.
+ */
+const scratchU8 = new Map<string, Uint8Array>();
+const scratchF32 = new Map<string, Float32Array>();
+function u8(name: string, n: number): Uint8Array {
+  let a = scratchU8.get(name);
+  if (!a || a.length < n) scratchU8.set(name, (a = new Uint8Array(n)));
+  return a.subarray(0, n);
+}
+function f32s(name: string, n: number): Float32Array {
+  let a = scratchF32.get(name);
+  if (!a || a.length < n) scratchF32.set(name, (a = new Float32Array(n)));
+  return a.subarray(0, n);
+}
+
+/**
  * The binned pixels each cell's background median is taken over: the accepted ones (`ok`), in
  * raster order within the cell, at most CELL_SAMPLES of them evenly strided (pixel
  * floor(j·k / CELL_SAMPLES) of the cell's k accepted ones). Chosen once per pixel set: the
@@ -350,7 +368,7 @@ function cellMedians(p: BinnedPlane, c: Cells, ax: BinnedAxes, cs: CellSamples, 
 
 /** The pixels of `p` that are valid and accepted by `use`. */
 function acceptedPixels(p: BinnedPlane, use: (i: number) => boolean): Uint8Array {
-  const ok = new Uint8Array(p.width * p.height);
+  const ok = u8('accepted', p.width * p.height);
   for (let i = 0; i < ok.length; i++) ok[i] = p.data[i]! === p.data[i]! && use(i) ? 1 : 0;
   return ok;
 }
@@ -528,13 +546,13 @@ function repairNodes(values: number[], nx: number, ny: number): number[] {
 }
 
 /** Node field interpolated at each binned pixel's centre. */
-function surfaceAtBinned(p: BinnedPlane, g: GridGeometry, values: number[]): Float32Array {
+function surfaceAtBinned(p: BinnedPlane, g: GridGeometry, values: number[], out: Float32Array = new Float32Array(p.width * p.height)): Float32Array {
   const D = p.factor;
   const xs = new Float64Array(p.width);
   for (let x = 0; x < p.width; x++) xs[x] = (x + 0.5) * D - 0.5;
   const ys = new Float64Array(p.height);
   for (let y = 0; y < p.height; y++) ys[y] = (y + 0.5) * D - 0.5;
-  return gridField(g, values, xs, ys, new Float32Array(p.width * p.height));
+  return gridField(g, values, xs, ys, out);
 }
 
 /**
@@ -557,14 +575,15 @@ function starMask(p: BinnedPlane, c: Cells, g: GridGeometry, o: Required<LnFitOp
     if (!bg) return { sigma: sigma === sigma ? sigma : binnedNoise(p), seeds };
     const level = bg.values;
     if (m) sigma = binnedNoise(p, m);
-    const surface = surfaceAtBinned(p, g, level);
+    const surface = surfaceAtBinned(p, g, level, f32s('surface', W * H));
     const seed = new Uint8Array(W * H);
     const t = o.maskSigma * sigma;
     for (let i = 0; i < W * H; i++) {
       const e = p.data[i]! - surface[i]!;
       if (e > t) seed[i] = e > 2 * t ? 2 : 1;
     }
-    const grown = new Uint8Array(W * H);
+    // Round 1 reads round 0's grown mask while it grows its own: two scratch names.
+    const grown = u8(round === 0 ? 'grown0' : 'grown1', W * H).fill(0);
     const r = Math.ceil(o.maskGrowPx / p.factor);
     for (let y = 0; y < H; y++) {
       for (let x = 0; x < W; x++) {
@@ -857,7 +876,7 @@ export function fitLocalNormalization(ref: BinnedPlane, frame: BinnedPlane, opti
   const c = cellsOf(ref.width, ref.height, o.cells);
   const min = minCount(c, ref, o.minCellFraction);
   const N = ref.width * ref.height;
-  const mask = new Uint8Array(N);
+  const mask = u8('fitMask', N).fill(0);
   let refMask: { sigma: number; seeds: Uint8Array };
   if (prepared && prepared.ref === ref && prepared.cells === o.cells && prepared.maskSigma === o.maskSigma && prepared.maskGrowPx === o.maskGrowPx && prepared.minCellFraction === o.minCellFraction) {
     mask.set(prepared.mask);
@@ -876,7 +895,7 @@ export function fitLocalNormalization(ref: BinnedPlane, frame: BinnedPlane, opti
     if (mask[i]) masked++;
   }
   // The same pixels of both (unmasked, valid in both), so the same samples.
-  const ok = new Uint8Array(N);
+  const ok = u8('fitOk', N);
   for (let i = 0; i < N; i++) ok[i] = !mask[i] && both(i) ? 1 : 0;
   const samples = cellSamples(ref, c, ok);
   const bgRef = backgroundNodes(ref, c, grid, samples, min);
