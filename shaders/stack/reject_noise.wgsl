@@ -16,7 +16,7 @@
 //             (f * src_rows + src_row0 + r) * width + x (the stack kernel's layout);
 //           2 read-only frame, vec4<f32> pairs per frame: [2f] = (scale, offset, weight,
 //             sigma2; sigma2 < 0: noise unknown, never reject this frame), [2f + 1] =
-//             (poisson, alpha2, lip, 0), lip >= sup dtau/dS = alpha + poisson / (2 sigma);
+//             (poisson, alpha2, 0, 0);
 //           3 read-only centre, f32 per pixel (rows x width): start centre, NaN = none;
 //           4 read-only background, f32 per pixel: sky B under the pixel, NaN -> S = 0;
 //           5 read_write mean, f32 per pixel (NaN where no valid sample carries weight);
@@ -36,14 +36,6 @@
 //          its 4 lanes' count per frame straight to the global tallies (no workgroup stage).
 // Sigma's first iteration is counted in the pass over the valid samples when every live lane
 // has a start centre (the engine always passes the median), saving one pass over the frames.
-// Converged after one step (sigma): where that first iteration keeps every valid sample and
-// each sample lies inside its bounds by more than the move of the centre can take away, the
-// second iteration (centre = that mean) would keep every sample again with the same sum, i.e.
-// stop at a fixed point with the same mean and count; the lane stops at once instead (most sky
-// pixels: one pass over the frames instead of two; outputs unchanged). Moving the centre by
-// d = |m - c0| moves a bound by at most d * (1 + k * lip_f) (S moves by at most d, and tau by
-// at most lip_f per unit of S); the slack is reduced by 1e-5 of the magnitudes involved first,
-// far beyond f32 rounding of both iterations' bounds.
 
 struct Params {
   width: u32,
@@ -176,10 +168,6 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   var sw = VF(0.0);
   var swv = VF(0.0);
   var k0 = Kept(VU(0u), VF(0.0), VF(0.0));
-  // Smallest slack of a kept sample to its bounds at c0, per unit of centre move (see head).
-  var slack = VF(3.0e38);
-  let kmax = max(params.k_low, params.k_high);
-  let bmag = select(abs(b), VF(0.0), is_nan(b));
   for (var f = 0u; f < params.frames; f++) {
     let v = sample(f);
     let ok = !is_nan(v);
@@ -193,9 +181,6 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
       k0.n += ones(inside);
       k0.sw += select(VF(0.0), VF(w), inside);
       k0.swv += select(VF(0.0), w * v, inside);
-      let room = min(v - (c0 - params.k_low * t), (c0 + params.k_high * t) - v) - 1e-5 * (abs(c0) + abs(v) + bmag + kmax * t);
-      let per = room / (1.0 + kmax * frame[2u * f + 1u].z);
-      slack = select(slack, min(slack, per), inside & (t >= VF(0.0)));
     }
   }
   let valid = (nv > VU(0u)) & (sw > VF(0.0));
@@ -226,11 +211,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
       out_count = select(out_count, k.n, ok);
       bounded = bounded | ok;
       c_acc = select(c_acc, c, ok);
-      var fixed = ok & (k.n == prev_n) & (k.swv == prev_s);
-      if (it == 0u) {
-        // Converged after one step (head comment): every valid sample kept, none near a bound.
-        fixed = fixed | (ok & from_median & (k.n == nv) & (abs(m - c0) * (1.0 + 1e-5) < slack));
-      }
+      let fixed = ok & (k.n == prev_n) & (k.swv == prev_s);
       prev_n = select(prev_n, k.n, ok);
       prev_s = select(prev_s, k.swv, ok);
       live = ok & !fixed;

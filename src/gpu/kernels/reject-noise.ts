@@ -13,19 +13,13 @@ import { GpuError } from '../errors.js';
 export const REJECT_NOISE_WG = 64;
 const METHOD: Record<NoiseRejectParams['method'], number> = { sigma: 0, winsor: 1 };
 
-/**
- * Per-frame table (two vec4 per frame: scale, offset, weight, σ² (−1: never reject); K, α², L, 0),
- * L = α + K / (2σ) bounding dτ/dS (the shader's skip of a converged iteration, see its head).
- */
+/** Per-frame table (two vec4 per frame: scale, offset, weight, σ² (−1: never reject); K, α², 0, 0). */
 export function packRejectFrames(p: NoiseRejectParams): Float32Array {
   const { scale, offset, weight } = frameParams({ ...p, method: 'sigma' });
   const { sigma2, poisson, alpha2 } = noiseFrameParams(p);
   const out = new Float32Array(8 * p.frames);
   for (let f = 0; f < p.frames; f++) {
-    const s2 = sigma2[f]!;
-    // dτ/dS = (K + 2α²S) / (2τ) ≤ K / (2σ) + α (τ ≥ σ and τ ≥ αS); rounded up a little.
-    const lip = Number.isNaN(s2) ? 0 : (Math.sqrt(alpha2[f]!) + poisson[f]! / (2 * Math.sqrt(s2))) * (1 + 1e-6);
-    out.set([scale[f]!, offset[f]!, weight[f]!, Number.isNaN(s2) ? -1 : s2, poisson[f]!, alpha2[f]!, lip, 0], 8 * f);
+    out.set([scale[f]!, offset[f]!, weight[f]!, Number.isNaN(sigma2[f]!) ? -1 : sigma2[f]!, poisson[f]!, alpha2[f]!, 0, 0], 8 * f);
   }
   return out;
 }
