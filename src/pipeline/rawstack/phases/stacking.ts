@@ -42,6 +42,7 @@ import { channelNames } from '../../stages/stacking/normalization.js';
 import { bandPlanDiagnostics, finalCosmetic, frameDiagnostics, rejectionTotals, round, stackHeader, type StackParameters } from '../stacking-output.js';
 import { ReaderCache } from '../../stages/stacking/readers.js';
 import { channelNoise, planStackBands, readHalo, type StackPlan } from '../../stages/stacking/plan.js';
+import { shotNoiseK, shotNoiseSource } from '../../stages/stacking/shot-noise.js';
 import { prepareFrames, SetupError, type StackSetup } from '../stacking-setup.js';
 import type { WeightField } from '../../stages/stacking/weightfield.js';
 import { composeQueueOutputs } from '../queue-outputs.js';
@@ -248,13 +249,13 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
   }
   let noiseModel: NoiseModel | null = null;
   if (r.noiseModel && ln) {
-    // σ_f as the pre-mask's (normalised pixel noise; LN keeps the global scale); K_f = 0: no
-    // gain is known here, and above a few ADU of signal the seeing term dominates the shot
-    // noise anyway; α_f from the frames' FWHM (QUALITY_ANALYSIS), at least seeing_tolerance.
+    // σ_f as the pre-mask's (normalised pixel noise; LN keeps the global scale); K_f the shot
+    // noise per unit of normalised signal, shotNoiseK (EGAIN from the header; 0 without one);
+    // α_f from the frames' FWHM (QUALITY_ANALYSIS), at least seeing_tolerance.
     const fwhm = setup.frames.map((f) => f.record.metrics?.fwhm ?? NaN);
     noiseModel = {
       sigma: setup.frames.map((f) => channelNoise(f, C).map((s, ch) => s * f.scale[ch]!)),
-      poisson: setup.frames.map(() => new Array<number>(C).fill(0)),
+      poisson: setup.frames.map((f) => shotNoiseK(f)),
       seeing: seeingTolerances(fwhm, c.rejection.high, c.rejection.seeing_tolerance),
       background: ln.background,
     };
@@ -571,7 +572,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
       ? {
           tau: 'sqrt(sigma^2 + K*S + (alpha*S)^2), S = max(centre - sky, 0)',
           seeing_tolerance: c.rejection.seeing_tolerance,
-          frames: setup.frames.map((f, i) => ({ index: f.record.index, fwhm: f.record.metrics?.fwhm ?? null, alpha: round(layout.noiseModel!.seeing[i]!, 4), sigma: layout.noiseModel!.sigma[i]!.map((s) => round(s, 4)) })),
+          shot_noise: shotNoiseSource(setup.frames),
+          frames: setup.frames.map((f, i) => ({ index: f.record.index, fwhm: f.record.metrics?.fwhm ?? null, alpha: round(layout.noiseModel!.seeing[i]!, 4), sigma: layout.noiseModel!.sigma[i]!.map((s) => round(s, 4)), gain: f.gain ?? null, poisson: layout.noiseModel!.poisson[i]!.map((k) => Number(k.toPrecision(6))) })),
         }
       : null,
     reference: { index: setup.reference.index, file: setup.reference.name },
