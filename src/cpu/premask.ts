@@ -207,8 +207,9 @@ function growStrong(mask: Uint8Array, base: number, strong: number[], W: number,
 /**
  * premaskFlag with the noise-model seed bound (NoiseModelSeeds). Per pixel the smallest τ any
  * frame can have screens the samples first (nearly every sample is no seed), so the square
- * root per sample is taken only for the few that come near a bound. f64 arithmetic (this bound
- * has no WGSL twin: STACKING runs the pre-mask on the host when it is on).
+ * root per sample is taken only for the few that come near a bound. f64 arithmetic; the WGSL
+ * twin (premask_flag.wgsl, NOISE = 1) computes τ in f32, so the two may part for a sample
+ * within rounding distance of a bound (test/gpu/premask.test.ts).
  */
 function premaskFlagNoise(a: PremaskArgs, nm: NoiseModelSeeds, f0: number, f1: number): void {
   const { width: W, rows: R, band, median: M, mask } = a;

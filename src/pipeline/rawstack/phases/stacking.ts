@@ -287,7 +287,7 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
       // Host pre-mask beside a device stack: the masked samples' index lists (host and device,
       // u32 for 1/32 of a band's owned samples each: nanIndexCapacity).
       // Noise model: the sky rows on the host, and on a device stack its centre and sky rows.
-      extraBytesPerPixel: (premask && !premask.onDevice && device && placement.stack ? Math.ceil(N / 4) : 0) + (noiseModel ? (device && placement.stack ? 12 : 4) : 0),
+      extraBytesPerPixel: (premask && !premask.onDevice && device && placement.stack ? Math.ceil(N / 4) : 0) + (noiseModel ? (device && placement.stack ? (premask?.onDevice ? 16 : 12) : 4) : 0),
       budgetBytes: c.runtime_limits.memory_budget * MiB - lnBytes,
       maxBindingBytes: device && placement.stack ? Math.min(placement.stack.limits.maxStorageBufferBindingSize, placement.stack.limits.maxBufferSize) : null,
     });
