@@ -485,7 +485,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     minFraction: c.rejection.min_fraction,
     normalization: c.stacking.normalization,
     // The weight-field stack's kernel has sample bounds; the noise model then seeds the pre-mask only.
-    bounds: layout.noiseModel ? (weightField ? `sample (weight-field stack) after a noise_model pre-mask, seeing_tolerance ${c.rejection.seeing_tolerance}` : `noise_model seeing_tolerance ${c.rejection.seeing_tolerance}`) : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
+    bounds: layout.noiseModel ? `noise_model seeing_tolerance ${c.rejection.seeing_tolerance}${weightField ? ' (weight-field stack)' : ''}` : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
     localNormalization: ln?.tables != null,
     weighting: c.stacking.weighting,
     kernel: r.kernel,
@@ -548,7 +548,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
         high: c.rejection.high,
         max_iters: c.rejection.max_iters,
         min_fraction: c.rejection.min_fraction,
-        bounds: layout.noiseModel ? (weightField ? 'sample' : 'noise_model') : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
+        bounds: layout.noiseModel ? 'noise_model' : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
         seeing_tolerance: layout.noiseModel ? c.rejection.seeing_tolerance : null,
       },
       normalization: c.stacking.normalization,
