@@ -12,6 +12,9 @@
 //     the way QUALITY_ANALYSIS does from its correlation read (ln-premeasured.ts), so STACKING's
 //     LN setup finds the planes; also prints what the binning adds to QUALITY_ANALYSIS's read
 //     (ccProxyAndBins with and without it, per frame, alternating order): `qa_ln_extra_ms`.
+//     Without LN (the seed's configuration) it makes the same reads without binning, so both
+//     configurations enter STACKING after the same QUALITY_ANALYSIS-like I/O (A/B runs: set it
+//     for both).
 // The captured state names the calibrated frames of the capture's run folder: keep that folder.
 
 import { readdirSync, readFileSync } from 'node:fs';
@@ -57,16 +60,20 @@ const restore: Phase<RawStackState> = {
   async run(ctx) {
     const saved = JSON.parse(await readFile(stateFile, 'utf8')) as Record<string, unknown>;
     Object.assign(ctx.state, saved);
-    if (process.env.LN_PREMEASURE === '1' && lnWanted(ctx.state) !== 'none') {
+    if (process.env.LN_PREMEASURE === '1') {
+      // Without LN (the seed's configuration) the same two reads per frame, no binning: the
+      // replay's STACKING then starts after the same I/O and garbage as with LN (the heap
+      // QUALITY_ANALYSIS leaves is part of what STACKING's threads pay for).
+      const ln = lnWanted(ctx.state) !== 'none';
       let plain = 0;
       let binned = 0;
       let k = 0;
       for (const f of includedFrames(ctx.state)) {
-        const spec = await lnBinSpecOf(ctx.state, f);
-        if (!spec) continue;
+        const spec = ln ? await lnBinSpecOf(ctx.state, f) : undefined;
+        if (ln && !spec) continue;
         const timed = async (withLn: boolean) => {
           const t = performance.now();
-          const r = await ccProxyAndBins(pixelSource(f), CC_BIN, withLn ? spec : undefined);
+          const r = await ccProxyAndBins(pixelSource(f), CC_BIN, withLn && spec ? spec : undefined);
           return { ms: performance.now() - t, planes: r.lnPlanes };
         };
         const first = k++ % 2 === 0;
@@ -75,7 +82,7 @@ const restore: Phase<RawStackState> = {
         const withLn = first ? a : b;
         plain += first ? b.ms : a.ms;
         binned += withLn.ms;
-        rememberLnPlanes(ctx.state, f, spec, withLn.planes!);
+        if (spec) rememberLnPlanes(ctx.state, f, spec, withLn.planes!);
       }
       premeasure = { qa_read_ms: Math.round(plain), qa_read_bin_ms: Math.round(binned), qa_ln_extra_ms: Math.round(binned - plain) };
     }

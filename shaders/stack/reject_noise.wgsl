@@ -23,6 +23,9 @@
 //           6 read_write count, u32 survivors per pixel;
 //           7 read_write rejected, atomic u32: [0, N) low, [N, 2N) high per frame; ADDED to
 //             (the caller zeroes it), so the bands of an image accumulate on the device.
+// Vector variant (src/gpu/kernels/reject-noise.ts, width % 4 = 0): binding 1 is declared
+//           array<vec4<f32>> and sample() loads a sample's 4 lanes at once (the wrapper
+//           rewrites those two lines, which must stay as written).
 // Workgroup: WG x 1 x 1 (override); an invocation owns 4 adjacent pixels of a row, the lanes of
 //            a vec4 (lanes past the row end read NaN and write nothing): the per-frame
 //            parameters are loaded once for 4 pixels and the arithmetic runs 4 wide; every

@@ -213,11 +213,16 @@ function gridField(g: GridGeometry, values: ArrayLike<number>, xs: Float64Array,
  */
 const NOISE_ROW_STEP = 4;
 
+/** Scratch of binnedNoise's differences, kept across calls (a stack fits dozens of frames). */
+let noiseScratch = new Float64Array(0);
+
 function binnedNoise(p: BinnedPlane, mask?: Uint8Array): number {
-  const d = new Float64Array(p.width * p.height);
-  let n = 0;
   // Every NOISE_ROW_STEP-th row: ~10⁴ pairs for a 256-pixel-wide plane are plenty for a median.
   const step = p.width * p.height > 16384 ? NOISE_ROW_STEP : 1;
+  const need = Math.ceil(p.height / step) * p.width;
+  if (noiseScratch.length < need) noiseScratch = new Float64Array(need);
+  const d = noiseScratch;
+  let n = 0;
   for (let y = 0; y < p.height; y += step) {
     for (let x = 0; x + 1 < p.width; x++) {
       const i = y * p.width + x;
@@ -232,27 +237,52 @@ function binnedNoise(p: BinnedPlane, mask?: Uint8Array): number {
 }
 
 /**
- * Per-cell median of the pixels `use` accepts, NaN where fewer than `min`. With `surface` (a
- * filled node field of the previous round), the median is taken of p − surface and the node's
- * value added back: the gradient inside a cell then cancels, which matters because star masks
- * leave a cell's sky pixels unevenly spread (a plain median would move toward the side with
- * more of them, by up to half the gradient across the cell).
- */
-/**
  * Most pixels a cell's median is taken over (evenly strided beyond): the node's error is then
  * ~1.25σ/√96 of a binned pixel's noise, a few percent of the per-pixel noise after binning, and
  * a fit costs a few ms instead of tens (the medians were ~70 % of it).
  */
 export const CELL_SAMPLES = 96;
 
-function cellMedians(p: BinnedPlane, c: Cells, g: GridGeometry, ok: Uint8Array, min: number, surface: number[] | null = null): number[] {
-  const values: number[] = [];
-  // Scratch for the largest cell (not the whole plane: the fit calls this a dozen times).
+/**
+ * Per-plane scratch arrays of the fit, kept across calls by name (a stack fits dozens of frames
+ * of one size; fresh arrays of ~50–200 KB each per fit cost more in garbage collection than the
+ * fit's medians). A name is used by one live array at a time; contents are undefined on return.
+ */
+const scratchU8 = new Map<string, Uint8Array>();
+const scratchF32 = new Map<string, Float32Array>();
+function u8(name: string, n: number): Uint8Array {
+  let a = scratchU8.get(name);
+  if (!a || a.length < n) scratchU8.set(name, (a = new Uint8Array(n)));
+  return a.subarray(0, n);
+}
+function f32s(name: string, n: number): Float32Array {
+  let a = scratchF32.get(name);
+  if (!a || a.length < n) scratchF32.set(name, (a = new Float32Array(n)));
+  return a.subarray(0, n);
+}
+
+/**
+ * The binned pixels each cell's background median is taken over: the accepted ones (`ok`), in
+ * raster order within the cell, at most CELL_SAMPLES of them evenly strided (pixel
+ * floor(j·k / CELL_SAMPLES) of the cell's k accepted ones). Chosen once per pixel set: the
+ * rounds of backgroundNodes, and the reference and the frame of a fit (the same pixels of
+ * both), take the same samples, so a round reads ≤ CELL_SAMPLES pixels a cell instead of the
+ * whole plane, and evaluates the previous round's surface at those pixels only.
+ */
+interface CellSamples {
+  /** Cell (ci, cj)'s samples are idx[start[k] .. start[k + 1]), k = cj·ncx + ci. */
+  start: Int32Array;
+  idx: Int32Array;
+}
+
+function cellSamples(p: BinnedPlane, c: Cells, ok: Uint8Array): CellSamples {
+  const cells = c.ncx * c.ncy;
+  const start = new Int32Array(cells + 1);
+  const idx = new Int32Array(cells * CELL_SAMPLES);
   let cellMax = 0;
   for (let cj = 0; cj < c.ncy; cj++) for (let ci = 0; ci < c.ncx; ci++) cellMax = Math.max(cellMax, (c.xs[ci + 1]! - c.xs[ci]!) * (c.ys[cj + 1]! - c.ys[cj]!));
-  const buf = new Float64Array(cellMax);
-  const s = surface ? surfaceAtBinned(p, g, surface) : null;
-  const d = p.data;
+  const all = new Int32Array(cellMax);
+  let n = 0;
   for (let cj = 0; cj < c.ncy; cj++) {
     for (let ci = 0; ci < c.ncx; ci++) {
       let k = 0;
@@ -260,38 +290,103 @@ function cellMedians(p: BinnedPlane, c: Cells, g: GridGeometry, ok: Uint8Array, 
       const x1 = c.xs[ci + 1]!;
       for (let y = c.ys[cj]!; y < c.ys[cj + 1]!; y++) {
         const row = y * p.width;
-        if (s) {
-          for (let i = row + x0; i < row + x1; i++) if (ok[i]) buf[k++] = d[i]! - s[i]!;
-        } else {
-          for (let i = row + x0; i < row + x1; i++) if (ok[i]) buf[k++] = d[i]!;
-        }
+        for (let i = row + x0; i < row + x1; i++) if (ok[i]) all[k++] = i;
       }
-      // At most CELL_SAMPLES of the cell's pixels, evenly strided (the median is the fit's cost).
       if (k > CELL_SAMPLES) {
-        for (let j = 0; j < CELL_SAMPLES; j++) buf[j] = buf[Math.floor((j * k) / CELL_SAMPLES)]!;
-        k = CELL_SAMPLES;
-      }
-      const m = k >= min ? medianInPlace(buf.subarray(0, k)) : NaN;
-      values.push(surface ? m + surface[cj * c.ncx + ci]! : m);
+        for (let j = 0; j < CELL_SAMPLES; j++) idx[n++] = all[Math.floor((j * k) / CELL_SAMPLES)]!;
+      } else for (let j = 0; j < k; j++) idx[n++] = all[j]!;
+      start[cj * c.ncx + ci + 1] = n;
     }
+  }
+  return { start, idx };
+}
+
+/** Per-column and per-row interpolation tables of a grid at a binned plane's pixel centres (gridField's rule). */
+interface BinnedAxes {
+  i0: Int32Array;
+  i1: Int32Array;
+  tx: Float64Array;
+  ja: Int32Array;
+  jb: Int32Array;
+  ty: Float64Array;
+}
+
+function binnedAxes(p: BinnedPlane, g: GridGeometry): BinnedAxes {
+  const D = p.factor;
+  const o: BinnedAxes = { i0: new Int32Array(p.width), i1: new Int32Array(p.width), tx: new Float64Array(p.width), ja: new Int32Array(p.height), jb: new Int32Array(p.height), ty: new Float64Array(p.height) };
+  for (let x = 0; x < p.width; x++) {
+    const [i, t] = axis((x + 0.5) * D - 0.5, g.x0, g.dx, g.nx);
+    o.i0[x] = i;
+    o.i1[x] = Math.min(i + 1, g.nx - 1);
+    o.tx[x] = t;
+  }
+  for (let y = 0; y < p.height; y++) {
+    const [j, t] = axis((y + 0.5) * D - 0.5, g.y0, g.dy, g.ny);
+    o.ja[y] = j * g.nx;
+    o.jb[y] = Math.min(j + 1, g.ny - 1) * g.nx;
+    o.ty[y] = t;
+  }
+  return o;
+}
+
+/**
+ * Per-cell median of the samples (cellSamples), NaN where fewer than `min`. With `surface` (a
+ * filled node field of the previous round), the median is taken of p − surface (the surface
+ * rounded to f32, as surfaceAtBinned stores it) and the node's value added back: the gradient
+ * inside a cell then cancels, which matters because star masks leave a cell's sky pixels
+ * unevenly spread (a plain median would move toward the side with more of them, by up to half
+ * the gradient across the cell).
+ */
+function cellMedians(p: BinnedPlane, c: Cells, ax: BinnedAxes, cs: CellSamples, min: number, surface: number[] | null = null): number[] {
+  const values: number[] = [];
+  const buf = new Float64Array(CELL_SAMPLES);
+  const d = p.data;
+  const W = p.width;
+  const f32 = Math.fround;
+  for (let k = 0; k < c.ncx * c.ncy; k++) {
+    const s0 = cs.start[k]!;
+    const n = cs.start[k + 1]! - s0;
+    if (surface) {
+      for (let j = 0; j < n; j++) {
+        const i = cs.idx[s0 + j]!;
+        const y = (i / W) | 0;
+        const x = i - y * W;
+        const ty = ax.ty[y]!;
+        const a = ax.ja[y]!;
+        const b = ax.jb[y]!;
+        const t = ax.tx[x]!;
+        const u = ax.i0[x]!;
+        const v = ax.i1[x]!;
+        buf[j] = d[i]! - f32((1 - ty) * ((1 - t) * surface[a + u]! + t * surface[a + v]!) + ty * ((1 - t) * surface[b + u]! + t * surface[b + v]!));
+      }
+    } else for (let j = 0; j < n; j++) buf[j] = d[cs.idx[s0 + j]!]!;
+    const m = n >= min ? medianInPlace(buf.subarray(0, n)) : NaN;
+    values.push(surface ? m + surface[k]! : m);
   }
   return values;
 }
 
-/**
- * Background node field of `p` over the pixels `use` accepts: cell medians, then two rounds
- * of medians about the previous round's surface (cellMedians). `measured` counts the cells
- * with enough pixels; the others are filled from their neighbours. null when no cell has any.
- */
-function backgroundNodes(p: BinnedPlane, c: Cells, g: GridGeometry, use: (i: number) => boolean, min: number): { values: number[]; measured: number } | null {
-  // The pixels taken, once for the three rounds: valid and accepted.
-  const ok = new Uint8Array(p.width * p.height);
+/** The pixels of `p` that are valid and accepted by `use`. */
+function acceptedPixels(p: BinnedPlane, use: (i: number) => boolean): Uint8Array {
+  const ok = u8('accepted', p.width * p.height);
   for (let i = 0; i < ok.length; i++) ok[i] = p.data[i]! === p.data[i]! && use(i) ? 1 : 0;
-  let values = cellMedians(p, c, g, ok, min);
+  return ok;
+}
+
+/**
+ * Background node field of `p` over the pixels `use` accepts (or the samples `cs` chosen from
+ * them): cell medians, then two rounds of medians about the previous round's surface
+ * (cellMedians). `measured` counts the cells with enough pixels; the others are filled from
+ * their neighbours. null when no cell has any.
+ */
+function backgroundNodes(p: BinnedPlane, c: Cells, g: GridGeometry, use: ((i: number) => boolean) | CellSamples, min: number): { values: number[]; measured: number } | null {
+  const cs = typeof use === 'function' ? cellSamples(p, c, acceptedPixels(p, use)) : use;
+  const ax = binnedAxes(p, g);
+  let values = cellMedians(p, c, ax, cs, min);
   const measured = values.filter((v) => v === v).length;
   if (!fillNodes(values, g.nx, g.ny)) return null;
   for (let round = 0; round < 2; round++) {
-    const next = cellMedians(p, c, g, ok, min, values);
+    const next = cellMedians(p, c, ax, cs, min, values);
     if (!fillNodes(next, g.nx, g.ny)) break;
     values = next;
   }
@@ -451,13 +546,13 @@ function repairNodes(values: number[], nx: number, ny: number): number[] {
 }
 
 /** Node field interpolated at each binned pixel's centre. */
-function surfaceAtBinned(p: BinnedPlane, g: GridGeometry, values: number[]): Float32Array {
+function surfaceAtBinned(p: BinnedPlane, g: GridGeometry, values: number[], out: Float32Array = new Float32Array(p.width * p.height)): Float32Array {
   const D = p.factor;
   const xs = new Float64Array(p.width);
   for (let x = 0; x < p.width; x++) xs[x] = (x + 0.5) * D - 0.5;
   const ys = new Float64Array(p.height);
   for (let y = 0; y < p.height; y++) ys[y] = (y + 0.5) * D - 0.5;
-  return gridField(g, values, xs, ys, new Float32Array(p.width * p.height));
+  return gridField(g, values, xs, ys, out);
 }
 
 /**
@@ -480,14 +575,15 @@ function starMask(p: BinnedPlane, c: Cells, g: GridGeometry, o: Required<LnFitOp
     if (!bg) return { sigma: sigma === sigma ? sigma : binnedNoise(p), seeds };
     const level = bg.values;
     if (m) sigma = binnedNoise(p, m);
-    const surface = surfaceAtBinned(p, g, level);
+    const surface = surfaceAtBinned(p, g, level, f32s('surface', W * H));
     const seed = new Uint8Array(W * H);
     const t = o.maskSigma * sigma;
     for (let i = 0; i < W * H; i++) {
       const e = p.data[i]! - surface[i]!;
       if (e > t) seed[i] = e > 2 * t ? 2 : 1;
     }
-    const grown = new Uint8Array(W * H);
+    // Round 1 reads round 0's grown mask while it grows its own: two scratch names.
+    const grown = u8(round === 0 ? 'grown0' : 'grown1', W * H).fill(0);
     const r = Math.ceil(o.maskGrowPx / p.factor);
     for (let y = 0; y < H; y++) {
       for (let x = 0; x < W; x++) {
@@ -780,7 +876,7 @@ export function fitLocalNormalization(ref: BinnedPlane, frame: BinnedPlane, opti
   const c = cellsOf(ref.width, ref.height, o.cells);
   const min = minCount(c, ref, o.minCellFraction);
   const N = ref.width * ref.height;
-  const mask = new Uint8Array(N);
+  const mask = u8('fitMask', N).fill(0);
   let refMask: { sigma: number; seeds: Uint8Array };
   if (prepared && prepared.ref === ref && prepared.cells === o.cells && prepared.maskSigma === o.maskSigma && prepared.maskGrowPx === o.maskGrowPx && prepared.minCellFraction === o.minCellFraction) {
     mask.set(prepared.mask);
@@ -798,9 +894,12 @@ export function fitLocalNormalization(ref: BinnedPlane, frame: BinnedPlane, opti
     valid++;
     if (mask[i]) masked++;
   }
-  const use = (i: number) => !mask[i] && both(i);
-  const bgRef = backgroundNodes(ref, c, grid, use, min);
-  const bgFrame = backgroundNodes(frame, c, grid, use, min);
+  // The same pixels of both (unmasked, valid in both), so the same samples.
+  const ok = u8('fitOk', N);
+  for (let i = 0; i < N; i++) ok[i] = !mask[i] && both(i) ? 1 : 0;
+  const samples = cellSamples(ref, c, ok);
+  const bgRef = backgroundNodes(ref, c, grid, samples, min);
+  const bgFrame = backgroundNodes(frame, c, grid, samples, min);
   if (!bgRef || !bgFrame) return identity(grid, o.scale, 'no_background', noiseFrame, noiseRef);
   const measured = bgRef.measured;
   // The target is a smooth fit of the reference's background, not its cell medians: every frame

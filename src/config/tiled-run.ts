@@ -98,8 +98,8 @@ function rawConfigOf(t: TiledSettings): { ok: true; config: RawStackConfig } | {
     calibration,
     quality_filter: { mode: 'off' },
     // With a weight field (weight_mode local or global) the noise-model bounds seed the pre-mask
-    // and the weight-field stack's kernel rejects with sample bounds; the pre-mask is what kept
-    // the sharp frames' cores (with sample seeds it masked them where most frames are soft).
+    // and bound the weight-field stack's rejection too (stages/stacking/weightfield.ts), as in
+    // Raw Stack: sample bounds clipped the sharp frames' cores where most frames are soft.
     rejection: { method: rejectionMethod(s.method), low: s.sigma_clip.sigma_low, high: s.sigma_clip.sigma_high, max_iters: s.sigma_clip.max_iters, min_fraction: s.sigma_clip.min_fraction, bounds: s.rejection_bounds, seeing_tolerance: s.seeing_tolerance },
     stacking: {
       normalization: t.normalization.enabled ? t.normalization.mode : 'none',

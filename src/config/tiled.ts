@@ -109,7 +109,7 @@ export const TiledConfigSchema = z.strictObject({
       sigma_clip: z
         .strictObject({ sigma_low: z.number().positive().default(3), sigma_high: z.number().positive().default(3), max_iters: z.number().int().min(1).max(100).default(3), min_fraction: z.number().min(0).max(1).default(0.4) })
         .prefault({}),
-      rejection_bounds: z.enum(['noise_model', 'sample']).default('noise_model').describe('noise_model: a sample is rejected beyond what camera noise and seeing explain; sample: the classic spread-of-samples bounds. With a weight field (weight_mode local, global) noise_model seeds the pre-mask and the stack itself uses sample bounds'),
+      rejection_bounds: z.enum(['noise_model', 'sample']).default('noise_model').describe('noise_model: a sample is rejected beyond what camera noise and seeing explain; sample: the classic spread-of-samples bounds. With a weight field (weight_mode local, global) too, as in Raw Stack (the pre-mask\'s seeds and the weighted stack\'s rejection)'),
       seeing_tolerance: z.number().min(0).max(4).default(1).describe('fraction of a star\'s signal frames may differ by because of seeing (noise_model bounds)'),
       local_normalization: z.boolean().default(true).describe('match each frame\'s background to the reference\'s across the field before rejection'),
       local_normalization_cells: z.number().int().min(2).max(64).default(16).describe('local normalization grid cells along the long side'),

@@ -115,6 +115,12 @@ function screenOf(n: number): Float32Array {
   if (screenScratch.length < n) screenScratch = new Float32Array(n);
   return screenScratch.subarray(0, n);
 }
+/** The noise-model screen's per-pixel signal, kept per thread likewise. */
+let signalScratch = new Float32Array(0);
+function signalOf(n: number): Float32Array {
+  if (signalScratch.length < n) signalScratch = new Float32Array(n);
+  return signalScratch.subarray(0, n);
+}
 
 /** Seeds and growth of frames [f0, f1) (independent per frame). */
 export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
@@ -201,8 +207,9 @@ function growStrong(mask: Uint8Array, base: number, strong: number[], W: number,
 /**
  * premaskFlag with the noise-model seed bound (NoiseModelSeeds). Per pixel the smallest τ any
  * frame can have screens the samples first (nearly every sample is no seed), so the square
- * root per sample is taken only for the few that come near a bound. f64 arithmetic (this bound
- * has no WGSL twin: STACKING runs the pre-mask on the host when it is on).
+ * root per sample is taken only for the few that come near a bound. f64 arithmetic; the WGSL
+ * twin (premask_flag.wgsl, NOISE = 1) computes τ in f32, so the two may part for a sample
+ * within rounding distance of a bound (test/gpu/premask.test.ts).
  */
 function premaskFlagNoise(a: PremaskArgs, nm: NoiseModelSeeds, f0: number, f1: number): void {
   const { width: W, rows: R, band, median: M, mask } = a;
@@ -221,7 +228,7 @@ function premaskFlagNoise(a: PremaskArgs, nm: NoiseModelSeeds, f0: number, f1: n
   if (s2Min === Infinity) return;
   const kk = Math.min(a.kLow, a.kHigh);
   const screen = screenOf(plane);
-  const signal = new Float32Array(plane);
+  const signal = signalOf(plane);
   for (let i = 0; i < plane; i++) {
     const m = M[i]!;
     const b = B[i]!;

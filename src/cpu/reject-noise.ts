@@ -44,6 +44,7 @@
 // rounding distance of a bound (test/gpu/reject-noise.test.ts counts those).
 
 import { frameParams, minKeep, type StackParams, type StackResult } from './stack.js';
+import { rowWeights, type WeightFieldRows } from './stack-weightfield.js';
 
 export type NoiseRejectMethod = 'sigma' | 'winsor';
 export const NOISE_REJECT_METHODS: readonly NoiseRejectMethod[] = ['sigma', 'winsor'];
@@ -155,11 +156,21 @@ export function seeingTolerances(fwhm: readonly number[], kHigh: number, base = 
   return fwhm.map((f) => (f > 0 && Number.isFinite(f) ? Math.max(base, (1.2 * ((med / f) ** 2 - 1)) / kHigh) : base));
 }
 
-/** Rejects and combines one band per the contract above. */
-export function rejectNoiseModel(frames: Float32Array, p: NoiseRejectParams, px: NoiseRejectPixels): StackResult {
+/**
+ * Rejects and combines one band per the contract above. With `field` (the tiled workflow's
+ * weight field over the band's rows, cpu/stack-weightfield.ts) each frame's weight is read per
+ * pixel from it (rowWeights) instead of p.weight, in every sum alike: the centres, the
+ * survivors' mean and the min_keep rule's "no weight" test; bounds and tallies are unchanged.
+ */
+export function rejectNoiseModel(frames: Float32Array, p: NoiseRejectParams, px: NoiseRejectPixels, field: WeightFieldRows | null = null): StackResult {
   validateNoiseReject(p, frames.length, px);
   const { width: W, rows, frames: n } = p;
-  const { scale, offset, weight } = frameParams({ ...p, method: 'sigma' });
+  const { scale, offset, weight: frameWeight } = frameParams({ ...p, method: 'sigma' });
+  if (field && field.table.length !== n * field.tilesX * field.tilesY) throw new RangeError(`reject-noise: weight field holds ${field.table.length} weights, need ${n} × ${field.tilesY} × ${field.tilesX}`);
+  // Per-pixel weights (field) of the current row, pixel-major, and the current pixel's.
+  const rowBlend = field ? new Float64Array(n * field.tilesX) : null;
+  const rowW = field ? new Float64Array(W * n) : null;
+  const weight = field ? new Float64Array(n) : frameWeight;
   const { sigma2, poisson, alpha2 } = noiseFrameParams(p);
   const srcRows = p.srcRows ?? rows;
   const srcRow0 = p.srcRow0 ?? 0;
@@ -194,8 +205,10 @@ export function rejectNoiseModel(frames: Float32Array, p: NoiseRejectParams, px:
   };
 
   for (let r = 0; r < rows; r++) {
+    if (field) rowWeights(field, n, W, r, rowBlend!, rowW!);
     for (let x = 0; x < W; x++) {
       const i = r * W + x;
+      if (field) for (let f = 0; f < n; f++) weight[f] = rowW![x * n + f]!;
       let nv = 0;
       let sw = 0;
       let swv = 0;

@@ -46,7 +46,7 @@ export const KERNELS = {
   stretch_mtf: { shader: 'stretch/mtf.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
   stretch_asinh: { shader: 'stretch/asinh.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage', 'storage', 'storage'] },
   // stacking pre-mask: per-pixel outlier flags against the band median, then their application
-  premask_flag: { shader: 'premask/premask_flag.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage'] },
+  premask_flag: { shader: 'premask/premask_flag.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'read-only-storage', 'storage', 'read-only-storage'] },
   premask_apply: { shader: 'premask/premask_apply.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'storage', 'storage'] },
   // stacking: NaN at listed sample indices (the host pre-mask's result applied to device slots)
   scatter_nan: { shader: 'premask/scatter_nan.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },

@@ -16,9 +16,8 @@
 //   (the chain never bounces debayered planes through the host), and superpixel cells are formed
 //   on the host (a copy, no kernel worth a dispatch); the outlier pre-mask runs in WGSL only on a
 //   hardware GPU with a device stack (on llvmpipe the branchy WGSL is ~7x slower than bringing a
-//   channel's slots to the host, measured), and only with the samples'-spread bounds: the WGSL
-//   pre-mask has no noise-model seed bound (rejection.bounds noise_model), so with it the
-//   pre-mask runs on the host beside the device stack.
+//   channel's slots to the host, measured), with either seed bound (samples' spread, or the
+//   noise model's of rejection.bounds noise_model: premask_flag.wgsl's NOISE override).
 
 import type { WarpKernel } from '../cpu/warp.js';
 import type { GpuContext } from '../gpu/context.js';
@@ -56,7 +55,7 @@ export function stackingPlacement(gpu: GpuContext | null, o: { frames: number; o
   const stack = stackContextFor(gpu, o.frames);
   const warp = gpuFor(gpu, o.kernel === 'lanczos3' ? 'warp_lanczos3' : 'warp_bilinear');
   const debayer = o.osc && !o.superpixel && warp ? gpuFor(gpu, 'debayer') : null;
-  const premaskOnDevice = stack !== null && !o.noiseModel && (o.premaskOnDevice ?? stack.info.kind === 'gpu');
+  const premaskOnDevice = stack !== null && (o.premaskOnDevice ?? stack.info.kind === 'gpu');
   const stackOnHost = wanted && !stack ? `${o.frames} frames exceed what one stack dispatch takes (${maxStackFrames(wanted.limits)}); stacking in TypeScript` : null;
   return { debayer, warp, stack, premaskOnDevice, stackOnHost };
 }

@@ -170,6 +170,8 @@ export interface ReportModel {
   tiled?: ReportTiled | null;
   /** Per-frame local normalization surfaces of the stack (absent in reports written before it existed). */
   local_normalization?: ReportLocalNormalization | null;
+  /** A run queue's: one per filter stack that applied local normalization (in queue order). */
+  local_normalization_per_filter?: { filter: string; ln: ReportLocalNormalization }[] | null;
   postprocess: Record<string, unknown>;
   /** Sections of the postprocess phases that ran (or left data); absent phases are left out. */
   postprocess_results: ReportPostprocessSection[];

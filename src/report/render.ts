@@ -95,12 +95,14 @@ export function renderMarkdown(m: ReportModel): string {
     lines.push('## Stacking');
     lines.push('');
     for (const [k, v] of Object.entries(m.stacking)) if (typeof v !== 'object' || v === null) lines.push(`- ${k}: ${valueText(v as string | number | boolean | null)}`);
-    const ln = m.local_normalization;
-    if (ln && ln.frames.length) {
+    const lnLine = (ln: ReportLocalNormalization, filter: string | null) => {
       const ranges = ln.frames.flatMap((f) => f.channels.map((c) => c.offset_range)).sort((a, b) => a - b);
       const failed = ln.frames.filter((f) => f.channels.some((c) => !c.ok)).length;
-      lines.push(`- local normalization: ${ln.frames.length} frames on a ${ln.nx}×${ln.ny} grid, background shape differences (offset range) median ${num(ranges[ranges.length >> 1]!, 1)}, max ${num(ranges[ranges.length - 1]!, 1)}${failed ? `, ${failed} frames not fitted (left as they were)` : ''} (per-frame table and surfaces in the HTML report)`);
-    }
+      lines.push(`- local normalization${filter ? ` (${filter})` : ''}: ${ln.frames.length} frames on a ${ln.nx}×${ln.ny} grid, background shape differences (offset range) median ${num(ranges[ranges.length >> 1]!, 1)}, max ${num(ranges[ranges.length - 1]!, 1)}${failed ? `, ${failed} frames not fitted (left as they were)` : ''} (per-frame table and surfaces in the HTML report)`);
+    };
+    const ln = m.local_normalization;
+    if (ln && ln.frames.length) lnLine(ln, null);
+    for (const q of m.local_normalization_per_filter ?? []) lnLine(q.ln, q.filter);
   }
   for (const sec of m.postprocess_results) {
     lines.push('');
@@ -221,7 +223,7 @@ function surfaceThumb(values: number[], nx: number, ny: number, span: number): s
 }
 
 /** STACKING's per-frame local normalization: fit figures and the background correction surface b. */
-function localNormalizationHtml(ln: ReportLocalNormalization | null): string {
+function localNormalizationHtml(ln: ReportLocalNormalization | null, filter: string | null = null): string {
   if (!ln || ln.frames.length === 0) return '';
   // One colour scale for every thumbnail: the largest deviation from a frame's own mean.
   let span = 0;
@@ -241,7 +243,7 @@ function localNormalizationHtml(ln: ReportLocalNormalization | null): string {
           .join('')}</tr>`,
     )
     .join('\n');
-  return `<h3 id="local-normalization">Local normalization</h3>
+  return `<h3 id="local-normalization${filter ? `-${h(filter)}` : ''}">Local normalization${filter ? ` — ${h(filter)} stack` : ''}</h3>
 <p>Each frame's sky was matched to the reference's across the field before rejection: frame' = frame + b(x, y) on a ${ln.nx}×${ln.ny} grid (on top of the global normalization). The offset range is how much the frame's background shape differed from the reference's; the surface shows b (blue: lowered, red: raised; one scale of ±${num(span, 1)} for all frames).</p>
 <table class="ln">${head}
 ${rows}</table>`;
@@ -266,7 +268,8 @@ export function renderHtml(m: ReportModel, options: { previewData?: Record<strin
         .map(([k, v]) => `<tr><th>${h(k)}</th><td>${h(valueText(v as string | number | boolean | null))}</td></tr>`)
         .join('')}</table>`
     : '';
-  const stackingLn = localNormalizationHtml(m.local_normalization ?? null);
+  // A run queue's stacks (one per filter) each have their own table.
+  const stackingLn = localNormalizationHtml(m.local_normalization ?? null) + (m.local_normalization_per_filter ?? []).map((q) => localNormalizationHtml(q.ln, q.filter)).join('\n');
   // The tiled section draws its grid over the first preview (the stack).
   const firstPreview = m.previews[0] ? options.previewData?.[m.previews[0].path] : undefined;
   const tiledSection = tiledHtml(m.tiled ?? null, firstPreview);

@@ -128,6 +128,8 @@ const CASES: Case[] = [
   { n: 16, width: 132, rows: 21, srcRows: 21, srcRow0: 0, note: 'N=16' },
   { n: 33, width: 45, rows: 13, srcRows: 17, srcRow0: 4, note: 'N=33 in larger slots' },
   { n: 70, width: 68, rows: 5, srcRows: 5, srcRow0: 0, note: 'N=70' },
+  // width % 4 = 0 takes the vector-load variant (132 and 68 above too); here with a row offset.
+  { n: 9, width: 64, rows: 9, srcRows: 12, srcRow0: 3, note: 'N=9, vector loads, in larger slots' },
 ];
 
 for (const method of ['sigma', 'winsor'] as const) {

@@ -43,9 +43,10 @@ test("STACKING's chain: device debayer only feeds a device warp, never superpixe
   // Tests may force the pre-mask's side, but never onto a device without a device stack.
   assert.is(stackingPlacement(sw, { frames: 20, osc: false, superpixel: false, kernel: 'lanczos3', premaskOnDevice: true }).premaskOnDevice, true);
   assert.is(stackingPlacement(null, { frames: 20, osc: false, superpixel: false, kernel: 'lanczos3', premaskOnDevice: true }).premaskOnDevice, false);
-  // The WGSL pre-mask has no noise-model seed bound: with it the pre-mask stays on the host, even on a hardware GPU or when forced.
-  assert.is(stackingPlacement(hw, { frames: 20, osc: false, superpixel: false, kernel: 'lanczos3', noiseModel: true }).premaskOnDevice, false);
-  assert.is(stackingPlacement(sw, { frames: 20, osc: false, superpixel: false, kernel: 'lanczos3', premaskOnDevice: true, noiseModel: true }).premaskOnDevice, false);
+  // The WGSL pre-mask has the noise-model seed bound too: with it (the default) the pre-mask runs on a hardware GPU, and where forced.
+  assert.is(stackingPlacement(hw, { frames: 20, osc: false, superpixel: false, kernel: 'lanczos3', noiseModel: true }).premaskOnDevice, true);
+  assert.is(stackingPlacement(sw, { frames: 20, osc: false, superpixel: false, kernel: 'lanczos3', premaskOnDevice: true, noiseModel: true }).premaskOnDevice, true);
+  assert.is(stackingPlacement(sw, { frames: 20, osc: false, superpixel: false, kernel: 'lanczos3', noiseModel: true }).premaskOnDevice, false);
   assert.is(stackingPlacement(hw, { frames: 20, osc: false, superpixel: false, kernel: 'lanczos3', noiseModel: true }).stack, hw);
 });
 

@@ -144,7 +144,14 @@ test('LRGB queue: inactive entry skipped but recorded; queue and per-phase timin
   assert.match(stackingRow, /<td class="n">[\d.]+ (ms|s)<\/td><td class="n">[\d.]+ %<\/td><td class="n">\d+ MiB<\/td>/);
   const ends = events.filter((l) => l.type === 'phase_end') as Record<string, any>[];
   assert.ok(ends.every((e) => typeof e.peak_rss_mib === 'number' && e.peak_rss_mib > 10), 'every phase_end carries peak_rss_mib');
+  // Local normalization per filter stack: one table each, a row per stacked frame, and a line each in the Markdown.
+  for (const f of FILTERS) {
+    const table = html.match(new RegExp(`<h3 id="local-normalization-${f}">Local normalization — ${f} stack</h3>[\\s\\S]*?</table>`))?.[0] ?? '';
+    assert.ok(table, `LN table of ${f}`);
+    assert.is((table.match(/<tr><td class="n">/g) ?? []).length, 6, `${f}: one row per stacked frame`);
+  }
   const md = await readFile(art('preprocessing_report.md'), 'utf8');
+  for (const f of FILTERS) assert.ok(md.includes(`- local normalization (${f}): 6 frames`), `Markdown LN line of ${f}`);
   assert.ok(md.includes('## Run queue'));
   assert.match(md, /\| 4 \| Ha \|.*\| no \| inactive/);
 

@@ -116,6 +116,30 @@ test('bands: the WGSL pre-mask (hardware-GPU path, forced here) gives the TypeSc
   }
 });
 
+test('bands: the WGSL pre-mask with the noise-model seed bound (the default bounds; forced here) gives the TypeScript pre-mask image up to samples at a bound', async () => {
+  if (oneBand.diagnostics!.device.paths.stack === 'typescript-workers') return; // no adapter: nothing to compare
+  assert.is(oneBand.diagnostics!.parameters.premask.seeds, 'noise_model');
+  assert.is(oneBand.diagnostics!.device.paths.premask, 'typescript-workers');
+  stackingOptions.premaskOnDevice = true;
+  try {
+    const dev = await runStack(ds, runsDir(), config(lights(), cosmetic, 3));
+    assert.is(dev.result.status, 'ok');
+    assert.not.equal(dev.diagnostics!.device.paths.premask, 'typescript-workers');
+    assert.is(dev.diagnostics!.parameters.premask.seeds, 'noise_model');
+    // τ is f32 on the device and f64 on the host: a sample within rounding distance of its bound
+    // may be flagged by one only (and grown around when strong). Allow a few such pixels.
+    const want = oneBand.diagnostics!.samples.premasked;
+    const got = dev.diagnostics!.samples.premasked;
+    assert.ok(want > 8, `${want} pre-masked samples`);
+    assert.ok(Math.abs(got - want) <= Math.max(2, 1e-3 * want), `pre-masked ${got} on the device, ${want} on the host`);
+    const c = compare(dev.image!.data, oneBand.image!.data);
+    assert.is(c.nanMismatch, 0);
+    assert.ok(c.differing <= 1e-4 * dev.image!.data.length + 25, `${c.differing} pixels differ (max ${c.maxAbs})`);
+  } finally {
+    stackingOptions.premaskOnDevice = null;
+  }
+});
+
 test('bands: the host pre-mask beside a device stack gives the same image whether it sends the masked samples as an index list or uploads the band', async () => {
   if (oneBand.diagnostics!.device.paths.stack === 'typescript-workers' || oneBand.diagnostics!.device.paths.premask !== 'typescript-workers') return; // not that path here
   assert.ok(oneBand.diagnostics!.samples.premasked > 8, `${oneBand.diagnostics!.samples.premasked} pre-masked samples`);

@@ -92,6 +92,14 @@ test('mono: stacking_diagnostics.json shape, summary, manifest, events', async (
   assert.is(ln.reference_sky.L.length, 192);
   assert.is(d.noise_model.frames.length, used.length);
   assert.ok(d.noise_model.frames.every((f: { alpha: number; sigma: number[] }) => f.alpha >= 1 && f.sigma[0]! > 0));
+  // Shot noise: the generator writes the sensor's e-/ADU as EGAIN; every frame's K = scale / gain.
+  const g = ds.truth.sensor.gain_e_per_adu;
+  assert.equal(d.noise_model.shot_noise, { source: 'EGAIN', frames_with_gain: used.length, gains: [g] });
+  for (const [i, f] of (d.noise_model.frames as { index: number; gain: number; poisson: number[] }[]).entries()) {
+    assert.is(f.gain, g);
+    const scale = d.frames.find((x: { index: number }) => x.index === f.index).normalization[0].scale;
+    assert.ok(Math.abs(f.poisson[0]! / (scale / g) - 1) < 1e-5, `frame ${i}: K ${f.poisson[0]} for scale ${scale}, gain ${g}`);
+  }
   assert.is(d.parameters.premask.seeds, 'noise_model');
   assert.is(d.parameters.normalization, 'addscale');
   assert.is(d.parameters.weighting, 'quality');

@@ -24,8 +24,28 @@ export interface PremaskGpuParams {
   level: number;
   alpha: number;
   minFraction: number;
-  /** Per frame: scale, offset, hi = k_high·σ, lo = k_low·σ (4 floats; hi = lo = Infinity skips a frame). */
+  /** Per frame: scale, offset, hi = k_high·σ, lo = k_low·σ (4 floats; hi = lo = Infinity skips a frame). Unused with `noise`. */
   frame: Float32Array;
+  /**
+   * Noise-model seed bounds (rejection.bounds noise_model) instead of hi/lo + α·|M − L|:
+   * `table` from packPremaskNoiseFrames, `sky` the sky B under each work-band pixel (rows ×
+   * width f32, NaN → S = 0), κ above and below the median.
+   */
+  noise?: { table: Float32Array; sky: BindingResource; kHigh: number; kLow: number } | null;
+}
+
+/**
+ * The noise-model pre-mask's frame table (two vec4f per frame): scale, offset, σ² (−1: the frame
+ * has no noise estimate and is never flagged), 0; K, α², 0, 0 (premask_flag.wgsl, NOISE = 1).
+ */
+export function packPremaskNoiseFrames(scale: ArrayLike<number>, offset: ArrayLike<number>, sigma: ArrayLike<number>, poisson: ArrayLike<number>, seeing: ArrayLike<number>): Float32Array {
+  const n = scale.length;
+  const out = new Float32Array(8 * n);
+  for (let f = 0; f < n; f++) {
+    const s = sigma[f]!;
+    out.set([scale[f]!, offset[f]!, s > 0 && Number.isFinite(s) ? s * s : -1, 0, poisson[f]!, seeing[f]! * seeing[f]!, 0, 0], 8 * f);
+  }
+  return out;
 }
 
 /** Bytes of the mask buffer: one byte per sample, rows padded to whole 4-byte words. */
@@ -49,12 +69,16 @@ export async function premaskResident(
   encoder: GPUCommandEncoder,
 ): Promise<void> {
   const words = Math.ceil(p.width / 4);
-  if (p.frame.length < 4 * p.frames) throw new GpuError('BAD_ARGUMENT', `premask: ${p.frame.length / 4} frame parameter sets for ${p.frames} frames`);
+  const nm = p.noise ?? null;
+  const table = nm ? nm.table : p.frame;
+  const per = nm ? 8 : 4;
+  if (table.length < per * p.frames) throw new GpuError('BAD_ARGUMENT', `premask: ${table.length / per} frame parameter sets for ${p.frames} frames`);
+  if (nm && !(nm.kHigh > 0 && nm.kLow > 0 && Number.isFinite(nm.kHigh) && Number.isFinite(nm.kLow))) throw new GpuError('BAD_ARGUMENT', 'premask: noise-model kHigh and kLow must be finite and > 0');
   if (mask.size < premaskMaskBytes(p.width, p.rows, p.frames)) throw new GpuError('BAD_ARGUMENT', `premask: mask buffer of ${mask.size} B, need ${premaskMaskBytes(p.width, p.rows, p.frames)}`);
   if (p.ownedY0 + p.ownedRows > p.rows) throw new GpuError('BAD_ARGUMENT', `premask: owned rows ${p.ownedY0}..${p.ownedY0 + p.ownedRows} outside the ${p.rows} work rows`);
   const max = ctx.limits.maxComputeWorkgroupsPerDimension;
   if (p.rows > max) throw new GpuError('BAD_ARGUMENT', `premask: ${p.rows} rows exceed ${max} workgroups per dimension`);
-  const [flag, apply] = await Promise.all([ctx.pipeline('premask_flag', { WG }), ctx.pipeline('premask_apply', { WG })]);
+  const [flag, apply] = await Promise.all([ctx.pipeline('premask_flag', { WG, NOISE: nm ? 1 : 0 }), ctx.pipeline('premask_apply', { WG })]);
   const uniform = ctx.uniform(
     packUniform([
       ['u32', p.width],
@@ -66,16 +90,17 @@ export async function premaskResident(
       ['u32', p.ownedY0],
       ['u32', p.ownedRows],
       ['f32', p.minFraction],
-      ['u32', 0],
-      ['u32', 0],
+      ['f32', nm ? nm.kHigh : 0],
+      ['f32', nm ? nm.kLow : 0],
       ['u32', 0],
     ]),
   );
-  const frame = ctx.upload(p.frame.subarray(0, 4 * p.frames), GPUBufferUsage.STORAGE, 'premask frames');
+  const frame = ctx.upload(table.subarray(0, per * p.frames), GPUBufferUsage.STORAGE, 'premask frames');
   ctx.retire(uniform);
   ctx.retire(frame);
   const wx = Math.ceil(words / WG);
-  ctx.dispatch('premask_flag', flag, ctx.bindGroup(flag, [uniform, band, median, frame, mask]), [wx, p.rows, 1], encoder);
+  // Without the noise model binding 5 is unread: the median stands in.
+  ctx.dispatch('premask_flag', flag, ctx.bindGroup(flag, [uniform, band, median, frame, mask, nm ? nm.sky : median]), [wx, p.rows, 1], encoder);
   if (p.ownedRows > 0) ctx.dispatch('premask_apply', apply, ctx.bindGroup(apply, [uniform, band, mask, out, tallies]), [Math.ceil(p.width / WG), p.ownedRows, 1], encoder);
 }
 

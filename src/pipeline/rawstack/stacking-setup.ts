@@ -198,6 +198,7 @@ export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: R
       noise: null,
       exposure: info?.exptime ?? (headers.get(f) ? (keys.exposureSeconds(headers.get(f)!) ?? null) : null),
       dateObs: info?.dateObs ?? (headers.get(f) ? (keys.dateObs(headers.get(f)!)?.toISOString() ?? null) : null),
+      gain: egainOf(headers.get(f)),
     });
   }
   if (fallbacks.length > 0) ctx.warn('normalization_fallback', `normalisation fell back to scale 1 for ${fallbacks.length} channel(s): ${fallbacks.slice(0, 3).join('; ')}${fallbacks.length > 3 ? '; …' : ''}`);
@@ -229,3 +230,8 @@ export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: R
   };
 }
 
+/** A header's EGAIN (electrons per ADU) when it is a usable positive number, else null. */
+export function egainOf(h: FitsHeader | undefined): number | null {
+  const g = h ? keys.electronsPerAdu(h) : undefined;
+  return g !== undefined && Number.isFinite(g) && g > 0 ? g : null;
+}

@@ -42,6 +42,14 @@ function phaseRows(lines: readonly EventLine[], plan: readonly PhasePlanEntry[],
   });
 }
 
+/** A run queue's local normalization per filter stack (STACKING's per-filter summaries), or null. */
+export function lnPerFilter(state: RawStackState): { filter: string; ln: ReportLocalNormalization }[] | null {
+  const per = state.summaries.STACKING?.per_filter as Record<string, { local_normalization?: ReportLocalNormalization | null }> | undefined;
+  if (!per) return null;
+  const out = Object.entries(per).flatMap(([filter, s]) => (s.local_normalization && s.local_normalization.frames.length > 0 ? [{ filter, ln: s.local_normalization }] : []));
+  return out.length > 0 ? out : null;
+}
+
 /** The run queue as the report shows it: per entry its frames found, usable and stacked, and its filter's stack. */
 export function queueRows(state: RawStackState): ReportQueueEntry[] | null {
   if (!state.queue) return null;
@@ -136,6 +144,7 @@ export function buildReportModel(
     },
     stacking: state.summaries.STACKING ?? null,
     local_normalization: (state.summaries.STACKING?.local_normalization as ReportLocalNormalization | undefined) ?? null,
+    local_normalization_per_filter: lnPerFilter(state),
     // A pipeline that weights per tile leaves its section here (the tiled REPORT phase).
     tiled: (state.summaries.TILES as ReportTiled | undefined) ?? null,
     postprocess: { ...state.config.postprocess },

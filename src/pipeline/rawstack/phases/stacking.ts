@@ -42,6 +42,7 @@ import { channelNames } from '../../stages/stacking/normalization.js';
 import { bandPlanDiagnostics, finalCosmetic, frameDiagnostics, rejectionTotals, round, stackHeader, type StackParameters } from '../stacking-output.js';
 import { ReaderCache } from '../../stages/stacking/readers.js';
 import { channelNoise, planStackBands, readHalo, type StackPlan } from '../../stages/stacking/plan.js';
+import { shotNoiseK, shotNoiseSource } from '../../stages/stacking/shot-noise.js';
 import { prepareFrames, SetupError, type StackSetup } from '../stacking-setup.js';
 import type { WeightField } from '../../stages/stacking/weightfield.js';
 import { composeQueueOutputs } from '../queue-outputs.js';
@@ -248,13 +249,13 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
   }
   let noiseModel: NoiseModel | null = null;
   if (r.noiseModel && ln) {
-    // σ_f as the pre-mask's (normalised pixel noise; LN keeps the global scale); K_f = 0: no
-    // gain is known here, and above a few ADU of signal the seeing term dominates the shot
-    // noise anyway; α_f from the frames' FWHM (QUALITY_ANALYSIS), at least seeing_tolerance.
+    // σ_f as the pre-mask's (normalised pixel noise; LN keeps the global scale); K_f the shot
+    // noise per unit of normalised signal, shotNoiseK (EGAIN from the header; 0 without one);
+    // α_f from the frames' FWHM (QUALITY_ANALYSIS), at least seeing_tolerance.
     const fwhm = setup.frames.map((f) => f.record.metrics?.fwhm ?? NaN);
     noiseModel = {
       sigma: setup.frames.map((f) => channelNoise(f, C).map((s, ch) => s * f.scale[ch]!)),
-      poisson: setup.frames.map(() => new Array<number>(C).fill(0)),
+      poisson: setup.frames.map((f) => shotNoiseK(f)),
       seeing: seeingTolerances(fwhm, c.rejection.high, c.rejection.seeing_tolerance),
       background: ln.background,
     };
@@ -286,7 +287,7 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
       // Host pre-mask beside a device stack: the masked samples' index lists (host and device,
       // u32 for 1/32 of a band's owned samples each: nanIndexCapacity).
       // Noise model: the sky rows on the host, and on a device stack its centre and sky rows.
-      extraBytesPerPixel: (premask && !premask.onDevice && device && placement.stack ? Math.ceil(N / 4) : 0) + (noiseModel ? (device && placement.stack ? 12 : 4) : 0),
+      extraBytesPerPixel: (premask && !premask.onDevice && device && placement.stack ? Math.ceil(N / 4) : 0) + (noiseModel ? (device && placement.stack ? (premask?.onDevice ? 16 : 12) : 4) : 0),
       budgetBytes: c.runtime_limits.memory_budget * MiB - lnBytes,
       maxBindingBytes: device && placement.stack ? Math.min(placement.stack.limits.maxStorageBufferBindingSize, placement.stack.limits.maxBufferSize) : null,
     });
@@ -484,7 +485,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     minFraction: c.rejection.min_fraction,
     normalization: c.stacking.normalization,
     // The weight-field stack's kernel has sample bounds; the noise model then seeds the pre-mask only.
-    bounds: layout.noiseModel ? (weightField ? `sample (weight-field stack) after a noise_model pre-mask, seeing_tolerance ${c.rejection.seeing_tolerance}` : `noise_model seeing_tolerance ${c.rejection.seeing_tolerance}`) : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
+    bounds: layout.noiseModel ? `noise_model seeing_tolerance ${c.rejection.seeing_tolerance}${weightField ? ' (weight-field stack)' : ''}` : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
     localNormalization: ln?.tables != null,
     weighting: c.stacking.weighting,
     kernel: r.kernel,
@@ -547,7 +548,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
         high: c.rejection.high,
         max_iters: c.rejection.max_iters,
         min_fraction: c.rejection.min_fraction,
-        bounds: layout.noiseModel ? (weightField ? 'sample' : 'noise_model') : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
+        bounds: layout.noiseModel ? 'noise_model' : r.method === 'sigma' || r.method === 'winsor' ? 'sample' : null,
         seeing_tolerance: layout.noiseModel ? c.rejection.seeing_tolerance : null,
       },
       normalization: c.stacking.normalization,
@@ -571,7 +572,8 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
       ? {
           tau: 'sqrt(sigma^2 + K*S + (alpha*S)^2), S = max(centre - sky, 0)',
           seeing_tolerance: c.rejection.seeing_tolerance,
-          frames: setup.frames.map((f, i) => ({ index: f.record.index, fwhm: f.record.metrics?.fwhm ?? null, alpha: round(layout.noiseModel!.seeing[i]!, 4), sigma: layout.noiseModel!.sigma[i]!.map((s) => round(s, 4)) })),
+          shot_noise: shotNoiseSource(setup.frames),
+          frames: setup.frames.map((f, i) => ({ index: f.record.index, fwhm: f.record.metrics?.fwhm ?? null, alpha: round(layout.noiseModel!.seeing[i]!, 4), sigma: layout.noiseModel!.sigma[i]!.map((s) => round(s, 4)), gain: f.gain ?? null, poisson: layout.noiseModel!.poisson[i]!.map((k) => Number(k.toPrecision(6))) })),
         }
       : null,
     reference: { index: setup.reference.index, file: setup.reference.name },

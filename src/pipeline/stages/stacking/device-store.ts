@@ -14,7 +14,7 @@ import type { GpuContext } from '../../../gpu/context.js';
 import { debayerBilinearResident } from '../../../gpu/kernels/debayer.js';
 import { lnApplyResident } from '../../../gpu/kernels/ln-apply.js';
 import { packRejectFrames, rejectNoiseResident } from '../../../gpu/kernels/reject-noise.js';
-import { premaskMaskBytes, premaskResident, scatterNanResident } from '../../../gpu/kernels/premask.js';
+import { packPremaskNoiseFrames, premaskMaskBytes, premaskResident, scatterNanResident } from '../../../gpu/kernels/premask.js';
 import { stackResident, type SrcLayout } from '../../../gpu/kernels/stack.js';
 import { warpBilinearResident, warpLanczos3Resident, type WarpLn } from '../../../gpu/kernels/warp.js';
 import { lnRowTable } from '../../../cpu/ln-apply.js';
@@ -78,6 +78,8 @@ export class DeviceStore implements SlotStore {
   private readonly centre: GPUBuffer | null;
   private readonly background: GPUBuffer | null;
   private readonly sky: Float32Array | null;
+  /** Device pre-mask with the noise model: the sky under each work-band pixel. */
+  private readonly premaskSky: GPUBuffer | null;
 
   constructor(
     private readonly o: EngineOptions,
@@ -140,6 +142,7 @@ export class DeviceStore implements SlotStore {
     this.centre = nm ? take(o.maxOwnedRows * W * 4, 'reject centre') : null;
     this.background = nm ? take(o.maxOwnedRows * W * 4, 'reject background') : null;
     this.sky = nm ? (sh ? sharedFloat32(o.maxWorkRows * W) : new Float32Array(o.maxWorkRows * W)) : null;
+    this.premaskSky = nm && onDevice ? take(o.maxWorkRows * W * 4, 'premask sky') : null;
     if (o.gpu.warp) {
       this.warpOut = take(o.maxWorkRows * W * 4, 'warp out');
       const deviceDebayer = o.gpu.debayer !== null && C === 3;
@@ -344,6 +347,22 @@ export class DeviceStore implements SlotStore {
       const [sc, of] = frameNorm(o, f, c);
       frame.set([sc, of, ok ? o.rejection.high * sigma : Infinity, ok ? o.rejection.low * sigma : Infinity], 4 * i);
     });
+    // With the noise model the seeds are judged by the stack's bound around the median (as the
+    // host pre-mask's NoiseModelSeeds): the sky of the work band goes up first.
+    const nm = o.noiseModel;
+    let noise: Parameters<typeof premaskResident>[6]['noise'] = null;
+    if (nm) {
+      ctx.write(this.premaskSky!, skyRows(nm, c, w.y0, w.rows, this.sky!));
+      const norm = o.frames.map((f) => frameNorm(o, f, c));
+      const table = packPremaskNoiseFrames(
+        norm.map((x) => x[0]),
+        norm.map((x) => x[1]),
+        o.frames.map((f) => pm.sigma[f.slot]![c]!),
+        o.frames.map((f) => nm.poisson[f.slot]![c]!),
+        o.frames.map((f) => nm.seeing[f.slot]!),
+      );
+      noise = { table, sky: { buffer: this.premaskSky!, offset: 0, size: w.rows * W * 4 }, kHigh: o.rejection.high, kLow: o.rejection.low };
+    }
     await premaskResident(
       ctx,
       { buffer: src, offset: 0, size: N * w.rows * W * 4 },
@@ -351,7 +370,7 @@ export class DeviceStore implements SlotStore {
       this.mask!,
       { buffer: this.compact!, offset: 0, size: N * w.ownedRows * W * 4 },
       this.premaskTallies[c]!,
-      { width: W, rows: w.rows, frames: N, ownedY0: w.ownedY0, ownedRows: w.ownedRows, level: pm.level[c]!, alpha: PREMASK_ALPHA, minFraction: o.rejection.minFraction, frame },
+      { width: W, rows: w.rows, frames: N, ownedY0: w.ownedY0, ownedRows: w.ownedRows, level: pm.level[c]!, alpha: PREMASK_ALPHA, minFraction: o.rejection.minFraction, frame, noise },
       encoder,
     );
     ctx.submit(encoder);

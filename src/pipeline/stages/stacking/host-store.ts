@@ -11,7 +11,7 @@ import { warpBilinearGpu, warpLanczos3Gpu } from '../../../gpu/kernels/warp.js';
 import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
 import { rejectRows, REJECT_ROWS, stackRows, STACK_ROWS, type RejectRowsArgs, type StackRowsArgs } from './row-kernels.js';
-import { stackFieldGpu, stackFieldRows, STACK_FIELD_ROWS, type StackFieldRowsArgs, type WeightField } from './weightfield.js';
+import { rejectFieldRows, REJECT_FIELD_ROWS, stackFieldGpu, stackFieldRows, STACK_FIELD_ROWS, type RejectFieldRowsArgs, type StackFieldRowsArgs, type WeightField } from './weightfield.js';
 import { HostScratch, hostSource, lnOf, noiseRejects, premaskHost, rejectArgs, sharedU32, sharedU64, sharedU8, skyRows, stackArgs, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
 
 export class HostStore implements SlotStore {
@@ -83,6 +83,11 @@ export class HostStore implements SlotStore {
     else rejectRows(args, 0, args.rows);
   }
 
+  private async runRejectField(args: RejectFieldRowsArgs): Promise<void> {
+    if (this.pool) await this.pool.run(REJECT_FIELD_ROWS, args, 0, args.rows, { minChunk: 4, reused: true });
+    else rejectFieldRows(args, 0, args.rows);
+  }
+
   private async runStack(args: StackRowsArgs): Promise<void> {
     if (this.pool) await this.pool.run(STACK_ROWS, args, 0, args.rows, { minChunk: 4, reused: true });
     else stackRows(args, 0, args.rows);
@@ -112,14 +117,17 @@ export class HostStore implements SlotStore {
     }
     const t = performance.now();
     const mean = this.mean.subarray(0, w.ownedRows * o.width);
-    if (o.weightField) {
-      // The weight-field stack (tiled workflow) applies the sample bounds of its own kernel.
-      await this.runFieldStack(stackArgs(o, c, band, w.ownedRows, o.rejection.method, mean, this.rejected[c]!, this.counts[c]!), o.weightField, w.y0 + w.ownedY0);
-    } else if (noiseRejects(o, o.rejection.method)) {
+    if (noiseRejects(o, o.rejection.method)) {
       // The pre-mask compacted the band to its owned rows; without it the band is the owned rows.
       const sky = skyRows(o.noiseModel!, c, w.y0 + w.ownedY0, w.ownedRows, this.sky!);
       const centre = o.premask ? { data: this.median!, row0: w.ownedY0 } : null;
-      await this.runReject(rejectArgs(o, c, band, w.ownedRows, { srcRows: w.ownedRows, srcRow0: 0 }, centre, sky, mean, this.rejected[c]!, this.counts[c]!));
+      const args = rejectArgs(o, c, band, w.ownedRows, { srcRows: w.ownedRows, srcRow0: 0 }, centre, sky, mean, this.rejected[c]!, this.counts[c]!);
+      // The weight-field stack (tiled workflow): the same bounds with the field's weights.
+      if (o.weightField) await this.runRejectField({ ...args, field: o.weightField, imageY0: w.y0 + w.ownedY0 });
+      else await this.runReject(args);
+    } else if (o.weightField) {
+      // Sample bounds (or median / none): the weight-field stack's own kernel.
+      await this.runFieldStack(stackArgs(o, c, band, w.ownedRows, o.rejection.method, mean, this.rejected[c]!, this.counts[c]!), o.weightField, w.y0 + w.ownedY0);
     } else await this.runStack(stackArgs(o, c, band, w.ownedRows, o.rejection.method, mean, this.rejected[c]!, this.counts[c]!));
     timings.stack += performance.now() - t;
     return mean.slice();

@@ -30,6 +30,11 @@ export interface StackFrame {
   noise: number[] | null;
   exposure: number | null;
   dateObs: string | null;
+  /**
+   * Electrons per ADU from the frame's header (EGAIN; not GAIN, the camera setting), for the
+   * noise-model rejection's shot-noise term; null or absent when the header has none.
+   */
+  gain?: number | null;
 }
 
 /**

@@ -5,7 +5,10 @@
 // instead of by its StackFrame.weight; rejection stays per pixel over all frames, the pre-mask
 // and its median pass are unchanged. The slots stay on the host (HostStore); the weighted stack
 // runs in TypeScript on the worker pool, or as shaders/stack/stack_weightfield.wgsl on the
-// context EngineOptions.weightFieldGpu names (device-policy.ts: a hardware GPU).
+// context EngineOptions.weightFieldGpu names (device-policy.ts: a hardware GPU). With the
+// noise-model bounds (rejection.bounds noise_model, sigma or winsor) the weighted stack is
+// rejectNoiseModel with the field's weights (rejectFieldRows), as Raw Stack's rejection is; it
+// has no WGSL twin yet, so it runs in TypeScript on the worker pool even beside a device.
 // Rows [start, end) of a band are stacked by the same reference kernel as a whole band would be,
 // so the result does not depend on the split.
 
@@ -14,7 +17,8 @@ import { AXIS_SLOTS, axisWindows, stackWeightfield, type AxisWindows, type Weigh
 import type { GpuContext } from '../../../gpu/context.js';
 import { stackWeightfieldGpu } from '../../../gpu/kernels/stack-weightfield.js';
 import type { PoolKernel } from '../../../cpu/worker-pool.js';
-import { addTallies, type StackRowsArgs } from './row-kernels.js';
+import { rejectNoiseModel } from '../../../cpu/reject-noise.js';
+import { addTallies, type RejectRowsArgs, type StackRowsArgs } from './row-kernels.js';
 
 export interface WeightField {
   tilesX: number;
@@ -81,5 +85,30 @@ function addResult(a: StackFieldRowsArgs, start: number, res: StackResult): void
   a.mean.set(res.mean, start * a.width);
   addTallies(res, res.count.length, a.rejected, a.counts);
 }
+
+export interface RejectFieldRowsArgs extends RejectRowsArgs {
+  field: WeightField;
+  /** Image row of the band's first output row. */
+  imageY0: number;
+}
+
+/** The noise-model rejection of output rows [start, end) with the field's per-pixel weights; tallies added like rejectRows. */
+export function rejectFieldRows(a: RejectFieldRowsArgs, start: number, end: number): void {
+  if (end <= start) return;
+  const W = a.width;
+  const f = a.field;
+  const y0 = a.imageY0 + start;
+  const rows = end - start;
+  const res = rejectNoiseModel(
+    a.band,
+    { width: W, rows, frames: a.frames, method: a.method, low: a.low, high: a.high, maxIters: a.maxIters, minFraction: a.minFraction, scale: a.scale, offset: a.offset, noise: a.noise, poisson: a.poisson, seeing: a.seeing, srcRows: a.srcRows, srcRow0: a.srcRow0 + start },
+    { centre: a.centre ? a.centre.subarray((a.centreRow0 + start) * W, (a.centreRow0 + end) * W) : null, background: a.background.subarray(start * W, end * W) },
+    { tilesX: f.tilesX, tilesY: f.tilesY, table: f.table, cols: f.cols, rows: { tile: f.rows.tile.subarray(y0 * AXIS_SLOTS, (y0 + rows) * AXIS_SLOTS), weight: f.rows.weight.subarray(y0 * AXIS_SLOTS, (y0 + rows) * AXIS_SLOTS) } },
+  );
+  a.mean.set(res.mean, start * W);
+  addTallies(res, rows * W, a.rejected, a.counts);
+}
+
+export const REJECT_FIELD_ROWS: PoolKernel = { module: import.meta.url, name: 'rejectFieldRows' satisfies keyof typeof import('./weightfield.js') };
 
 export const STACK_FIELD_ROWS: PoolKernel = { module: import.meta.url, name: 'stackFieldRows' satisfies keyof typeof import('./weightfield.js') };
