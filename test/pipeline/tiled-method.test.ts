@@ -3,7 +3,8 @@
 // how a band is split into row ranges, shows no step at tile boundaries when the weights jump
 // from tile to tile, keeps NaN as no-data without darkening partly covered pixels, keeps global
 // per-pixel rejection; the tile grid follows the reference rule; the structure measure E/σ² does
-// not reward noise; a frame without a star measurement in a STAR tile gets the lowest weight.
+// not reward noise; a frame without a star measurement in a STAR tile gets the lowest weight; a
+// tile with too few stars borrows the nearest ones within a tile size (poolStars).
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -15,6 +16,7 @@ import { tileCount, tileGrid, type TileGrid } from '../../src/pipeline/tiled/til
 import { clusterFrames, clusterTable } from '../../src/pipeline/tiled/clustering.js';
 import { globalWeights, localWeights, tileTable, type TileMeasure } from '../../src/pipeline/tiled/weights.js';
 import { seamScore } from '../../src/pipeline/tiled/validation.js';
+import { poolStars } from '../../src/pipeline/tiled/phases/local-metrics.js';
 
 /** Deterministic uniform [0, 1) (mulberry32). */
 function rng(seed: number): () => number {
@@ -196,6 +198,22 @@ test('structure measure: E/σ² of white noise is 2 whatever σ (noise is not re
   assert.ok(m[2]! / 4 > 3 * (m[7]! / 4), `structure ${m[2]! / 4} vs noise ${m[7]! / 4}`);
   // The sky below the cut ignores the star; the plain mean does not.
   assert.ok(Math.abs(m[4]! - 100) < 0.2 && m[1]! > m[4]! + 1, `sky ${m[4]}, mean ${m[1]}`);
+});
+
+test('star pooling: a tile with enough stars keeps its own; a sparse tile takes the k nearest within one tile size, none beyond', () => {
+  const g = tileGrid(256, 128, 2, { size_factor: 32, min_size: 64, max_divisor: 2, overlap_fraction: 0 });
+  assert.equal([g.originsX, g.originsY, g.sizeX], [[0, 64, 128, 192], [0, 64], 64]);
+  const star = (x: number, y: number, fwhm: number) => ({ x, y, fwhm, round: 1, contrast: 10 });
+  // Tile 0 (0..64 × 0..64): five stars of FWHM 2. Tile 1: one star of FWHM 9 at its centre. Far right: nothing.
+  const stars = [...[5, 10, 15, 20, 50].map((x) => star(x, 30, 2)), star(96, 32, 9), star(100, 80, 5)];
+  const p = poolStars(stars, g, 3);
+  assert.equal(p[0]!.fwhm, [2, 2, 2, 2, 2], 'enough stars: its own only');
+  // Tile 1 (centre 96, 32): its own (0 px), then (50, 30) at 46 px and (100, 80) at 48 px; (20, 30) at 76 px is too far.
+  assert.equal(p[1]!.fwhm, [9, 2, 5]);
+  // Tile 3 (centre 224, 32) has no star within 64 px: nothing borrowed, so no measurement (the lowest L).
+  assert.equal(p[3]!.fwhm, []);
+  // k = 0 never borrows.
+  assert.equal(poolStars(stars, g, 0)[1]!.fwhm, [9]);
 });
 
 test('local weights: a frame without stars measured in a STAR tile gets the lowest weight there; sharper frames get more', () => {
