@@ -4,6 +4,8 @@
 // - the global weight G of every frame (bars, in acquisition order of the table);
 // - heat maps of the local weight L per tile for the frames whose L varies most across the
 //   field (the frames the tiling treats differently from region to region);
+// - per tile, the FWHM expected of this stack over a global-weighted stack's (below 1: the
+//   local weights sharpen the tile; same grid drawing as N_eff);
 // - the validation results with pass/fail.
 // Pure SVG and text, no scripts (the report is self-contained); values escaped.
 
@@ -21,29 +23,46 @@ function heat(t: number): string {
   return `rgb(${r},${g},${b})`;
 }
 
-/** Tile rectangles (image pixels) in grid order: rows of origins_y, columns of origins_x. */
-function rects(t: ReportTiled): { x: number; y: number; w: number; h: number }[] {
-  const out: { x: number; y: number; w: number; h: number }[] = [];
-  for (const y of t.tile.origins_y) for (const x of t.tile.origins_x) out.push({ x, y, w: t.tile.size_x, h: t.tile.size_y });
+/**
+ * Per axis, the span each tile's label owns: between the midpoints to its neighbours' centres
+ * (the image edge at either end). The last tile sits flush with the edge and may overlap the one
+ * before by most of its size, so a label at its own centre would print over its neighbour's.
+ */
+function labelSpans(origins: number[], size: number, extent: number): [number, number][] {
+  const c = origins.map((o) => o + size / 2);
+  return c.map((x, k) => [k > 0 ? (c[k - 1]! + x) / 2 : 0, k + 1 < c.length ? (x + c[k + 1]!) / 2 : extent]);
+}
+
+/** Tile rectangles (image pixels) in grid order: rows of origins_y, columns of origins_x, with their label spans. */
+function rects(t: ReportTiled): { x: number; y: number; w: number; h: number; lx: [number, number]; ly: [number, number] }[] {
+  const out: { x: number; y: number; w: number; h: number; lx: [number, number]; ly: [number, number] }[] = [];
+  const sx = labelSpans(t.tile.origins_x, t.tile.size_x, t.image.width);
+  const sy = labelSpans(t.tile.origins_y, t.tile.size_y, t.image.height);
+  t.tile.origins_y.forEach((y, j) => t.tile.origins_x.forEach((x, i) => out.push({ x, y, w: t.tile.size_x, h: t.tile.size_y, lx: sx[i]!, ly: sy[j]! })));
   return out;
 }
 
-function gridSvg(t: ReportTiled, values: number[], opts: { width: number; preview?: string; label: string; lo: number; hi: number; showValues: boolean; invert?: boolean }): string {
+function gridSvg(t: ReportTiled, values: (number | null)[], opts: { width: number; preview?: string; label: string; lo: number; hi: number; showValues: boolean; invert?: boolean; digits?: number }): string {
   const { width: W, height: H } = t.image;
   const scale = opts.width / W;
   const hgt = Math.round(H * scale);
   const span = opts.hi - opts.lo || 1;
-  const cells = rects(t)
-    .map((r, k) => {
+  // Every rectangle first, then every label: a later (overlapping) tile's fill must not dim a label.
+  const drawn = rects(t).map((r, k) => {
       const v = values[k] ?? NaN;
+      const missing = !Number.isFinite(v);
       const u = (v - opts.lo) / span;
-      const fill = heat(opts.invert ? 1 - u : u);
-      const cx = (r.x + r.w / 2) * scale;
-      const cy = (r.y + r.h / 2) * scale;
-      return `<rect x="${(r.x * scale).toFixed(1)}" y="${(r.y * scale).toFixed(1)}" width="${(r.w * scale).toFixed(1)}" height="${(r.h * scale).toFixed(1)}" fill="${fill}" fill-opacity="${opts.preview ? 0.28 : 0.85}" stroke="#fff" stroke-opacity="0.8" stroke-width="1"><title>tile ${k}${t.tile.types ? ` (${h(t.tile.types[k] ?? '')})` : ''}: ${fmt(v)}</title></rect>` +
-        (opts.showValues ? `<text x="${cx.toFixed(1)}" y="${cy.toFixed(1)}" font-size="${Math.max(8, Math.min(13, r.w * scale * 0.22)).toFixed(0)}" text-anchor="middle" dominant-baseline="middle" fill="#fff" stroke="#000" stroke-width="0.6" paint-order="stroke">${fmt(v, 1)}</text>` : '');
-    })
-    .join('');
+      const fill = missing ? '#777' : heat(opts.invert ? 1 - u : u);
+      const cx = ((r.lx[0] + r.lx[1]) / 2) * scale;
+      const cy = ((r.ly[0] + r.ly[1]) / 2) * scale;
+      const fs = Math.max(8, Math.min(13, r.w * scale * 0.22));
+      // A label only where its span has room for it (the value stays in the tile's tooltip).
+      const room = (r.lx[1] - r.lx[0]) * scale >= 2.2 * fs && (r.ly[1] - r.ly[0]) * scale >= 1.1 * fs;
+      const rect = `<rect x="${(r.x * scale).toFixed(1)}" y="${(r.y * scale).toFixed(1)}" width="${(r.w * scale).toFixed(1)}" height="${(r.h * scale).toFixed(1)}" fill="${fill}" fill-opacity="${opts.preview ? 0.28 : 0.85}" stroke="#fff" stroke-opacity="0.8" stroke-width="1"><title>tile ${k}${t.tile.types ? ` (${h(t.tile.types[k] ?? '')})` : ''}: ${fmt(v, opts.digits ?? 2)}</title></rect>`;
+      const label = opts.showValues && room ? `<text x="${cx.toFixed(1)}" y="${cy.toFixed(1)}" font-size="${fs.toFixed(0)}" text-anchor="middle" dominant-baseline="middle" fill="#fff" stroke="#000" stroke-width="0.6" paint-order="stroke">${fmt(v, opts.digits ?? 1)}</text>` : '';
+      return { rect, label };
+    });
+  const cells = drawn.map((d) => d.rect).join('') + drawn.map((d) => d.label).join('');
   const image = opts.preview ? `<image href="data:image/png;base64,${h(opts.preview)}" x="0" y="0" width="${opts.width}" height="${hgt}" preserveAspectRatio="none"/>` : '';
   return `<svg class="tiled-grid" role="img" aria-label="${h(opts.label)}" width="${opts.width}" height="${hgt}" viewBox="0 0 ${opts.width} ${hgt}">${image}${cells}</svg>`;
 }
@@ -81,6 +100,14 @@ export function tiledHtml(t: ReportTiled | null | undefined, preview?: string): 
   const local = t.local
     .map((f) => `<figure>${gridSvg(t, f.l, { width: 300, label: `Local weight L per tile, frame ${f.index}`, lo: lLo, hi: lHi, showValues: false })}<figcaption>#${f.index} ${h(f.file)} · L ${fmt(Math.min(...f.l), 2)}–${fmt(Math.max(...f.l), 2)}</figcaption></figure>`)
     .join('');
+  const ratio = t.fwhm_vs_global ?? null;
+  const rFin = (ratio ?? []).filter((x): x is number => x !== null && Number.isFinite(x));
+  // Symmetric about 1, at least ±5 %: sharper than the global-weighted stack cool, softer warm.
+  const rSpan = Math.max(0.05, ...rFin.map((x) => Math.abs(x - 1)));
+  const rMed = rFin.length ? [...rFin].sort((a, b) => a - b)[rFin.length >> 1]! : NaN;
+  const vsGlobal = ratio && rFin.length
+    ? `<figure>${gridSvg(t, ratio, { width: 640, label: 'FWHM of this stack over a global-weighted stack, per tile', lo: 1 - rSpan, hi: 1 + rSpan, showValues: true, digits: 2 })}<figcaption>FWHM of this stack over a stack with the global weights G only, per tile (expected from the frames' star FWHM in the tile; below 1, blue: sharper; above 1, red: softer); median ${fmt(rMed, 3)}, ${fmt(Math.min(...rFin), 3)}–${fmt(Math.max(...rFin), 3)}</figcaption></figure>`
+    : '';
   const v = t.validation;
   const checks = v
     ? `<table><tr><th>check</th><th>value</th><th>result</th></tr>` +
@@ -91,6 +118,7 @@ export function tiledHtml(t: ReportTiled | null | undefined, preview?: string): 
 <p>Weighting <code>${h(t.mode)}</code>: ${h(t.reason)}. ${t.tile.origins_x.length * t.tile.origins_y.length} tiles of ${t.tile.size_x}×${t.tile.size_y} px; N_eff per tile ${fmt(nLo, 1)}–${fmt(nHi, 1)} of ${t.frames.length} frames (warm: few frames carry the tile, cool: many share it).</p>
 <div class="tiled-figures"><figure>${grid}<figcaption>tile grid over the stack; number = effective frame count N_eff</figcaption></figure>
 <figure>${gBars(t)}<figcaption>global weight G per frame (background, noise, transparency and seeing)</figcaption></figure></div>
+${vsGlobal ? `<h3>Sharpness against global weights</h3><div class="tiled-figures">${vsGlobal}</div>` : ''}
 ${local ? `<h3>Local weight L for the frames it changes most across the field</h3><div class="tiled-figures">${local}</div>` : ''}
 ${checks}`;
 }

@@ -2,10 +2,12 @@
 // soft (1.8× the FWHM) in every odd frame (generator option softHalf), mono and OSC: every phase
 // in the predecessor's order with one start and one end, the artifacts present and consistent
 // with each other (grid, tables, records), the stack finite where covered, and, against the
-// uniform-weight run of the same frames, the left half sharper (FWHM ≤ 0.95×), the right half
+// uniform-weight run of the same frames, the left half sharper (FWHM ≤ 0.92×; the issue aims at
+// 0.90×, the method reaches 0.91× mono and 0.90× OSC here), the right half
 // not softer (≤ 1.05×), the background level unchanged (±1 %) and the noise not much higher
 // (≤ 1.25×). On the same session without the soft half (a uniform-seeing control) it equals the
-// uniform stack. Five frames: local weights off with a warning, global weights recorded as the mode.
+// uniform stack (FWHM within 2 %, noise within 5 %). The report's FWHM-vs-global map expects the
+// soft half sharper than a global-weighted stack. Five frames: local weights off with a warning, global weights recorded as the mode.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { access, readFile } from 'node:fs/promises';
@@ -135,7 +137,13 @@ for (const kind of ['mono', 'osc'] as const) {
       }
       assert.is(report.tiled.frames.length, 12);
       assert.ok(report.tiled.local.length > 0 && report.tiled.local.length <= 4);
+      // FWHM against a global-weighted stack, per tile: expected sharper in the soft (left) half, where L differs.
+      assert.is(report.tiled.fwhm_vs_global.length, grid.num_tiles);
+      const leftRatio = median(grid.tiles.map((r: { x: number; width: number }, t: number) => (r.x + r.width <= 128 ? report.tiled.fwhm_vs_global[t] : NaN)));
+      assert.ok(leftRatio < 0.97, `left-half FWHM vs global weights: ${leftRatio}`);
       const html = await readFile(join(d, 'artifacts', 'report.html'), 'utf8');
+      assert.is((html.match(/<svg class="tiled-grid"/g) ?? []).length, 2 + report.tiled.local.length, 'N_eff grid, FWHM-ratio grid, L maps');
+      assert.match(html, /FWHM of this stack over a stack with the global weights G only/);
       const gridSvg = /<svg class="tiled-grid"[\s\S]*?<\/svg>/.exec(html)?.[0] ?? '';
       assert.is((gridSvg.match(/<rect /g) ?? []).length, grid.num_tiles, 'one rectangle per tile over the stack');
       assert.match(html, /<svg class="tiled-g"/);
@@ -170,16 +178,16 @@ for (const kind of ['mono', 'osc'] as const) {
       const summary = `tiled L ${a.left.toFixed(3)} R ${a.right.toFixed(3)} noise ${a.noise.toFixed(2)} level ${a.level.toFixed(1)}; uniform L ${b.left.toFixed(3)} R ${b.right.toFixed(3)} noise ${b.noise.toFixed(2)} level ${b.level.toFixed(1)}`;
       assert.is(a.nonFinite, validation.no_data_pixels);
       assert.ok(a.nonFinite < 0.02 * a.width * 192, 'finite where covered');
-      assert.ok(a.left <= 0.95 * b.left, summary);
+      assert.ok(a.left <= 0.92 * b.left, summary);
       assert.ok(a.right <= 1.05 * b.right, summary);
       assert.ok(Math.abs(a.level - b.level) <= 0.01 * Math.abs(b.level), summary);
       assert.ok(a.noise <= 1.25 * b.noise, summary);
-      console.log(`  ${kind}: ${summary}`);
+      console.log(`  ${kind}: ${summary}; report: left-half FWHM vs global weights ${leftRatio.toFixed(3)}`);
     }),
   );
 }
 
-test('uniform-seeing control: the tiled stack equals the uniform-weight stack (FWHM within 3 %, noise within 6 %)', () =>
+test('uniform-seeing control: the tiled stack equals the uniform-weight stack (FWHM within 2 %, noise within 5 %)', () =>
   withTempDir('tiled-e2e-control', async (dir) => {
     await generateDataset({ out: join(dir, 'data'), kind: 'mono', frames: 12, width: 256, height: 192, seed: 5, calibration: false, badFrames: 'none', starDensity: 8000 });
     const lights = join(dir, 'data', 'lights');
@@ -188,8 +196,8 @@ test('uniform-seeing control: the tiled stack equals the uniform-weight stack (F
     const a = await measure(join(tiled.runDir, 'outputs', 'stacked.fits'));
     const b = await measure(join(uniform.runDir, 'outputs', 'stacked.fits'));
     const summary = `tiled L ${a.left.toFixed(3)} R ${a.right.toFixed(3)} noise ${a.noise.toFixed(2)}; uniform L ${b.left.toFixed(3)} R ${b.right.toFixed(3)} noise ${b.noise.toFixed(2)}`;
-    for (const half of ['left', 'right'] as const) assert.ok(Math.abs(a[half] / b[half] - 1) <= 0.03, summary);
-    assert.ok(a.noise <= 1.06 * b.noise, summary);
+    for (const half of ['left', 'right'] as const) assert.ok(Math.abs(a[half] / b[half] - 1) <= 0.02, summary);
+    assert.ok(a.noise <= 1.05 * b.noise, summary);
     console.log(`  control: ${summary}`);
   }),
 );

@@ -17,6 +17,7 @@ import { clusterFrames, clusterTable } from '../../src/pipeline/tiled/clustering
 import { globalWeights, localWeights, tileTable, type TileMeasure } from '../../src/pipeline/tiled/weights.js';
 import { seamScore } from '../../src/pipeline/tiled/validation.js';
 import { poolStars } from '../../src/pipeline/tiled/phases/local-metrics.js';
+import { fwhmVsGlobal } from '../../src/pipeline/tiled/report-section.js';
 
 /** Deterministic uniform [0, 1) (mulberry32). */
 function rng(seed: number): () => number {
@@ -214,6 +215,24 @@ test('star pooling: a tile with enough stars keeps its own; a sparse tile takes 
   assert.equal(p[3]!.fwhm, []);
   // k = 0 never borrows.
   assert.equal(poolStars(stars, g, 0)[1]!.fwhm, [9]);
+});
+
+test('report: the FWHM expected against a global-weighted stack is 1 where the table is G, below 1 where it favours the sharp frames, null without a measurement', () => {
+  // 2 frames (indices 3, 7), 3 tiles. G: 1 and 3. FWHM: tile 0: 2 and 4; tile 1: 2 and 4; tile 2: unmeasured.
+  const g = new Map([
+    [3, 1],
+    [7, 3],
+  ]);
+  const measures = [[{ fwhm: 2 }, { fwhm: 2 }, { fwhm: NaN }], [{ fwhm: 4 }, { fwhm: 4 }, { fwhm: NaN }]];
+  // Table (frame-major): tile 0 as G (0.25/0.75), tile 1 all on the sharp frame 3, tile 2 anything.
+  const table = new Float32Array([0.25, 1, 0.5, 0.75, 0, 0.5]);
+  const r = fwhmVsGlobal(table, [3, 7], measures, [3, 7], g, 3);
+  assert.ok(Math.abs(r[0]! - 1) < 1e-6, `as G: ${r[0]}`);
+  // G-weighted FWHM: (1·2 + 3·4)/4 = 3.5; the table's: 2 → 2/3.5.
+  assert.ok(Math.abs(r[1]! - 2 / 3.5) < 1e-4, `sharp frame only: ${r[1]}`);
+  assert.is(r[2], null);
+  // Frames in another order in the measures than in the table give the same.
+  assert.equal(fwhmVsGlobal(table, [3, 7], [measures[1]!, measures[0]!], [7, 3], g, 3), r);
 });
 
 test('local weights: a frame without stars measured in a STAR tile gets the lowest weight there; sharper frames get more', () => {
