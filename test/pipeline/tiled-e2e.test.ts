@@ -7,13 +7,14 @@
 // not softer (≤ 1.05×), the background level unchanged (±1 %) and the noise not much higher
 // (≤ 1.25×). On the same session without the soft half (a uniform-seeing control) it equals the
 // uniform stack (FWHM within 2 %, noise within 5 %). The report's FWHM-vs-global map expects the
-// soft half sharper than a global-weighted stack. Five frames: local weights off with a warning, global weights recorded as the mode.
+// soft half sharper than a global-weighted stack. A cloud over one quadrant in a third of the
+// frames (fixtures preset): more star light there than in the uniform stack, the same elsewhere. Five frames: local weights off with a warning, global weights recorded as the mode.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { generateDataset } from '../../fixtures/generator/index.js';
+import { generateDataset, tiledSeeingOptions } from '../../fixtures/generator/index.js';
 import { detectStars } from '../../src/algorithms/stars.js';
 import { resolveTiledConfig } from '../../src/config/tiled-run.js';
 import { readFitsImage } from '../../src/fits/index.js';
@@ -199,6 +200,68 @@ test('uniform-seeing control: the tiled stack equals the uniform-weight stack (F
     for (const half of ['left', 'right'] as const) assert.ok(Math.abs(a[half] / b[half] - 1) <= 0.02, summary);
     assert.ok(a.noise <= 1.05 * b.noise, summary);
     console.log(`  control: ${summary}`);
+  }),
+);
+
+/**
+ * Star light in a rectangle of two mono stacks of the same frames: aperture sums (radius 6 px,
+ * sky the median of the 9–14 px annulus) at the stars detected in the second, summed over the
+ * stars inside the rectangle. Per star the sky is local, so a stack's background shape does not count.
+ */
+async function starLight(files: [string, string], x0: number, y0: number, x1: number, y1: number): Promise<[number, number, number]> {
+  const [a, b] = await Promise.all(files.map((f) => readFitsImage(f)));
+  const W = b!.width;
+  const H = b!.height;
+  const plane = b!.data.subarray(0, W * H).map((v) => (Number.isFinite(v) ? v : 0));
+  const det = detectStars(plane, W, H);
+  assert.ok(det.ok);
+  if (!det.ok) throw new Error('no stars');
+  const stars = det.stars.filter((s) => s.x >= x0 && s.x < x1 && s.y >= y0 && s.y < y1 && s.x > 15 && s.y > 15 && s.x < W - 16 && s.y < H - 16);
+  const flux = (img: Float32Array, x: number, y: number) => {
+    const sky: number[] = [];
+    let sum = 0;
+    let n = 0;
+    for (let j = -14; j <= 14; j++) {
+      for (let i = -14; i <= 14; i++) {
+        const r = Math.hypot(i, j);
+        const v = img[(Math.round(y) + j) * W + Math.round(x) + i]!;
+        if (!Number.isFinite(v)) continue;
+        if (r <= 6) (sum += v), n++;
+        else if (r >= 9) sky.push(v);
+      }
+    }
+    return sum - n * median(sky);
+  };
+  let fa = 0;
+  let fb = 0;
+  for (const s of stars) {
+    fa += flux(a!.data, s.x, s.y);
+    fb += flux(b!.data, s.x, s.y);
+  }
+  return [fa, fb, stars.length];
+}
+
+test('cloud over a quadrant (fixtures preset cloud-quadrant): the clouded quadrant keeps more star light than in the uniform stack, the clear one the same', () =>
+  withTempDir('tiled-e2e-cloud', async (dir) => {
+    const shape = { width: 256, height: 192, frames: 12 };
+    const truth = await generateDataset({ out: join(dir, 'data'), kind: 'mono', ...shape, seed: 5, calibration: false, badFrames: 'none', starDensity: 8000, ...tiledSeeingOptions('cloud-quadrant', shape) });
+    assert.is(truth.frames.filter((f) => f.clouds).length, 4);
+    const lights = join(dir, 'data', 'lights');
+    const tiled = await run(lights, join(dir, 'runs'), 'local');
+    const uniform = await run(lights, join(dir, 'runs'), 'uniform');
+    const out = (r: TiledRunResult) => join(r.runDir, 'outputs', 'stacked.fits');
+    // In the cloud (top right, 1.5 edge scales from its edges: ≥ 2/3 of its depth) and the opposite, clear quadrant.
+    const e = Math.ceil(1.5 * 0.04 * 256);
+    const cloud = [128 + e, 8, 248, 96 - e] as const;
+    const clear = [8, 96 + e, 128 - e, 184] as const;
+    const [tc, uc, nc] = await starLight([out(tiled), out(uniform)], ...cloud);
+    const [tk, uk, nk] = await starLight([out(tiled), out(uniform)], ...clear);
+    assert.ok(nc >= 4 && nk >= 4, `${nc} stars in the cloud, ${nk} in the clear quadrant`);
+    const summary = `cloud (${nc} stars): tiled/uniform ${(tc / uc).toFixed(4)}; clear (${nk} stars): ${(tk / uk).toFixed(4)}`;
+    console.log(`  ${summary}`);
+    // Four of twelve frames at half the light: the uniform stack keeps 5/6 of it there; weighting the clouded frames down keeps more.
+    assert.ok(tc / uc >= 1.01, summary);
+    assert.ok(Math.abs(tk / uk - 1) <= 0.01, summary);
   }),
 );
 
