@@ -7,6 +7,7 @@
 // the same frames onto the same reference (both pipelines use Raw Stack's reference selection).
 //   node dist/bench/tiled-quality.js [--scenarios swap-halves,drifting-patch,cloud-quadrant,uniform]
 //        [--frames 20] [--size 768x576] [--seed 5] [--repeats 2] [--data DIR] [--record] [--json FILE]
+//        [--set tiled.key=value …] [--from-json FILE (print or --record a saved --json, no runs)]
 // Measured against the truth, region by region (3 × 3 thirds, plus the cloud's quadrant): the
 // median Moffat FWHM of the known stars, their aperture flux, the background noise (robust σ in
 // star-free blocks), and per run wall time and peak RSS (runs interleaved a, b, c, b, c, a, …;
@@ -44,6 +45,7 @@ const { values } = parseArgs({
     json: { type: 'string' },
     record: { type: 'boolean', default: false },
     set: { type: 'string', multiple: true, default: [] },
+    'from-json': { type: 'string' },
   },
 });
 /** --set key.path=value (value as JSON, else a string): tiled settings of run (c), for experiments. */
@@ -320,6 +322,8 @@ interface ScenarioResult {
   timings: Timing[];
   wall: { raw: number; tiled: number; ratio: number };
   rss: { raw: number; tiled: number; ratio: number };
+  /** CPU time (user + system, every thread): steadier than wall time on a shared machine. */
+  cpu?: { raw: number; tiled: number; ratio: number };
   device: string;
   misses: string[];
 }
@@ -386,16 +390,18 @@ async function runScenario(scenario: TiledSeeingScenario): Promise<ScenarioResul
     flux.cloud = { cOverA, bOverA, levelA: level(m['raw-uniform'].flux), levelC: level(m.tiled.flux) };
     if (!(cOverA >= 1)) misses.push(`cloud region dimmer than uniform (c/a ${f3(cOverA)})`);
   }
-  const best = (v: Variant, k: 'wall_ms' | 'rss_mib') => Math.min(...timings.filter((t) => t.variant === v).map((t) => t[k]));
+  const best = (v: Variant, k: 'wall_ms' | 'rss_mib' | 'cpu_ms') => Math.min(...timings.filter((t) => t.variant === v).map((t) => t[k]));
   const wall = { raw: best('raw-quality', 'wall_ms'), tiled: best('tiled', 'wall_ms'), ratio: 0 };
   wall.ratio = wall.tiled / wall.raw;
   const rss = { raw: best('raw-quality', 'rss_mib'), tiled: best('tiled', 'rss_mib'), ratio: 0 };
   rss.ratio = rss.tiled / rss.raw;
+  const cpu = { raw: best('raw-quality', 'cpu_ms'), tiled: best('tiled', 'cpu_ms'), ratio: 0 };
+  cpu.ratio = cpu.tiled / cpu.raw;
   if (wall.ratio > AIM.wall) misses.push(`wall ${f3(wall.ratio)}× Raw Stack`);
   if (rss.ratio > AIM.rss) misses.push(`peak RSS ${f3(rss.ratio)}× Raw Stack`);
   const references = Object.fromEntries(VARIANTS.map((v) => [v, m[v].reference])) as Record<Variant, string>;
   if (new Set(Object.values(references)).size > 1) misses.push(`the runs chose different references: ${JSON.stringify(references)}`);
-  return { scenario, references, regions: rows, noise, flux, timings, wall, rss, device, misses };
+  return { scenario, references, regions: rows, noise, flux, timings, wall, rss, cpu, device, misses };
 }
 
 /** Cloud factor at a reference-grid star in the frames the cloud covers (1: untouched). */
@@ -422,9 +428,9 @@ function table(r: ScenarioResult): string {
   const byV = (v: Variant) =>
     r.timings
       .filter((t) => t.variant === v)
-      .map((t) => `${(t.wall_ms / 1000).toFixed(1)} s/${t.rss_mib.toFixed(0)} MiB (load ${t.load[0].toFixed(1)}→${t.load[1].toFixed(1)})`)
+      .map((t) => `${(t.wall_ms / 1000).toFixed(1)} s/${(t.cpu_ms / 1000).toFixed(1)} s CPU/${t.rss_mib.toFixed(0)} MiB (load ${t.load[0].toFixed(1)}→${t.load[1].toFixed(1)})`)
       .join(', ');
-  lines.push('', `Runs (wall/peak RSS): ${VARIANTS.map((v) => `${LABEL[v]} ${byV(v)}`).join('; ')}. Best tiled vs best (b): wall ${f3(r.wall.ratio)}×, peak RSS ${f3(r.rss.ratio)}×.`);
+  lines.push('', `Runs (wall/CPU/peak RSS): ${VARIANTS.map((v) => `${LABEL[v]} ${byV(v)}`).join('; ')}. Best tiled vs best (b): wall ${f3(r.wall.ratio)}×, CPU ${r.cpu ? f3(r.cpu.ratio) : '–'}×, peak RSS ${f3(r.rss.ratio)}×.`);
   lines.push('', r.misses.length ? `Misses: ${r.misses.join('; ')}.` : 'Every aim met.', '');
   return lines.join('\n');
 }
@@ -432,17 +438,29 @@ function table(r: ScenarioResult): string {
 async function main(): Promise<void> {
   const start = loadavg();
   const results: ScenarioResult[] = [];
-  for (const s of scenarios) {
-    const r = await runScenario(s);
-    results.push(r);
-    console.log(table(r));
+  if (values['from-json']) {
+    const saved = JSON.parse(await readFile(values['from-json'], 'utf8')) as ScenarioResult[];
+    for (const r of saved) {
+      // CPU ratio of results saved before it was summarised.
+      if (!r.cpu) {
+        const best = (v: Variant) => Math.min(...r.timings.filter((t) => t.variant === v).map((t) => t.cpu_ms));
+        r.cpu = { raw: best('raw-quality'), tiled: best('tiled'), ratio: best('tiled') / best('raw-quality') };
+      }
+      results.push(r);
+    }
+  } else {
+    for (const s of scenarios) {
+      const r = await runScenario(s);
+      results.push(r);
+      console.log(table(r));
+    }
   }
   const end = loadavg();
   const head = [
     `## ${new Date().toISOString().slice(0, 10)} — tiled workflow vs Raw Stack (bench/tiled-quality.ts) — ${cpus()[0]?.model ?? 'cpu'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`,
     '',
     `Mono, ${N} frames ${W}×${H}, seed ${SEED}, bias/darks/flats (generator defaults), fixtures tiledSeeingOptions; every variant a full run in a child process (postprocess off, memory_budget ${LIMITS.memory_budget} MiB, ${LIMITS.parallel_workers} workers, device ${results[0]?.device ?? '?'}), ${REPEATS} interleaved repeats; quality from the first repeat, time and memory the best of the repeats. ` +
-      `(a) Raw Stack, stacking.weighting uniform; (b) Raw Stack default (quality weights); (c) tiled, defaults (weight_mode local)${tiledSets.length ? `, with ${tiledSets.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ')}` : ''}. Quality filter off in (a), (b): the same frames. FWHM: median Moffat FWHM (px) of the known unsaturated stars ≥ ${MIN_FLUX} e- per light (no star ≥ 5 % of their flux within 14 px) in each region; "field span": the best-to-worst ratio over the session of the truth's field factor at the region's centre (its FWHM there over the frame's own; the 0.90× aim is judged where it is ≥ ${AIM.seeingSpan}); "model bound": what a weighting knowing the true seeing (field and frame) reaches there at ${AIM.noise}× the uniform noise if a stack's FWHM were the weighted mean of its frames' (a yardstick, not a measurement). Load average (1 min) at the start ${start.map((x) => x.toFixed(2)).join('/')}, at the end ${end.map((x) => x.toFixed(2)).join('/')} (shared machine).`,
+      `(a) Raw Stack, stacking.weighting uniform; (b) Raw Stack default (quality weights); (c) tiled, defaults (weight_mode local)${tiledSets.length ? `, with ${tiledSets.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ')}` : ''}. Quality filter off in (a), (b): the same frames. FWHM: median Moffat FWHM (px) of the known unsaturated stars ≥ ${MIN_FLUX} e- per light (no star ≥ 5 % of their flux within 14 px) in each region; "field span": the best-to-worst ratio over the session of the truth's field factor at the region's centre (its FWHM there over the frame's own; the 0.90× aim is judged where it is ≥ ${AIM.seeingSpan}); "model bound": what a weighting knowing the true seeing (field and frame) reaches there at ${AIM.noise}× the uniform noise if a stack's FWHM were the weighted mean of its frames' (a yardstick, not a measurement). ${values['from-json'] ? 'Load averages per run below (shared machine).' : `Load average (1 min) at the start ${start.map((x) => x.toFixed(2)).join('/')}, at the end ${end.map((x) => x.toFixed(2)).join('/')} (shared machine).`}`,
     '',
   ].join('\n');
   const body = results.map(table).join('\n');
@@ -452,6 +470,7 @@ async function main(): Promise<void> {
     log(`[tiled] appended to ${resultsFile}`);
   }
   console.log(head);
+  if (values['from-json']) console.log(body);
 }
 
 await main();
