@@ -215,6 +215,19 @@ test('star pooling: a tile with enough stars keeps its own; a sparse tile takes 
   assert.equal(p[3]!.fwhm, []);
   // k = 0 never borrows.
   assert.equal(poolStars(stars, g, 0)[1]!.fwhm, [9]);
+  // Random fields against the rule applied to every star (the bucketing only narrows the search).
+  const r = rng(21);
+  const big = tileGrid(900, 500, 3, { size_factor: 32, min_size: 64, max_divisor: 6, overlap_fraction: 0.25 });
+  const many = Array.from({ length: 300 }, (_, i) => star(r() * 900, r() * 500, 1 + i / 100));
+  const got = poolStars(many, big, 6);
+  const nx = big.originsX.length;
+  got.forEach((b, t) => {
+    const ox = big.originsX[t % nx]!;
+    const oy = big.originsY[Math.floor(t / nx)]!;
+    let want = many.filter((st) => st.x >= ox && st.x < ox + big.sizeX && st.y >= oy && st.y < oy + big.sizeY);
+    if (want.length < 6) want = many.filter((st) => Math.hypot(st.x - ox - big.sizeX / 2, st.y - oy - big.sizeY / 2) <= big.sizeX).sort((a, c) => Math.hypot(a.x - ox - big.sizeX / 2, a.y - oy - big.sizeY / 2) - Math.hypot(c.x - ox - big.sizeX / 2, c.y - oy - big.sizeY / 2)).slice(0, 6);
+    assert.equal([...b.fwhm].sort(), want.map((st) => st.fwhm).sort(), `tile ${t}`);
+  });
 });
 
 test('report: the FWHM expected against a global-weighted stack is 1 where the table is G, below 1 where it favours the sharp frames, null without a measurement', () => {

@@ -96,18 +96,31 @@ export function poolStars(stars: readonly PooledStar[], g: TileGrid, k: number):
   const nx = g.originsX.length;
   const out = Array.from({ length: n }, () => ({ fwhm: [] as number[], round: [] as number[], contrast: [] as number[] }));
   const radius = Math.max(g.sizeX, g.sizeY);
+  // Stars bucketed in cells of `radius`: a tile and its search circle touch at most 3 × 3 cells
+  // around the tile's centre, so each tile looks at the stars near it, not at all of them.
+  const cell = (v: number) => Math.floor(v / radius);
+  const buckets = new Map<string, PooledStar[]>();
+  for (const st of stars) {
+    if (!(Number.isFinite(st.x) && Number.isFinite(st.y))) continue;
+    const key = `${cell(st.x)},${cell(st.y)}`;
+    const b = buckets.get(key);
+    if (b) b.push(st);
+    else buckets.set(key, [st]);
+  }
   for (let t = 0; t < n; t++) {
     const ox = g.originsX[t % nx]!;
     const oy = g.originsY[Math.floor(t / nx)]!;
-    let chosen = stars.filter((st) => st.x >= ox && st.x < ox + g.sizeX && st.y >= oy && st.y < oy + g.sizeY);
+    const cx = ox + g.sizeX / 2;
+    const cy = oy + g.sizeY / 2;
+    const near: PooledStar[] = [];
+    for (let j = cell(cy) - 1; j <= cell(cy) + 1; j++) for (let i = cell(cx) - 1; i <= cell(cx) + 1; i++) near.push(...(buckets.get(`${i},${j}`) ?? []));
+    let chosen = near.filter((st) => st.x >= ox && st.x < ox + g.sizeX && st.y >= oy && st.y < oy + g.sizeY);
     if (chosen.length < k) {
-      const cx = ox + g.sizeX / 2;
-      const cy = oy + g.sizeY / 2;
-      chosen = stars
+      chosen = near
         .map((st) => ({ st, d: Math.hypot(st.x - cx, st.y - cy) }))
         .filter((e) => e.d <= radius)
         .sort((a, b) => a.d - b.d)
-        .slice(0, Math.max(k, chosen.length))
+        .slice(0, k)
         .map((e) => e.st);
     }
     const b = out[t]!;
