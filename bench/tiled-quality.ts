@@ -66,7 +66,15 @@ const N = Number(values.frames);
 const SEED = Number(values.seed);
 const REPEATS = Math.max(1, Number(values.repeats));
 const scenarios = values.scenarios!.split(',') as TiledSeeingScenario[];
-for (const s of scenarios) if (!TILED_SEEING_SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s} (one of ${TILED_SEEING_SCENARIOS.join(', ')})`);
+const usage = (why: string): never => {
+  console.error(`tiled-quality: ${why}`);
+  process.exit(2);
+};
+for (const s of scenarios) if (!TILED_SEEING_SCENARIOS.includes(s)) usage(`unknown scenario ${s} (one of ${TILED_SEEING_SCENARIOS.join(', ')})`);
+if (!(Number.isInteger(N) && N >= 8)) usage(`--frames takes a count of at least 8 (local weights need local_metrics.min_frames), got ${values.frames}`);
+if (!(Number.isInteger(W) && Number.isInteger(H) && W >= 256 && H >= 192)) usage(`--size takes WxH of at least 256x192, got ${values.size}`);
+if (!(Number.isInteger(SEED) && SEED >= 0)) usage(`--seed takes a non-negative integer, got ${values.seed}`);
+if (!(Number(values.repeats) >= 1)) usage(`--repeats takes a positive count, got ${values.repeats}`);
 
 /** Bump when the dataset options below change, so cached sessions are regenerated. */
 const DATASET_VERSION = 1;
