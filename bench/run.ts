@@ -9,6 +9,9 @@
 // [--frames N --size WxH] [--no-rawstack] [--json FILE] [--out FILE] [--label TEXT]
 // [--software-icd FILE] [--deadline-s S]`: the GPU
 // path measured (bench/gpu/suite.ts).
+// `npm run bench -- tiled [--frames N] [--size WxH] [--repeat N] [--data DIR] [--json FILE]
+// [--no-record]`: the tiled workflow against Raw Stack (bench/tiled-quality.ts, in a child
+// process; its own options, --scenarios and --set among them, when run directly).
 
 import { appendFile, readdir, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
@@ -162,11 +165,21 @@ async function main(): Promise<void> {
   }
 }
 
-const SUITES = ['rawstack', 'rawstack-memory', 'gpu'];
+const SUITES = ['rawstack', 'rawstack-memory', 'gpu', 'tiled'];
 const suite = positionals[0];
 if (positionals.length > 1 || (suite !== undefined && !SUITES.includes(suite))) {
   console.error(`bench: unknown selector '${positionals.join(' ')}' (one of ${SUITES.join(', ')}, or none for the kernel benches)`);
   process.exitCode = 2;
+} else if (suite === 'tiled') {
+  const { spawnSync } = await import('node:child_process');
+  const args = [join(here, 'tiled-quality.js')];
+  if (values.frames) args.push('--frames', values.frames);
+  if (values.size) args.push('--size', values.size);
+  if (values.data) args.push('--data', values.data);
+  if (values.json) args.push('--json', values.json);
+  if (values.repeat !== '1') args.push('--repeats', values.repeat!);
+  if (!values['no-record']) args.push('--record');
+  process.exitCode = spawnSync(process.execPath, args, { stdio: 'inherit' }).status ?? 1;
 } else if (suite === 'gpu') {
   const { parseGpuBenchArgs } = await import('./gpu/args.js');
   const { gpuBench } = await import('./gpu/suite.js');

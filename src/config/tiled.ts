@@ -68,7 +68,7 @@ export const TiledConfigSchema = z.strictObject({
         .refine((w) => w.background + w.noise + w.transparency + w.fwhm > 0, 'at least one global weight must be > 0')
         .describe('weights of −z(background), −z(noise), z(transparency), −z(FWHM) in the frame quality Q; normalised to sum 1'),
       clamp: clamp.default([-3, 3]),
-      weight_exponent_scale: z.number().positive().max(10).default(1).describe('G = exp(k · clip(Q))'),
+      weight_exponent_scale: z.number().positive().max(10).default(1.5).describe('G = exp(k · clip(Q)); the default 1.5 weighs frames at least as strongly as Raw Stack quality weights do (bench/tiled-quality.ts)'),
     })
     .prefault({}),
   tile: TileBlock.prefault({}),

@@ -140,6 +140,13 @@ export interface ReportTiled {
   /** L per tile for the few frames whose L varies most across the field. */
   local: { index: number; file: string; l: number[] }[];
   validation: { fwhm_improvement_percent: number | null; fwhm_pass: boolean; seam_score: number | null; seam_pass: boolean } | null;
+  /**
+   * Per tile (grid order), the FWHM expected of this stack over that of a stack with the global
+   * weights G only: Σ_f w_ft·F_ft / Σ_f g_f·F_ft with F_ft the frame's median star FWHM in the
+   * tile and w, g normalised over the frames measured there; null per tile without a measured
+   * frame, and null as a whole when L was off (absent in reports written before it existed).
+   */
+  fwhm_vs_global?: (number | null)[] | null;
 }
 
 export interface ReportModel {

@@ -4,6 +4,8 @@
 // - the global weight G of every frame (bars, in acquisition order of the table);
 // - heat maps of the local weight L per tile for the frames whose L varies most across the
 //   field (the frames the tiling treats differently from region to region);
+// - per tile, the FWHM expected of this stack over a global-weighted stack's (below 1: the
+//   local weights sharpen the tile; same grid drawing as N_eff);
 // - the validation results with pass/fail.
 // Pure SVG and text, no scripts (the report is self-contained); values escaped. The tile grid is
 // src/shared/tile-grid-svg.ts, which the run monitor draws too.
@@ -15,7 +17,7 @@ import { fmtTile, gridRects, tileGridSvg } from '../shared/tile-grid-svg.js';
 const h = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const fmt = fmtTile;
 
-function gridSvg(t: ReportTiled, values: number[], opts: { width: number; preview?: string; label: string; lo: number; hi: number; showValues: boolean; invert?: boolean }): string {
+function gridSvg(t: ReportTiled, values: (number | null)[], opts: { width: number; preview?: string; label: string; lo: number; hi: number; showValues: boolean; invert?: boolean; digits?: number }): string {
   const model = { image: t.image, tiles: gridRects(t.tile.origins_x, t.tile.origins_y, t.tile.size_x, t.tile.size_y), types: t.tile.types };
   const { preview, ...rest } = opts;
   const svg = tileGridSvg(model, values, { ...rest, ...(preview ? { imageHref: `data:image/png;base64,${preview}` } : {}) });
@@ -56,6 +58,14 @@ export function tiledHtml(t: ReportTiled | null | undefined, preview?: string): 
   const local = t.local
     .map((f) => `<figure>${gridSvg(t, f.l, { width: 300, label: `Local weight L per tile, frame ${f.index}`, lo: lLo, hi: lHi, showValues: false })}<figcaption>#${f.index} ${h(f.file)} · L ${fmt(Math.min(...f.l), 2)}–${fmt(Math.max(...f.l), 2)}</figcaption></figure>`)
     .join('');
+  const ratio = t.fwhm_vs_global ?? null;
+  const rFin = (ratio ?? []).filter((x): x is number => x !== null && Number.isFinite(x));
+  // Symmetric about 1, at least ±5 %: sharper than the global-weighted stack cool, softer warm.
+  const rSpan = Math.max(0.05, ...rFin.map((x) => Math.abs(x - 1)));
+  const rMed = rFin.length ? [...rFin].sort((a, b) => a - b)[rFin.length >> 1]! : NaN;
+  const vsGlobal = ratio && rFin.length
+    ? `<figure>${gridSvg(t, ratio, { width: 640, label: 'FWHM of this stack over a global-weighted stack, per tile', lo: 1 - rSpan, hi: 1 + rSpan, showValues: true, digits: 2 })}<figcaption>FWHM of this stack over a stack with the global weights G only, per tile (expected from the frames' star FWHM in the tile; below 1, blue: sharper; above 1, red: softer); median ${fmt(rMed, 3)}, ${fmt(Math.min(...rFin), 3)}–${fmt(Math.max(...rFin), 3)}</figcaption></figure>`
+    : '';
   const v = t.validation;
   const checks = v
     ? `<table><tr><th>check</th><th>value</th><th>result</th></tr>` +
@@ -66,6 +76,7 @@ export function tiledHtml(t: ReportTiled | null | undefined, preview?: string): 
 <p>Weighting <code>${h(t.mode)}</code>: ${h(t.reason)}. ${t.tile.origins_x.length * t.tile.origins_y.length} tiles of ${t.tile.size_x}×${t.tile.size_y} px; N_eff per tile ${fmt(nLo, 1)}–${fmt(nHi, 1)} of ${t.frames.length} frames (warm: few frames carry the tile, cool: many share it).</p>
 <div class="tiled-figures"><figure>${grid}<figcaption>tile grid over the stack; number = effective frame count N_eff</figcaption></figure>
 <figure>${gBars(t)}<figcaption>global weight G per frame (background, noise, transparency and seeing)</figcaption></figure></div>
+${vsGlobal ? `<h3>Sharpness against global weights</h3><div class="tiled-figures">${vsGlobal}</div>` : ''}
 ${local ? `<h3>Local weight L for the frames it changes most across the field</h3><div class="tiled-figures">${local}</div>` : ''}
 ${checks}`;
 }

@@ -33,6 +33,8 @@ export interface TileGridOptions {
   showValues: boolean;
   /** Invert the colour scale (for N_eff: few frames = warm). */
   invert?: boolean;
+  /** Decimals of the written values (1) and of the tooltips (2). */
+  digits?: number;
 }
 
 const el = (tag: string, attrs: Record<string, string | number> = {}, ...children: (SvgNode | string)[]): SvgNode => ({ tag, attrs, children });
@@ -48,6 +50,17 @@ export function heat(t: number): string {
   return `rgb(${r},${g},${b})`;
 }
 
+/**
+ * Per axis, the span a tile's label owns: between the midpoints to the neighbouring tile centres
+ * (the image edge at either end). The last tile of a row sits flush with the image edge and may
+ * overlap the one before by most of its size, so a label at its own centre would print over its
+ * neighbour's. Returns, for each centre in `centres`, its span.
+ */
+function labelSpans(centres: readonly number[], extent: number): Map<number, [number, number]> {
+  const c = [...new Set(centres)].sort((a, b) => a - b);
+  return new Map(c.map((x, k) => [x, [k > 0 ? (c[k - 1]! + x) / 2 : 0, k + 1 < c.length ? (x + c[k + 1]!) / 2 : extent]]));
+}
+
 /** Rectangles of a regular grid: rows of `originsY`, columns of `originsX`. */
 export function gridRects(originsX: readonly number[], originsY: readonly number[], w: number, h: number): TileRect[] {
   const out: TileRect[] = [];
@@ -55,28 +68,38 @@ export function gridRects(originsX: readonly number[], originsY: readonly number
   return out;
 }
 
-export function tileGridSvg(m: TileGridModel, values: readonly number[], o: TileGridOptions): SvgNode {
+export function tileGridSvg(m: TileGridModel, values: readonly (number | null)[], o: TileGridOptions): SvgNode {
   const { width: W, height: H } = m.image;
   const scale = o.width / W;
   const hgt = Math.round(H * scale);
   const span = o.hi - o.lo || 1;
-  const children: SvgNode[] = [];
-  if (o.imageHref) children.push(el('image', { href: o.imageHref, x: 0, y: 0, width: o.width, height: hgt, preserveAspectRatio: 'none' }));
+  const spansX = labelSpans(m.tiles.map((r) => r.x + r.w / 2), W);
+  const spansY = labelSpans(m.tiles.map((r) => r.y + r.h / 2), H);
+  const rects: SvgNode[] = [];
+  const labels: SvgNode[] = [];
   m.tiles.forEach((r, k) => {
     const v = values[k] ?? NaN;
+    const missing = !Number.isFinite(v);
     const u = (v - o.lo) / span;
     const type = m.types?.[k];
-    children.push(
+    rects.push(
       el(
         'rect',
-        { x: (r.x * scale).toFixed(1), y: (r.y * scale).toFixed(1), width: (r.w * scale).toFixed(1), height: (r.h * scale).toFixed(1), fill: heat(o.invert ? 1 - u : u), 'fill-opacity': o.imageHref ? 0.28 : 0.85, stroke: '#fff', 'stroke-opacity': 0.8, 'stroke-width': 1, 'data-tile': k },
-        el('title', {}, `tile ${k}${type ? ` (${type})` : ''}: ${fmtTile(v)}`),
+        { x: (r.x * scale).toFixed(1), y: (r.y * scale).toFixed(1), width: (r.w * scale).toFixed(1), height: (r.h * scale).toFixed(1), fill: missing ? '#777' : heat(o.invert ? 1 - u : u), 'fill-opacity': o.imageHref ? 0.28 : 0.85, stroke: '#fff', 'stroke-opacity': 0.8, 'stroke-width': 1, 'data-tile': k },
+        el('title', {}, `tile ${k}${type ? ` (${type})` : ''}: ${fmtTile(v, o.digits ?? 2)}`),
       ),
     );
-    if (o.showValues) {
-      const size = Math.max(8, Math.min(13, r.w * scale * 0.22)).toFixed(0);
-      children.push(el('text', { x: ((r.x + r.w / 2) * scale).toFixed(1), y: ((r.y + r.h / 2) * scale).toFixed(1), 'font-size': size, 'text-anchor': 'middle', 'dominant-baseline': 'middle', fill: '#fff', stroke: '#000', 'stroke-width': 0.6, 'paint-order': 'stroke' }, fmtTile(v, 1)));
-    }
+    if (!o.showValues) return;
+    const lx = spansX.get(r.x + r.w / 2)!;
+    const ly = spansY.get(r.y + r.h / 2)!;
+    const size = Math.max(8, Math.min(13, r.w * scale * 0.22));
+    // A label only where its span has room for it (the value stays in the tile's tooltip).
+    if ((lx[1] - lx[0]) * scale < 2.2 * size || (ly[1] - ly[0]) * scale < 1.1 * size) return;
+    labels.push(el('text', { x: (((lx[0] + lx[1]) / 2) * scale).toFixed(1), y: (((ly[0] + ly[1]) / 2) * scale).toFixed(1), 'font-size': size.toFixed(0), 'text-anchor': 'middle', 'dominant-baseline': 'middle', fill: '#fff', stroke: '#000', 'stroke-width': 0.6, 'paint-order': 'stroke', 'data-tile': k }, fmtTile(v, o.digits ?? 1)));
   });
+  const children: SvgNode[] = [];
+  if (o.imageHref) children.push(el('image', { href: o.imageHref, x: 0, y: 0, width: o.width, height: hgt, preserveAspectRatio: 'none' }));
+  // Every rectangle first, then every label: a later (overlapping) tile's fill must not dim a label.
+  children.push(...rects, ...labels);
   return el('svg', { class: 'tiled-grid', role: 'img', 'aria-label': o.label, width: o.width, height: hgt, viewBox: `0 0 ${o.width} ${hgt}` }, ...children);
 }

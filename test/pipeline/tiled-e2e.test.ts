@@ -2,16 +2,19 @@
 // soft (1.8× the FWHM) in every odd frame (generator option softHalf), mono and OSC: every phase
 // in the predecessor's order with one start and one end, the artifacts present and consistent
 // with each other (grid, tables, records), the stack finite where covered, and, against the
-// uniform-weight run of the same frames, the left half sharper (FWHM ≤ 0.95×), the right half
+// uniform-weight run of the same frames, the left half sharper (FWHM ≤ 0.92×; the issue aims at
+// 0.90×, the method reaches 0.91× mono and 0.90× OSC here), the right half
 // not softer (≤ 1.05×), the background level unchanged (±1 %) and the noise not much higher
 // (≤ 1.25×). On the same session without the soft half (a uniform-seeing control) it equals the
-// uniform stack. Five frames: local weights off with a warning, global weights recorded as the mode.
+// uniform stack (FWHM within 2 %, noise within 5 %). The report's FWHM-vs-global map expects the
+// soft half sharper than a global-weighted stack. A cloud over one quadrant in a third of the
+// frames (fixtures preset): more star light there than in the uniform stack, the same elsewhere. Five frames: local weights off with a warning, global weights recorded as the mode.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { generateDataset } from '../../fixtures/generator/index.js';
+import { generateDataset, tiledSeeingOptions } from '../../fixtures/generator/index.js';
 import { detectStars } from '../../src/algorithms/stars.js';
 import { resolveTiledConfig } from '../../src/config/tiled-run.js';
 import { readFitsImage } from '../../src/fits/index.js';
@@ -115,7 +118,10 @@ for (const kind of ['mono', 'osc'] as const) {
       assert.is(grid.tiles.length, grid.num_tiles);
       assert.equal([local.num_tiles, rec2.num_tiles, local.mode, rec2.mode], [grid.num_tiles, grid.num_tiles, 'local', 'local']);
       assert.is(local.num_frames, 12);
-      assert.ok(local.tile_types.includes('STAR') && local.tile_types.includes('STRUCTURE'), local.tile_types.join(','));
+      // Sparse tiles borrow their neighbours' stars (poolStars), so this field has STAR tiles throughout.
+      assert.is(local.tile_types.length, grid.num_tiles);
+      assert.is(local.star_tiles + local.structure_tiles, grid.num_tiles);
+      assert.is(local.star_tiles, grid.num_tiles, local.tile_types.join(','));
       for (let t = 0; t < grid.num_tiles; t++) {
         const col = rec2.weight_table.reduce((s: number, row: number[]) => s + row[t]!, 0);
         assert.ok(Math.abs(col - 1) < 1e-3, `tile ${t}: weights sum to ${col}`);
@@ -132,7 +138,13 @@ for (const kind of ['mono', 'osc'] as const) {
       }
       assert.is(report.tiled.frames.length, 12);
       assert.ok(report.tiled.local.length > 0 && report.tiled.local.length <= 4);
+      // FWHM against a global-weighted stack, per tile: expected sharper in the soft (left) half, where L differs.
+      assert.is(report.tiled.fwhm_vs_global.length, grid.num_tiles);
+      const leftRatio = median(grid.tiles.map((r: { x: number; width: number }, t: number) => (r.x + r.width <= 128 ? report.tiled.fwhm_vs_global[t] : NaN)));
+      assert.ok(leftRatio < 0.97, `left-half FWHM vs global weights: ${leftRatio}`);
       const html = await readFile(join(d, 'artifacts', 'report.html'), 'utf8');
+      assert.is((html.match(/<svg class="tiled-grid"/g) ?? []).length, 2 + report.tiled.local.length, 'N_eff grid, FWHM-ratio grid, L maps');
+      assert.match(html, /FWHM of this stack over a stack with the global weights G only/);
       const gridSvg = /<svg class="tiled-grid"[\s\S]*?<\/svg>/.exec(html)?.[0] ?? '';
       assert.is((gridSvg.match(/<rect /g) ?? []).length, grid.num_tiles, 'one rectangle per tile over the stack');
       assert.match(html, /<svg class="tiled-g"/);
@@ -167,15 +179,16 @@ for (const kind of ['mono', 'osc'] as const) {
       const summary = `tiled L ${a.left.toFixed(3)} R ${a.right.toFixed(3)} noise ${a.noise.toFixed(2)} level ${a.level.toFixed(1)}; uniform L ${b.left.toFixed(3)} R ${b.right.toFixed(3)} noise ${b.noise.toFixed(2)} level ${b.level.toFixed(1)}`;
       assert.is(a.nonFinite, validation.no_data_pixels);
       assert.ok(a.nonFinite < 0.02 * a.width * 192, 'finite where covered');
-      assert.ok(a.left <= 0.95 * b.left, summary);
+      assert.ok(a.left <= 0.92 * b.left, summary);
       assert.ok(a.right <= 1.05 * b.right, summary);
       assert.ok(Math.abs(a.level - b.level) <= 0.01 * Math.abs(b.level), summary);
       assert.ok(a.noise <= 1.25 * b.noise, summary);
+      console.log(`  ${kind}: ${summary}; report: left-half FWHM vs global weights ${leftRatio.toFixed(3)}`);
     }),
   );
 }
 
-test('uniform-seeing control: the tiled stack equals the uniform-weight stack (FWHM within 3 %, noise within 6 %)', () =>
+test('uniform-seeing control: the tiled stack equals the uniform-weight stack (FWHM within 2 %, noise within 5 %)', () =>
   withTempDir('tiled-e2e-control', async (dir) => {
     await generateDataset({ out: join(dir, 'data'), kind: 'mono', frames: 12, width: 256, height: 192, seed: 5, calibration: false, badFrames: 'none', starDensity: 8000 });
     const lights = join(dir, 'data', 'lights');
@@ -184,8 +197,71 @@ test('uniform-seeing control: the tiled stack equals the uniform-weight stack (F
     const a = await measure(join(tiled.runDir, 'outputs', 'stacked.fits'));
     const b = await measure(join(uniform.runDir, 'outputs', 'stacked.fits'));
     const summary = `tiled L ${a.left.toFixed(3)} R ${a.right.toFixed(3)} noise ${a.noise.toFixed(2)}; uniform L ${b.left.toFixed(3)} R ${b.right.toFixed(3)} noise ${b.noise.toFixed(2)}`;
-    for (const half of ['left', 'right'] as const) assert.ok(Math.abs(a[half] / b[half] - 1) <= 0.03, summary);
-    assert.ok(a.noise <= 1.06 * b.noise, summary);
+    for (const half of ['left', 'right'] as const) assert.ok(Math.abs(a[half] / b[half] - 1) <= 0.02, summary);
+    assert.ok(a.noise <= 1.05 * b.noise, summary);
+    console.log(`  control: ${summary}`);
+  }),
+);
+
+/**
+ * Star light in a rectangle of two mono stacks of the same frames: aperture sums (radius 6 px,
+ * sky the median of the 9–14 px annulus) at the stars detected in the second, summed over the
+ * stars inside the rectangle. Per star the sky is local, so a stack's background shape does not count.
+ */
+async function starLight(files: [string, string], x0: number, y0: number, x1: number, y1: number): Promise<[number, number, number]> {
+  const [a, b] = await Promise.all(files.map((f) => readFitsImage(f)));
+  const W = b!.width;
+  const H = b!.height;
+  const plane = b!.data.subarray(0, W * H).map((v) => (Number.isFinite(v) ? v : 0));
+  const det = detectStars(plane, W, H);
+  assert.ok(det.ok);
+  if (!det.ok) throw new Error('no stars');
+  const stars = det.stars.filter((s) => s.x >= x0 && s.x < x1 && s.y >= y0 && s.y < y1 && s.x > 15 && s.y > 15 && s.x < W - 16 && s.y < H - 16);
+  const flux = (img: Float32Array, x: number, y: number) => {
+    const sky: number[] = [];
+    let sum = 0;
+    let n = 0;
+    for (let j = -14; j <= 14; j++) {
+      for (let i = -14; i <= 14; i++) {
+        const r = Math.hypot(i, j);
+        const v = img[(Math.round(y) + j) * W + Math.round(x) + i]!;
+        if (!Number.isFinite(v)) continue;
+        if (r <= 6) (sum += v), n++;
+        else if (r >= 9) sky.push(v);
+      }
+    }
+    return sum - n * median(sky);
+  };
+  let fa = 0;
+  let fb = 0;
+  for (const s of stars) {
+    fa += flux(a!.data, s.x, s.y);
+    fb += flux(b!.data, s.x, s.y);
+  }
+  return [fa, fb, stars.length];
+}
+
+test('cloud over a quadrant (fixtures preset cloud-quadrant): the clouded quadrant keeps more star light than in the uniform stack, the clear one the same', () =>
+  withTempDir('tiled-e2e-cloud', async (dir) => {
+    const shape = { width: 256, height: 192, frames: 12 };
+    const truth = await generateDataset({ out: join(dir, 'data'), kind: 'mono', ...shape, seed: 5, calibration: false, badFrames: 'none', starDensity: 8000, ...tiledSeeingOptions('cloud-quadrant', shape) });
+    assert.is(truth.frames.filter((f) => f.clouds).length, 4);
+    const lights = join(dir, 'data', 'lights');
+    const tiled = await run(lights, join(dir, 'runs'), 'local');
+    const uniform = await run(lights, join(dir, 'runs'), 'uniform');
+    const out = (r: TiledRunResult) => join(r.runDir, 'outputs', 'stacked.fits');
+    // In the cloud (top right, 1.5 edge scales from its edges: ≥ 2/3 of its depth) and the opposite, clear quadrant.
+    const e = Math.ceil(1.5 * 0.04 * 256);
+    const cloud = [128 + e, 8, 248, 96 - e] as const;
+    const clear = [8, 96 + e, 128 - e, 184] as const;
+    const [tc, uc, nc] = await starLight([out(tiled), out(uniform)], ...cloud);
+    const [tk, uk, nk] = await starLight([out(tiled), out(uniform)], ...clear);
+    assert.ok(nc >= 4 && nk >= 4, `${nc} stars in the cloud, ${nk} in the clear quadrant`);
+    const summary = `cloud (${nc} stars): tiled/uniform ${(tc / uc).toFixed(4)}; clear (${nk} stars): ${(tk / uk).toFixed(4)}`;
+    console.log(`  ${summary}`);
+    // Four of twelve frames at half the light: the uniform stack keeps 5/6 of it there; weighting the clouded frames down keeps more.
+    assert.ok(tc / uc >= 1.01, summary);
+    assert.ok(Math.abs(tk / uk - 1) <= 0.01, summary);
   }),
 );
 

@@ -3,7 +3,8 @@
 // how a band is split into row ranges, shows no step at tile boundaries when the weights jump
 // from tile to tile, keeps NaN as no-data without darkening partly covered pixels, keeps global
 // per-pixel rejection; the tile grid follows the reference rule; the structure measure E/σ² does
-// not reward noise; a frame without a star measurement in a STAR tile gets the lowest weight.
+// not reward noise; a frame without a star measurement in a STAR tile gets the lowest weight; a
+// tile with too few stars borrows the nearest ones within a tile size (poolStars).
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -15,6 +16,8 @@ import { tileCount, tileGrid, type TileGrid } from '../../src/pipeline/tiled/til
 import { clusterFrames, clusterTable } from '../../src/pipeline/tiled/clustering.js';
 import { globalWeights, localWeights, tileTable, type TileMeasure } from '../../src/pipeline/tiled/weights.js';
 import { seamScore } from '../../src/pipeline/tiled/validation.js';
+import { poolStars } from '../../src/pipeline/tiled/phases/local-metrics.js';
+import { fwhmVsGlobal } from '../../src/pipeline/tiled/report-section.js';
 
 /** Deterministic uniform [0, 1) (mulberry32). */
 function rng(seed: number): () => number {
@@ -196,6 +199,53 @@ test('structure measure: E/σ² of white noise is 2 whatever σ (noise is not re
   assert.ok(m[2]! / 4 > 3 * (m[7]! / 4), `structure ${m[2]! / 4} vs noise ${m[7]! / 4}`);
   // The sky below the cut ignores the star; the plain mean does not.
   assert.ok(Math.abs(m[4]! - 100) < 0.2 && m[1]! > m[4]! + 1, `sky ${m[4]}, mean ${m[1]}`);
+});
+
+test('star pooling: a tile with enough stars keeps its own; a sparse tile takes the k nearest within one tile size, none beyond', () => {
+  const g = tileGrid(256, 128, 2, { size_factor: 32, min_size: 64, max_divisor: 2, overlap_fraction: 0 });
+  assert.equal([g.originsX, g.originsY, g.sizeX], [[0, 64, 128, 192], [0, 64], 64]);
+  const star = (x: number, y: number, fwhm: number) => ({ x, y, fwhm, round: 1, contrast: 10 });
+  // Tile 0 (0..64 × 0..64): five stars of FWHM 2. Tile 1: one star of FWHM 9 at its centre. Far right: nothing.
+  const stars = [...[5, 10, 15, 20, 50].map((x) => star(x, 30, 2)), star(96, 32, 9), star(100, 80, 5)];
+  const p = poolStars(stars, g, 3);
+  assert.equal(p[0]!.fwhm, [2, 2, 2, 2, 2], 'enough stars: its own only');
+  // Tile 1 (centre 96, 32): its own (0 px), then (50, 30) at 46 px and (100, 80) at 48 px; (20, 30) at 76 px is too far.
+  assert.equal(p[1]!.fwhm, [9, 2, 5]);
+  // Tile 3 (centre 224, 32) has no star within 64 px: nothing borrowed, so no measurement (the lowest L).
+  assert.equal(p[3]!.fwhm, []);
+  // k = 0 never borrows.
+  assert.equal(poolStars(stars, g, 0)[1]!.fwhm, [9]);
+  // Random fields against the rule applied to every star (the bucketing only narrows the search).
+  const r = rng(21);
+  const big = tileGrid(900, 500, 3, { size_factor: 32, min_size: 64, max_divisor: 6, overlap_fraction: 0.25 });
+  const many = Array.from({ length: 300 }, (_, i) => star(r() * 900, r() * 500, 1 + i / 100));
+  const got = poolStars(many, big, 6);
+  const nx = big.originsX.length;
+  got.forEach((b, t) => {
+    const ox = big.originsX[t % nx]!;
+    const oy = big.originsY[Math.floor(t / nx)]!;
+    let want = many.filter((st) => st.x >= ox && st.x < ox + big.sizeX && st.y >= oy && st.y < oy + big.sizeY);
+    if (want.length < 6) want = many.filter((st) => Math.hypot(st.x - ox - big.sizeX / 2, st.y - oy - big.sizeY / 2) <= big.sizeX).sort((a, c) => Math.hypot(a.x - ox - big.sizeX / 2, a.y - oy - big.sizeY / 2) - Math.hypot(c.x - ox - big.sizeX / 2, c.y - oy - big.sizeY / 2)).slice(0, 6);
+    assert.equal([...b.fwhm].sort(), want.map((st) => st.fwhm).sort(), `tile ${t}`);
+  });
+});
+
+test('report: the FWHM expected against a global-weighted stack is 1 where the table is G, below 1 where it favours the sharp frames, null without a measurement', () => {
+  // 2 frames (indices 3, 7), 3 tiles. G: 1 and 3. FWHM: tile 0: 2 and 4; tile 1: 2 and 4; tile 2: unmeasured.
+  const g = new Map([
+    [3, 1],
+    [7, 3],
+  ]);
+  const measures = [[{ fwhm: 2 }, { fwhm: 2 }, { fwhm: NaN }], [{ fwhm: 4 }, { fwhm: 4 }, { fwhm: NaN }]];
+  // Table (frame-major): tile 0 as G (0.25/0.75), tile 1 all on the sharp frame 3, tile 2 anything.
+  const table = new Float32Array([0.25, 1, 0.5, 0.75, 0, 0.5]);
+  const r = fwhmVsGlobal(table, [3, 7], measures, [3, 7], g, 3);
+  assert.ok(Math.abs(r[0]! - 1) < 1e-6, `as G: ${r[0]}`);
+  // G-weighted FWHM: (1·2 + 3·4)/4 = 3.5; the table's: 2 → 2/3.5.
+  assert.ok(Math.abs(r[1]! - 2 / 3.5) < 1e-4, `sharp frame only: ${r[1]}`);
+  assert.is(r[2], null);
+  // Frames in another order in the measures than in the table give the same.
+  assert.equal(fwhmVsGlobal(table, [3, 7], [measures[1]!, measures[0]!], [7, 3], g, 3), r);
 });
 
 test('local weights: a frame without stars measured in a STAR tile gets the lowest weight there; sharper frames get more', () => {

@@ -241,6 +241,16 @@ test('config schema (tiled and Raw Stack) and suggestions with reasons', async (
   const fromScan = await http(base, 'POST', '/api/config/suggest', { body: { scan: { frames: 40, width: 600, height: 400, fwhm: 3 } } });
   const bs = Object.fromEntries(fromScan.json.suggestions.map((x: { path: string; value: unknown }) => [x.path, x.value]));
   assert.equal([bs['rejection.method'], bs['rejection.low'], bs['tile.min_size']], ['sigma', 2.5, 66], 'tile: 32 × 3 px capped at 400 / 6');
+  // For a tiled run: the tiled YAML's paths, the tile grid from the seeing and the frame size.
+  const tiledScan = await http(base, 'POST', '/api/config/suggest', { body: { kind: 'tiled', scan: { frames: 40, width: 600, height: 400, fwhm: 3 } } });
+  assert.is(tiledScan.status, 200, tiledScan.text);
+  const ts = Object.fromEntries(tiledScan.json.suggestions.map((x: { path: string; value: unknown }) => [x.path, x.value]));
+  assert.equal([ts['stacking.method'], ts['stacking.weight_mode'], ts['synthetic.enabled'], ts['tile.min_size'], ts['rejection.method']], ['sigma', 'local', false, 66, undefined], 'tile: 32 × 3 = 96 capped at max(64, 400 / 6)');
+  assert.is(tiledScan.json.measured.tile_size, 66);
+  const tiledDir = await http(base, 'POST', '/api/config/suggest', { body: { kind: 'tiled', input_dir: lights } });
+  assert.is(tiledDir.status, 200, tiledDir.text);
+  assert.ok(tiledDir.json.suggestions.some((x: { path: string; value: unknown }) => x.path === 'stacking.weight_mode' && x.value === 'global'), '6 frames: global weights');
+  envelope(await http(base, 'POST', '/api/config/suggest', { body: { kind: 'other' } }), 400, 'VALIDATION_ERROR');
 });
 
 test('files: roots, listing with FITS marked, grant (persisted as a root), scan with groups and warnings', async () => {

@@ -18,11 +18,14 @@ import { readRunText } from '../run-files.js';
 import { runLayout } from '../run-index.js';
 import { findRun } from '../run-lookup.js';
 import { csvNumericRecords } from '../../shared/csv.js';
-import { suggestParameters } from '../../config/suggest.js';
+import { suggestParameters, suggestTiledParameters } from '../../config/suggest.js';
+import { resolveTiledConfig } from '../../config/tiled-run.js';
+import { tileGrid } from '../../pipeline/tiled/tile-grid.js';
 
 const SchemaQuery = z.strictObject({ kind: z.enum(['tiled', 'rawstack']).default('tiled') });
 const ValidateJson = z.strictObject({ yaml: z.string() });
 const SuggestBody = z.strictObject({
+  kind: z.enum(['rawstack', 'tiled']).default('rawstack').describe('which pipeline the suggestions are for (key paths of its configuration)'),
   input_dir: z.string().max(PATH_FIELD_MAX).optional().describe('folder with lights to measure'),
   pattern: z.string().min(1).max(256).default(ANY_FITS_PATTERN),
   run_id: z.string().max(200).optional().describe('use the frame table of this run instead of measuring'),
@@ -75,7 +78,7 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
       method: 'post',
       path: '/api/config/suggest',
       tag: 'config',
-      summary: 'suggested Raw Stack values with a reason each (memory from free RAM, workers from cores, tile size from FWHM, rejection from frame count)',
+      summary: 'suggested Raw Stack values (kind rawstack) or tiled YAML values (kind tiled) with a reason each (memory from free RAM, workers from cores, tile size from FWHM, rejection from frame count; tiled: tile grid from FWHM and frame size, weighting and clustering from frame count)',
       body: SuggestBody,
       responses: { 200: '{suggestions:[{path, value, current, reason}], measured}', 403: 'outside the allowed roots', 404: 'no such run' },
     },
@@ -87,10 +90,12 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
       let frames: number | null = null;
       let fwhm: number | null = null;
       let shortSide: number | null = null;
+      let size: { width: number; height: number } | null = null;
       if (body.scan) {
         frames = body.scan.frames;
         fwhm = body.scan.fwhm ?? null;
         shortSide = body.scan.width && body.scan.height ? Math.min(body.scan.width, body.scan.height) : null;
+        if (body.scan.width && body.scan.height) size = { width: body.scan.width, height: body.scan.height };
         measured.source = 'scan figures from the request';
       } else if (body.run_id) {
         const dir = await findRun(app, body.run_id);
@@ -111,6 +116,7 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
         const mid = good[Math.floor(good.length / 2)];
         if (mid) {
           shortSide = Math.min(mid.width, mid.height);
+          size = { width: mid.width, height: mid.height };
           if (mid.width * mid.height <= MEASURE_LIMIT_PIXELS && mid.planes === 1) {
             // In a child process: star detection is whole-frame work (measure.ts).
             const color = decideColorMode(mid, 'auto', 'auto');
@@ -128,7 +134,19 @@ export function configRoutes(api: ApiRegistry, app: AppContext): void {
       }
       if (frames !== null) measured.frames = frames;
       if (fwhm !== null && Number.isFinite(fwhm)) measured.fwhm = Math.round(fwhm * 100) / 100;
-      const { suggestions, tileSize } = suggestParameters(current, { freeMiB: Math.floor(freemem() / 1048576), totalMiB: Math.round(totalmem() / 1048576), cores: availableParallelism(), frames, fwhm, shortSide });
+      const facts = { freeMiB: Math.floor(freemem() / 1048576), totalMiB: Math.round(totalmem() / 1048576), cores: availableParallelism(), frames, fwhm, shortSide };
+      let result: { suggestions: unknown[]; tileSize: number | null };
+      if (body.kind === 'tiled') {
+        // The tiled defaults are the current values (the stored parameters are Raw Stack's).
+        const tiled = resolveTiledConfig({});
+        if (!tiled.ok) throw new Error('the tiled defaults do not resolve');
+        const t = tiled.config.tiled;
+        result = suggestTiledParameters(t, { ...facts, width: size?.width ?? null, height: size?.height ?? null }, (w, h, f) => {
+          const g = tileGrid(w, h, f, t.tile);
+          return { tileSize: g.tileSize, tilesX: g.originsX.length, tilesY: g.originsY.length, overlapPx: g.overlapPx };
+        });
+      } else result = suggestParameters(current, facts);
+      const { suggestions, tileSize } = result;
       if (tileSize !== null) measured.tile_size = tileSize;
       ctx.body = { suggestions, measured };
     },

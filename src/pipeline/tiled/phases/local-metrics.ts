@@ -1,7 +1,8 @@
 // LOCAL_METRICS: per frame and tile, what the local weight L is made of (weights.ts).
 // - Stars: each frame's stored stars (GLOBAL_METRICS; unsaturated ones carry FWHM, eccentricity,
 //   peak) mapped onto the reference grid by the frame's registration matrix; per tile the
-//   count and the medians of FWHM, roundness √(1 − e²) and contrast peak/σ (σ the frame noise).
+//   count and the medians of FWHM, roundness √(1 − e²) and contrast peak/σ (σ the frame noise);
+//   a tile holding fewer than tile.star_min_count stars borrows its neighbours' (poolStars).
 // - Structure: the tile's rectangle mapped into the frame (bounding box of its corners, clipped),
 //   cosmetic-corrected (stages/stacking/cosmetic.ts: hot pixels are not structure) and
 //   measured by the tile_metrics kernel (WGSL where device-policy.ts places it, else
@@ -64,8 +65,8 @@ async function measureTiles(ctx: GpuContext | null, plane: Float32Array, p: Tile
  * whole, and W = G·L counts each once (a frame soft on the left and sharp on the right is not
  * penalised on the right for its global FWHM). Star counts and backgrounds stay as measured.
  */
-function relativeToFrame(row: TileMeasure[], starsIn: { fwhm: number[]; round: number[]; contrast: number[] }[]): TileMeasure[] {
-  const all = (k: 'fwhm' | 'round' | 'contrast') => median(starsIn.flatMap((b) => b[k]));
+function relativeToFrame(row: TileMeasure[], stars: readonly PooledStar[]): TileMeasure[] {
+  const all = (k: 'fwhm' | 'round' | 'contrast') => median(stars.map((st) => st[k]));
   const f = all('fwhm');
   const r = all('round');
   const c = all('contrast');
@@ -73,32 +74,80 @@ function relativeToFrame(row: TileMeasure[], starsIn: { fwhm: number[]; round: n
   return row.map((m) => ({ ...m, fwhm: m.fwhm / f, roundness: m.roundness / r, contrast: m.contrast / c, structure: m.structure / e }));
 }
 
+interface PooledStar {
+  x: number;
+  y: number;
+  fwhm: number;
+  round: number;
+  contrast: number;
+}
+
+/**
+ * Per tile, the stars its star statistics are made of: the frame's stars inside the tile, or,
+ * where the tile holds fewer than `k`, the k stars nearest to its centre within one tile size of
+ * it (on the reference grid; fewer when there are not that many). Seeing varies smoothly on the
+ * scale of the weight field's window (a tile), so borrowing neighbours' stars measures the same
+ * seeing, with a median over k stars instead of over the two or three a small tile holds in a
+ * sparse field; without it such fields had only STRUCTURE tiles, whose E/σ² moves by ≤ 1.2× with
+ * seeing and whose L added noise for almost no sharpness (bench/RESULTS.md, tiled workflow).
+ */
+export function poolStars(stars: readonly PooledStar[], g: TileGrid, k: number): { fwhm: number[]; round: number[]; contrast: number[] }[] {
+  const n = tileCount(g);
+  const nx = g.originsX.length;
+  const out = Array.from({ length: n }, () => ({ fwhm: [] as number[], round: [] as number[], contrast: [] as number[] }));
+  const radius = Math.max(g.sizeX, g.sizeY);
+  // Stars bucketed in cells of `radius`: a tile and its search circle touch at most 3 × 3 cells
+  // around the tile's centre, so each tile looks at the stars near it, not at all of them.
+  const cell = (v: number) => Math.floor(v / radius);
+  const buckets = new Map<string, PooledStar[]>();
+  for (const st of stars) {
+    if (!(Number.isFinite(st.x) && Number.isFinite(st.y))) continue;
+    const key = `${cell(st.x)},${cell(st.y)}`;
+    const b = buckets.get(key);
+    if (b) b.push(st);
+    else buckets.set(key, [st]);
+  }
+  for (let t = 0; t < n; t++) {
+    const ox = g.originsX[t % nx]!;
+    const oy = g.originsY[Math.floor(t / nx)]!;
+    const cx = ox + g.sizeX / 2;
+    const cy = oy + g.sizeY / 2;
+    const near: PooledStar[] = [];
+    for (let j = cell(cy) - 1; j <= cell(cy) + 1; j++) for (let i = cell(cx) - 1; i <= cell(cx) + 1; i++) near.push(...(buckets.get(`${i},${j}`) ?? []));
+    let chosen = near.filter((st) => st.x >= ox && st.x < ox + g.sizeX && st.y >= oy && st.y < oy + g.sizeY);
+    if (chosen.length < k) {
+      chosen = near
+        .map((st) => ({ st, d: Math.hypot(st.x - cx, st.y - cy) }))
+        .filter((e) => e.d <= radius)
+        .sort((a, b) => a.d - b.d)
+        .slice(0, k)
+        .map((e) => e.st);
+    }
+    const b = out[t]!;
+    for (const st of chosen) {
+      b.fwhm.push(st.fwhm);
+      b.round.push(st.round);
+      b.contrast.push(st.contrast);
+    }
+  }
+  return out;
+}
+
 /** What LOCAL_METRICS knows of a frame before reading its pixels: its stars per tile, and the tile task. */
-function framePlan(f: FrameRecord, g: TileGrid, W: number, H: number, osc: boolean) {
+function framePlan(f: FrameRecord, g: TileGrid, W: number, H: number, osc: boolean, starMinCount: number) {
   const n = tileCount(g);
   const toRef = f.registration!.matrix!;
   const toFrame = invertAffine(toRef)!;
   const noise = f.metrics?.background_rms ?? NaN;
   const sky = f.metrics?.background_median ?? NaN;
   // Stars on the reference grid, into every tile that holds them.
-  const starsIn: { fwhm: number[]; round: number[]; contrast: number[] }[] = Array.from({ length: n }, () => ({ fwhm: [], round: [], contrast: [] }));
-  const nx = g.originsX.length;
+  const stars: PooledStar[] = [];
   for (const st of f.stars ?? []) {
     if (!(st.fwhm !== undefined && Number.isFinite(st.fwhm))) continue;
     const [x, y] = applyAffine(toRef, st.x, st.y);
-    for (let ty = 0; ty < g.originsY.length; ty++) {
-      const oy = g.originsY[ty]!;
-      if (y < oy || y >= oy + g.sizeY) continue;
-      for (let tx = 0; tx < nx; tx++) {
-        const ox = g.originsX[tx]!;
-        if (x < ox || x >= ox + g.sizeX) continue;
-        const b = starsIn[ty * nx + tx]!;
-        b.fwhm.push(st.fwhm);
-        b.round.push(Math.sqrt(1 - Math.min(1, (st.eccentricity ?? 0) ** 2)));
-        b.contrast.push(noise > 0 ? (st.peak ?? NaN) / noise : NaN);
-      }
-    }
+    stars.push({ x, y, fwhm: st.fwhm, round: Math.sqrt(1 - Math.min(1, (st.eccentricity ?? 0) ** 2)), contrast: noise > 0 ? (st.peak ?? NaN) / noise : NaN });
   }
+  const starsIn = poolStars(stars, g, starMinCount);
   // Structure: tile rectangles in frame pixels (bounding box of the mapped corners, clipped).
   const rects = new Int32Array(4 * n);
   for (let t = 0; t < n; t++) {
@@ -117,7 +166,7 @@ function framePlan(f: FrameRecord, g: TileGrid, W: number, H: number, osc: boole
   // Sky samples: at most 3σ above the frame's sky (stars excluded); no cut without a measured sky.
   const bgCut = Number.isFinite(sky) && noise > 0 ? sky + 3 * noise : Number.MAX_VALUE;
   const task = (file: string): TileMetricsTask => ({ kind: 'tiles', file, width: W, height: H, step: osc ? 2 : 1, rects, bgCut, cosmetic: noise > 0 ? { sigma: COSMETIC_SIGMA, noise } : null });
-  return { starsIn, noise, sky, task };
+  return { stars, starsIn, noise, sky, task };
 }
 
 const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(5)) : null);
@@ -153,7 +202,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
     // Per frame: its stars per tile and its tile rectangles (main thread, no pixels), then the
     // pixels' tile sums: on the device where placed (one frame at a time), else on the frame
     // workers (runtime_limits.parallel_workers frames at a time, results in frame order).
-    const plans = frames.map((f) => framePlan(f, g, W, H, osc));
+    const plans = frames.map((f) => framePlan(f, g, W, H, osc, cfg.tile.star_min_count));
     const workers = new FrameWorkers(tmCtx ? 0 : Math.min(s.config.runtime_limits.parallel_workers, frames.length));
     try {
       await mapFrames(
@@ -174,7 +223,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
           return { kind: 'tiles', ok: true, metrics: await measureTiles(tmCtx, data, { ...task, width: plane.width, height: plane.height }), ms: { read: 0, measure: 0 } };
         },
         (f, r, i) => {
-          const { starsIn, noise, sky } = plans[i]!;
+          const { stars, starsIn, noise, sky } = plans[i]!;
           const cov = s.tiled.coverage.get(f.index)!;
           if (!r.ok) {
             // No pixels, no structure measurement: the lowest L in its STRUCTURE tiles.
@@ -197,7 +246,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
             });
           }
           measures.push(row);
-          relative.push(relativeToFrame(row, starsIn));
+          relative.push(relativeToFrame(row, stars));
           ctx.progress(++done, frames.length, 'frames');
         },
       );
