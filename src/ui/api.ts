@@ -266,8 +266,8 @@ export const api = {
   grant: (path: string): Promise<unknown> => request('GET', `/api/files/grant?path=${enc(path)}`),
   /** JSON Schema of the tiled-workflow YAML (or of the Raw Stack parameters). */
   schema: (kind: 'tiled' | 'rawstack' = 'tiled'): Promise<unknown> => request('GET', `/api/config/schema?kind=${kind}`),
-  /** Suggested values with their reasons (Raw Stack paths; suggest-map.ts maps them to tiled keys). */
-  suggest: (body: { input_dir?: string; run_id?: string }): Promise<{ suggestions: { path: string; value: unknown; current?: unknown; reason: string }[]; measured: JsonObject }> => request('POST', '/api/config/suggest', body),
+  /** Suggested values with their reasons, as key paths of the kind's configuration (Raw Stack parameters by default). */
+  suggest: (body: { kind?: 'rawstack' | 'tiled'; input_dir?: string; run_id?: string }): Promise<{ suggestions: { path: string; value: unknown; current?: unknown; reason: string }[]; measured: JsonObject }> => request('POST', '/api/config/suggest', body),
   templates: async (): Promise<TemplateSummary[]> => listOf<TemplateSummary>(await request('GET', '/api/config/templates')),
   template: (name: string): Promise<TemplateRecord> => request('GET', `/api/config/templates/${enc(name)}`),
   saveTemplate: (name: string, yaml: string): Promise<TemplateRecord> => request('PUT', `/api/config/templates/${enc(name)}`, { yaml }),

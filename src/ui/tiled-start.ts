@@ -1,13 +1,12 @@
 // The run studio for tiled runs (/ui/tiled.html): input folder, runs dir and run name with the
 // server-side folder browser; the configuration as tiled-workflow YAML with completion of keys
 // from the JSON Schema (yaml-complete.ts: Ctrl-Space), validation by the server (each finding
-// marked at its line), suggestions from POST /api/config/suggest mapped to tiled keys
-// (suggest-map.ts) to apply one by one, and templates (template-bar.ts); Start
+// marked at its line), suggestions from POST /api/config/suggest (kind tiled) to apply one by
+// one, and templates (template-bar.ts); Start
 // (POST /api/jobs/run {pipeline: "tiled"}) and Cancel, and the run's phase chips and latest events
 // while it runs. The run monitor shows the rest (revisions, resume, tile grid).
 
 import { api, ApiError, TERMINAL_JOB_STATES, type YamlFinding } from './api.js';
-import { tiledSuggestions, type TiledSuggestion } from './suggest-map.js';
 import { TemplateBar } from './template-bar.js';
 import { YamlCompleter } from './yaml-complete.js';
 import { yamlScalar, yamlSetPath } from './yaml-edit.js';
@@ -145,7 +144,13 @@ function showRefusal(e: ApiError): void {
   showFindings(findings, []);
 }
 
-// Suggestions: what the server suggests, as tiled keys, each applied on its own.
+// Suggestions: what the server suggests for the tiled YAML (kind tiled: tiled key paths), each applied on its own.
+interface TiledSuggestion {
+  path: string;
+  value: unknown;
+  current?: unknown;
+  reason: string;
+}
 let suggestions: TiledSuggestion[] = [];
 async function suggest(): Promise<void> {
   const box = byId('suggest-box');
@@ -153,8 +158,8 @@ async function suggest(): Promise<void> {
   const input = byId<HTMLInputElement>('input_dir').value.trim();
   say(status, input ? `Measuring ${input}…` : 'Suggesting from this machine (choose an input folder to include the data)…');
   try {
-    const r = await api.suggest(input ? { input_dir: input } : {});
-    suggestions = tiledSuggestions(r.suggestions);
+    const r = await api.suggest({ kind: 'tiled', ...(input ? { input_dir: input } : {}) });
+    suggestions = r.suggestions;
   } catch (e) {
     say(status, `No suggestions: ${errText(e)}`, 'error');
     return;
@@ -162,21 +167,21 @@ async function suggest(): Promise<void> {
   const body = byId('suggest-body');
   clear(body);
   suggestions.forEach((sg, i) => {
-    const apply = h('button', { type: 'button', class: 'small', 'data-apply': i, disabled: sg.tiledPath === null, title: sg.tiledPath ? `set ${sg.tiledPath.join('.')} in the editor` : sg.why }, 'Apply');
+    const apply = h('button', { type: 'button', class: 'small', 'data-apply': i, title: `set ${sg.path} in the editor` }, 'Apply');
     apply.addEventListener('click', () => applySuggestion(i));
-    body.append(h('tr', { 'data-path': sg.path, 'data-tiled': sg.tiledPath?.join('.') ?? '' }, h('td', {}, sg.tiledPath ? h('code', {}, sg.tiledPath.join('.')) : h('span', { class: 'muted' }, `${sg.path}: ${sg.why}`)), h('td', {}, h('code', {}, yamlScalar(sg.value))), h('td', {}, sg.reason), h('td', {}, apply)));
+    const same = sg.current !== undefined && JSON.stringify(sg.current) === JSON.stringify(sg.value);
+    body.append(h('tr', { 'data-path': sg.path }, h('td', {}, h('code', {}, sg.path)), h('td', {}, h('code', {}, yamlScalar(sg.value)), same ? h('span', { class: 'muted' }, ' (as now)') : ''), h('td', {}, sg.reason), h('td', {}, apply)));
   });
   box.hidden = false;
-  const usable = suggestions.filter((x) => x.tiledPath).length;
-  say(status, `${usable} suggestion${usable === 1 ? '' : 's'} for tiled keys${suggestions.length > usable ? `, ${suggestions.length - usable} without a tiled counterpart` : ''}.`, 'ok');
+  say(status, `${suggestions.length} suggestion${suggestions.length === 1 ? '' : 's'} for tiled keys.`, 'ok');
 }
 
 function applySuggestion(i: number): void {
   const sg = suggestions[i];
-  if (!sg?.tiledPath) return;
-  yamlArea.value = yamlSetPath(yamlArea.value, sg.tiledPath, sg.value);
+  if (!sg) return;
+  yamlArea.value = yamlSetPath(yamlArea.value, sg.path.split('.'), sg.value);
   renderGutter();
-  say(byId('suggest-status'), `Set ${sg.tiledPath.join('.')} to ${yamlScalar(sg.value)} in the editor.`, 'ok');
+  say(byId('suggest-status'), `Set ${sg.path} to ${yamlScalar(sg.value)} in the editor.`, 'ok');
   void validateYaml();
 }
 

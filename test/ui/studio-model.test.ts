@@ -1,8 +1,7 @@
 // Unit tests of the run studio's DOM-free modules, loaded from the built dist/ui: the YAML key
 // context at a cursor (parents from indentation, the partial key, the keys already written),
 // the schema's child keys at a path (against the real tiled JSON Schema), inserting a chosen key,
-// setting a key path in YAML text (the result read back with the yaml package), and what the
-// suggestions mean for tiled keys.
+// setting a key path in YAML text (the result read back with the yaml package).
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -39,7 +38,6 @@ type Complete = {
   applyCompletion(text: string, ctx: Ctx, choice: Key): { text: string; cursor: number };
 };
 type Edit = { yamlSetPath(text: string, path: string[], value: unknown): string; yamlScalar(v: unknown): string; yamlDropBlock(text: string, key: string): string };
-type Map = { tiledSuggestions(list: { path: string; value: unknown; reason: string }[]): { path: string; tiledPath: string[] | null; why?: string }[] };
 
 /** The text with the cursor marker `|` removed, and the cursor's offset. */
 const at = (marked: string): [string, number] => [marked.replace('|', ''), marked.indexOf('|')];
@@ -119,26 +117,6 @@ uiTest('yamlSetPath: replaces a value in place (comment kept), adds missing keys
   assert.is(yamlScalar('yes'), '"yes"');
   assert.is(yamlDropBlock('a: 1\n_runtime:\n  device:\n    kind: cpu\n\n  version: 1\nb:\n  c: 2\n', '_runtime'), 'a: 1\nb:\n  c: 2\n');
   assert.is(yamlScalar('sigma'), 'sigma');
-});
-
-uiTest('suggestions for tiled keys: same keys kept, rejection mapped to the stacking keys, Raw Stack-only ones explained', async () => {
-  const { tiledSuggestions } = await load<Map>('suggest-map.js');
-  const out = tiledSuggestions([
-    { path: 'runtime_limits.memory_budget', value: 2048, reason: 'r' },
-    { path: 'rejection.method', value: 'winsor', reason: 'r' },
-    { path: 'rejection.low', value: 3, reason: 'r' },
-    { path: 'tile.min_size', value: 96, reason: 'r' },
-    { path: 'something.new', value: 1, reason: 'r' },
-  ]);
-  assert.equal(out.map((s) => s.tiledPath?.join('.') ?? null), ['runtime_limits.memory_budget', 'stacking.method', 'stacking.sigma_clip.sigma_low', null, null]);
-  assert.match(out[3]!.why!, /BGE/);
-  // Every mapped key is a key of the tiled schema.
-  const schema = tiledJsonSchema() as { properties: Record<string, { properties?: Record<string, { properties?: Record<string, unknown> }> }> };
-  for (const s of out.filter((x) => x.tiledPath)) {
-    const [a, b, c] = s.tiledPath!;
-    const node = schema.properties[a!]?.properties?.[b!];
-    assert.ok(c ? node?.properties?.[c] : node, s.tiledPath!.join('.'));
-  }
 });
 
 test.run();

@@ -108,24 +108,26 @@ run('key completion: Ctrl-Space lists the valid keys at the cursor with descript
   await page.keyboard.press('Escape');
 });
 
-run('suggestions: shown with the tiled key each sets (or why none), applied into the editor one by one', async () => {
+run('suggestions: tiled keys from the server (kind tiled), applied into the editor one by one', async () => {
   await page.goto('/ui/tiled.html');
   await page.fill('#input_dir', env!.lightsDir);
   await page.fill('#config_yaml', QUICK);
   await page.click('#btn-suggest');
   await page.waitForFunction(() => /suggestions? for tiled keys/.test(document.getElementById('suggest-status')?.textContent ?? ''), null, { timeout: 30_000 });
-  const rows = await page.$$eval('#suggest-body tr', (els) => els.map((e) => [(e as El).dataset.path, (e as El).dataset.tiled]));
-  assert.ok(rows.some(([p, t]) => p === 'rejection.method' && t === 'stacking.method'), JSON.stringify(rows));
-  assert.ok(rows.some(([p, t]) => p === 'runtime_limits.parallel_workers' && t === 'runtime_limits.parallel_workers'));
-  const value = (await page.textContent('#suggest-body tr[data-path="rejection.method"] td:nth-child(2)'))!.trim();
-  await page.click('#suggest-body tr[data-path="rejection.method"] button');
-  const cfg = parse(await editor());
+  const paths = await page.$$eval('#suggest-body tr', (els) => els.map((e) => (e as El).dataset.path as string));
+  // The data were measured: the tile size from the seeing and the weighting from the frame count, beside rejection and the machine's.
+  for (const p of ['stacking.method', 'stacking.weight_mode', 'tile.min_size', 'runtime_limits.parallel_workers']) assert.ok(paths.includes(p), `${p} in ${paths.join(', ')}`);
+  const value = (await page.textContent('#suggest-body tr[data-path="stacking.method"] td:nth-child(2) code'))!.trim();
+  await page.click('#suggest-body tr[data-path="stacking.method"] button');
+  let cfg = parse(await editor());
   assert.is(cfg.stacking.method, value, 'the suggested method is in the editor');
   assert.is(cfg.tile.star_min_count, 2, 'the rest is kept');
+  const size = Number((await page.textContent('#suggest-body tr[data-path="tile.min_size"] td:nth-child(2) code'))!.trim());
+  await page.click('#suggest-body tr[data-path="tile.min_size"] button');
+  cfg = parse(await editor());
+  assert.is(cfg.tile.min_size, size);
+  assert.is(cfg.tile.star_min_count, 2, 'a key of the same block is kept');
   await page.waitForFunction(() => document.getElementById('yaml-status')?.textContent === 'Valid.');
-  // The BGE tile size of Raw Stack (when a FWHM was measured) has no tiled key and cannot be applied.
-  const bge = page.locator('#suggest-body tr[data-path="tile.min_size"] button');
-  if ((await bge.count()) > 0) assert.ok(await bge.isDisabled());
   await page.click('#config_yaml');
   await page.keyboard.press('Control+End');
   // The editor ends in the stacking block: the list offers its other keys (the picture for docs/).
