@@ -10,6 +10,10 @@
 // `--kind lrgb`: four mono filter sets of one sky (fixtures/generator/lrgb.ts) in <out>/L, R, G,
 // B, all flats gathered in <out>/flats (FILTER tells them apart), and a run-queue run with one
 // entry per filter (bias and darks of the L set).
+// `--pipeline tiled`: the tiled workflow instead of Raw Stack, on a session whose seeing varies
+// across the field (`--seeing swap-halves`, default; `drifting-patch`, `cloud-quadrant`, or
+// `uniform`, the control; fixtures/generator/presets.ts), so the local weights have something to
+// do; its report shows the tile grid, N_eff and where the local weights sharpened the stack.
 
 import { parseArgs } from 'node:util';
 import { join, resolve } from 'node:path';
@@ -17,6 +21,10 @@ import { copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { TYCHO2_FIELDS, tycho2Field, type Tycho2Field } from '../../fixtures/astrometry/tycho2.js';
 import { generateDataset, MONO_FILTERS, OptionsError, type DatasetOptions } from '../../fixtures/generator/index.js';
 import { generateLrgb, type LrgbSet } from '../../fixtures/generator/lrgb.js';
+import { TILED_SEEING_SCENARIOS, tiledSeeingOptions, type TiledSeeingScenario } from '../../fixtures/generator/presets.js';
+import { resolveTiledConfig } from '../config/tiled-run.js';
+import { runTiled } from '../pipeline/tiled/run.js';
+import { runInTerminal } from './run-terminal.js';
 import { inspectFile } from './inspect.js';
 import { progress } from './progress.js';
 import { parseRawStackConfig, type RawStackConfig } from '../config/rawstack.js';
@@ -51,8 +59,15 @@ export async function runDemo(argv: string[]): Promise<number> {
       sky: { type: 'string', default: 'orion' },
       'runs-dir': { type: 'string', default: 'runs' },
       'no-run': { type: 'boolean', default: false },
+      pipeline: { type: 'string', default: 'rawstack' },
+      seeing: { type: 'string' },
     },
   });
+  const pipeline = values.pipeline!;
+  if (pipeline !== 'rawstack' && pipeline !== 'tiled') throw new UsageError(`--pipeline must be rawstack or tiled (got '${pipeline}')`);
+  const seeing = values.seeing ?? (pipeline === 'tiled' ? 'swap-halves' : undefined);
+  if (seeing !== undefined && !TILED_SEEING_SCENARIOS.includes(seeing as TiledSeeingScenario)) throw new UsageError(`--seeing must be one of ${TILED_SEEING_SCENARIOS.join(', ')} (got '${seeing}')`);
+  if (values.kind === 'lrgb' && pipeline === 'tiled') throw new UsageError('--kind lrgb runs the Raw Stack run queue; the tiled demo takes --kind osc or mono');
   const int = (name: string, text: string) => {
     const n = Number(text);
     if (!Number.isInteger(n) || n <= 0) throw new UsageError(`--${name} must be a positive integer, got "${text}"`);
@@ -63,7 +78,10 @@ export async function runDemo(argv: string[]): Promise<number> {
   const sky = values.sky!;
   if (sky !== 'random' && !(sky in TYCHO2_FIELDS)) throw new UsageError(`--sky must be random or one of ${Object.keys(TYCHO2_FIELDS).join(', ')} (got '${sky}')`);
   const width = int('width', values.width!);
+  const height = int('height', values.height!);
+  const frames = int('frames', values.frames!);
   const skyOptions = demoSkyOptions(sky as 'random' | Tycho2Field, width);
+  const seeingOptions = seeing ? tiledSeeingOptions(seeing as TiledSeeingScenario, { width, height, frames }) : {};
   const bar = progress(process.stderr, 'generating ');
   const started = performance.now();
   let truth;
@@ -72,11 +90,12 @@ export async function runDemo(argv: string[]): Promise<number> {
       out,
       kind: values.kind as 'osc' | 'mono',
       pattern: values.pattern!.toUpperCase() as 'RGGB',
-      frames: int('frames', values.frames!),
+      frames,
       width,
-      height: int('height', values.height!),
+      height,
       seed: int('seed', values.seed!),
       ...skyOptions,
+      ...seeingOptions,
       onProgress: (e) => bar.update(e.done, e.total, e.file),
     });
   } catch (e) {
@@ -88,6 +107,7 @@ export async function runDemo(argv: string[]): Promise<number> {
   const bad = truth.frames.filter((f) => f.bad !== null).map((f) => `${f.file} (${f.bad})`);
   console.log(`dataset: ${truth.kind.toUpperCase()}${truth.kind === 'osc' ? ` ${truth.pattern}` : ''}, ${truth.image.width}x${truth.image.height}, ${truth.stars.length} catalogue stars, seed ${truth.seed}`);
   console.log(`bad frames the quality filter should catch: ${bad.length ? bad.join(', ') : 'none'}`);
+  if (seeing) console.log(`seeing across the field: ${seeing}`);
   const first = join(out, truth.frames[0]!.file);
   const { report, stats } = await inspectFile(first);
   const s = stats[0]!;
@@ -97,6 +117,7 @@ export async function runDemo(argv: string[]): Promise<number> {
   await writeFile(catalog, 'ra,dec,mag,bv\n' + truth.stars.map((st) => `${st.ra},${st.dec},${st.mag},${st.bv}`).join('\n') + '\n');
   console.log(`PCC catalogue: ${catalog} (${truth.stars.length} stars${sky === 'random' ? '' : `, Tycho-2 field ${sky}`})`);
   if (values['no-run']) return 0;
+  if (pipeline === 'tiled') return runTiledDemo(out, catalog, resolve(values['runs-dir']!));
 
   // The whole Raw Stack on the generated session, with full calibration.
   const parsed = parseRawStackConfig({
@@ -110,6 +131,31 @@ export async function runDemo(argv: string[]): Promise<number> {
   if (!parsed.ok) throw new Error(`demo configuration invalid: ${parsed.issues.map((i) => i.message).join('; ')}`);
   console.log(`\nrunning Raw Stack on ${join(out, 'lights')} ...`);
   return runWithProgress(parsed.config, resolve(values['runs-dir']!));
+}
+
+/** `demo --pipeline tiled`: the tiled workflow on the generated session, with full calibration, in the terminal as `skystack tiled` runs. */
+async function runTiledDemo(out: string, catalog: string, runsDir: string): Promise<number> {
+  const r = resolveTiledConfig(
+    {},
+    {
+      'input.input_dir': join(out, 'lights'),
+      'calibration.bias_dir': join(out, 'bias'),
+      'calibration.darks_dir': join(out, 'darks'),
+      'calibration.flats_dir': join(out, 'flats'),
+      'output.run_name': 'demo-tiled',
+      'pcc.catalog_file': catalog,
+    },
+  );
+  if (!r.ok) throw new Error(`demo configuration invalid: ${r.issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
+  console.log(`\nrunning the tiled workflow on ${join(out, 'lights')} ...`);
+  let runDir = '';
+  const code = await runInTerminal(async (signal, onEvent) => {
+    const result = await runTiled(r.config, { runsDir, signal, onEvent });
+    runDir = result.runDir;
+    return result;
+  }, false);
+  if (runDir) console.log(`report: ${join(runDir, RUN_LAYOUTS.tiled.report.html)}`);
+  return code;
 }
 
 /** `demo --kind lrgb`: generate an LRGB session and stack it through the run queue. */

@@ -14,8 +14,9 @@ const USAGE = `usage: skystack <command> [options]
 commands:
   inspect <file.fits> [--json]   dimensions, BITPIX, header cards and per-plane statistics
   demo [--out DIR] [--kind osc|mono|lrgb] [--pattern RGGB] [--frames N] [--width W] [--height H] [--seed S]
-       [--runs-dir DIR] [--no-run]
+       [--runs-dir DIR] [--no-run] [--pipeline rawstack|tiled] [--seeing swap-halves|drifting-patch|cloud-quadrant|uniform]
                                  generate a realistic session (default runs/demo-data) and run Raw Stack on it
+                                 (--pipeline tiled: the tiled workflow on seeing that varies across the field)
   rawstack [--config FILE.json|FILE.yaml] [--lights DIR] [--pattern GLOB] [--runs-dir DIR] [--run-name NAME]
            [--queue FILTER=DIR ...] [--set key.path=value ...] [--json]
                                  run the Raw Stack pipeline (exit 0 ok, 1 run error or cancelled, 2 usage);

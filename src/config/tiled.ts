@@ -123,7 +123,7 @@ export const TiledConfigSchema = z.strictObject({
         .min(-100)
         .max(100)
         .default(-15)
-        .describe('the stack FWHM must be at least this much below the median frame FWHM (negative: at most this much above; OSC frames are measured on the mosaic, the stack after bilinear debayering)'),
+        .describe('the stack FWHM must be at least this much below the median frame FWHM (negative: at most this much above); saturated stars left out of both; OSC: the frames are measured on the mosaic, so their FWHM is first scaled by what bilinear debayering does to the reference frame'),
       max_seam_score: z.number().positive().default(1.1).describe('tile-boundary gradient over the gradient beside it, pooled over the boundary lines'),
       require_no_tile_pattern: z.boolean().default(true),
     })

@@ -42,6 +42,28 @@ test('demo --kind lrgb generates four filter sets and one flats folder for the r
   });
 });
 
+test('demo --pipeline tiled generates a session with seeing that varies across the field and runs the tiled workflow on it', async () => {
+  await withTempDir('demo-tiled', async (dir) => {
+    const out = join(dir, 'data');
+    const runs = join(dir, 'runs');
+    const r = spawnSync(process.execPath, [cli, 'demo', '--pipeline', 'tiled', '--kind', 'mono', '--sky', 'random', '--out', out, '--runs-dir', runs, '--frames', '8', '--width', '192', '--height', '144', '--seed', '3'], { encoding: 'utf8' });
+    assert.is(r.status, 0, r.stderr);
+    assert.match(r.stdout, /seeing across the field: swap-halves/);
+    // The halves swap quality: the field tilt of the seeing runs from +0.25 to -0.25 over the session.
+    const truth = JSON.parse(await readFile(join(out, 'truth.json'), 'utf8'));
+    const frames = truth.frames as { seeing: { tilt_x: number } }[];
+    assert.equal([frames[0]!.seeing.tilt_x, frames[frames.length - 1]!.seeing.tilt_x], [0.25, -0.25]);
+    const [run] = (await readdir(runs)).filter((n) => n.startsWith('demo-tiled_'));
+    assert.ok(run, 'a tiled run folder');
+    const record = JSON.parse(await readFile(join(runs, run!, 'run.json'), 'utf8'));
+    assert.is(record.kind, 'tiled');
+    assert.ok((await readdir(join(runs, run!, 'outputs'))).includes('stacked.fits'));
+    const validation = JSON.parse(await readFile(join(runs, run!, 'artifacts', 'validation.json'), 'utf8'));
+    assert.is(validation.weight_mode, 'local');
+    assert.match(r.stdout, new RegExp(`report: .*${run}/artifacts/report\\.html`));
+  });
+});
+
 test('demo refuses bad arguments with exit code 2', () => {
   const r = spawnSync(process.execPath, [cli, 'demo', '--frames', 'many'], { encoding: 'utf8' });
   assert.is(r.status, 2);
@@ -49,6 +71,12 @@ test('demo refuses bad arguments with exit code 2', () => {
   const sky = spawnSync(process.execPath, [cli, 'demo', '--sky', 'andromeda', '--no-run'], { encoding: 'utf8' });
   assert.is(sky.status, 2);
   assert.match(sky.stderr, /--sky must be random or one of orion, m31/);
+  const pipeline = spawnSync(process.execPath, [cli, 'demo', '--pipeline', 'stack', '--no-run'], { encoding: 'utf8' });
+  assert.is(pipeline.status, 2);
+  assert.match(pipeline.stderr, /--pipeline must be rawstack or tiled/);
+  const seeing = spawnSync(process.execPath, [cli, 'demo', '--pipeline', 'tiled', '--seeing', 'windy', '--no-run'], { encoding: 'utf8' });
+  assert.is(seeing.status, 2);
+  assert.match(seeing.stderr, /--seeing must be one of swap-halves, drifting-patch, cloud-quadrant, uniform/);
 });
 
 test.run();

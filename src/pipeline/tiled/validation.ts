@@ -2,6 +2,10 @@
 // functions of the stacked luminance and the tile grid:
 // - FWHM: the stack's median star FWHM (star detection and frame metrics as for the frames)
 //   against the seeing the grid was sized from: improvement = (F_seeing − F_out)/F_seeing · 100.
+//   Saturated stars are left out as the frames' metrics leave them out: their flat-topped cores
+//   measure wide (a clipped Orion field read +20 % over the frames' seeing with them), and the
+//   stack has no plateau left to find them by after flats and normalization, so the level comes
+//   from the reference frame's header (the calibrated SATURATE), with a margin (STACK_SATURATION_MARGIN).
 // - Seams: for every interior tile boundary line (a tile's first column or row, and the one
 //   after its last), the median |difference across the line| over the mean of the same at the
 //   lines SEAM_OFFSET px either side (medians along the line, so stars crossing it do not count);
@@ -60,12 +64,23 @@ export function seamScore(img: Float32Array, W: number, H: number, g: TileGrid):
   return { lines: ratios.length, pooled: besideSum > 0 ? atSum / besideSum : NaN, max: ratios.length ? ratios[ratios.length - 1]! : NaN, p95: ratios.length ? ratios[Math.min(ratios.length - 1, Math.floor(0.95 * ratios.length))]! : NaN };
 }
 
-/** Median star FWHM of a plane (NaN pixels as the plane's median), NaN when no star is measured. */
-export function imageFwhm(img: Float32Array, W: number, H: number): { fwhm: number; stars: number } {
+/**
+ * The share of the reference's saturation level above which a stacked star counts as saturated:
+ * registration's interpolation and the frames' normalization move a clipped core by a few per
+ * cent, so a star that reaches 90 % of the level is not measured.
+ */
+export const STACK_SATURATION_MARGIN = 0.9;
+
+/**
+ * Median star FWHM of a plane (NaN pixels as the plane's median), NaN when no star is measured.
+ * `saturationLevel`: stars reaching it are saturated (left out of the FWHM as in the frames'
+ * metrics); without it the detector looks for a plateau.
+ */
+export function imageFwhm(img: Float32Array, W: number, H: number, saturationLevel?: number): { fwhm: number; stars: number } {
   const finite = Array.from(img.filter(Number.isFinite)).sort((a, b) => a - b);
   const med = finite.length ? finite[finite.length >> 1]! : 0;
   const plane = img.map((v) => (Number.isFinite(v) ? v : med));
-  const det = detectStars(plane, W, H);
+  const det = detectStars(plane, W, H, saturationLevel !== undefined && saturationLevel > 0 ? { saturationLevel } : {});
   if (!det.ok) return { fwhm: NaN, stars: 0 };
   return { fwhm: frameMetrics(det).fwhm, stars: det.stars.length };
 }
