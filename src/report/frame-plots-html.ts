@@ -3,7 +3,7 @@
 // table (src/shared/frame-plot.ts, frame-plot-svg.ts) from the report model's frames, in acquisition order. Static SVG,
 // no scripts: tooltips are SVG <title>s.
 
-import { FRAME_CHARTS, REGISTRATION_CHARTS, framePlots, type PlotFrame } from '../shared/frame-plot.js';
+import { FRAME_CHARTS, REGISTRATION_CHARTS, framePlots, type FrameMetricKey, type PlotFrame } from '../shared/frame-plot.js';
 import { chartSvg, svgMarkup } from '../shared/frame-plot-svg.js';
 import type { ReportFrame, ReportModel } from './model.js';
 
@@ -29,7 +29,10 @@ export function framePlotsHtml(m: ReportModel): string {
   if (m.frames.length === 0) return '';
   const frames = plotFrames(m.frames);
   const ref = m.reference?.index ?? null;
-  const quality = framePlots(frames, ref, FRAME_CHARTS);
+  // A chart no frame has a value for says nothing (a tiled run sets no per-frame stacking weight:
+  // its weights are per tile, shown in "Tiles and local weights").
+  const hasValue = (key: FrameMetricKey) => frames.some((f) => Number.isFinite(f.values[key] ?? NaN));
+  const quality = framePlots(frames, ref, FRAME_CHARTS.filter((c) => c.series.some((s) => hasValue(s.key))));
   const reg = framePlots(frames, ref, REGISTRATION_CHARTS);
   const fig = (svg: string) => `<figure class="frame-plot">${svg}</figure>`;
   const note = `<p class="plot-note">${ORDER_NOTE[quality.order]} Excluded frames are red markers, one shape per reason (legend); the reference frame is ringed and marked by the dashed line. Hover a point for the frame, its file and value.</p>`;

@@ -112,6 +112,14 @@ test('html: frame plots and registration plots, each with a title, labelled axes
   assert.ok(texts(svgOf(html, 'shift')).includes('dx (columns)') && texts(svgOf(html, 'shift')).includes('dy (rows)'));
 });
 
+test('html: a chart no frame has a value for is left out (a tiled run has no per-frame stacking weight)', () => {
+  const m = model();
+  m.frames = m.frames.map((f) => ({ ...f, weight: null }));
+  const html = renderHtml(m);
+  assert.is(svgOf(html, 'weight'), '');
+  for (const id of ['fwhm', 'star_count', 'background', 'eccentricity', 'shift']) assert.ok(svgOf(html, id), id);
+});
+
 test('html: points in acquisition order carry the model values, registration shift and rotation included', () => {
   const html = renderHtml(model());
   // DATE-OBS order: frame 1 (21:00), 2 (21:05), 3 (21:10), 0 (21:15).
