@@ -89,7 +89,7 @@ interface PooledStar {
  * it (on the reference grid; fewer when there are not that many). Seeing varies smoothly on the
  * scale of the weight field's window (a tile), so borrowing neighbours' stars measures the same
  * seeing, with a median over k stars instead of over the two or three a small tile holds in a
- * sparse field; without it such fields had only STRUCTURE tiles, whose E/σ² moves by ≤ 1.2× with
+ * sparse field; without it such fields had only STRUCTURE tiles, whose E/σ² (then a mean) moved ≤ 1.2× with
  * seeing and whose L added noise for almost no sharpness (bench/RESULTS.md, tiled workflow).
  */
 export function poolStars(stars: readonly PooledStar[], g: TileGrid, k: number): { fwhm: number[]; round: number[]; contrast: number[] }[] {
