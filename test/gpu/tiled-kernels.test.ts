@@ -1,13 +1,15 @@
 // The tiled workflow's WGSL kernels against their TypeScript references on seeded data:
-// stats/tile_metrics (counts exact, means and E to 1e-4 relative, NaN skipped, step 2 on a
-// mosaic) and stack/stack_weightfield (none: 1e-5 relative; sigma and winsor: the same result
+// stats/tile_metrics (counts exact; means, sky and the histogram quantile E to 1e-4 relative:
+// same bins by construction, f32 vs f64 only in the sums and the interpolation; NaN skipped,
+// step 2 on a mosaic) and stack/stack_weightfield (none: 1e-5 relative; sigma and winsor: the same result
 // except where f32 and f64 put a sample on different sides of a bound, on under 1 % of pixels;
 // tallies close). Skipped with the reason printed where no adapter exists.
 
 import * as assert from 'uvu/assert';
 import { test } from 'uvu';
 import { axisWindows, stackWeightfield } from '../../src/cpu/stack-weightfield.js';
-import { tileMetrics } from '../../src/cpu/tile-metrics.js';
+import { TILE_METRICS_FIELDS, tileMetrics } from '../../src/cpu/tile-metrics.js';
+import { GpuError } from '../../src/gpu/errors.js';
 import { stackWeightfieldGpu } from '../../src/gpu/kernels/stack-weightfield.js';
 import { tileMetricsGpu } from '../../src/gpu/kernels/tile-metrics.js';
 import { stackFieldGpu, stackFieldRows, weightField } from '../../src/pipeline/stages/stacking/weightfield.js';
@@ -18,30 +20,49 @@ import { seededRandom } from '../helpers/tmp.js';
 
 const gauss = (r: () => number) => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
 
-gpuTest('tile_metrics: count, mean and E/σ² sums match the TypeScript reference (mono and step 2, NaN holes)', async () => {
+gpuTest('tile_metrics: count, mean, sky and the histogram quantile E match the TypeScript reference (mono and step 2, NaN holes, quantiles 0.5 / 0.9)', async () => {
   const r = seededRandom(41);
   const W = 203;
   const H = 150;
-  const plane = new Float32Array(W * H).map(() => 500 + 12 * gauss(r));
+  const sigma = 12;
+  const plane = new Float32Array(W * H).map(() => 500 + sigma * gauss(r));
   for (let i = 0; i < plane.length; i += 53) plane[i] = NaN;
   for (let k = 0; k < 30; k++) {
     const cx = r() * W;
     const cy = r() * H;
     for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) plane[y * W + x]! += 800 * Math.exp(-((x - cx) ** 2 + (y - cy) ** 2) / 5);
   }
-  const rects = new Int32Array([0, 0, 64, 64, 48, 30, 64, 64, 139, 86, 64, 64, 10, 10, 1, 1, 0, 0, W, H]);
+  // A hot pixel far above the histogram's range: the top bin holds it, E does not move.
+  plane[40 * W + 60] = 1e9;
+  const rects = new Int32Array([0, 0, 64, 64, 48, 30, 64, 64, 139, 86, 64, 64, 10, 10, 1, 1, 0, 0, W, H, 5, 5, 3, 3]);
+  const ctx = gpu.ctx!;
+  const before = ctx.dispatches.get('tile_metrics') ?? 0;
+  let runs = 0;
   for (const step of [1, 2] as const) {
-    const want = tileMetrics(plane, { width: W, height: H, step, rects, bgCut: 530 });
-    const got = await tileMetricsGpu(gpu.ctx!, plane, { width: W, height: H, step, rects, bgCut: 530 });
-    for (let i = 0; i < want.length; i++) {
-      const a = got[i]!;
-      const b = want[i]!;
-      if (Number.isNaN(b)) assert.ok(Number.isNaN(a), `step ${step} [${i}]: NaN expected`);
-      else assert.ok(Math.abs(a - b) <= 1e-4 * Math.abs(b), `step ${step} [${i}]: ${a} vs ${b}`);
+    for (const quantile of [0.5, 0.9]) {
+      const p = { width: W, height: H, step, rects, bgCut: 530, unit: sigma * sigma, quantile };
+      const want = tileMetrics(plane, p);
+      const got = await tileMetricsGpu(ctx, plane, p);
+      runs++;
+      for (let i = 0; i < want.length; i++) {
+        const a = got[i]!;
+        const b = want[i]!;
+        const what = `step ${step} q ${quantile} [${i}]`;
+        if (Number.isNaN(b)) assert.ok(Number.isNaN(a), `${what}: NaN expected, got ${a}`);
+        else if (i % TILE_METRICS_FIELDS === 0 || i % TILE_METRICS_FIELDS === 3) assert.is(a, b, `${what}: counts are exact`);
+        else assert.ok(Math.abs(a - b) <= 1e-4 * Math.abs(b), `${what}: ${a} vs ${b}`);
+      }
+      assert.is(want[15], 0, 'a 1×1 rectangle has no pair');
+      assert.ok(Number.isNaN(want[17]!), 'no pair: E is NaN');
+      assert.ok(want[3]! > 0 && want[3]! < want[0]!, 'the sky count leaves the stars out');
     }
-    assert.is(want[15], 0, 'a 1×1 rectangle has no pair');
-    assert.ok(want[3]! > 0 && want[3]! < want[0]!, 'the sky count leaves the stars out');
   }
+  assert.is((ctx.dispatches.get('tile_metrics') ?? 0) - before, runs, 'the WGSL kernel ran');
+  const bad = await tileMetricsGpu(ctx, plane, { width: W, height: H, step: 1, rects, bgCut: 530, quantile: 1 }).then(
+    () => null,
+    (e: unknown) => e,
+  );
+  assert.ok(bad instanceof GpuError && bad.code === 'BAD_ARGUMENT', 'a quantile outside (0, 1) is a BAD_ARGUMENT');
 });
 
 gpuTest('stack_weightfield: none / sigma / winsor match the TypeScript reference', async () => {

@@ -3,18 +3,19 @@
 // how a band is split into row ranges, shows no step at tile boundaries when the weights jump
 // from tile to tile, keeps NaN as no-data without darkening partly covered pixels, keeps global
 // per-pixel rejection; the tile grid follows the reference rule; the structure measure E/σ² does
-// not reward noise; a frame without a star measurement in a STAR tile gets the lowest weight; a
+// not reward noise, and a hot pixel or short trail no longer lifts a frame's E or L while seeing
+// still ranks the frames; a frame without a star measurement in a STAR tile gets the lowest weight; a
 // tile with too few stars borrows the nearest ones within a tile size (poolStars).
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { olaExact } from '../../src/cpu/ola-exact.js';
 import { AXIS_SLOTS, axisWindows, stackWeightfield, type WeightFieldRows } from '../../src/cpu/stack-weightfield.js';
-import { tileMetrics } from '../../src/cpu/tile-metrics.js';
+import { STRUCTURE_QUANTILE, tileMetrics } from '../../src/cpu/tile-metrics.js';
 import { stackFieldRows, weightField } from '../../src/pipeline/stages/stacking/weightfield.js';
 import { tileCount, tileGrid, type TileGrid } from '../../src/pipeline/tiled/tile-grid.js';
 import { clusterFrames, clusterTable } from '../../src/pipeline/tiled/clustering.js';
-import { globalWeights, localWeights, tileTable, type TileMeasure } from '../../src/pipeline/tiled/weights.js';
+import { ARTEFACT_FACTOR, globalWeights, localWeights, tileTable, type TileMeasure } from '../../src/pipeline/tiled/weights.js';
 import { seamScore } from '../../src/pipeline/tiled/validation.js';
 import { poolStars } from '../../src/pipeline/tiled/phases/local-metrics.js';
 import { fwhmVsGlobal } from '../../src/pipeline/tiled/report-section.js';
@@ -179,7 +180,7 @@ test('no-data: NaN samples drop out without darkening partly covered pixels; no 
   }
 });
 
-test('structure measure: E/σ² of white noise is 2 whatever σ (noise is not rewarded), rises with structure; the sky leaves stars out', () => {
+test('structure measure: E/σ² of white noise is the 90th percentile of 1.5·z₁² + 0.5·z₂² (≈ 4.74) whatever σ (noise is not rewarded), rises with structure; the sky leaves stars out', () => {
   const r = rng(9);
   const W = 96;
   const H = 64;
@@ -187,18 +188,107 @@ test('structure measure: E/σ² of white noise is 2 whatever σ (noise is not re
   const ratios: number[] = [];
   for (const sigma of [2, 10]) {
     const plane = new Float32Array(W * H).map(() => 100 + sigma * gauss(r));
-    const m = tileMetrics(plane, { width: W, height: H, step: 1, rects, bgCut: 100 + 3 * sigma });
+    const m = tileMetrics(plane, { width: W, height: H, step: 1, rects, bgCut: 100 + 3 * sigma, unit: sigma * sigma });
     ratios.push(m[2]! / (sigma * sigma), m[7]! / (sigma * sigma));
     assert.ok(Math.abs(m[1]! - 100) < 1, 'mean is the background');
   }
-  for (const q of ratios) assert.ok(Math.abs(q - 2) < 0.15, `E/σ² = ${q}`);
-  // A star in the left rectangle raises its E/σ².
+  // e/σ² of white noise is 1.5·z₁² + 0.5·z₂² (the two differences share I(p)): 90th percentile
+  // 4.74 (Monte Carlo, 4·10⁶ draws); a 48×64 rectangle's sample quantile scatters by ~0.15.
+  assert.is(STRUCTURE_QUANTILE, 0.9);
+  for (const q of ratios) assert.ok(Math.abs(q - 4.74) < 0.6, `E/σ² = ${q}`);
+  // Structure over the left rectangle (a field of blurred knots) raises its E/σ².
   const plane = new Float32Array(W * H).map(() => 100 + 2 * gauss(r));
-  for (let y = 0; y < H; y++) for (let x = 0; x < 48; x++) plane[y * W + x]! += 400 * Math.exp(-((x - 24) ** 2 + (y - 32) ** 2) / 4);
-  const m = tileMetrics(plane, { width: W, height: H, step: 1, rects, bgCut: 106 });
+  addScene(plane, W, H, nebula(rng(3), 48, 64, 40), 3, 0);
+  const m = tileMetrics(plane, { width: W, height: H, step: 1, rects, bgCut: 106, unit: 4 });
   assert.ok(m[2]! / 4 > 3 * (m[7]! / 4), `structure ${m[2]! / 4} vs noise ${m[7]! / 4}`);
-  // The sky below the cut ignores the star; the plain mean does not.
-  assert.ok(Math.abs(m[4]! - 100) < 0.2 && m[1]! > m[4]! + 1, `sky ${m[4]}, mean ${m[1]}`);
+  // A star: the sky below the cut ignores it; the plain mean does not.
+  const star = new Float32Array(W * H).map(() => 100 + 2 * gauss(r));
+  for (let y = 0; y < H; y++) for (let x = 0; x < 48; x++) star[y * W + x]! += 400 * Math.exp(-((x - 24) ** 2 + (y - 32) ** 2) / 4);
+  const ms = tileMetrics(star, { width: W, height: H, step: 1, rects, bgCut: 106, unit: 4 });
+  assert.ok(Math.abs(ms[4]! - 100) < 0.2 && ms[1]! > ms[4]! + 1, `sky ${ms[4]}, mean ${ms[1]}`);
+});
+
+/** Knots (x, y, flux, intrinsic σ): nebulosity or a dense faint field, as seen through the seeing. */
+function nebula(r: () => number, w: number, h: number, n: number): [number, number, number, number][] {
+  return Array.from({ length: n }, () => [r() * w, r() * h, 3000 + 6000 * r(), 1 + 2 * r()]);
+}
+
+/** Adds the knots blurred by a Gaussian seeing of `fwhm` to `plane` (columns from x0). */
+function addScene(plane: Float32Array, W: number, H: number, knots: [number, number, number, number][], fwhm: number, x0: number): void {
+  const sg = fwhm / 2.3548;
+  for (const [cx, cy, f, w] of knots) {
+    const s2 = sg * sg + w * w;
+    for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) plane[y * W + x]! += (f / (2 * Math.PI * s2)) * Math.exp(-((x - x0 - cx) ** 2 + (y - cy) ** 2) / (2 * s2));
+  }
+}
+
+/** The old measure, the mean of e over the rectangle (what a single outlier could dominate). */
+function meanEnergy(p: Float32Array, W: number, H: number): number {
+  let e = 0;
+  for (let y = 0; y < H - 1; y++)
+    for (let x = 0; x < W - 1; x++) {
+      const v = p[y * W + x]!;
+      e += 0.5 * ((p[y * W + x + 1]! - v) ** 2 + (p[(y + 1) * W + x]! - v) ** 2);
+    }
+  return e / ((W - 1) * (H - 1));
+}
+
+test('structure measure is robust: hot pixels no longer give a frame a higher E or L than its clean copy, a streak or trail moves E by its pixel share, not its brightness; seeing still ranks the frames', () => {
+  const W = 64;
+  const H = 64;
+  const sigma = 5;
+  const knots = nebula(rng(7), W, H, 60);
+  const frame = (fwhm: number, seed: number, artefact?: (p: Float32Array) => void) => {
+    const r = rng(seed);
+    const p = new Float32Array(W * H).map(() => 100 + sigma * gauss(r));
+    addScene(p, W, H, knots, fwhm, 0);
+    artefact?.(p);
+    return p;
+  };
+  const hot = (p: Float32Array) => {
+    p[30 * W + 30]! += 5000;
+    p[41 * W + 12]! += 3000;
+  };
+  // A line `len` px long, 3 px across, `peak` at its core, from (x0, y0) with slope 0.3.
+  const line = (x0: number, y0: number, len: number, peak: number) => (p: Float32Array) => {
+    for (let x = x0; x < x0 + len; x++) for (let dy = -1; dy <= 1; dy++) p[(Math.round(y0 + 0.3 * (x - x0)) + dy) * W + x]! += peak * Math.exp(-(dy * dy) / 1.5);
+  };
+  const rects = new Int32Array([0, 0, W, H]);
+  const E = (p: Float32Array) => tileMetrics(p, { width: W, height: H, step: 1, rects, bgCut: 1e9, unit: sigma * sigma })[2]! / (sigma * sigma);
+  const meanE = (p: Float32Array) => meanEnergy(p, W, H) / (sigma * sigma);
+  // 8 frames of one seeing (different noise); frame 6 = frame 0 with two hot pixels, frame 7 =
+  // frame 0 with a cosmic-ray streak (7 px, 0.5 % of the tile).
+  const frames = [1, 2, 3, 4, 5, 6].map((seed) => frame(3, seed));
+  frames.push(frame(3, 1, hot), frame(3, 1, line(40, 10, 7, 500)));
+  const e = frames.map(E);
+  const mean = frames.map(meanE);
+  // The mean let them dominate (the streak stays under the artefact rule's 3× the median) ...
+  assert.ok(mean[6]! > 2 * mean[0]! && mean[7]! > 1.3 * mean[0]! && mean[7]! < ARTEFACT_FACTOR * mean[0]!, `mean E/σ²: clean ${mean[0]}, hot ${mean[6]}, streak ${mean[7]}`);
+  // ... the quantile moves by the ranks they take: two hot pixels (0.05 % of the tile) under 1 %;
+  // the streak's 21 px (0.5 %) move the 90th percentile to the clean frame's ~90.5th, on this
+  // tile's steep tail (d ln E/dq ≈ 8) a few per cent, whatever the streak's brightness.
+  assert.ok(Math.abs(e[6]! / e[0]! - 1) < 0.01, `E/σ² with hot pixels: ${e[6]} vs its clean copy ${e[0]}`);
+  assert.ok(e[7]! / e[0]! < 1.06, `E/σ² with the streak: ${e[7]} vs its clean copy ${e[0]}`);
+  const settings = { star_min_count: 10, star: { fwhm: 0.6, roundness: 0.2, contrast: 0.2 }, structure: { metric_weight: 0.7, background_weight: 0.3 }, clamp: [-3, 3] as [number, number] };
+  const measure = (structure: number): TileMeasure => ({ stars: 0, fwhm: NaN, roundness: NaN, contrast: NaN, structure, background: 0 });
+  const lNew = Array.from(localWeights(e.map((x) => [measure(x)]), 1, settings, new Array(8).fill(sigma)).l);
+  const lOld = Array.from(localWeights(mean.map((x) => [measure(x)]), 1, settings, new Array(8).fill(sigma)).l);
+  assert.ok(lOld[7]! > 2 * lOld[0]!, `with the mean the streak frame weighed more: ${lOld[7]} vs ${lOld[0]}`);
+  assert.ok(lNew[6]! <= 1.03 * lNew[0]!, `L with hot pixels: ${lNew[6]} vs its clean copy ${lNew[0]}`);
+  assert.ok(lNew[7]! <= 1.2 * lNew[0]!, `L with the streak: ${lNew[7]} vs its clean copy ${lNew[0]}`);
+  // A 20-px trail (1.5 % of the tile) moves E by its share of the ranks once it is brighter than
+  // the 90th percentile: the same at 160σ or 1600σ; the mean grows with its brightness squared
+  // (the artefact rule, 3× the frames' median, catches such a frame).
+  const bright = frame(3, 1, line(30, 20, 20, 800));
+  const brighter = frame(3, 1, line(30, 20, 20, 8000));
+  assert.ok(Math.abs(E(brighter) / E(bright) - 1) < 0.01 && E(bright) < 1.25 * e[0]!, `E/σ²: trail 160σ ${E(bright)}, 1600σ ${E(brighter)}, clean ${e[0]}`);
+  assert.ok(meanE(brighter) > 10 * meanE(bright) && meanE(bright) > ARTEFACT_FACTOR * mean[0]!, `mean E/σ²: trail 160σ ${meanE(bright)}, 1600σ ${meanE(brighter)}`);
+  // Seeing still ranks: the same field sharper (FWHM 2.5 vs 3 vs 3.6) has the higher E and L.
+  const seeing = [2.5, 3, 3.6].map((f) => frame(f, 11));
+  const es = seeing.map(E);
+  assert.ok(es[0]! > 1.15 * es[1]! && es[1]! > 1.15 * es[2]!, `E/σ² by seeing: ${es.join(', ')}`);
+  const ls = Array.from(localWeights(es.map((x) => [measure(x)]), 1, settings, [sigma, sigma, sigma]).l);
+  assert.ok(ls[0]! > ls[1]! && ls[1]! > ls[2]!, `L by seeing: ${ls.join(', ')}`);
 });
 
 test('star pooling: a tile with enough stars keeps its own; a sparse tile takes the k nearest within one tile size, none beyond', () => {

@@ -29,10 +29,12 @@ export const Z_FLOOR = 0.25;
 
 /**
  * A STRUCTURE tile's E/σ² this many times the frames' median is an artefact, not detail. Measured
- * on generated sessions (mono and OSC, with and without flats): seeing and transparency move a
- * frame's E/σ² to at most ~1.2× the median at the 90th percentile, a satellite trail through the
- * tile to 30–600×; without the rule the trail frame took the highest L (the clamp) along its
- * trail and one or two frames carried those tiles (blocky noise along the trail).
+ * on generated sessions (mono and OSC, with and without flats) when E was a mean: seeing and
+ * transparency moved a frame's E/σ² to at most ~1.2× the median at the 90th percentile, a
+ * satellite trail through the tile to 30–600×; without the rule the trail frame took the highest
+ * L (the clamp) along its trail. E is now the 90th percentile of the tile (cpu/tile-metrics.ts),
+ * which a trail moves by its pixel share only: it reaches 3× when an artefact covers more than
+ * about a tenth of the tile, so the rule is kept for those (docs/tiled-workflow.md "Weights").
  */
 export const ARTEFACT_FACTOR = 3;
 

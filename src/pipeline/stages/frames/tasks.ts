@@ -257,7 +257,7 @@ async function tileMetricsFrame(task: TileMetricsTask): Promise<TileMetricsTaskR
   if ('error' in plane) return { kind: 'tiles', ok: false, code: 'unreadable', detail: plane.error, fitsCode: plane.code };
   const t1 = performance.now();
   const data = task.cosmetic ? cosmeticPlane(plane, task.step, task.cosmetic) : plane.data;
-  const metrics = tileMetrics(data, { width: plane.width, height: plane.height, step: task.step, rects: task.rects, bgCut: task.bgCut });
+  const metrics = tileMetrics(data, { width: plane.width, height: plane.height, step: task.step, rects: task.rects, bgCut: task.bgCut, unit: task.unit, quantile: task.quantile });
   return { kind: 'tiles', ok: true, metrics, ms: { read: t1 - t0, measure: performance.now() - t1 } };
 }
 

@@ -7,7 +7,8 @@
 //   cosmetic-corrected (stages/stacking/cosmetic.ts: hot pixels are not structure) and
 //   measured by the tile_metrics kernel (WGSL where device-policy.ts places it, else
 //   cpu/tile-metrics.ts; step 2 on a Bayer mosaic):
-//   E/σ² and the tile's sky (mean of its samples at most 3σ above the frame's sky) less the
+//   E/σ² (E the 90th percentile of the squared neighbour differences: robust to trails and
+//   cosmic rays) and the tile's sky (mean of its samples at most 3σ above the frame's sky) less the
 //   frame's sky as its background. On the frame workers (stages/frames/tasks.ts `tiles`,
 //   runtime_limits.parallel_workers frames in memory at a time), or one frame at a time on the
 //   main thread when the kernel runs on the device. A frame that cannot be read has no
@@ -88,7 +89,7 @@ interface PooledStar {
  * it (on the reference grid; fewer when there are not that many). Seeing varies smoothly on the
  * scale of the weight field's window (a tile), so borrowing neighbours' stars measures the same
  * seeing, with a median over k stars instead of over the two or three a small tile holds in a
- * sparse field; without it such fields had only STRUCTURE tiles, whose E/σ² moves by ≤ 1.2× with
+ * sparse field; without it such fields had only STRUCTURE tiles, whose E/σ² (then a mean) moved ≤ 1.2× with
  * seeing and whose L added noise for almost no sharpness (bench/RESULTS.md, tiled workflow).
  */
 export function poolStars(stars: readonly PooledStar[], g: TileGrid, k: number): { fwhm: number[]; round: number[]; contrast: number[] }[] {
@@ -165,7 +166,7 @@ function framePlan(f: FrameRecord, g: TileGrid, W: number, H: number, osc: boole
   }
   // Sky samples: at most 3σ above the frame's sky (stars excluded); no cut without a measured sky.
   const bgCut = Number.isFinite(sky) && noise > 0 ? sky + 3 * noise : Number.MAX_VALUE;
-  const task = (file: string): TileMetricsTask => ({ kind: 'tiles', file, width: W, height: H, step: osc ? 2 : 1, rects, bgCut, cosmetic: noise > 0 ? { sigma: COSMETIC_SIGMA, noise } : null });
+  const task = (file: string): TileMetricsTask => ({ kind: 'tiles', file, width: W, height: H, step: osc ? 2 : 1, rects, bgCut, unit: noise * noise, cosmetic: noise > 0 ? { sigma: COSMETIC_SIGMA, noise } : null });
   return { stars, starsIn, noise, sky, task };
 }
 
