@@ -11,13 +11,13 @@
 //                    or fewer than min_keep survivors (that step refused);
 //   METHOD 1 winsor: max_iters Huber steps c += sum w * clamp(v - c, +-winsor_k * tau) / sum w,
 //                    then one rejection at c under the min_keep rule.
-// Bindings: 0 uniform Params (resident shapes: binding 2's table appended, frame_u);
+// Bindings: 0 uniform Params (binding 2's table appended as frame_u where it fits);
 //           1 read-only src, f32 frame-major: frame f, band row r, column x at
 //             (f * src_rows + src_row0 + r) * width + x (the stack kernel's layout);
 //           2 read-only frame, vec4<f32> pairs per frame: [2f] = (scale, offset, weight,
 //             sigma2; sigma2 < 0: noise unknown, never reject this frame), [2f + 1] =
 //             (poisson, alpha2, 0, 0);
-//             read by streaming shapes only (resident ones read the uniform's copy);
+//             read only where the uniform has no copy (TABLE_U false: over ~2000 frames);
 //           3 read-only centre, f32 per pixel (rows x width): start centre, NaN = none;
 //           4 read-only background, f32 per pixel: sky B under the pixel, NaN -> S = 0;
 //           5 read_write mean, f32 per pixel (NaN where no valid sample carries weight);
@@ -66,9 +66,9 @@ struct Params {
   src_row0: u32,
   row_base: u32,
   pad0: u32,
-  // Resident mode: binding 2's table (2 vec4 per frame) in the uniform too; a constant-index
-  // uniform read is a scalar load on llvmpipe, a storage read a checked per-lane access in
-  // every pass. Streaming mode: one unused entry (the table is read from binding 2).
+  // TABLE_U: binding 2's table (2 vec4 per frame) in the uniform too; a uniform read is a
+  // scalar load on llvmpipe, a storage read a checked per-lane access in every pass. Else (a
+  // table too large for the uniform binding) one unused entry, the table read from binding 2.
   frame_u: array<vec4<f32>, NFU>,
 }
 
@@ -85,7 +85,8 @@ struct Params {
 const N: u32 = 16u; // @template N: frames in this dispatch (params.frames must equal it)
 const RESIDENT: bool = true; // @template RESIDENT: samples held in registers (else re-read per pass)
 const NV: u32 = 16u; // @template NV: length of the register array (N when resident, else 1)
-const NFU: u32 = 32u; // @template NFU: vec4 entries of the uniform's frame table (2N when resident, else 1)
+const NFU: u32 = 32u; // @template NFU: vec4 entries of the uniform's frame table (2N when TABLE_U, else 1)
+const TABLE_U: bool = true; // @template TABLE_U: the frame table read from the uniform (fits its binding)
 // ---- template: end ----
 
 override WG: u32 = 64;
@@ -122,14 +123,14 @@ fn load_pixels(a: ptr<storage, array<f32>, read>, i: u32) -> VF {
 
 // Frame f's table entries: (scale, offset, weight, sigma2) and (poisson, alpha2, 0, 0).
 fn fp(f: u32) -> vec4<f32> {
-  if (RESIDENT) {
+  if (TABLE_U) {
     return params.frame_u[2u * f];
   }
   return frame[2u * f];
 }
 
 fn fq(f: u32) -> vec4<f32> {
-  if (RESIDENT) {
+  if (TABLE_U) {
     return params.frame_u[2u * f + 1u];
   }
   return frame[2u * f + 1u];
