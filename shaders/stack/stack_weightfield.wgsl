@@ -2,14 +2,21 @@
 // mean of the survivors) with each frame's weight read per pixel from a smooth weight field
 // instead of one weight per frame. TypeScript reference with the same contract:
 // src/cpu/stack-weightfield.ts (the field, the window and why the result equals the overlap-add
-// of per-tile weighted means). Methods: none, sigma, winsor (median ignores weights: stack.wgsl).
+// of per-tile weighted means). Methods: none, sigma, winsor (median ignores weights: stack.wgsl),
+// and the noise-model rejection (rejection.bounds noise_model) with sigma or winsor: the
+// contract of src/cpu/reject-noise.ts's rejectNoiseModel with a field (the reference for
+// methods 3 and 4; shaders/stack/reject_noise.wgsl is its per-frame-weight twin): bounds
+// c ± κ·τ_f, τ_f² = σ_f² + K_f·S + α_f²·S², S = max(c − B, 0), from the per-pixel start centre.
 //
 // Bindings: 0 uniform Params;
 //           1 read-only src, f32 frame-major: frame f, band row r, column x at (f * rows + r) * width + x;
 //           2 read-only aux, f32: scale[N], offset[N], then the table [N][tiles_y][tiles_x]
 //             (each tile's column over frames sums to 1), then the column windows
 //             [width][4] (tile index as f32, −1 unused; weight) and the row windows of the
-//             band's rows [rows][4], each entry two f32;
+//             band's rows [rows][4], each entry two f32; noise model (methods 3, 4) only:
+//             then per frame σ² [N] (< 0: never reject the frame), K [N], α² [N], then the
+//             band's start centre [rows·width] (NaN: the weighted mean) and sky B
+//             [rows·width] (NaN: S = 0);
 //           3 read_write mean, f32 per pixel (NaN where no survivor carries weight);
 //           4 read_write count, u32 survivors per pixel;
 //           5 read_write array<atomic<u32>> rejected: [0, N) low, [N, 2N) high per frame (ADDED to).
@@ -26,7 +33,7 @@ struct Params {
   width: u32,
   rows: u32,
   frames: u32,
-  method: u32, // 0 none, 1 sigma, 2 winsor
+  method: u32, // 0 none, 1 sigma, 2 winsor, 3 noise-model sigma, 4 noise-model winsor
   k_low: f32,
   k_high: f32,
   max_iters: u32,
@@ -58,6 +65,48 @@ fn is_nan(v: f32) -> bool {
 fn table_at() -> u32 { return 2u * params.frames; }
 fn cols_at() -> u32 { return table_at() + params.frames * params.tiles_x * params.tiles_y; }
 fn rows_at() -> u32 { return cols_at() + params.width * 8u; }
+fn noise_at() -> u32 { return rows_at() + params.rows * 8u; }
+fn centre_at() -> u32 { return noise_at() + 3u * params.frames; }
+fn sky_at() -> u32 { return centre_at() + params.width * params.rows; }
+
+// Noise model: expected spread τ_f at signal s (negative: frame f is never rejected).
+fn tau(f: u32, s: f32) -> f32 {
+  let s2 = aux[noise_at() + f];
+  if (s2 < 0.0) { return -1.0; }
+  return sqrt(s2 + aux[noise_at() + params.frames + f] * s + aux[noise_at() + 2u * params.frames + f] * s * s);
+}
+
+// Signal above the sky at centre c (sky NaN: none).
+fn signal(c: f32, b: f32) -> f32 {
+  if (is_nan(b)) { return 0.0; }
+  return max(c - b, 0.0);
+}
+
+// Whether valid sample v lies within frame f's noise-model bounds at centre c, signal s.
+fn within(f: u32, v: f32, c: f32, s: f32) -> bool {
+  let t = tau(f, s);
+  return t < 0.0 || (v >= c - params.k_low * t && v <= c + params.k_high * t);
+}
+
+// Survivors of the noise-model bounds at centre c: count, Σw, Σw·v.
+struct Kept {
+  n: u32,
+  sw: f32,
+  swv: f32,
+}
+
+fn kept(p: u32, x: u32, r: u32, c: f32, s: f32) -> Kept {
+  var k = Kept(0u, 0.0, 0.0);
+  for (var f = 0u; f < params.frames; f++) {
+    let v = sample(f, p);
+    if (is_nan(v) || !within(f, v, c, s)) { continue; }
+    let w = weight(f, x, r);
+    k.n += 1u;
+    k.sw += w;
+    k.swv += w * v;
+  }
+  return k;
+}
 
 // Frame f's weight at (x, r): Σ_j rowW_j Σ_i colW_i · table[f][rowT_j][colT_i].
 fn weight(f: u32, x: u32, r: u32) -> f32 {
@@ -120,7 +169,49 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: 
   var hi = 3.0e38;
   var cn = nv;
   var result = select(bitcast<f32>(NAN_BITS), m, valid);
-  if (params.method == 1u && valid) {
+  // Noise model: centre of the bounds the output's survivors passed (for the tallies).
+  var c_acc = 0.0;
+  if (params.method >= 3u && valid) {
+    let b = aux[sky_at() + p];
+    let c0 = aux[centre_at() + p];
+    var c = select(c0, m, is_nan(c0));
+    if (params.method == 3u) {
+      var prev_n = 0xffffffffu;
+      var prev_s = 0.0;
+      for (var it = 0u; it < params.max_iters; it++) {
+        let k = kept(p, x, r, c, signal(c, b));
+        if (!(k.n >= keep && k.sw > 0.0)) { break; } // refused: the previous survivors stand
+        result = k.swv / k.sw;
+        cn = k.n;
+        c_acc = c;
+        let fixed = k.n == prev_n && k.swv == prev_s;
+        prev_n = k.n;
+        prev_s = k.swv;
+        if (fixed) { break; }
+        c = result;
+      }
+    } else {
+      for (var it = 0u; it < params.max_iters; it++) {
+        let s = signal(c, b);
+        var acc = 0.0;
+        for (var f = 0u; f < n; f++) {
+          let v = sample(f, p);
+          if (is_nan(v)) { continue; }
+          let t = tau(f, s);
+          var d = v - c;
+          if (t >= 0.0) { d = clamp(d, -params.winsor_k * t, params.winsor_k * t); }
+          acc += weight(f, x, r) * d;
+        }
+        c += acc / sw;
+      }
+      let k = kept(p, x, r, c, signal(c, b));
+      if (k.n >= keep && k.sw > 0.0) {
+        result = k.swv / k.sw;
+        cn = k.n;
+        c_acc = c;
+      }
+    }
+  } else if (params.method == 1u && valid) {
     for (var it = 0u; it < params.max_iters; it++) {
       let lc = max(m - params.k_low * s, lo);
       let hc = min(m + params.k_high * s, hi);
@@ -193,7 +284,17 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: 
   }
   mean_out[p] = result;
   count_out[p] = cn;
-  if (cn < nv) {
+  if (cn < nv && params.method >= 3u) {
+    // Only a bounded result keeps fewer than the valid samples, so c_acc is set.
+    let s = signal(c_acc, aux[sky_at() + p]);
+    for (var f = 0u; f < n; f++) {
+      let v = sample(f, p);
+      let t = tau(f, s);
+      if (is_nan(v) || t < 0.0) { continue; }
+      if (v < c_acc - params.k_low * t) { atomicAdd(&rejected[f], 1u); }
+      else if (v > c_acc + params.k_high * t) { atomicAdd(&rejected[n + f], 1u); }
+    }
+  } else if (cn < nv) {
     for (var f = 0u; f < n; f++) {
       let v = sample(f, p);
       if (is_nan(v)) { continue; }

@@ -8,13 +8,16 @@
 // (f32 device vs f64 reference): a pixel that differs must be reproduced by the reference with
 // the κs moved by 1e-5 or 1e-4 relative, and such pixels stay below 1 in 1000. Device tallies
 // are exact (their total equals the device's own per-pixel rejections) and per frame equal the
-// reference's up to one per borderline pixel. The GPU path must really run.
+// reference's up to one per borderline pixel. The GPU path must really run. Both shapes of the
+// template: samples in registers (N <= REJECT_RESIDENT_MAX_FRAMES) and re-read per pass (above); the
+// frame table from the uniform, and from storage where it is too large for the uniform.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { rejectNoiseModel, type NoiseRejectParams, type NoiseRejectPixels } from '../../src/cpu/reject-noise.js';
 import { stack, type StackResult } from '../../src/cpu/stack.js';
-import { rejectNoiseGpu } from '../../src/gpu/kernels/reject-noise.js';
+import { expandRejectNoiseTemplate, REJECT_RESIDENT_MAX_FRAMES, rejectNoiseGpu, rejectTableInUniform } from '../../src/gpu/kernels/reject-noise.js';
+import { loadShader } from '../../src/gpu/shaders.js';
 import { gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom } from '../helpers/tmp.js';
 
@@ -130,6 +133,8 @@ const CASES: Case[] = [
   { n: 70, width: 68, rows: 5, srcRows: 5, srcRow0: 0, note: 'N=70' },
   // width % 4 = 0 takes the vector-load variant (132 and 68 above too); here with a row offset.
   { n: 9, width: 64, rows: 9, srcRows: 12, srcRow0: 3, note: 'N=9, vector loads, in larger slots' },
+  // Over REJECT_RESIDENT_MAX_FRAMES: the frame loops stay rolled and each pass re-reads the band.
+  { n: REJECT_RESIDENT_MAX_FRAMES + 2, width: 13, rows: 3, srcRows: 4, srcRow0: 1, note: `N=${REJECT_RESIDENT_MAX_FRAMES + 2}, streaming (samples re-read)` },
 ];
 
 for (const method of ['sigma', 'winsor'] as const) {
@@ -150,5 +155,37 @@ for (const method of ['sigma', 'winsor'] as const) {
     assert.equal(ctx.uncapturedErrors, []);
   });
 }
+
+test('reject_noise template: resident shapes unroll every frame loop, streaming ones keep them rolled', () => {
+  const source = loadShader('stack/reject_noise.wgsl');
+  const resident = expandRejectNoiseTemplate(source, 3, true);
+  assert.not.match(resident, /\/\/ @unroll\s*$/m);
+  assert.match(resident, /const N: u32 = 3u;/);
+  assert.match(resident, /v\[2u\] = x;/);
+  assert.match(resident, /let raw = src\[i >> 2u\];/);
+  const streaming = expandRejectNoiseTemplate(source, REJECT_RESIDENT_MAX_FRAMES + 1, false);
+  assert.match(streaming, /const RESIDENT: bool = false;/);
+  assert.match(streaming, /const NV: u32 = 1u;/);
+  assert.equal((streaming.match(/\/\/ @unroll\s*$/gm) ?? []).length, 4);
+  assert.match(streaming, /const TABLE_U: bool = true;/);
+  assert.match(expandRejectNoiseTemplate(source, 3000, false, false), /const TABLE_U: bool = false;\s/);
+  assert.throws(() => expandRejectNoiseTemplate(source, 3, false, false), /uniform/);
+});
+
+gpuTest('GPU reject_noise with a frame table too large for the uniform (read from storage) equals the reference', async () => {
+  const ctx = gpu.ctx!;
+  const n = Math.floor((ctx.limits.maxUniformBufferBindingSize - 48) / 32) + 1;
+  if (n > 5000) {
+    console.log(`  skipped: the uniform binding takes ${ctx.limits.maxUniformBufferBindingSize} B, the table would need over 5000 frames`);
+    return;
+  }
+  assert.not.ok(rejectTableInUniform(n, ctx.limits));
+  const c: Case = { n, width: 6, rows: 2, srcRows: 2, srcRow0: 0, note: `N=${n}, table in storage` };
+  const { frames, p, px } = dataset(c, 7);
+  const want = rejectNoiseModel(frames, p, px);
+  const got = await rejectNoiseGpu(ctx, frames, p, px);
+  compare(`sigma ${c.note}`, frames, p, px, got, want);
+  assert.equal(ctx.uncapturedErrors, []);
+});
 
 test.run();

@@ -1,14 +1,16 @@
 // Wrapper for shaders/stack/reject_noise.wgsl (rejection with noise-model and seeing bounds):
-// the per-frame table, uniform layout, argument checks and dispatch math. Contract and
-// TypeScript reference: src/cpu/reject-noise.ts. Invariant: the rejected-count buffer is only
-// ever added to, so a caller zeroes it once and runs every band of an image into it (as with
-// the stack kernel).
+// the per-frame table, uniform layout, argument checks, dispatch math, and the expansion of the
+// shader's template per frame count (samples held in registers up to REJECT_RESIDENT_MAX_FRAMES, with
+// the stack kernel's unroller). Contract and TypeScript reference: src/cpu/reject-noise.ts.
+// Invariant: the rejected-count buffer is only ever added to, so a caller zeroes it once and
+// runs every band of an image into it (as with the stack kernel).
 
 import { frameParams, type StackResult } from '../../cpu/stack.js';
 import { noiseFrameParams, validateNoiseReject, type NoiseRejectParams, type NoiseRejectPixels } from '../../cpu/reject-noise.js';
 import type { BindingResource, GpuContext, ShaderVariant } from '../context.js';
 import { packUniform } from '../dispatch.js';
 import { GpuError } from '../errors.js';
+import { RESIDENT_MAX_FRAMES, unrollLoops } from './stack.js';
 
 export const REJECT_NOISE_WG = 64;
 const METHOD: Record<NoiseRejectParams['method'], number> = { sigma: 0, winsor: 1 };
@@ -33,13 +35,62 @@ export function packRejectFrames(p: NoiseRejectParams): Float32Array {
  */
 const SRC_SCALAR = '@group(0) @binding(1) var<storage, read> src: array<f32>;';
 const LOAD_SCALAR = 'let raw = VF(src[i], src[select(i, i + 1u, inrow.y)], src[select(i, i + 2u, inrow.z)], src[select(i, i + 3u, inrow.w)]);';
-const VECTOR_SRC: ShaderVariant = {
-  key: 'vector-src',
-  transform: (source) => {
-    if (!source.includes(SRC_SCALAR) || !source.includes(LOAD_SCALAR)) throw new GpuError('SHADER_INVALID', 'reject_noise.wgsl: the src declaration or the sample load is not where the vector variant expects it');
-    return source.replace(SRC_SCALAR, '@group(0) @binding(1) var<storage, read> src: array<vec4<f32>>;').replace(LOAD_SCALAR, 'let raw = src[i >> 2u];');
-  },
-};
+
+/**
+ * Largest N compiled resident (frame loops unrolled, samples in registers). On llvmpipe, 29 ×
+ * 2048 × 128 samples, 3 iterations: 39–43 ms CPU per dispatch resident against 53–54 streaming
+ * (both with the table in the uniform; 72–75 before either). The price is compile time, once
+ * per frame count while Mesa's shader cache keeps it: cold ~0.64 s at 16 frames, 1.26 s at 29,
+ * 3.5 s at 64, 9.7 s at 120, against ~0.15 s streaming (bench/RESULTS.md, "issue 18 cost,
+ * part 3"). The stack kernel's bound, so both kernels switch shape at the same N.
+ */
+export const REJECT_RESIDENT_MAX_FRAMES = RESIDENT_MAX_FRAMES;
+
+/**
+ * The shader for N frames (see its head comment): template lines set, frame loops unrolled
+ * when resident (N <= REJECT_RESIDENT_MAX_FRAMES), the frame table read from the uniform where
+ * `tableInUniform` (required when resident), the vector band load where `vectorSrc`.
+ */
+export function expandRejectNoiseTemplate(source: string, n: number, vectorSrc: boolean, tableInUniform = true): string {
+  const resident = n <= REJECT_RESIDENT_MAX_FRAMES;
+  if (resident && !tableInUniform) throw new GpuError('BAD_ARGUMENT', 'reject_noise: a resident shape reads its frame table from the uniform');
+  const values: Record<string, string> = {
+    N: `const N: u32 = ${n}u;`,
+    RESIDENT: `const RESIDENT: bool = ${resident};`,
+    NV: `const NV: u32 = ${resident ? n : 1}u;`,
+    NFU: `const NFU: u32 = ${tableInUniform ? 2 * n : 1}u;`,
+    TABLE_U: `const TABLE_U: bool = ${tableInUniform};`,
+  };
+  const seen = new Set<string>();
+  let lines = source.split('\n').map((line) => {
+    const m = /^(\s*).*?(\/\/ @template (\w+).*)$/.exec(line);
+    if (!m || line.trimStart().startsWith('//')) return line;
+    const value = values[m[3]!];
+    if (value === undefined) throw new GpuError('SHADER_INVALID', `reject_noise.wgsl: unknown template name ${m[3]}`);
+    seen.add(m[3]!);
+    return `${m[1]}${value} ${m[2]}`;
+  });
+  for (const name of Object.keys(values)) if (!seen.has(name)) throw new GpuError('SHADER_INVALID', `reject_noise.wgsl: template line ${name} missing`);
+  if (resident) lines = unrollLoops(lines, { N: n, RPI: 1 }, 'reject_noise.wgsl');
+  let out = lines.join('\n');
+  if (vectorSrc) {
+    if (!out.includes(SRC_SCALAR) || !out.includes(LOAD_SCALAR)) throw new GpuError('SHADER_INVALID', 'reject_noise.wgsl: the src declaration or the sample load is not where the vector variant expects it');
+    out = out.replace(SRC_SCALAR, '@group(0) @binding(1) var<storage, read> src: array<vec4<f32>>;').replace(LOAD_SCALAR, 'let raw = src[i >> 2u];');
+  }
+  return out;
+}
+
+function variant(n: number, vectorSrc: boolean, tableInUniform: boolean): ShaderVariant {
+  return { key: `N=${n},vector-src=${vectorSrc},table-u=${tableInUniform}`, transform: (source) => expandRejectNoiseTemplate(source, n, vectorSrc, tableInUniform) };
+}
+
+/** Uniform header bytes before the frame table (12 scalars). */
+const HEADER_BYTES = 48;
+
+/** Whether the frame table (32 bytes a frame) fits the uniform binding beside the header. */
+export function rejectTableInUniform(frames: number, limits: GPUSupportedLimits): boolean {
+  return HEADER_BYTES + 32 * frames <= limits.maxUniformBufferBindingSize;
+}
 
 function check(p: NoiseRejectParams): void {
   try {
@@ -71,11 +122,14 @@ export async function rejectNoiseResident(
   // Four pixels per invocation (the shader's vec4 lanes).
   const groupsX = Math.ceil(Math.ceil(p.width / 4) / REJECT_NOISE_WG);
   if (groupsX > max) throw new GpuError('BAD_ARGUMENT', `reject_noise: width ${p.width} needs ${groupsX} workgroups per row, over ${max}`);
-  const kernel = await ctx.pipeline('reject_noise', { WG: REJECT_NOISE_WG, METHOD: METHOD[p.method] }, p.width % 4 === 0 ? VECTOR_SRC : undefined);
+  // The shader reads the frame table from the uniform where it fits (see its Params): packed
+  // here from p, the same values the caller put in `frames`. Resident shapes (N <= 128) always fit.
+  const tableU = rejectTableInUniform(p.frames, ctx.limits);
+  const table = new Uint8Array(tableU ? packRejectFrames(p).buffer : new ArrayBuffer(16));
+  const kernel = await ctx.pipeline('reject_noise', { WG: REJECT_NOISE_WG, METHOD: METHOD[p.method] }, variant(p.frames, p.width % 4 === 0, tableU));
   const own = encoder ?? ctx.device.createCommandEncoder({ label: 'reject_noise' });
   for (let rowBase = 0; rowBase < p.rows; rowBase += max) {
-    const uniform = ctx.uniform(
-      packUniform([
+    const header = packUniform([
         ['u32', p.width],
         ['u32', p.rows],
         ['u32', p.frames],
@@ -88,8 +142,11 @@ export async function rejectNoiseResident(
         ['u32', p.srcRow0 ?? 0],
         ['u32', rowBase],
         ['u32', 0],
-      ]),
-    );
+      ]);
+    const block = new Uint8Array(header.byteLength + table.byteLength);
+    block.set(header);
+    block.set(table, header.byteLength);
+    const uniform = ctx.uniform(block);
     ctx.retire(uniform);
     ctx.dispatch('reject_noise', kernel, ctx.bindGroup(kernel, [uniform, src, frames, centre, background, mean, count, rejected]), [groupsX, Math.min(max, p.rows - rowBase)], own);
   }

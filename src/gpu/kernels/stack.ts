@@ -92,19 +92,23 @@ export function expandStackTemplate(source: string, n: number, shape: Pick<Stack
     return `${m[1]}${value} ${m[2]}`;
   });
   for (const name of Object.keys(values)) if (!seen.has(name)) throw new GpuError('SHADER_INVALID', `stack.wgsl: template line ${name} missing`);
-  if (shape.resident) lines = unroll(lines, { N: n, RPI: shape.rpi });
+  if (shape.resident) lines = unrollLoops(lines, { N: n, RPI: shape.rpi });
   return lines.join('\n');
 }
 
 const UNROLL_OPEN = /^(\s*)for \(var (\w+) = 0u; \2 < (N|RPI); \2\+\+\) \{ \/\/ @unroll\s*$/;
 const UNROLL_CLOSE = /^\s*\} \/\/ @end-unroll\s*$/;
 
-function unroll(lines: string[], counts: Record<'N' | 'RPI', number>): string[] {
+/**
+ * Repeats each `for (var i = 0u; i < N; i++) { // @unroll` (or `i < RPI`) loop up to its matching
+ * `} // @end-unroll` N (RPI) times with i replaced by a literal (also used by reject-noise.ts).
+ */
+export function unrollLoops(lines: string[], counts: Record<'N' | 'RPI', number>, file = 'stack.wgsl'): string[] {
   const out: string[] = [];
   for (let i = 0; i < lines.length; i++) {
     const open = UNROLL_OPEN.exec(lines[i]!);
     if (!open) {
-      if (UNROLL_CLOSE.test(lines[i]!)) throw new GpuError('SHADER_INVALID', `stack.wgsl:${i + 1}: @end-unroll without @unroll`);
+      if (UNROLL_CLOSE.test(lines[i]!)) throw new GpuError('SHADER_INVALID', `${file}:${i + 1}: @end-unroll without @unroll`);
       out.push(lines[i]!);
       continue;
     }
@@ -114,10 +118,10 @@ function unroll(lines: string[], counts: Record<'N' | 'RPI', number>): string[] 
       if (UNROLL_OPEN.test(lines[j]!)) depth++;
       else if (UNROLL_CLOSE.test(lines[j]!) && --depth === 0) break;
     }
-    if (j === lines.length) throw new GpuError('SHADER_INVALID', `stack.wgsl:${i + 1}: @unroll without @end-unroll`);
+    if (j === lines.length) throw new GpuError('SHADER_INVALID', `${file}:${i + 1}: @unroll without @end-unroll`);
     const [, indent, index, bound] = open;
     const n = counts[bound as 'N' | 'RPI'];
-    const body = unroll(lines.slice(i + 1, j), counts);
+    const body = unrollLoops(lines.slice(i + 1, j), counts, file);
     const ident = new RegExp(`(?<![\\w.])${index}(?!\\w)`, 'g');
     for (let f = 0; f < n; f++) {
       out.push(`${indent}{`);

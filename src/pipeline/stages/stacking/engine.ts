@@ -43,7 +43,7 @@ import { HostStore } from './host-store.js';
 import type { LnTables } from './local-norm.js';
 import type { ReaderCache } from './readers.js';
 import type { StackFrame } from './plan.js';
-import { noiseRejects, type RawRead, type SlotStore, type Work } from './slots.js';
+import type { RawRead, SlotStore, Work } from './slots.js';
 import type { WeightField } from './weightfield.js';
 
 export type KernelPath = 'gpu' | 'software-gpu' | 'typescript' | 'typescript-workers';
@@ -177,8 +177,8 @@ export class BandEngine {
       warp: pathOf(o.gpu.warp, o.workers),
       premask: o.premask ? (o.premask.onDevice ? pathOf(o.gpu.stack, o.workers) : host) : 'off',
       local_normalization: o.ln ? (o.gpu.stack && o.gpu.warp ? pathOf(o.gpu.stack, o.workers) : o.gpu.warp ? 'typescript' : host) : 'off',
-      // The weight-field stack with the noise-model bounds has no WGSL twin: TypeScript even beside a device.
-      stack: o.weightField ? pathOf(noiseRejects(o, o.rejection.method) ? null : (o.weightFieldGpu ?? null), o.workers) : pathOf(o.gpu.stack, o.workers),
+      // The weight-field stack (sample or noise-model bounds) runs on weightFieldGpu where set.
+      stack: o.weightField ? pathOf(o.weightFieldGpu ?? null, o.workers) : pathOf(o.gpu.stack, o.workers),
     };
   }
 

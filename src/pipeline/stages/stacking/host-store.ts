@@ -11,7 +11,7 @@ import { warpBilinearGpu, warpLanczos3Gpu } from '../../../gpu/kernels/warp.js';
 import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
 import { rejectRows, REJECT_ROWS, stackRows, STACK_ROWS, type RejectRowsArgs, type StackRowsArgs } from './row-kernels.js';
-import { rejectFieldRows, REJECT_FIELD_ROWS, stackFieldGpu, stackFieldRows, STACK_FIELD_ROWS, type RejectFieldRowsArgs, type StackFieldRowsArgs, type WeightField } from './weightfield.js';
+import { rejectFieldGpu, rejectFieldRows, REJECT_FIELD_ROWS, stackFieldGpu, stackFieldRows, STACK_FIELD_ROWS, type RejectFieldRowsArgs, type StackFieldRowsArgs, type WeightField } from './weightfield.js';
 import { HostScratch, hostSource, lnOf, noiseRejects, premaskHost, rejectArgs, sharedU32, sharedU64, sharedU8, skyRows, stackArgs, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
 
 export class HostStore implements SlotStore {
@@ -84,7 +84,8 @@ export class HostStore implements SlotStore {
   }
 
   private async runRejectField(args: RejectFieldRowsArgs): Promise<void> {
-    if (this.pool) await this.pool.run(REJECT_FIELD_ROWS, args, 0, args.rows, { minChunk: 4, reused: true });
+    if (this.o.weightFieldGpu) await rejectFieldGpu(this.o.weightFieldGpu, args);
+    else if (this.pool) await this.pool.run(REJECT_FIELD_ROWS, args, 0, args.rows, { minChunk: 4, reused: true });
     else rejectFieldRows(args, 0, args.rows);
   }
 

@@ -7,17 +7,17 @@
 // runs in TypeScript on the worker pool, or as shaders/stack/stack_weightfield.wgsl on the
 // context EngineOptions.weightFieldGpu names (device-policy.ts: a hardware GPU). With the
 // noise-model bounds (rejection.bounds noise_model, sigma or winsor) the weighted stack is
-// rejectNoiseModel with the field's weights (rejectFieldRows), as Raw Stack's rejection is; it
-// has no WGSL twin yet, so it runs in TypeScript on the worker pool even beside a device.
+// rejectNoiseModel with the field's weights (rejectFieldRows), as Raw Stack's rejection is; on
+// the same context it runs as stack_weightfield.wgsl's noise-model methods (rejectFieldGpu).
 // Rows [start, end) of a band are stacked by the same reference kernel as a whole band would be,
 // so the result does not depend on the split.
 
 import type { StackParams, StackResult } from '../../../cpu/stack.js';
 import { AXIS_SLOTS, axisWindows, stackWeightfield, type AxisWindows, type WeightFieldRows } from '../../../cpu/stack-weightfield.js';
 import type { GpuContext } from '../../../gpu/context.js';
-import { stackWeightfieldGpu } from '../../../gpu/kernels/stack-weightfield.js';
+import { rejectWeightfieldGpu, stackWeightfieldGpu } from '../../../gpu/kernels/stack-weightfield.js';
 import type { PoolKernel } from '../../../cpu/worker-pool.js';
-import { rejectNoiseModel } from '../../../cpu/reject-noise.js';
+import { rejectNoiseModel, type NoiseRejectParams, type NoiseRejectPixels } from '../../../cpu/reject-noise.js';
 import { addTallies, type RejectRowsArgs, type StackRowsArgs } from './row-kernels.js';
 
 export interface WeightField {
@@ -92,21 +92,35 @@ export interface RejectFieldRowsArgs extends RejectRowsArgs {
   imageY0: number;
 }
 
-/** The noise-model rejection of output rows [start, end) with the field's per-pixel weights; tallies added like rejectRows. */
-export function rejectFieldRows(a: RejectFieldRowsArgs, start: number, end: number): void {
-  if (end <= start) return;
+/** The noise-model rejection's parameters, pixels and field rows for output rows [start, end). */
+function rejectPartOf(a: RejectFieldRowsArgs, start: number, end: number): { params: NoiseRejectParams; pixels: NoiseRejectPixels; field: WeightFieldRows } {
   const W = a.width;
   const f = a.field;
   const y0 = a.imageY0 + start;
   const rows = end - start;
-  const res = rejectNoiseModel(
-    a.band,
-    { width: W, rows, frames: a.frames, method: a.method, low: a.low, high: a.high, maxIters: a.maxIters, minFraction: a.minFraction, scale: a.scale, offset: a.offset, noise: a.noise, poisson: a.poisson, seeing: a.seeing, srcRows: a.srcRows, srcRow0: a.srcRow0 + start },
-    { centre: a.centre ? a.centre.subarray((a.centreRow0 + start) * W, (a.centreRow0 + end) * W) : null, background: a.background.subarray(start * W, end * W) },
-    { tilesX: f.tilesX, tilesY: f.tilesY, table: f.table, cols: f.cols, rows: { tile: f.rows.tile.subarray(y0 * AXIS_SLOTS, (y0 + rows) * AXIS_SLOTS), weight: f.rows.weight.subarray(y0 * AXIS_SLOTS, (y0 + rows) * AXIS_SLOTS) } },
-  );
-  a.mean.set(res.mean, start * W);
-  addTallies(res, rows * W, a.rejected, a.counts);
+  return {
+    params: { width: W, rows, frames: a.frames, method: a.method, low: a.low, high: a.high, maxIters: a.maxIters, minFraction: a.minFraction, scale: a.scale, offset: a.offset, noise: a.noise, poisson: a.poisson, seeing: a.seeing, srcRows: a.srcRows, srcRow0: a.srcRow0 + start },
+    pixels: { centre: a.centre ? a.centre.subarray((a.centreRow0 + start) * W, (a.centreRow0 + end) * W) : null, background: a.background.subarray(start * W, end * W) },
+    field: { tilesX: f.tilesX, tilesY: f.tilesY, table: f.table, cols: f.cols, rows: { tile: f.rows.tile.subarray(y0 * AXIS_SLOTS, (y0 + rows) * AXIS_SLOTS), weight: f.rows.weight.subarray(y0 * AXIS_SLOTS, (y0 + rows) * AXIS_SLOTS) } },
+  };
+}
+
+/** The noise-model rejection of output rows [start, end) with the field's per-pixel weights; tallies added like rejectRows. */
+export function rejectFieldRows(a: RejectFieldRowsArgs, start: number, end: number): void {
+  if (end <= start) return;
+  const part = rejectPartOf(a, start, end);
+  const res = rejectNoiseModel(a.band, part.params, part.pixels, part.field);
+  a.mean.set(res.mean, start * a.width);
+  addTallies(res, (end - start) * a.width, a.rejected, a.counts);
+}
+
+/** The same for all output rows on the device (stack_weightfield.wgsl's noise-model methods). */
+export async function rejectFieldGpu(ctx: GpuContext, a: RejectFieldRowsArgs): Promise<void> {
+  if (a.rows <= 0) return;
+  const part = rejectPartOf(a, 0, a.rows);
+  const res = await rejectWeightfieldGpu(ctx, a.band, part.params, part.pixels, part.field);
+  a.mean.set(res.mean, 0);
+  addTallies(res, a.rows * a.width, a.rejected, a.counts);
 }
 
 export const REJECT_FIELD_ROWS: PoolKernel = { module: import.meta.url, name: 'rejectFieldRows' satisfies keyof typeof import('./weightfield.js') };
