@@ -16,7 +16,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { rejectNoiseModel, type NoiseRejectParams, type NoiseRejectPixels } from '../../src/cpu/reject-noise.js';
 import { stack, type StackResult } from '../../src/cpu/stack.js';
-import { expandRejectNoiseTemplate, REJECT_RESIDENT_MAX_FRAMES, rejectNoiseGpu, rejectTableInUniform } from '../../src/gpu/kernels/reject-noise.js';
+import { expandRejectNoiseTemplate, REJECT_RESIDENT_MAX_FRAMES, rejectNoiseGpu, rejectResident, rejectTableInUniform } from '../../src/gpu/kernels/reject-noise.js';
+import type { DeviceInfo } from '../../src/gpu/device.js';
 import { loadShader } from '../../src/gpu/shaders.js';
 import { gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom } from '../helpers/tmp.js';
@@ -137,8 +138,9 @@ const CASES: Case[] = [
   { n: REJECT_RESIDENT_MAX_FRAMES + 2, width: 13, rows: 3, srcRows: 4, srcRow0: 1, note: `N=${REJECT_RESIDENT_MAX_FRAMES + 2}, streaming (samples re-read)` },
 ];
 
-for (const method of ['sigma', 'winsor'] as const) {
-  gpuTest(`GPU reject_noise ${method} equals the reference (borderlines counted), tallies exact`, async () => {
+// Both shapes on every adapter: `auto` compiles the resident one on hardware GPUs only (rejectResident).
+for (const [method, shape] of [['sigma', 'resident'], ['winsor', 'resident'], ['sigma', 'streaming'], ['winsor', 'streaming']] as const) {
+  gpuTest(`GPU reject_noise ${method} (${shape} shape where N allows) equals the reference (borderlines counted), tallies exact`, async () => {
     const ctx = gpu.ctx!;
     const before = ctx.dispatches.get('reject_noise') ?? 0;
     let rejected = 0;
@@ -146,8 +148,8 @@ for (const method of ['sigma', 'winsor'] as const) {
       const { frames, p, px } = dataset(c, 100 * c.n + c.width);
       const params = { ...p, method };
       const want = rejectNoiseModel(frames, params, px);
-      const got = await rejectNoiseGpu(ctx, frames, params, px);
-      compare(`${method} ${c.note}`, frames, params, px, got, want);
+      const got = await rejectNoiseGpu(ctx, frames, params, px, shape);
+      compare(`${method} ${shape} ${c.note}`, frames, params, px, got, want);
       rejected += [...want.rejectedLow, ...want.rejectedHigh].reduce((a, b) => a + b, 0);
     }
     assert.ok(rejected > 100, `the data exercises rejection (${rejected} samples rejected)`);
@@ -170,6 +172,18 @@ test('reject_noise template: resident shapes unroll every frame loop, streaming 
   assert.match(streaming, /const TABLE_U: bool = true;/);
   assert.match(expandRejectNoiseTemplate(source, 3000, false, false), /const TABLE_U: bool = false;\s/);
   assert.throws(() => expandRejectNoiseTemplate(source, 3, false, false), /uniform/);
+  // Forced streaming below the bound (what `auto` compiles on a software adapter).
+  assert.match(expandRejectNoiseTemplate(source, 3, true, true, false), /const RESIDENT: bool = false;/);
+  assert.throws(() => expandRejectNoiseTemplate(source, REJECT_RESIDENT_MAX_FRAMES + 1, false, true, true), /reasonable time/);
+});
+
+test('reject_noise shape: auto is resident on a hardware GPU up to the bound, streaming on a software adapter', () => {
+  const on = (kind: 'gpu' | 'software') => ({ info: { kind } as DeviceInfo });
+  assert.ok(rejectResident(on('gpu'), 29));
+  assert.not.ok(rejectResident(on('gpu'), REJECT_RESIDENT_MAX_FRAMES + 1));
+  assert.not.ok(rejectResident(on('software'), 29));
+  assert.ok(rejectResident(on('software'), 29, 'resident'));
+  assert.not.ok(rejectResident(on('gpu'), 29, 'streaming'));
 });
 
 gpuTest('GPU reject_noise with a frame table too large for the uniform (read from storage) equals the reference', async () => {

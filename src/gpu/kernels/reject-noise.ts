@@ -46,13 +46,27 @@ const LOAD_SCALAR = 'let raw = VF(src[i], src[select(i, i + 1u, inrow.y)], src[s
  */
 export const REJECT_RESIDENT_MAX_FRAMES = RESIDENT_MAX_FRAMES;
 
+/** Which shape a dispatch compiles: `auto` (rejectResident), or one forced (tests, benches). */
+export type RejectShape = 'auto' | 'resident' | 'streaming';
+
+/**
+ * Whether `auto` compiles N frames resident: on a hardware GPU up to REJECT_RESIDENT_MAX_FRAMES.
+ * On a software adapter (llvmpipe) never: there the resident shape saves ~13 ms a band (~0.15 s
+ * a 30-frame run) but costs 1.3 s of compile at 29 frames on a cold shader cache, paid again for
+ * every new frame count, so a CPU-only user would lose time on most runs.
+ */
+export function rejectResident(ctx: Pick<GpuContext, 'info'>, n: number, shape: RejectShape = 'auto'): boolean {
+  if (shape !== 'auto') return shape === 'resident' && n <= REJECT_RESIDENT_MAX_FRAMES;
+  return ctx.info.kind === 'gpu' && n <= REJECT_RESIDENT_MAX_FRAMES;
+}
+
 /**
  * The shader for N frames (see its head comment): template lines set, frame loops unrolled
- * when resident (N <= REJECT_RESIDENT_MAX_FRAMES), the frame table read from the uniform where
- * `tableInUniform` (required when resident), the vector band load where `vectorSrc`.
+ * when `resident` (only up to REJECT_RESIDENT_MAX_FRAMES), the frame table read from the uniform
+ * where `tableInUniform` (required when resident), the vector band load where `vectorSrc`.
  */
-export function expandRejectNoiseTemplate(source: string, n: number, vectorSrc: boolean, tableInUniform = true): string {
-  const resident = n <= REJECT_RESIDENT_MAX_FRAMES;
+export function expandRejectNoiseTemplate(source: string, n: number, vectorSrc: boolean, tableInUniform = true, resident = n <= REJECT_RESIDENT_MAX_FRAMES): string {
+  if (resident && n > REJECT_RESIDENT_MAX_FRAMES) throw new GpuError('BAD_ARGUMENT', `reject_noise: a resident shape for ${n} frames would not compile in reasonable time`);
   if (resident && !tableInUniform) throw new GpuError('BAD_ARGUMENT', 'reject_noise: a resident shape reads its frame table from the uniform');
   const values: Record<string, string> = {
     N: `const N: u32 = ${n}u;`,
@@ -80,8 +94,8 @@ export function expandRejectNoiseTemplate(source: string, n: number, vectorSrc: 
   return out;
 }
 
-function variant(n: number, vectorSrc: boolean, tableInUniform: boolean): ShaderVariant {
-  return { key: `N=${n},vector-src=${vectorSrc},table-u=${tableInUniform}`, transform: (source) => expandRejectNoiseTemplate(source, n, vectorSrc, tableInUniform) };
+function variant(n: number, vectorSrc: boolean, tableInUniform: boolean, resident: boolean): ShaderVariant {
+  return { key: `N=${n},vector-src=${vectorSrc},table-u=${tableInUniform},resident=${resident}`, transform: (source) => expandRejectNoiseTemplate(source, n, vectorSrc, tableInUniform, resident) };
 }
 
 /** Uniform header bytes before the frame table (12 scalars). */
@@ -116,6 +130,7 @@ export async function rejectNoiseResident(
   rejected: BindingResource,
   p: NoiseRejectParams,
   encoder?: GPUCommandEncoder,
+  shape: RejectShape = 'auto',
 ): Promise<void> {
   check(p);
   const max = ctx.limits.maxComputeWorkgroupsPerDimension;
@@ -126,7 +141,7 @@ export async function rejectNoiseResident(
   // here from p, the same values the caller put in `frames`. Resident shapes (N <= 128) always fit.
   const tableU = rejectTableInUniform(p.frames, ctx.limits);
   const table = new Uint8Array(tableU ? packRejectFrames(p).buffer : new ArrayBuffer(16));
-  const kernel = await ctx.pipeline('reject_noise', { WG: REJECT_NOISE_WG, METHOD: METHOD[p.method] }, variant(p.frames, p.width % 4 === 0, tableU));
+  const kernel = await ctx.pipeline('reject_noise', { WG: REJECT_NOISE_WG, METHOD: METHOD[p.method] }, variant(p.frames, p.width % 4 === 0, tableU, tableU && rejectResident(ctx, p.frames, shape)));
   const own = encoder ?? ctx.device.createCommandEncoder({ label: 'reject_noise' });
   for (let rowBase = 0; rowBase < p.rows; rowBase += max) {
     const header = packUniform([
@@ -154,7 +169,7 @@ export async function rejectNoiseResident(
 }
 
 /** Host to host, one band (must fit one storage binding): the reference's result from the device. */
-export async function rejectNoiseGpu(ctx: GpuContext, band: Float32Array, p: NoiseRejectParams, px: NoiseRejectPixels): Promise<StackResult> {
+export async function rejectNoiseGpu(ctx: GpuContext, band: Float32Array, p: NoiseRejectParams, px: NoiseRejectPixels, shape: RejectShape = 'auto'): Promise<StackResult> {
   validateNoiseReject(p, band.length, px);
   if (band.byteLength > ctx.limits.maxStorageBufferBindingSize) throw new GpuError('BAD_ARGUMENT', `reject_noise: band of ${band.byteLength} B exceeds one storage binding`);
   const plane = p.width * p.rows;
@@ -168,7 +183,7 @@ export async function rejectNoiseGpu(ctx: GpuContext, band: Float32Array, p: Noi
     const mean = keep(ctx.storage(plane * 4, 'reject mean'));
     const count = keep(ctx.storage(plane * 4, 'reject count'));
     const rejected = keep(ctx.upload(new Uint32Array(2 * p.frames)));
-    await rejectNoiseResident(ctx, src, frames, centre, background, mean, count, rejected, p);
+    await rejectNoiseResident(ctx, src, frames, centre, background, mean, count, rejected, p, undefined, shape);
     const m = await ctx.readFloat32(mean, plane);
     const c = new Uint32Array(await ctx.readback(count, plane * 4));
     const tallies = new Uint32Array(await ctx.readback(rejected, 2 * p.frames * 4));
