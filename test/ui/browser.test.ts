@@ -16,7 +16,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
-import { apiJson, ARTIFACT_DIR, shot, skipReason, startUiEnv, type UiEnv } from './harness.js';
+import { apiJson, ARTIFACT_DIR, shot, skipReason, startUiEnv, type UiEnv, uiTestRunner } from './harness.js';
 
 // The page callbacks below run in the browser. The Node project has no DOM types (adding the DOM
 // lib would retype Node code), so the globals they touch are declared loosely for this file.
@@ -46,19 +46,7 @@ ui.after(async () => {
 });
 
 /** A test of the session; on failure the page is saved as failure-<n>.png beside the screenshots. */
-let testNo = 0;
-const run = (name: string, fn: () => Promise<void>) => {
-  const n = ++testNo;
-  const wrapped = async () => {
-    try {
-      await fn();
-    } catch (e) {
-      await page?.screenshot({ path: join(ARTIFACT_DIR, `failure-${n}.png`), fullPage: true }).catch(() => {});
-      throw e;
-    }
-  };
-  return skipReason ? ui.skip(name, wrapped) : ui(name, wrapped);
-};
+const run = uiTestRunner(ui, '', () => page);
 
 type Cfg = { config: Record<string, unknown> };
 const stored = async () => (await apiJson<Cfg>(env!, 'GET', '/api/tools/preprocessing/parameters')).config;

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Test } from 'uvu';
 import { generateDataset } from '../../fixtures/generator/index.js';
 import { startServer, type RunningServer } from '../../src/server/app.js';
 
@@ -137,4 +138,26 @@ export async function shot(page: Page, name: string, fullPage = true, docs = fal
   await page.screenshot({ path: file, fullPage });
   if (docs) await page.screenshot({ path: join(ARTIFACT_DIR, `docs-${name}.jpg`), fullPage, type: 'jpeg', quality: 72 });
   return file;
+}
+
+/**
+ * The `run(name, fn)` of a browser suite: a test of `ui` that saves the page as
+ * `<prefix>failure-<n>.png` beside the screenshots when it fails, and skips where the UI tests
+ * cannot run (skipReason).
+ */
+export function uiTestRunner(ui: Test, prefix: string, page: () => Page | undefined, fullPage = true): (name: string, fn: () => Promise<void>) => void {
+  let testNo = 0;
+  return (name, fn) => {
+    const n = ++testNo;
+    const wrapped = async () => {
+      try {
+        await fn();
+      } catch (e) {
+        await page()?.screenshot({ path: join(ARTIFACT_DIR, `${prefix}failure-${n}.png`), fullPage }).catch(() => {});
+        throw e;
+      }
+    };
+    if (skipReason) ui.skip(name, wrapped);
+    else ui(name, wrapped);
+  };
 }

@@ -7,9 +7,8 @@
 
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { ARTIFACT_DIR, skipReason, startUiEnv, type UiEnv } from './harness.js';
+import { skipReason, startUiEnv, type UiEnv, uiTestRunner } from './harness.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 declare const document: any;
@@ -19,13 +18,11 @@ const QUICK = 'tile:\n  star_min_count: 2\nastrometry:\n  enabled: false\nbge:\n
 
 let env: UiEnv | null = null;
 
-const skip = skipReason;
-
 const ui = suite('run monitor: resume from phase');
 let page: Page;
 
 ui.before(async () => {
-  if (skip) return;
+  if (skipReason) return;
   env = await startUiEnv();
   page = await env.context.newPage();
   page.on('dialog', (d) => void d.accept());
@@ -35,19 +32,8 @@ ui.after(async () => {
   await env?.close();
 });
 
-let testNo = 0;
-const run = (name: string, fn: () => Promise<void>) => {
-  const n = ++testNo;
-  const wrapped = async () => {
-    try {
-      await fn();
-    } catch (e) {
-      await page?.screenshot({ path: join(ARTIFACT_DIR, `resume-failure-${n}.png`), fullPage: true }).catch(() => {});
-      throw e;
-    }
-  };
-  return skip ? ui.skip(name, wrapped) : ui(name, wrapped);
-};
+/** A test of the session; on failure the page is saved as resume-failure-<n>.png beside the screenshots. */
+const run = uiTestRunner(ui, 'resume-', () => page);
 
 /** Sets the edited YAML box to the current configuration with `edit` applied to its text. */
 async function editYaml(edit: [RegExp, string]): Promise<void> {

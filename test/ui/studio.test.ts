@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { parse } from 'yaml';
-import { apiJson, ARTIFACT_DIR, shot, skipReason, startUiEnv, type UiEnv } from './harness.js';
+import { apiJson, shot, skipReason, startUiEnv, type UiEnv, uiTestRunner } from './harness.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 declare const document: any;
@@ -37,19 +37,8 @@ ui.after(async () => {
   await env?.close();
 });
 
-let testNo = 0;
-const run = (name: string, fn: () => Promise<void>) => {
-  const n = ++testNo;
-  const wrapped = async () => {
-    try {
-      await fn();
-    } catch (e) {
-      await page?.screenshot({ path: join(ARTIFACT_DIR, `studio-failure-${n}.png`), fullPage: true }).catch(() => {});
-      throw e;
-    }
-  };
-  return skipReason ? ui.skip(name, wrapped) : ui(name, wrapped);
-};
+/** A test of the session; on failure the page is saved as studio-failure-<n>.png beside the screenshots. */
+const run = uiTestRunner(ui, 'studio-', () => page);
 
 const editor = () => page.inputValue('#config_yaml');
 const completions = '#config_yaml-completions';

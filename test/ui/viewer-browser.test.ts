@@ -12,7 +12,7 @@ import { decode as decodePng } from 'fast-png';
 import type { Page } from 'playwright-core';
 import { FitsReader } from '../../src/fits/index.js';
 import { fitsRow } from '../../src/shared/pyramid-math.js';
-import { apiJson, ARTIFACT_DIR, shot, skipReason, startUiEnv, type UiEnv } from './harness.js';
+import { apiJson, shot, skipReason, startUiEnv, type UiEnv, uiTestRunner } from './harness.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 declare const document: any;
@@ -56,19 +56,8 @@ ui.after(async () => {
   await env?.close();
 });
 
-let testNo = 0;
-const run = (name: string, fn: () => Promise<void>) => {
-  const n = ++testNo;
-  const wrapped = async () => {
-    try {
-      await fn();
-    } catch (e) {
-      await page?.screenshot({ path: join(ARTIFACT_DIR, `viewer-failure-${n}.png`) }).catch(() => {});
-      throw e;
-    }
-  };
-  return skipReason ? ui.skip(name, wrapped) : ui(name, wrapped);
-};
+/** A test of the session; on failure the page is saved as viewer-failure-<n>.png beside the screenshots. */
+const run = uiTestRunner(ui, 'viewer-', () => page, false);
 
 async function fitsValues(rel: string, x: number, y: number): Promise<(number | null)[]> {
   const r = await FitsReader.open(join(runDir, rel));
