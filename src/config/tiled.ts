@@ -76,7 +76,19 @@ export const TiledConfigSchema = z.strictObject({
     .strictObject({
       min_frames: z.number().int().min(2).default(8).describe('below this many frames the local weights are off (global weights only), with a warning'),
       star_mode: z
-        .strictObject({ weights: z.strictObject({ fwhm: weight.default(0.6), roundness: weight.default(0.2), contrast: weight.default(0.2) }).prefault({}) })
+        .strictObject({
+          weights: z.strictObject({ fwhm: weight.default(0.6), roundness: weight.default(0.2), contrast: weight.default(0.2) }).prefault({}),
+          fwhm_map: z
+            .enum(['surface', 'plane', 'local', 'tile'])
+            .default('tile')
+            .describe("a tile's seeing for L: surface = a robust quadratic FWHM map fitted to all the frame's stars (a plane or a constant with fewer stars), evaluated at the tile centre; plane = the same, at most a plane; local = the surface plus a Gaussian-weighted (bandwidth one tile), shrunk mean of the nearby stars' residuals; tile = the median FWHM of the tile's (pooled) stars. surface/plane are experimental: sharper where seeing tilts across the field, softer in a local soft patch (bench/RESULTS.md)"),
+          fwhm_z_floor: z
+            .number()
+            .min(0.01)
+            .max(1)
+            .optional()
+            .describe("floor of the FWHM z-score's scale, relative to the median; default 0.25 with fwhm_map tile, less with surface (its estimate is less noisy)"),
+        })
         .prefault({}),
       structure_mode: z.strictObject({ metric_weight: weight.default(0.7), background_weight: weight.default(0.3) }).prefault({}),
       clamp: clamp.default([-3, 3]),

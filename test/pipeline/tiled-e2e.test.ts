@@ -184,6 +184,30 @@ for (const kind of ['mono', 'osc'] as const) {
       assert.ok(Math.abs(a.level - b.level) <= 0.01 * Math.abs(b.level), summary);
       assert.ok(a.noise <= 1.25 * b.noise, summary);
       console.log(`  ${kind}: ${summary}; report: left-half FWHM vs global weights ${leftRatio.toFixed(3)}`);
+
+      // The optional per-frame seeing map (local_metrics.star_mode.fwhm_map surface): one surface
+      // per frame recorded, the soft half's tiles read off it, and the same aims as the default.
+      if (kind !== 'mono') return;
+      const mapped = await run(lights, join(dir, 'runs'), 'local', { local_metrics: { star_mode: { fwhm_map: 'surface' } }, output: { run_name: 'surface' } });
+      assert.is(mapped.status, 'ok');
+      const lm = await json(mapped.runDir, 'local_metrics.json');
+      assert.equal([lm.fwhm_map, lm.fwhm_z_floor, lm.fwhm_surfaces.length], ['surface', 0.08, lm.frames.length]);
+      for (const sf of lm.fwhm_surfaces) {
+        assert.ok(['quadratic', 'plane', 'constant'].includes(sf.model), sf.model);
+        assert.ok(sf.stars >= sf.inliers && sf.inliers > 0 && sf.range[0] <= sf.range[1], JSON.stringify(sf));
+      }
+      // The odd frames' maps rise towards the soft left (u < 0): their x slope is negative, the even frames' not.
+      const slope = (i: number) => (lm.fwhm_surfaces[i].model === 'constant' ? 0 : lm.fwhm_surfaces[i].coefficients[1]);
+      const odd = lm.frames.map((f: { index: number }, i: number) => [f.index, slope(i)]).filter(([ix]: number[]) => ix! % 2 === 1).map(([, v]: number[]) => v!);
+      const even = lm.frames.map((f: { index: number }, i: number) => [f.index, slope(i)]).filter(([ix]: number[]) => ix! % 2 === 0).map(([, v]: number[]) => v!);
+      assert.ok(median(odd) < median(even) - 0.1, `x slopes: odd ${odd}, even ${even}`);
+      const c = await measure(join(mapped.runDir, 'outputs', 'stacked.fits'));
+      const mapSummary = `surface L ${c.left.toFixed(3)} R ${c.right.toFixed(3)} noise ${c.noise.toFixed(2)}; uniform L ${b.left.toFixed(3)} R ${b.right.toFixed(3)} noise ${b.noise.toFixed(2)}`;
+      assert.ok(c.left <= 0.92 * b.left, mapSummary);
+      assert.ok(c.right <= 1.05 * b.right, mapSummary);
+      assert.ok(Math.abs(c.level - b.level) <= 0.01 * Math.abs(b.level), mapSummary);
+      assert.ok(c.noise <= 1.25 * b.noise, mapSummary);
+      console.log(`  ${kind}: ${mapSummary}`);
     }),
   );
 }
