@@ -3,6 +3,10 @@
 //   peak) mapped onto the reference grid by the frame's registration matrix; per tile the
 //   count and the medians of FWHM, roundness √(1 − e²) and contrast peak/σ (σ the frame noise);
 //   a tile holding fewer than tile.star_min_count stars borrows its neighbours' (poolStars).
+//   The tile's FWHM is read off the frame's seeing map (fwhm-surface.ts; local_metrics.star_mode.
+//   fwhm_map, default local: the robust surface over all the frame's stars plus the nearby stars'
+//   residual median), not the median of its few stars, unless fwhm_map is tile; each frame's
+//   surface is recorded in local_metrics.json.
 // - Structure: the tile's rectangle mapped into the frame (bounding box of its corners, clipped),
 //   cosmetic-corrected (stages/stacking/cosmetic.ts: hot pixels are not structure) and
 //   measured by the tile_metrics kernel (WGSL where device-policy.ts places it, else
@@ -35,7 +39,7 @@ import type { FrameRecord } from '../../rawstack/state.js';
 import { writeArtifact, tiledPhase } from '../records.js';
 import type { TiledPhase } from '../reasons.js';
 import { tileCount, tileRect, type TileGrid } from '../tile-grid.js';
-import { localWeights, SURFACE_Z_FLOOR, Z_FLOOR, type TileMeasure } from '../weights.js';
+import { LOCAL_Z_FLOOR, localWeights, SURFACE_Z_FLOOR, Z_FLOOR, type TileMeasure } from '../weights.js';
 import { evalFwhmSurface, fitFwhmSurface, localFwhm, type FwhmSurface } from '../fwhm-surface.js';
 
 function median(v: number[]): number {
@@ -272,7 +276,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
       await workers.close();
     }
     const lm = cfg.local_metrics;
-    const fwhmFloor = lm.star_mode.fwhm_z_floor ?? (fwhmMap === 'tile' ? Z_FLOOR : SURFACE_Z_FLOOR);
+    const fwhmFloor = lm.star_mode.fwhm_z_floor ?? (fwhmMap === 'tile' ? Z_FLOOR : fwhmMap === 'local' ? LOCAL_Z_FLOOR : SURFACE_Z_FLOOR);
     const lw = localWeights(relative, n, { star_min_count: cfg.tile.star_min_count, star: lm.star_mode.weights, fwhmFloor, structure: lm.structure_mode, clamp: lm.clamp as [number, number] }, frames.map((f) => f.metrics?.background_rms ?? NaN));
     s.tiled.local = { frames: frames.map((f) => f.index), measures, l: lw.l, types: lw.types };
     const starTiles = lw.types.filter((t) => t === 'STAR').length;
