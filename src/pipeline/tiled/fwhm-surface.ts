@@ -154,22 +154,47 @@ export function evalFwhmSurface(s: FwhmSurface, x: number, y: number): number {
  * plain kernel estimate leans inwards); the residual term a local patch the surface cannot.
  */
 export function localFwhm(s: FwhmSurface, stars: readonly { x: number; y: number; fwhm: number }[], x: number, y: number, h: number, prior = 3): number {
-  const base = evalFwhmSurface(s, x, y);
-  if (!Number.isFinite(base) || s.model === 'none') return base;
+  return localFwhmAt(s, stars, [[x, y]], h, prior)[0]!;
+}
+
+/** Cut-off of the kernel: beyond 4.3 h a star's weight is below 1e-4 and it is left out. */
+const KERNEL_REACH = 4.3;
+
+/**
+ * localFwhm at many points: the residuals are computed once and the stars bucketed in cells of
+ * the kernel's reach, so a point looks at the stars of its 3 × 3 cells only (a full frame's
+ * thousands of tiles × thousands of stars stay cheap).
+ */
+export function localFwhmAt(s: FwhmSurface, stars: readonly { x: number; y: number; fwhm: number }[], points: readonly (readonly [number, number])[], h: number, prior = 3): number[] {
+  if (s.model === 'none') return points.map(() => NaN);
+  const reach = KERNEL_REACH * h;
   const inv = 1 / (2 * h * h);
-  const rw: [number, number][] = [[0, prior]];
+  const cell = (v: number) => Math.floor(v / reach);
+  const buckets = new Map<string, { x: number; y: number; r: number }[]>();
   for (const st of stars) {
     if (!(Number.isFinite(st.x) && Number.isFinite(st.y) && Number.isFinite(st.fwhm) && st.fwhm > 0)) continue;
-    const w = Math.exp(-((st.x - x) ** 2 + (st.y - y) ** 2) * inv);
-    if (w < 1e-4) continue;
-    rw.push([st.fwhm - evalFwhmSurface(s, st.x, st.y), w]);
+    const key = `${cell(st.x)},${cell(st.y)}`;
+    const e = { x: st.x, y: st.y, r: st.fwhm - evalFwhmSurface(s, st.x, st.y) };
+    const b = buckets.get(key);
+    if (b) b.push(e);
+    else buckets.set(key, [e]);
   }
-  rw.sort((a, b) => a[0] - b[0]);
-  const half = rw.reduce((acc, [, w]) => acc + w, 0) / 2;
-  let acc = 0;
-  for (const [r, w] of rw) {
-    acc += w;
-    if (acc >= half) return base + r;
-  }
-  return base;
+  return points.map(([x, y]) => {
+    const base = evalFwhmSurface(s, x, y);
+    const rw: [number, number][] = [[0, prior]];
+    for (let j = cell(y) - 1; j <= cell(y) + 1; j++)
+      for (let i = cell(x) - 1; i <= cell(x) + 1; i++)
+        for (const st of buckets.get(`${i},${j}`) ?? []) {
+          const w = Math.exp(-((st.x - x) ** 2 + (st.y - y) ** 2) * inv);
+          if (w >= 1e-4) rw.push([st.r, w]);
+        }
+    rw.sort((a, b) => a[0] - b[0]);
+    const half = rw.reduce((acc, [, w]) => acc + w, 0) / 2;
+    let acc = 0;
+    for (const [r, w] of rw) {
+      acc += w;
+      if (acc >= half) return base + r;
+    }
+    return base;
+  });
 }

@@ -40,7 +40,7 @@ import { writeArtifact, tiledPhase } from '../records.js';
 import type { TiledPhase } from '../reasons.js';
 import { tileCount, tileRect, type TileGrid } from '../tile-grid.js';
 import { LOCAL_Z_FLOOR, localWeights, SURFACE_Z_FLOOR, Z_FLOOR, type TileMeasure } from '../weights.js';
-import { evalFwhmSurface, fitFwhmSurface, localFwhm, type FwhmSurface } from '../fwhm-surface.js';
+import { evalFwhmSurface, fitFwhmSurface, localFwhmAt, type FwhmSurface } from '../fwhm-surface.js';
 
 function median(v: number[]): number {
   const s = v.filter(Number.isFinite).sort((a, b) => a - b);
@@ -157,13 +157,11 @@ function framePlan(f: FrameRecord, g: TileGrid, W: number, H: number, osc: boole
   const starsIn = poolStars(stars, g, starMinCount);
   // The frame's seeing map over all its stars, read at the tile centres (fwhm-surface.ts).
   const surface: FwhmSurface | null = fwhmMap === 'tile' ? null : fitFwhmSurface(stars, g.imageWidth, g.imageHeight, fwhmMap === 'plane' ? 'plane' : 'quadratic');
-  const tileFwhm = Array.from({ length: n }, (_, t) => {
+  const centres = Array.from({ length: n }, (_, t) => {
     const r = tileRect(g, t);
-    if (!surface) return NaN;
-    const cx = r.x + r.width / 2;
-    const cy = r.y + r.height / 2;
-    return fwhmMap === 'local' ? localFwhm(surface, stars, cx, cy, Math.max(g.sizeX, g.sizeY)) : evalFwhmSurface(surface, cx, cy);
+    return [r.x + r.width / 2, r.y + r.height / 2] as const;
   });
+  const tileFwhm = !surface ? centres.map(() => NaN) : fwhmMap === 'local' ? localFwhmAt(surface, stars, centres, Math.max(g.sizeX, g.sizeY)) : centres.map(([x, y]) => evalFwhmSurface(surface, x, y));
   // Structure: tile rectangles in frame pixels (bounding box of the mapped corners, clipped).
   const rects = new Int32Array(4 * n);
   for (let t = 0; t < n; t++) {
