@@ -14,6 +14,8 @@
 // - Evaluation is clamped to the range the fit takes at the stars used: no extrapolation beyond
 //   what the stars support (a corner without stars gets the nearest supported value, not a
 //   quadratic's runaway).
+// - localFwhmAt (fwhm_map local, the default) adds the nearby stars' residual median, shrunk by a
+//   prior, for what a low-order surface cannot follow (a soft patch a few tiles wide).
 
 export type SurfaceModel = 'quadratic' | 'plane' | 'constant' | 'none';
 
