@@ -76,7 +76,19 @@ export const TiledConfigSchema = z.strictObject({
     .strictObject({
       min_frames: z.number().int().min(2).default(8).describe('below this many frames the local weights are off (global weights only), with a warning'),
       star_mode: z
-        .strictObject({ weights: z.strictObject({ fwhm: weight.default(0.6), roundness: weight.default(0.2), contrast: weight.default(0.2) }).prefault({}) })
+        .strictObject({
+          weights: z.strictObject({ fwhm: weight.default(0.6), roundness: weight.default(0.2), contrast: weight.default(0.2) }).prefault({}),
+          fwhm_map: z
+            .enum(['local', 'surface', 'plane', 'tile'])
+            .default('local')
+            .describe("a tile's seeing for L: local = the frame's seeing surface (a robust quadratic FWHM map over all its stars; a plane or a constant with fewer) at the tile centre plus the Gaussian-weighted (bandwidth one tile) median of the nearby stars' residuals, shrunk by a prior of 3 stars; surface = the surface alone; plane = the surface, at most a plane; tile = the median FWHM of the tile's (pooled) stars (before issue 19's seeing map; bench/RESULTS.md)"),
+          fwhm_z_floor: z
+            .number()
+            .min(0.01)
+            .max(1)
+            .optional()
+            .describe("floor of the FWHM z-score's scale, relative to the median; default 0.25 with fwhm_map tile, 0.10 with local, 0.08 with surface or plane (their estimates are less noisy)"),
+        })
         .prefault({}),
       structure_mode: z.strictObject({ metric_weight: weight.default(0.7), background_weight: weight.default(0.3) }).prefault({}),
       clamp: clamp.default([-3, 3]),

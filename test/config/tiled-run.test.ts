@@ -45,6 +45,7 @@ test('defaults of every tiled block; the tile block as the reference', () => {
   const t = r.config.tiled;
   assert.equal([t.tile.size_factor, t.tile.min_size, t.tile.max_divisor, t.tile.overlap_fraction, t.tile.star_min_count], [32, 64, 6, 0.25, 10]);
   assert.equal([t.local_metrics.min_frames, t.local_metrics.star_mode.weights, t.local_metrics.structure_mode, t.local_metrics.clamp], [8, { fwhm: 0.6, roundness: 0.2, contrast: 0.2 }, { metric_weight: 0.7, background_weight: 0.3 }, [-3, 3]]);
+  assert.equal([t.local_metrics.star_mode.fwhm_map, t.local_metrics.star_mode.fwhm_z_floor], ['local', undefined]);
   assert.equal([t.stacking.method, t.stacking.weight_mode, t.assumptions.frames_reduced_threshold, t.synthetic.enabled, t.validation.max_seam_score], ['sigma', 'local', 200, true, 1.1]);
   assert.is(r.config.raw.quality_filter.mode, 'off');
   assert.equal(r.config.raw.postprocess, { astrometry: true, bge: true, pcc: true, hypermetric_stretch: true });
@@ -69,6 +70,16 @@ test('ranges and enums are errors with their line; overrides by dotted path; cal
   assert.is(r.config.tiled.tile.size_factor, 20);
   const bad = resolveTiledConfig({}, { 'tile.min_size': 4 });
   assert.is(bad.ok, false);
+});
+
+test('local_metrics.star_mode: the seeing map is an enum, its z floor a bounded number', () => {
+  const v = validateTiledYaml('local_metrics:\n  star_mode:\n    fwhm_map: spline\n    fwhm_z_floor: 0\n');
+  assert.is(v.ok, false);
+  assert.equal(v.errors.map((e) => e.path).sort(), ['local_metrics.star_mode.fwhm_map', 'local_metrics.star_mode.fwhm_z_floor']);
+  const r = resolveTiledConfig({ local_metrics: { star_mode: { fwhm_map: 'surface', fwhm_z_floor: 0.1 } } });
+  assert.ok(r.ok);
+  if (!r.ok) return;
+  assert.equal([r.config.tiled.local_metrics.star_mode.fwhm_map, r.config.tiled.local_metrics.star_mode.fwhm_z_floor, r.config.tiled.local_metrics.star_mode.weights.fwhm], ['surface', 0.1, 0.6]);
 });
 
 test.run();

@@ -11,6 +11,9 @@
 //   L_ft = exp(clip(Q_ft, clamp)), per tile across the frames:
 //     STAR tile (median star count over frames ≥ star_min_count):
 //       Q = wf·(−z(FWHM)) + wr·z(roundness) + wc·z(contrast)
+//       (FWHM's floor is LocalSettings.fwhmFloor: LOCAL_Z_FLOOR or SURFACE_Z_FLOOR when the tile's
+//       FWHM comes from the frame's fitted seeing map, fwhm-surface.ts, whose estimate is far less
+//       noisy than a tile's star median)
 //     STRUCTURE tile: Q = wm·z(E/σ²) − wb·z(B); an E/σ² above ARTEFACT_FACTOR × the tile's median
 //       over the frames is an artefact (a satellite or plane trail, a cosmic-ray cluster), not
 //       detail, and counts as no usable measurement
@@ -26,6 +29,26 @@
  * 30 % more noise on the control for nothing.
  */
 export const Z_FLOOR = 0.25;
+
+/**
+ * The FWHM z-score's floor when a tile's FWHM is read off the frame's fitted seeing surface
+ * (local_metrics.star_mode.fwhm_map surface or plane): the surface over all the
+ * frame's stars scatters ~1–2 % frame to frame where a tile's star median scatters 3–5 %, so a
+ * lower floor lets L follow field-dependent seeing. Measured (bench/RESULTS.md, "a seeing map per
+ * frame"): quadratic at 0.08 sharpens the tilted side of swap-halves from 0.957–0.971× to
+ * 0.939–0.954× the uniform stack at +10 % noise and keeps the control within 2 % / 5 %; a plane
+ * at 0.12 gets 0.943–0.962× at +8 %.
+ */
+export const SURFACE_Z_FLOOR = 0.08;
+
+/**
+ * The floor with fwhm_map local (the default): the surface plus the nearby stars' residual
+ * median, noisier than the surface alone (its residual term rests on ~20 stars). Measured
+ * (bench/RESULTS.md, same section): at 0.10 the tilted side of swap-halves reaches 0.940–0.958×
+ * (was 0.957–0.971×), the drifting patch's row 0.934–0.962× (was 0.945–0.965×), at +9 % noise
+ * (was +5 %); the control stays at 0.989–0.994× FWHM and +2 % noise.
+ */
+export const LOCAL_Z_FLOOR = 0.1;
 
 /**
  * A STRUCTURE tile's E/σ² this many times the frames' median is an artefact, not detail. Measured
@@ -112,6 +135,8 @@ export interface TileMeasure {
 export interface LocalSettings {
   star_min_count: number;
   star: { fwhm: number; roundness: number; contrast: number };
+  /** The FWHM z-score's floor relative to the median (default Z_FLOOR); lower when the tile FWHM is a fitted surface's. */
+  fwhmFloor?: number;
   structure: { metric_weight: number; background_weight: number };
   clamp: [number, number];
 }
@@ -143,7 +168,7 @@ export function localWeights(m: readonly (readonly TileMeasure[])[], tiles: numb
       const fw = at('fwhm');
       const ro = at('roundness');
       const co = at('contrast');
-      const zf = robustZ(fw, relFloor(fw));
+      const zf = robustZ(fw, (s.fwhmFloor ?? Z_FLOOR) * Math.abs(median(fw)));
       const zr = robustZ(ro, relFloor(ro));
       const zc = robustZ(co, relFloor(co));
       const w = s.star;

@@ -3,6 +3,10 @@
 //   peak) mapped onto the reference grid by the frame's registration matrix; per tile the
 //   count and the medians of FWHM, roundness √(1 − e²) and contrast peak/σ (σ the frame noise);
 //   a tile holding fewer than tile.star_min_count stars borrows its neighbours' (poolStars).
+//   The tile's FWHM is read off the frame's seeing map (fwhm-surface.ts; local_metrics.star_mode.
+//   fwhm_map, default local: the robust surface over all the frame's stars plus the nearby stars'
+//   residual median), not the median of its few stars, unless fwhm_map is tile; each frame's
+//   surface is recorded in local_metrics.json.
 // - Structure: the tile's rectangle mapped into the frame (bounding box of its corners, clipped),
 //   cosmetic-corrected (stages/stacking/cosmetic.ts: hot pixels are not structure) and
 //   measured by the tile_metrics kernel (WGSL where device-policy.ts places it, else
@@ -35,7 +39,8 @@ import type { FrameRecord } from '../../rawstack/state.js';
 import { writeArtifact, tiledPhase } from '../records.js';
 import type { TiledPhase } from '../reasons.js';
 import { tileCount, tileRect, type TileGrid } from '../tile-grid.js';
-import { localWeights, type TileMeasure } from '../weights.js';
+import { LOCAL_Z_FLOOR, localWeights, SURFACE_Z_FLOOR, Z_FLOOR, type TileMeasure } from '../weights.js';
+import { evalFwhmSurface, fitFwhmSurface, localFwhmAt, type FwhmSurface } from '../fwhm-surface.js';
 
 function median(v: number[]): number {
   const s = v.filter(Number.isFinite).sort((a, b) => a - b);
@@ -66,9 +71,10 @@ async function measureTiles(ctx: GpuContext | null, plane: Float32Array, p: Tile
  * whole, and W = G·L counts each once (a frame soft on the left and sharp on the right is not
  * penalised on the right for its global FWHM). Star counts and backgrounds stay as measured.
  */
-function relativeToFrame(row: TileMeasure[], stars: readonly PooledStar[]): TileMeasure[] {
+function relativeToFrame(row: TileMeasure[], stars: readonly PooledStar[], surface: FwhmSurface | null): TileMeasure[] {
   const all = (k: 'fwhm' | 'round' | 'contrast') => median(stars.map((st) => st[k]));
-  const f = all('fwhm');
+  // With a surface, FWHM relative to the surface's median over the tiles: the same scale as its tile values.
+  const f = surface && surface.model !== 'none' ? median(row.map((m) => m.fwhm)) : all('fwhm');
   const r = all('round');
   const c = all('contrast');
   const e = median(row.map((m) => m.structure));
@@ -135,7 +141,7 @@ export function poolStars(stars: readonly PooledStar[], g: TileGrid, k: number):
 }
 
 /** What LOCAL_METRICS knows of a frame before reading its pixels: its stars per tile, and the tile task. */
-function framePlan(f: FrameRecord, g: TileGrid, W: number, H: number, osc: boolean, starMinCount: number) {
+function framePlan(f: FrameRecord, g: TileGrid, W: number, H: number, osc: boolean, starMinCount: number, fwhmMap: 'surface' | 'plane' | 'local' | 'tile') {
   const n = tileCount(g);
   const toRef = f.registration!.matrix!;
   const toFrame = invertAffine(toRef)!;
@@ -149,6 +155,13 @@ function framePlan(f: FrameRecord, g: TileGrid, W: number, H: number, osc: boole
     stars.push({ x, y, fwhm: st.fwhm, round: Math.sqrt(1 - Math.min(1, (st.eccentricity ?? 0) ** 2)), contrast: noise > 0 ? (st.peak ?? NaN) / noise : NaN });
   }
   const starsIn = poolStars(stars, g, starMinCount);
+  // The frame's seeing map over all its stars, read at the tile centres (fwhm-surface.ts).
+  const surface: FwhmSurface | null = fwhmMap === 'tile' ? null : fitFwhmSurface(stars, g.imageWidth, g.imageHeight, fwhmMap === 'plane' ? 'plane' : 'quadratic');
+  const centres = Array.from({ length: n }, (_, t) => {
+    const r = tileRect(g, t);
+    return [r.x + r.width / 2, r.y + r.height / 2] as const;
+  });
+  const tileFwhm = !surface ? centres.map(() => NaN) : fwhmMap === 'local' ? localFwhmAt(surface, stars, centres, Math.max(g.sizeX, g.sizeY)) : centres.map(([x, y]) => evalFwhmSurface(surface, x, y));
   // Structure: tile rectangles in frame pixels (bounding box of the mapped corners, clipped).
   const rects = new Int32Array(4 * n);
   for (let t = 0; t < n; t++) {
@@ -167,10 +180,14 @@ function framePlan(f: FrameRecord, g: TileGrid, W: number, H: number, osc: boole
   // Sky samples: at most 3σ above the frame's sky (stars excluded); no cut without a measured sky.
   const bgCut = Number.isFinite(sky) && noise > 0 ? sky + 3 * noise : Number.MAX_VALUE;
   const task = (file: string): TileMetricsTask => ({ kind: 'tiles', file, width: W, height: H, step: osc ? 2 : 1, rects, bgCut, unit: noise * noise, cosmetic: noise > 0 ? { sigma: COSMETIC_SIGMA, noise } : null });
-  return { stars, starsIn, noise, sky, task };
+  return { stars, starsIn, surface, tileFwhm, noise, sky, task };
 }
 
 const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(5)) : null);
+
+function surfaceRecord(s: FwhmSurface) {
+  return { model: s.model, coefficients: s.coefficients.map(r4), center: s.center, scale: s.scale, stars: s.stars, inliers: s.inliers, residual_sigma: r4(s.residual_sigma), range: s.range.map(r4) };
+}
 
 export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local_metrics', 'tile.star_min_count', 'stacking.weight_mode'], {
   name: 'LOCAL_METRICS',
@@ -203,7 +220,8 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
     // Per frame: its stars per tile and its tile rectangles (main thread, no pixels), then the
     // pixels' tile sums: on the device where placed (one frame at a time), else on the frame
     // workers (runtime_limits.parallel_workers frames at a time, results in frame order).
-    const plans = frames.map((f) => framePlan(f, g, W, H, osc, cfg.tile.star_min_count));
+    const fwhmMap = cfg.local_metrics.star_mode.fwhm_map;
+    const plans = frames.map((f) => framePlan(f, g, W, H, osc, cfg.tile.star_min_count, fwhmMap));
     const workers = new FrameWorkers(tmCtx ? 0 : Math.min(s.config.runtime_limits.parallel_workers, frames.length));
     try {
       await mapFrames(
@@ -224,7 +242,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
           return { kind: 'tiles', ok: true, metrics: await measureTiles(tmCtx, data, { ...task, width: plane.width, height: plane.height }), ms: { read: 0, measure: 0 } };
         },
         (f, r, i) => {
-          const { stars, starsIn, noise, sky } = plans[i]!;
+          const { stars, starsIn, surface, tileFwhm, noise, sky } = plans[i]!;
           const cov = s.tiled.coverage.get(f.index)!;
           if (!r.ok) {
             // No pixels, no structure measurement: the lowest L in its STRUCTURE tiles.
@@ -238,7 +256,8 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
             const usable = cov[t]! >= 0.5;
             row.push({
               stars: usable ? b.fwhm.length : 0,
-              fwhm: usable ? median(b.fwhm) : NaN,
+              // A tile's seeing: the frame's surface there (when one was fitted), else its stars' median; none without stars near it.
+              fwhm: usable && b.fwhm.length > 0 ? (surface ? tileFwhm[t]! : median(b.fwhm)) : NaN,
               roundness: usable ? median(b.round) : NaN,
               contrast: usable ? median(b.contrast) : NaN,
               structure: usable && tm && noise > 0 ? tm[TILE_METRICS_FIELDS * t + 2]! / (noise * noise) : NaN,
@@ -247,7 +266,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
             });
           }
           measures.push(row);
-          relative.push(relativeToFrame(row, stars));
+          relative.push(relativeToFrame(row, stars, surface));
           ctx.progress(++done, frames.length, 'frames');
         },
       );
@@ -255,7 +274,8 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
       await workers.close();
     }
     const lm = cfg.local_metrics;
-    const lw = localWeights(relative, n, { star_min_count: cfg.tile.star_min_count, star: lm.star_mode.weights, structure: lm.structure_mode, clamp: lm.clamp as [number, number] }, frames.map((f) => f.metrics?.background_rms ?? NaN));
+    const fwhmFloor = lm.star_mode.fwhm_z_floor ?? (fwhmMap === 'tile' ? Z_FLOOR : fwhmMap === 'local' ? LOCAL_Z_FLOOR : SURFACE_Z_FLOOR);
+    const lw = localWeights(relative, n, { star_min_count: cfg.tile.star_min_count, star: lm.star_mode.weights, fwhmFloor, structure: lm.structure_mode, clamp: lm.clamp as [number, number] }, frames.map((f) => f.metrics?.background_rms ?? NaN));
     s.tiled.local = { frames: frames.map((f) => f.index), measures, l: lw.l, types: lw.types };
     const starTiles = lw.types.filter((t) => t === 'STAR').length;
     const body = {
@@ -266,6 +286,11 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
       star_tiles: starTiles,
       structure_tiles: n - starTiles,
       frames_unmeasured: unreadable,
+      fwhm_map: fwhmMap,
+      fwhm_z_floor: fwhmFloor,
+      // Per frame (in \`frames\` order): the seeing surface on the reference grid, FWHM(u, v) with
+      // u = (x − center[0]) / scale[0], v likewise; coefficients of 1, u, v, u², uv, v².
+      fwhm_surfaces: fwhmMap === 'tile' ? undefined : plans.map((p) => surfaceRecord(p.surface!)),
       frames: frames.map((f) => ({ index: f.index, file: f.name })),
       // frames × tiles, row per frame.
       tile_metrics: measures.map((row, fi) =>
