@@ -15,6 +15,7 @@
 // No-data pixels (NaN) are left out of every mean; star detection sees them as the median.
 
 import { frameMetrics } from '../../algorithms/frame-metrics.js';
+import { medianInPlaceF32 } from '../../algorithms/robust-stats.js';
 import { detectStars } from '../../algorithms/stars.js';
 import type { TileGrid } from './tile-grid.js';
 
@@ -77,8 +78,10 @@ export const STACK_SATURATION_MARGIN = 0.9;
  * metrics); without it the detector looks for a plateau.
  */
 export function imageFwhm(img: Float32Array, W: number, H: number, saturationLevel?: number): { fwhm: number; stars: number } {
-  const finite = Array.from(img.filter(Number.isFinite)).sort((a, b) => a - b);
-  const med = finite.length ? finite[finite.length >> 1]! : 0;
+  // The fill for no-data pixels, by selection: sorting a whole frame's values took ~0.3 s, six
+  // times the star detection itself.
+  const finite = img.filter(Number.isFinite);
+  const med = finite.length ? medianInPlaceF32(finite) : 0;
   const plane = img.map((v) => (Number.isFinite(v) ? v : med));
   const det = detectStars(plane, W, H, saturationLevel !== undefined && saturationLevel > 0 ? { saturationLevel } : {});
   if (!det.ok) return { fwhm: NaN, stars: 0 };
