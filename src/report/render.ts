@@ -203,7 +203,6 @@ code{background:#eef1f5;padding:0 4px;border-radius:3px}
 .bar{fill:#2f6fdb}.bar.skipped{fill:#b8c0cc}.bar.error{fill:#d03b3b}.previews{display:grid;grid-template-columns:repeat(auto-fit,minmax(360px,1fr));gap:12px}
 figure{margin:0}figure img{max-width:100%;height:auto;border:1px solid #e3e6ea;border-radius:6px;background:#000}figcaption{font-size:12px;color:#5b6575}`;
 
-/** previewData: base64 PNG per preview path (the artifacts folder's preview_<output>.png). */
 /**
  * A node field as a tiny heat map (one rect per node; blue below the field's mean, red above,
  * full colour at ±`span`), for the local-normalization table.
@@ -249,6 +248,7 @@ function localNormalizationHtml(ln: ReportLocalNormalization | null, filter: str
 ${rows}</table>`;
 }
 
+/** previewData: base64 PNG per preview path (the artifacts folder's preview_<output>.png). */
 export function renderHtml(m: ReportModel, options: { previewData?: Record<string, string> } = {}): string {
   const layout = layoutOf(m.kind);
   const chip = (s: string) => `<span class="chip ${h(s)}">${h(s)}</span>`;

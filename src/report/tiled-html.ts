@@ -10,11 +10,11 @@
 // Pure SVG and text, no scripts (the report is self-contained); values escaped. The tile grid is
 // src/shared/tile-grid-svg.ts, which the run monitor draws too.
 
+import { escapeHtml as h } from './escape.js';
 import type { ReportTiled } from './model.js';
 import { svgMarkup } from '../shared/frame-plot-svg.js';
 import { fmtTile, gridRects, tileGridSvg } from '../shared/tile-grid-svg.js';
 
-const h = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const fmt = fmtTile;
 
 function gridSvg(t: ReportTiled, values: (number | null)[], opts: { width: number; preview?: string; label: string; lo: number; hi: number; showValues: boolean; invert?: boolean; digits?: number }): string {

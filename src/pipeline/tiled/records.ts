@@ -17,7 +17,8 @@ import type { TiledPhase } from './reasons.js';
 import type { PhaseRecord, TiledState } from './state.js';
 import { writeCheckpoint } from './checkpoint.js';
 
-const sha = (v: unknown) => createHash('sha256').update(JSON.stringify(v ?? null)).digest('hex');
+/** SHA-256 of a value's JSON: the config, frames and record hashes of the phase records (resume.ts checks record_hash with it). */
+export const sha = (v: unknown) => createHash('sha256').update(JSON.stringify(v ?? null)).digest('hex');
 
 /** Writes `artifacts/<name>` as JSON and registers it; returns its path relative to the run folder. */
 export async function writeArtifact(state: TiledState, phase: string, name: string, body: unknown): Promise<string> {

@@ -16,6 +16,7 @@
 
 import { isDeepStrictEqual } from 'node:util';
 import type { PhaseRecord } from './state.js';
+import { getPath, isPlainObject } from '../../config/merge.js';
 
 export type ResumeReason = 'unsupported_resume_phase' | 'config_missing' | 'input_missing' | 'artifacts_missing' | 'config_changed_upstream';
 
@@ -55,25 +56,14 @@ export interface Feasibility {
   would_rerun: string[];
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
-
 /** The dotted leaf keys under `key` whose values differ between `a` and `b`. */
 export function changedKeys(key: string, a: unknown, b: unknown): string[] {
   if (isDeepStrictEqual(a ?? null, b ?? null)) return [];
-  if (isObject(a) && isObject(b)) {
+  if (isPlainObject(a) && isPlainObject(b)) {
     const names = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
     return names.flatMap((n) => changedKeys(`${key}.${n}`, a[n], b[n]));
   }
   return [key];
-}
-
-function valueAt(o: Record<string, unknown> | null, path: string): unknown {
-  let v: unknown = o;
-  for (const part of path.split('.')) {
-    if (!isObject(v)) return undefined;
-    v = v[part];
-  }
-  return v;
 }
 
 /** Why phase `f` cannot be handed on: the files it lacks and the keys it read that changed. */
@@ -82,7 +72,7 @@ function problemsOf(f: PhaseFacts | undefined, name: string, prev: Record<string
   const missing = [...f.missingFiles];
   if (!f.recordValid) missing.push(`artifacts/phase_records.json#${name}`);
   if (!f.record.checkpoint) missing.push(`artifacts/resume/${name}.json.gz`);
-  const changed = f.record.config_keys.flatMap((k) => changedKeys(k, valueAt(prev, k), valueAt(next, k)));
+  const changed = f.record.config_keys.flatMap((k) => changedKeys(k, getPath(prev, k), getPath(next, k)));
   return { missing: [...new Set(missing)], changed: [...new Set(changed)] };
 }
 

@@ -6,8 +6,6 @@
 // kept and everything else set aside until the resume ends. A dry run is checkResume() alone and
 // writes nothing.
 
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { resolveTiledConfig, type TiledRunConfig } from '../../config/tiled-run.js';
@@ -20,6 +18,8 @@ import { restoreLeftover } from '../resume/aside.js';
 import { identityHolds } from '../resume/file-identity.js';
 import { runFolderAt, type RunFolder, type RunRecord } from '../run-folder.js';
 import { runPipeline, type PipelineRunOptions } from '../run.js';
+import { sha256 } from '../stages/scan/scan.js';
+import { sha } from './records.js';
 import { checkpointPath, filePath, readCheckpoint, restoreCheckpoint, type Checkpoint } from './checkpoint.js';
 import { TILED } from './definition.js';
 import { resumeFeasibility, type Feasibility, type PhaseFacts } from './resume-feasibility.js';
@@ -50,17 +50,8 @@ export interface ResumeFacts {
   missingInputs: string[];
 }
 
-const recordSha = (v: unknown) => createHash('sha256').update(JSON.stringify(v ?? null)).digest('hex');
-
-async function fileSha256(file: string): Promise<string | null> {
-  return new Promise((resolve) => {
-    const h = createHash('sha256');
-    createReadStream(file)
-      .on('data', (d) => h.update(d))
-      .on('end', () => resolve(h.digest('hex')))
-      .on('error', () => resolve(null));
-  });
-}
+/** A file's SHA-256, null when it cannot be read. */
+const fileSha256 = (file: string): Promise<string | null> => sha256(file).catch(() => null);
 
 /** The tiled settings config.yaml records (resolved again, so defaults are filled), or null. */
 export function configFromYaml(text: string | null): TiledRunConfig | null {
@@ -130,7 +121,7 @@ export async function gatherResumeFacts(runDir: string): Promise<ResumeFacts> {
       continue;
     }
     const { record_hash, ...body } = rec;
-    const recordValid = record_hash === recordSha(body) && (rec.inputs?.previous ?? null) === previousHash;
+    const recordValid = record_hash === sha(body) && (rec.inputs?.previous ?? null) === previousHash;
     previousHash = record_hash;
     const missingFiles: string[] = [];
     if (rec.checkpoint) {

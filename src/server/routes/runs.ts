@@ -17,6 +17,7 @@ import { listRunFiles, openRunFile, readRunText } from '../run-files.js';
 import { parseEventText, phaseStatuses, readEvents, readRunRecord, runLayout } from '../run-index.js';
 import { csvNumericRecords } from '../../shared/csv.js';
 import { allRuns, findRun } from '../run-lookup.js';
+import { PIPELINES } from './pipelines.js';
 
 export const VIEW_LIMIT = 8 * 1024 * 1024;
 
@@ -75,7 +76,7 @@ export function runRoutes(api: ApiRegistry, app: AppContext): void {
       events: lines.length,
       job: job ? { job_id: job.job_id, state: job.state, kind: job.kind, error: job.error } : jobId ? { job_id: jobId, state: 'unknown' } : null,
       links: { logs: `/api/runs/${ctx.params.id}/logs`, artifacts: `/api/runs/${ctx.params.id}/artifacts`, report: `/api/runs/${ctx.params.id}/report`, events: `/api/runs/${ctx.params.id}/events` },
-      resumable: false,
+      resumable: PIPELINES.some((p) => p.name === layout.kind && p.resumable),
     };
   });
 

@@ -117,7 +117,8 @@ export function frameInfoFromHeader(index: number, file: string, header: FitsHea
   };
 }
 
-async function sha256(file: string, signal?: AbortSignal): Promise<string> {
+/** SHA-256 of a file's bytes (input.checksums; resume checks a light against it). */
+export async function sha256(file: string, signal?: AbortSignal): Promise<string> {
   const hash = createHash('sha256');
   const stream = createReadStream(file, signal ? { signal } : {});
   for await (const chunk of stream) hash.update(chunk as Buffer);

@@ -57,9 +57,10 @@ function fieldFor(ctx: PhaseContext<RawStackState>, setup: StackSetup) {
   return weightField(table, g.originsX, g.originsY, g.sizeX, g.sizeY, setup.width, setup.height);
 }
 
+const referenceOf = (s: TiledState) => (s.referenceIndex === null ? undefined : s.frames.find((f) => f.index === s.referenceIndex));
+
 /** The stack's saturation level for star measurement: the reference frame's (calibrated) level with the margin, or undefined when its header has none. */
-async function stackSaturationLevel(s: TiledState): Promise<number | undefined> {
-  const ref = s.referenceIndex === null ? undefined : s.frames.find((f) => f.index === s.referenceIndex);
+async function stackSaturationLevel(ref: TiledState['frames'][number] | undefined): Promise<number | undefined> {
   const file = ref?.calibratedFile ?? ref?.file;
   if (!file) return undefined;
   try {
@@ -77,8 +78,7 @@ async function stackSaturationLevel(s: TiledState): Promise<number | undefined> 
  * debayered as STACKING debayers, against its own metric FWHM), puts the seeing into the stack's
  * domain. Null when it cannot be measured (no reference, another size, no stars).
  */
-async function mosaicToStackFwhm(s: TiledState, width: number, height: number, level: number | undefined): Promise<{ factor: number; mosaic: number; debayered: number } | null> {
-  const ref = s.referenceIndex === null ? undefined : s.frames.find((f) => f.index === s.referenceIndex);
+async function mosaicToStackFwhm(s: TiledState, ref: TiledState['frames'][number] | undefined, width: number, height: number, level: number | undefined): Promise<{ factor: number; mosaic: number; debayered: number } | null> {
   const mosaic = ref?.metrics?.fwhm;
   if (!ref || !s.bayer || !(mosaic !== undefined && mosaic > 0)) return null;
   try {
@@ -87,11 +87,9 @@ async function mosaicToStackFwhm(s: TiledState, width: number, height: number, l
     const h = (await readFitsHeader(ref.file)).header;
     const off = keys.bayerOffset(h);
     const rgb = debayerBilinear(img.data, { width, height, pattern: cfaPhase(s.bayer, off.x, off.y, keys.rowOrder(h) ?? 'TOP-DOWN', height) });
-    const planes = new Float32Array(3 * width * height);
-    planes.set(rgb.r, 0);
-    planes.set(rgb.g, width * height);
-    planes.set(rgb.b, 2 * width * height);
-    const debayered = imageFwhm(luminance(planes, width, height, 3), width, height, level).fwhm;
+    const lum = new Float32Array(width * height);
+    for (let i = 0; i < lum.length; i++) lum[i] = (rgb.r[i]! + rgb.g[i]! + rgb.b[i]!) / 3;
+    const debayered = imageFwhm(lum, width, height, level).fwhm;
     return Number.isFinite(debayered) && debayered > 0 ? { factor: debayered / mosaic, mosaic, debayered } : null;
   } catch {
     return null;
@@ -112,11 +110,12 @@ export const tiledStackingPhase: TiledPhase = tiledPhase('STACKING', ['stacking'
     if (!file || !g) return outcome;
     const img = await readFitsImage(file);
     const lum = luminance(img.data, img.width, img.height, img.planes);
-    const level = await stackSaturationLevel(s);
+    const ref = referenceOf(s);
+    const level = await stackSaturationLevel(ref);
     const out = imageFwhm(lum, img.width, img.height, level);
     const seam = seamScore(lum, img.width, img.height, g);
     const v = s.config.tiled.validation;
-    const domain = img.planes === 3 ? await mosaicToStackFwhm(s, img.width, img.height, level) : null;
+    const domain = img.planes === 3 ? await mosaicToStackFwhm(s, ref, img.width, img.height, level) : null;
     const seeing = g.seeingFwhm * (domain?.factor ?? 1);
     const improvement = ((seeing - out.fwhm) / seeing) * 100;
     const checks = {
