@@ -15,7 +15,7 @@ import { STRUCTURE_QUANTILE, tileMetrics } from '../../src/cpu/tile-metrics.js';
 import { stackFieldRows, weightField } from '../../src/pipeline/stages/stacking/weightfield.js';
 import { tileCount, tileGrid, type TileGrid } from '../../src/pipeline/tiled/tile-grid.js';
 import { clusterFrames, clusterTable } from '../../src/pipeline/tiled/clustering.js';
-import { ARTEFACT_FACTOR, globalWeights, localWeights, tileTable, type TileMeasure } from '../../src/pipeline/tiled/weights.js';
+import { ARTEFACT_FACTOR, globalWeights, LOCAL_ARTEFACT_FACTOR, localWeights, tileTable, type TileMeasure } from '../../src/pipeline/tiled/weights.js';
 import { seamScore } from '../../src/pipeline/tiled/validation.js';
 import { poolStars } from '../../src/pipeline/tiled/phases/local-metrics.js';
 import { fwhmVsGlobal } from '../../src/pipeline/tiled/report-section.js';
@@ -397,6 +397,25 @@ test('clustering: deterministic k-means separates two frame states; the blended 
   // The better cluster weighs more: w_k = exp(median clip(ln G)).
   const good = a.labels[0]!;
   assert.ok(t.clusterWeights[good]! > t.clusterWeights[1 - good]!);
+});
+
+test('local weights: a trail that lifts one tile of one frame to ~2x the tile median is an artefact; a frame sharper all over keeps its weight', () => {
+  // 10 frames x 6 STRUCTURE tiles, E/sigma^2 about 5 with a little scatter (seeded by index).
+  const settings = { star_min_count: 10, star: { fwhm: 0.6, roundness: 0.2, contrast: 0.2 }, structure: { metric_weight: 0.7, background_weight: 0.3 }, clamp: [-3, 3] as [number, number] };
+  const measure = (structure: number): TileMeasure => ({ stars: 0, fwhm: NaN, roundness: NaN, contrast: NaN, structure, background: 0 });
+  const tiles = 6;
+  const base = (f: number, t: number) => 5 * (1 + 0.03 * Math.sin(7 * f + 3 * t));
+  const e = Array.from({ length: 10 }, (_, f) => Array.from({ length: tiles }, (_, t) => base(f, t)));
+  e[5]![2] = 2 * base(5, 2); // the satellite frame's trail crosses tile 2: below ARTEFACT_FACTOR x the median
+  for (let t = 0; t < tiles; t++) e[8]![t] = 1.8 * base(8, t); // frame 8 is sharper everywhere
+  assert.ok(2 < ARTEFACT_FACTOR && 2 > LOCAL_ARTEFACT_FACTOR, 'the case lies between the two rules');
+  const w = localWeights(e.map((row) => row.map(measure)), tiles, settings, new Array(10).fill(1));
+  const l = (f: number, t: number) => w.l[f * tiles + t]!;
+  const others = Array.from({ length: 10 }, (_, f) => l(f, 2)).filter((_, f) => f !== 5);
+  assert.ok(l(5, 2) <= Math.min(...others), `trail frame L ${l(5, 2)} vs others min ${Math.min(...others)}`);
+  assert.ok(l(5, 2) < 0.1, `the trail counts as no usable measurement: ${l(5, 2)}`);
+  // The frame that is sharper in every tile is not an artefact: the highest L in each tile.
+  for (let t = 0; t < tiles; t++) assert.ok(l(8, t) >= Math.max(...Array.from({ length: 10 }, (_, f) => l(f, t))), `tile ${t}: frame 8 L ${l(8, t)}`);
 });
 
 test.run();

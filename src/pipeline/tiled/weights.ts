@@ -61,6 +61,16 @@ export const LOCAL_Z_FLOOR = 0.1;
  */
 export const ARTEFACT_FACTOR = 3;
 
+/**
+ * An E/σ² above this many times what the frame shows in its typical tile (its median, over the
+ * tiles, of E/σ² over the tile's median across frames) is an artefact too. Seeing moves a frame's
+ * structure coherently over the field; a satellite or plane trail moves one tile. With E the 90th
+ * percentile a trail across a sparse tile reads only ~2× the tile's median (a satellite frame of
+ * a 10-frame OSC session without flats took L ≈ 18 in the tile its trail crossed, N_eff 2.1 of
+ * 10), under ARTEFACT_FACTOR; against the frame's own typical ratio it stands out.
+ */
+export const LOCAL_ARTEFACT_FACTOR = 1.5;
+
 function median(v: number[]): number {
   const s = v.filter(Number.isFinite).sort((a, b) => a - b);
   const n = s.length;
@@ -158,6 +168,9 @@ export function localWeights(m: readonly (readonly TileMeasure[])[], tiles: numb
   const l = new Float64Array(n * tiles);
   const types: TileType[] = [];
   const noiseMedian = median([...frameNoise]);
+  // Each frame's typical structure ratio over the field (LOCAL_ARTEFACT_FACTOR).
+  const tileMedianE = Array.from({ length: tiles }, (_, t) => median(m.map((row) => row[t]!.structure)));
+  const typicalRatio = m.map((row) => median(row.map((c, t) => (tileMedianE[t]! > 0 ? c.structure / tileMedianE[t]! : NaN))));
   for (let t = 0; t < tiles; t++) {
     const at = (k: keyof TileMeasure) => m.map((row) => row[t]![k]);
     const starCount = median(at('stars'));
@@ -176,7 +189,8 @@ export function localWeights(m: readonly (readonly TileMeasure[])[], tiles: numb
     } else {
       const raw = at('structure');
       const eMedian = median(raw);
-      const e = raw.map((x) => (Number.isFinite(eMedian) && eMedian > 0 && x > ARTEFACT_FACTOR * eMedian ? NaN : x));
+      const artefact = (x: number, f: number) => Number.isFinite(eMedian) && eMedian > 0 && (x > ARTEFACT_FACTOR * eMedian || (typicalRatio[f]! > 0 && x > LOCAL_ARTEFACT_FACTOR * typicalRatio[f]! * eMedian));
+      const e = raw.map((x, f) => (artefact(x, f) ? NaN : x));
       const b = at('background');
       const ze = robustZ(e, relFloor(e));
       // A tile's sky is a mean over thousands of samples: a quarter of the pixel noise is a real difference.
