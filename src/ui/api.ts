@@ -95,6 +95,9 @@ export interface JobRecord {
   error?: { code: string; message: string } | null;
 }
 
+/** An error as one line for the pages: the server's message and code, or the thrown text. */
+export const errText = (e: unknown): string => (e instanceof ApiError ? `${e.message} (${e.code})` : e instanceof Error ? e.message : String(e));
+
 export const TERMINAL_JOB_STATES: ReadonlySet<string> = new Set(['ok', 'error', 'cancelled']);
 
 export interface ArtifactEntry {

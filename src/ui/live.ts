@@ -1,16 +1,21 @@
-// Live events of a Raw Stack job for the monitors. Order of sources:
+// Live events of a job's run for the monitors. Order of sources:
 //   1. the job record (GET /api/jobs/:id) until it names its run_id;
 //   2. Server-Sent Events from GET /api/runs/:run_id/events (replays events.jsonl, then follows),
 //      with the job record watched beside it (a job can end without a run_end line, e.g. when
 //      it is cancelled before its child wrote anything);
 //   3. if the stream fails or is unavailable, polling: the run's event lines
 //      (GET /api/runs/:id/logs) plus the job record, once a second.
-// Lines reach the caller once each, in seq order. The follower ends at `run_end`, or when the
-// job is terminal and a last read of the event lines has been delivered.
+// Lines reach the caller once each, in seq order. Where the log ends is shared with the server
+// (shared/event-end.ts): a run's log goes on after its first run_end when it was resumed, so the
+// follower ends at the stream's `end` event (the server decides it per read of the file) or, when
+// polling, once a whole read of the lines ends the log; or when the job is terminal and a last
+// read of the lines has been delivered. A resume job's run already holds an ended session when
+// the job starts, so its follower ends with the job only.
 // followRun follows a run that no job of this server owns (started from the CLI, or by an
-// earlier server): the same stream or polling of its event lines, until run_end.
+// earlier server, possibly resumed since): the same stream or polling of its lines, until the end.
 
-import { api, ApiError, TERMINAL_JOB_STATES, type JobRecord } from './api.js';
+import { api, errText, TERMINAL_JOB_STATES, type JobRecord } from './api.js';
+import { LogEnd } from '../shared/event-end.js';
 import type { EventLine } from './run-state.js';
 
 export interface FollowCallbacks {
@@ -20,8 +25,6 @@ export interface FollowCallbacks {
   onDone?(job: JobRecord | null): void;
   onError?(message: string): void;
 }
-
-const SSE_TYPES = ['run_start', 'phase_start', 'phase_progress', 'phase_end', 'frame', 'warning', 'run_end'];
 
 export interface Follower {
   stop(): void;
@@ -36,6 +39,9 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
   let source: EventSource | null = null;
   const timers = new Set<number>();
   let job: JobRecord | null = null;
+  const end = new LogEnd();
+  // A resume job's run log already ends (its first session) before the job appends to it.
+  const logEnds = (): boolean => job !== null && job.kind !== 'resume';
 
   const later = (f: () => void, ms: number): void => {
     const t = window.setTimeout(() => {
@@ -56,8 +62,8 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
   const deliver = (line: EventLine): void => {
     if (stopped || typeof line.seq !== 'number' || line.seq <= lastSeq) return;
     lastSeq = line.seq;
+    end.see(line);
     cb.onLine(line);
-    if (line.type === 'run_end') finish();
   };
 
   const finish = (): void => {
@@ -81,20 +87,23 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
       job = await api.job(jobId);
       if (!stopped) cb.onJob?.(job);
     } catch (e) {
-      if (!detached) cb.onError?.(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+      if (!detached) cb.onError?.(errText(e));
     }
     return job;
   };
 
-  const readLines = async (runId: string): Promise<void> => {
+  /** One read of the run's lines; true when they end the log (see the head comment). */
+  const readLines = async (runId: string): Promise<boolean> => {
     try {
       for (const line of await api.logs(runId)) deliver(line as EventLine);
+      return end.ended && logEnds();
     } catch (e) {
-      if (!detached) cb.onError?.(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+      if (!detached) cb.onError?.(errText(e));
+      return false;
     }
   };
 
-  /** Terminal job: deliver what the run wrote, then end (run_end among the lines ends it first). */
+  /** Terminal job: deliver what the run wrote, then end. */
   const closeOut = async (runId: string | null): Promise<void> => {
     if (runId) await readLines(runId);
     finish();
@@ -105,7 +114,7 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
     const j = await refreshJob();
     const rid = runId ?? j?.run_id ?? null;
     if (j && TERMINAL_JOB_STATES.has(j.state)) return closeOut(rid);
-    if (rid) await readLines(rid);
+    if (rid && (await readLines(rid))) return finish();
     if (!stopped) later(() => void poll(rid), pollMs);
   };
 
@@ -128,15 +137,22 @@ export function followJob(jobId: string, cb: FollowCallbacks, opts: { pollMs?: n
       return;
     }
     cb.onMode?.('sse');
-    const es = openEventStream(runId, deliver, () => {
+    const toPolling = (): void => {
       if (stopped || source !== es) return;
-      // The stream broke or was refused: poll from here on (seq dedup keeps lines single).
       es.close();
       source = null;
       cb.onMode?.('polling');
       for (const t of timers) clearTimeout(t);
       timers.clear();
       void poll(runId);
+    };
+    // The stream broke or was refused: poll from here on (seq dedup keeps lines single). Its end
+    // ends a run job; a resume job's stream can end at the earlier session before the job
+    // appends, so that job goes on polling until it is terminal.
+    const es = openEventStream(runId, deliver, toPolling, () => {
+      if (stopped || source !== es) return;
+      if (logEnds()) finish();
+      else toPolling();
     });
     source = es;
     watchJob(runId);
@@ -170,28 +186,32 @@ export function followRun(runId: string, cb: FollowCallbacks, opts: { pollMs?: n
   let lastSeq = 0;
   let source: EventSource | null = null;
   let timer: number | null = null;
+  const end = new LogEnd();
   const halt = (): void => {
     stopped = true;
     source?.close();
     source = null;
     if (timer !== null) clearTimeout(timer);
   };
+  const finish = (): void => {
+    if (stopped) return;
+    halt();
+    cb.onMode?.('done');
+    cb.onDone?.(null);
+  };
   const deliver = (line: EventLine): void => {
     if (stopped || typeof line.seq !== 'number' || line.seq <= lastSeq) return;
     lastSeq = line.seq;
+    end.see(line);
     cb.onLine(line);
-    if (line.type === 'run_end') {
-      halt();
-      cb.onMode?.('done');
-      cb.onDone?.(null);
-    }
   };
   const poll = async (): Promise<void> => {
     if (stopped) return;
     try {
       for (const line of await api.logs(runId)) deliver(line as EventLine);
+      if (end.ended) return finish();
     } catch (e) {
-      if (!stopped) cb.onError?.(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+      if (!stopped) cb.onError?.(errText(e));
     }
     if (!stopped) timer = window.setTimeout(() => void poll(), pollMs);
   };
@@ -200,20 +220,30 @@ export function followRun(runId: string, cb: FollowCallbacks, opts: { pollMs?: n
     void poll();
   } else {
     cb.onMode?.('sse');
-    const es = openEventStream(runId, deliver, () => {
-      if (stopped || source !== es) return;
-      es.close();
-      source = null;
-      cb.onMode?.('polling');
-      void poll();
-    });
+    const es = openEventStream(
+      runId,
+      deliver,
+      () => {
+        if (stopped || source !== es) return;
+        es.close();
+        source = null;
+        cb.onMode?.('polling');
+        void poll();
+      },
+      () => {
+        if (source === es) finish();
+      },
+    );
     source = es;
   }
   return { stop: halt };
 }
 
-/** The run's event stream: each event line to `deliver`, `onBroken` when it fails or is refused. */
-function openEventStream(runId: string, deliver: (line: EventLine) => void, onBroken: () => void): EventSource {
+/**
+ * The run's event stream: each event line to `deliver`, `onBroken` when it fails or is refused,
+ * `onEnd` at the server's `end` event (the log ended, after the lines of that read).
+ */
+function openEventStream(runId: string, deliver: (line: EventLine) => void, onBroken: () => void, onEnd: () => void): EventSource {
   const es = new EventSource(api.eventsUrl(runId));
   const onMessage = (ev: MessageEvent): void => {
     try {
@@ -222,9 +252,10 @@ function openEventStream(runId: string, deliver: (line: EventLine) => void, onBr
       // comments and keep-alives carry no JSON
     }
   };
+  // The server sends every line as an unnamed event; `end` is its only named one.
   es.addEventListener('message', onMessage);
-  for (const t of SSE_TYPES) es.addEventListener(t, onMessage as EventListener);
   es.addEventListener('error', onBroken);
+  es.addEventListener('end', onEnd);
   return es;
 }
 

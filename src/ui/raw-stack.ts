@@ -7,7 +7,7 @@
 // Validate names the values typed in the editor that a field replaced, so nothing changes silently.
 // The last job id is kept in localStorage so a reload shows the same run again.
 
-import { api, ApiError, TERMINAL_JOB_STATES, type ApiIssue, type ArtifactEntry, type JobRecord } from './api.js';
+import { api, ApiError, errText, TERMINAL_JOB_STATES, type ApiIssue, type ArtifactEntry, type JobRecord } from './api.js';
 import { getPath, isObject, mergeLayers, overriddenKeys, setPath, type Json, type Override } from './config-paths.js';
 import { byId, clear, h, say } from './dom.js';
 import { browse } from './folder-browser.js';
@@ -52,7 +52,6 @@ const frameTable = new FrameTable(byId<HTMLTableElement>('frame-table'), byId('f
   },
 });
 
-const errText = (e: unknown): string => (e instanceof ApiError ? `${e.message} (${e.code})` : e instanceof Error ? e.message : String(e));
 
 // ---- form and editor -------------------------------------------------------------------------
 

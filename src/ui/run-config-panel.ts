@@ -7,7 +7,7 @@
 // disabled with a tooltip: Raw Stack runs are not resumable (seed). A server that does not resume
 // tiled runs (409 RESUME_NOT_SUPPORTED) is said so plainly, as is every other refusal.
 
-import { api, ApiError, type ResumeCheck, type ResumeRequest, type RevisionRecord, type StartResult } from './api.js';
+import { api, ApiError, errText, type ResumeCheck, type ResumeRequest, type RevisionRecord, type StartResult } from './api.js';
 import { byId, clear, h, say } from './dom.js';
 
 export const RAWSTACK_WHY = 'Not available for Raw Stack runs: they are not resumable (no resume, revision or template).';
@@ -299,4 +299,3 @@ export class RunConfigPanel {
   }
 }
 
-const errText = (e: unknown): string => (e instanceof ApiError ? `${e.message} (${e.code})` : String(e));

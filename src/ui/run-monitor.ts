@@ -10,7 +10,7 @@
 // `&live=poll` skips Server-Sent Events and polls (the fallback path, also for proxies that
 // buffer event streams).
 
-import { api, ApiError, TERMINAL_JOB_STATES, type ArtifactEntry, type JsonObject, type StartResult } from './api.js';
+import { api, errText, TERMINAL_JOB_STATES, type ArtifactEntry, type StartResult } from './api.js';
 import { RAWSTACK_WHY, RunConfigPanel } from './run-config-panel.js';
 import { TileMapView } from './tile-map-view.js';
 import { yamlDropBlock } from './yaml-edit.js';
@@ -18,9 +18,9 @@ import { showArtifact } from './artifact-viewer.js';
 import { byId, clear, formatBytes, h, say } from './dom.js';
 import { frameContext } from './frame-data.js';
 import { FrameTable, frameRows, openFrameInViewer, type FrameRow } from './frame-table.js';
-import { followJob, followRun, type FollowCallbacks } from './live.js';
+import { followJob, followRun, type FollowCallbacks, type Follower } from './live.js';
 import { renderLog, renderNotes, renderPhaseTable, renderPreviews } from './monitor-views.js';
-import { RunState, type EventLine } from './run-state.js';
+import { RunState } from './run-state.js';
 import { layoutOf } from '../shared/run-layout.js';
 
 /** Where this run's report and frame table lie (its kind from run_start; Raw Stack until then). */
@@ -35,7 +35,6 @@ let runId: string | null = null;
 let artifacts: ArtifactEntry[] = [];
 let selected: string | null = params.get('artifact');
 
-const errText = (e: unknown): string => (e instanceof ApiError ? `${e.message} (${e.code})` : String(e));
 
 /** Resume, New revision and Save as template: working for tiled runs, disabled with the reason otherwise. */
 function runFunctions(kind: string | null = null): void {
@@ -54,7 +53,7 @@ function runFunctions(kind: string | null = null): void {
   byId('mode-note').textContent = tiled ? 'Tiled run: resume from a phase, configuration revisions and templates below.' : kind === null ? 'Preprocessing mode.' : `Preprocessing mode. ${RAWSTACK_WHY}`;
 }
 
-const panel = new RunConfigPanel({ onResumeStarted: (job) => void followResume(job) });
+const panel = new RunConfigPanel({ onResumeStarted: (job) => followResume(job) });
 const tileMaps = new TileMapView(byId('tile-maps'));
 let panelRun = '';
 
@@ -69,27 +68,37 @@ function runKnown(): void {
   void panel.setRun(runId, state.kind);
 }
 
-/** A resume job of this run: its new event lines polled into the views until the job ends. */
-async function followResume(job: StartResult): Promise<void> {
+let resumeFollower: Follower | null = null;
+
+/**
+ * A resume job of this run: its lines into the views until the job ends. The same follower as a
+ * run's (live.ts), which knows that a resumed run's log goes on after its first run_end.
+ */
+function followResume(job: StartResult): void {
   const resumeStatus = byId('resume-status');
-  for (;;) {
-    await new Promise((r) => setTimeout(r, 1000));
-    if (runId) {
-      const lines = await api.logs(runId).catch(() => [] as JsonObject[]);
-      let changed = false;
-      for (const l of lines) changed = state.apply(l as unknown as EventLine) || changed;
-      if (changed) render();
-    }
-    const rec = await api.job(job.job_id).catch(() => null);
-    if (rec && TERMINAL_JOB_STATES.has(rec.state)) {
-      say(resumeStatus, `Resume ${rec.state}${rec.error ? ` — ${rec.error.code}: ${rec.error.message}` : ''} (job ${job.job_id}).`, rec.state === 'ok' ? 'ok' : rec.state === 'cancelled' ? 'info' : 'error');
-      break;
-    }
-    if (rec) say(resumeStatus, `Resume job ${job.job_id} ${rec.state}${rec.progress?.phase ? `: ${rec.progress.phase}` : ''}…`);
-  }
-  await refreshArtifacts();
-  await panel.loadConfig();
-  await panel.loadRevisions();
+  resumeFollower?.stop();
+  resumeFollower = followJob(
+    job.job_id,
+    {
+      onLine: (line) => {
+        if (!state.apply(line)) return;
+        render();
+        if (line.type === 'phase_end') void refreshArtifacts();
+      },
+      onJob: (rec) => {
+        if (!TERMINAL_JOB_STATES.has(rec.state)) say(resumeStatus, `Resume job ${job.job_id} ${rec.state}${rec.progress?.phase ? `: ${rec.progress.phase}` : ''}…`);
+      },
+      onDone: (rec) => {
+        const final = rec?.state ?? 'unknown';
+        say(resumeStatus, `Resume ${final}${rec?.error ? ` — ${rec.error.code}: ${rec.error.message}` : ''} (job ${job.job_id}).`, final === 'ok' ? 'ok' : final === 'cancelled' ? 'info' : 'error');
+        void refreshArtifacts();
+        void panel.loadConfig();
+        void panel.loadRevisions();
+      },
+      onError: (message) => say(resumeStatus, message, 'error'),
+    },
+    { forcePolling },
+  );
 }
 
 /**

@@ -6,7 +6,7 @@
 // (POST /api/jobs/run {pipeline: "tiled"}) and Cancel, and the run's phase chips and latest events
 // while it runs. The run monitor shows the rest (revisions, resume, tile grid).
 
-import { api, ApiError, TERMINAL_JOB_STATES, type YamlFinding } from './api.js';
+import { api, ApiError, errText, TERMINAL_JOB_STATES, type YamlFinding } from './api.js';
 import { TemplateBar } from './template-bar.js';
 import { YamlCompleter } from './yaml-complete.js';
 import { yamlScalar, yamlSetPath } from './yaml-edit.js';
@@ -27,7 +27,6 @@ const cancelBtn = byId<HTMLButtonElement>('btn-cancel');
 let follower: Follower | null = null;
 let jobId: string | null = null;
 
-const errText = (e: unknown): string => (e instanceof ApiError ? `${e.message} (${e.code})` : String(e));
 
 /** Line numbers beside the YAML, the lines with findings marked. */
 function renderGutter(findings: YamlFinding[] = []): void {

@@ -7,7 +7,7 @@
 // y = row in the file's order); the picture is drawn top-down, FITS rows bottom-up unless
 // ROWORDER = 'TOP-DOWN' (pyramid-math.ts displayFlipped), so y grows upwards on screen then.
 
-import { ApiError, request } from './api.js';
+import { errText, request } from './api.js';
 import { byId, clear, h, say } from './dom.js';
 import { viewerUrl } from './image-viewer.js';
 import { fitsRow } from '../shared/pyramid-math.js';
@@ -42,7 +42,6 @@ let a: ImageSource | null = null;
 let b: ImageSource | null = null;
 let blinkTimer = 0;
 
-const errText = (e: unknown) => (e instanceof ApiError ? `${e.message} (${e.code})` : String(e));
 
 function mode(): StretchMode {
   return (STRETCH_MODES as readonly string[]).includes(modeSelect.value) ? (modeSelect.value as StretchMode) : 'auto';

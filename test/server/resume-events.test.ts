@@ -5,7 +5,7 @@
 // details fold it (earlier phases keep their status, the re-run one takes the new one).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { closeRun } from '../../src/server/run-index.js';
@@ -65,6 +65,36 @@ test('SSE of a resumed run ends after resume_end; run details fold the appended 
     const det = await http(srv.url, 'GET', '/api/runs/r2');
     const phases = Object.fromEntries(det.json.phases.map((p: { phase: string; status: string }) => [p.phase, p.status]));
     assert.equal(phases, { A: 'ok', B: 'error' });
+  } finally {
+    await srv.close();
+    await rm(runs, { recursive: true, force: true });
+  }
+});
+
+test('SSE that starts between a run and its resume follows the appended session to resume_end', async () => {
+  const runs = await mkdtemp(join(tmpdir(), 'skystack-resume-live-'));
+  const srv = await testServer({ runsDir: runs });
+  try {
+    // The first session has ended and the resume has begun: the stream must not end at run_end.
+    const dir = await runFolder(runs, 'r3', [...FIRST, { type: 'resume_start', from_phase: 'B', config_revision_id: null }]);
+    const rest = [
+      { type: 'run_start', kind: 'tiled', run_dir: '/x', phases: PLAN, resumed_from: 'B' },
+      { type: 'phase_start', phase: 'B' },
+      { type: 'phase_end', phase: 'B', status: 'ok', duration_ms: 1 },
+      { type: 'run_end', status: 'ok', duration_ms: 1, failed_phases: [] },
+      { type: 'resume_end', status: 'ok', from_phase: 'B' },
+    ];
+    const appended = (async () => {
+      for (const [i, b] of rest.entries()) {
+        await new Promise((r) => setTimeout(r, 250));
+        await appendFile(join(dir, 'logs', 'run_events.jsonl'), JSON.stringify({ seq: 8 + i, ts: '2026-01-01T00:00:09.000Z', run_id: 'r3', ...b }) + '\n');
+      }
+    })();
+    const sse = await http(srv.url, 'GET', '/api/runs/r3/events');
+    await appended;
+    const ids = [...sse.text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+    assert.equal(ids, Array.from({ length: 12 }, (_, i) => i + 1));
+    assert.ok(sse.text.indexOf('"resume_end"') < sse.text.indexOf('event: end'), 'end comes after resume_end');
   } finally {
     await srv.close();
     await rm(runs, { recursive: true, force: true });

@@ -90,6 +90,19 @@ run('a tiled run from the studio, then Check and Start resume from STACKING afte
   assert.ok(sources.length > revsBefore, sources.join(' | '));
   await page.waitForFunction(() => /method: winsor/.test(document.getElementById('config-text')?.textContent ?? ''));
   assert.match((await page.textContent('#event-log')) ?? '', /resume from STACKING/);
+
+  // The finished, resumed run opened later by its id (no job): its log goes on after the first
+  // run_end, so both the stream and polling must follow it to the resume's end.
+  const runId = new URL(page.url()).searchParams.get('run_id') ?? (await page.textContent('#run-title'))?.split(' ')[0] ?? '';
+  assert.ok(runId, 'the run id is shown');
+  for (const live of ['', '&live=poll']) {
+    await page.goto(`/ui/run-monitor.html?run_id=${encodeURIComponent(runId)}${live}`);
+    await page.waitForFunction(() => /^Run /.test(document.getElementById('job-status')?.textContent ?? ''), null, { timeout: 30_000 });
+    const log = (await page.textContent('#event-log')) ?? '';
+    assert.match(log, /resume from STACKING/, `${live || 'stream'}: the resume's lines are shown`);
+    assert.match(log, /resume ok/, `${live || 'stream'}: up to the resume's end`);
+    assert.match((await page.textContent('#job-status')) ?? '', /^Run ok/);
+  }
 });
 
 ui.run();

@@ -16,6 +16,7 @@ import { page, PageQuery, type ApiRegistry } from '../registry.js';
 import { listRunFiles, openRunFile, readRunText } from '../run-files.js';
 import { parseEventText, phaseStatuses, readEvents, readRunRecord, runLayout } from '../run-index.js';
 import { csvNumericRecords } from '../../shared/csv.js';
+import { LogEnd } from '../../shared/event-end.js';
 import { allRuns, findRun } from '../run-lookup.js';
 import { PIPELINES } from './pipelines.js';
 
@@ -225,8 +226,7 @@ function followEvents(runDir: string, eventsRel: string, after: number, out: Pas
   let partial = '';
   let closed = false;
   let lastWrite = Date.now();
-  let resuming = false;
-  let ended = false;
+  const end = new LogEnd();
   out.write(`retry: 2000\n\n`);
   const close = () => {
     if (closed) return;
@@ -261,20 +261,13 @@ function followEvents(runDir: string, eventsRel: string, after: number, out: Pas
           } catch {
             continue;
           }
-          // A resumed run's log goes on after its first run_end: resume_start … run_end, resume_end.
-          if (ev.type === 'resume_start') {
-            resuming = true;
-            ended = false;
-          } else if (ev.type === 'run_end' && !resuming) ended = true;
-          else if (ev.type === 'resume_end') {
-            resuming = false;
-            ended = true;
-          }
+          end.see(ev);
           if ((ev.seq ?? 0) <= after) continue;
           out.write(`id: ${ev.seq}\ndata: ${line}\n\n`);
           lastWrite = Date.now();
         }
-        if (ended) {
+        // Decided per read, not per line: a resumed run's log goes on after its first run_end.
+        if (end.ended && offset >= s.size && !partial) {
           out.write(`event: end\ndata: {}\n\n`);
           return close();
         }
