@@ -13,7 +13,7 @@ import { dirname } from 'node:path';
 import { z } from 'zod';
 import { resolveTiledConfig, type TiledRunConfig } from '../config/tiled-run.js';
 import { validateTiledYaml, YAML_LIMIT } from '../config/tiled.js';
-import { listRevisions, REVISION_ID_RE, revisionsDir, type RevisionSource } from '../pipeline/config-revisions.js';
+import { listRevisions, REVISION_ID_RE, revisionsDir } from '../pipeline/config-revisions.js';
 import { checkResume, configFromYaml, refusal, ResumeRefused, runDefaults } from '../pipeline/tiled/resume.js';
 import { RUN_LAYOUTS } from '../shared/run-layout.js';
 import { confineConfigPaths } from './config-paths.js';
@@ -99,7 +99,6 @@ export async function resumeRun(app: AppContext, body: ResumeRequest): Promise<R
     const r = refusal(verdict, fromPhase);
     throw new ApiError('RESUME_PHASE_NOT_FEASIBLE', r.message, { run_id: body.run_id, from_phase: fromPhase, ...r.details });
   }
-  const source: RevisionSource = config ? 'resume_selected' : 'resume_previous';
   const jobId = newJobId();
   const job = await app.jobs.submit(
     'resume',
@@ -110,7 +109,6 @@ export async function resumeRun(app: AppContext, body: ResumeRequest): Promise<R
       run_id: body.run_id,
       run_dir: dir,
       from_phase: fromPhase,
-      revision_source: source,
       ...(config ? { tiled: config.tiled as unknown as Record<string, unknown>, raw: config.raw as unknown as Record<string, unknown> } : {}),
       confine: app.guard.confinement(),
     },

@@ -82,10 +82,15 @@ export async function setAside(runDir: string, folders: readonly string[], keep:
 }
 
 async function restoreAside(runDir: string, folders: readonly string[], keep: (rel: string) => boolean, moved: readonly string[], copied: readonly string[]): Promise<void> {
-  const asideRoot = join(runDir, ASIDE_DIR);
   // What the resume wrote: every file the earlier phases do not own.
   for (const folder of folders) for (const rel of await listFiles(runDir, folder)) if (!keep(rel)) await rm(abs(runDir, rel), { force: true });
-  for (const rel of [...moved, ...copied]) {
+  await moveBack(runDir, [...moved, ...copied]);
+}
+
+/** Moves the set-aside files (relative paths) back into the run folder, then drops the aside folder. */
+async function moveBack(runDir: string, rels: readonly string[]): Promise<void> {
+  const asideRoot = join(runDir, ASIDE_DIR);
+  for (const rel of rels) {
     const from = abs(asideRoot, rel);
     if (await stat(from).catch(() => null)) await moveFile(from, abs(runDir, rel));
   }
@@ -98,14 +103,9 @@ async function restoreAside(runDir: string, folders: readonly string[], keep: (r
  * old ones do not come back over them.
  */
 export async function restoreLeftover(runDir: string): Promise<boolean> {
-  const asideRoot = join(runDir, ASIDE_DIR);
-  const text = await readFile(join(asideRoot, MANIFEST), 'utf8').catch(() => null);
+  const text = await readFile(join(runDir, ASIDE_DIR, MANIFEST), 'utf8').catch(() => null);
   if (text === null) return false;
   const m = JSON.parse(text) as { moved: string[]; copied: string[] };
-  for (const rel of [...m.moved, ...m.copied]) {
-    const from = abs(asideRoot, rel);
-    if (await stat(from).catch(() => null)) await moveFile(from, abs(runDir, rel));
-  }
-  await rm(asideRoot, { recursive: true, force: true });
+  await moveBack(runDir, [...m.moved, ...m.copied]);
   return true;
 }

@@ -129,7 +129,7 @@ async function resume(spec: Extract<JobSpec, { kind: 'resume' }>, signal: AbortS
   const { resumeTiled } = await import('../../pipeline/tiled/resume.js');
   const { RUN_LAYOUTS } = await import('../../shared/run-layout.js');
   const prior = parseEventLines(await readFile(join(spec.run_dir, ...RUN_LAYOUTS.tiled.events.split('/')), 'utf8').catch(() => ''));
-  const r = await resumeTiled(spec.run_dir, spec.from_phase, { config, revisionSource: spec.revision_source, jobId: spec.job_id, signal, onEvent: progressSender(prior) });
+  const r = await resumeTiled(spec.run_dir, spec.from_phase, { config, jobId: spec.job_id, signal, onEvent: progressSender(prior) });
   return report(r);
 }
 

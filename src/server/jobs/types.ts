@@ -39,7 +39,7 @@ export type JobSpec =
   /** A tiled run: its resolved settings and the Raw Stack keys derived from them (config/tiled-run.ts). */
   | { kind: 'tiled'; job_id: string; tiled: Record<string, unknown>; raw: Record<string, unknown>; run_id: string; run_dir: string; confine?: ReadConfinement }
   /** A resume of a tiled run from a phase; tiled/raw absent: the run's own config.yaml. */
-  | { kind: 'resume'; job_id: string; run_id: string; run_dir: string; from_phase: string; revision_source: 'resume_previous' | 'resume_selected'; tiled?: Record<string, unknown>; raw?: Record<string, unknown>; confine?: ReadConfinement }
+  | { kind: 'resume'; job_id: string; run_id: string; run_dir: string; from_phase: string; tiled?: Record<string, unknown>; raw?: Record<string, unknown>; confine?: ReadConfinement }
   | { kind: 'pcc_run'; input: string; output: string; catalog_file: string; diagnostics_file: string; config?: Record<string, unknown> }
   | { kind: 'pcc_apply'; input: string; output: string; matrix: number[][] };
 
