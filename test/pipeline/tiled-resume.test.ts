@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { generateDataset } from '../../fixtures/generator/index.js';
 import { resolveTiledConfig, type TiledRunConfig } from '../../src/config/tiled-run.js';
 import { listRevisions } from '../../src/pipeline/config-revisions.js';
+import { restoreLeftover, setAside } from '../../src/pipeline/resume/aside.js';
 import { checkResume, gatherResumeFacts, ResumeRefused, resumeTiled } from '../../src/pipeline/tiled/resume.js';
 import { runTiled } from '../../src/pipeline/tiled/run.js';
 import { parseEventLines } from '../../src/shared/events.js';
@@ -149,6 +150,21 @@ test('tiled resume: bit-identical from STACKING, upstream change refused, LOCAL_
     const tail = parseEventLines(await readFile(join(d, 'logs', 'run_events.jsonl'), 'utf8')).at(-1)!;
     assert.equal([tail.type, (tail as { status?: string }).status], ['resume_end', 'cancelled']);
     // Still resumable after the cancel (the checkpoints came back with the outputs).
+    assert.is((await checkResume(d, 'STACKING', local)).verdict.feasible, true);
+
+    // A resume whose process died after setting the outputs aside and writing over some: the
+    // check (a dry run, or the server's before it starts the job) judges the folder as the
+    // resume will see it once it has restored the set-aside files, and reads only.
+    await setAside(d, ['outputs', 'artifacts'], (rel) => rel.startsWith('outputs/calibrated/'), ['config.yaml', 'run.json']);
+    await mkdir(join(d, 'artifacts'), { recursive: true });
+    await writeFile(join(d, 'artifacts', 'phase_records.json'), '{"partial":');
+    await writeFile(join(d, 'config.yaml'), 'half a config');
+    const crashed = await listing(d);
+    const afterCrash = await checkResume(d, 'STACKING', local);
+    assert.is(afterCrash.verdict.feasible, true, JSON.stringify(afterCrash.verdict));
+    assert.equal(await listing(d), crashed, 'the check leaves the crashed folder as it was');
+    assert.is(await restoreLeftover(d), true);
+    assert.is(await readFile(join(d, 'config.yaml'), 'utf8'), configBefore);
     assert.is((await checkResume(d, 'STACKING', local)).verdict.feasible, true);
 
     // A deleted checkpoint: artifacts_missing, the file, and where to start instead.

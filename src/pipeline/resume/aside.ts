@@ -87,6 +87,23 @@ async function restoreAside(runDir: string, folders: readonly string[], keep: (r
   await moveBack(runDir, [...moved, ...copied]);
 }
 
+/**
+ * Where each file of `runDir` will lie once a leftover `.resume_previous/` is restored: a
+ * function from a relative path to an absolute one (the set-aside copy for the paths it holds,
+ * the run folder's own file otherwise). Reads only, so a dry run judges a resume exactly as the
+ * real one will, which restores first.
+ */
+export async function afterLeftoverRestore(runDir: string): Promise<(rel: string) => string> {
+  const asideRoot = join(runDir, ASIDE_DIR);
+  const text = await readFile(join(asideRoot, MANIFEST), 'utf8').catch(() => null);
+  const pending = new Set<string>();
+  if (text !== null) {
+    const m = JSON.parse(text) as { moved: string[]; copied: string[] };
+    for (const rel of [...m.moved, ...m.copied]) if (await stat(abs(asideRoot, rel)).catch(() => null)) pending.add(rel);
+  }
+  return (rel) => abs(pending.has(rel) ? asideRoot : runDir, rel);
+}
+
 /** Moves the set-aside files (relative paths) back into the run folder, then drops the aside folder. */
 async function moveBack(runDir: string, rels: readonly string[]): Promise<void> {
   const asideRoot = join(runDir, ASIDE_DIR);

@@ -109,9 +109,9 @@ export async function writeCheckpoint(s: TiledState, phase: string, outcomes: Re
 
 export const sha256 = (text: string | Uint8Array): string => createHash('sha256').update(text).digest('hex');
 
-/** The checkpoint at `rel` and the SHA-256 of its file, or null when it cannot be read or decoded. */
-export async function readCheckpoint(folder: RunFolder, rel: string): Promise<{ checkpoint: Checkpoint; sha256: string } | null> {
-  const bytes = await readFile(inRunFolder(folder, rel)).catch(() => null);
+/** The checkpoint in `file` (an absolute path) and the SHA-256 of its bytes, or null when it cannot be read or decoded. */
+export async function readCheckpoint(file: string): Promise<{ checkpoint: Checkpoint; sha256: string } | null> {
+  const bytes = await readFile(file).catch(() => null);
   if (bytes === null) return null;
   try {
     const checkpoint = decodeState<Checkpoint>(gunzipSync(bytes).toString('utf8'));

@@ -7,6 +7,7 @@
 // writes nothing.
 
 import { readFile } from 'node:fs/promises';
+import { isAbsolute } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { resolveTiledConfig, type TiledRunConfig } from '../../config/tiled-run.js';
 import { isPlainObject } from '../../config/merge.js';
@@ -14,13 +15,13 @@ import { artifactPath, configRevisionsPath, RUN_LAYOUTS, RUN_RECORD } from '../.
 import type { RevisionSource } from '../config-revisions.js';
 import type { EventLine } from '../events.js';
 import type { PhaseOutcome } from '../phase.js';
-import { restoreLeftover } from '../resume/aside.js';
+import { afterLeftoverRestore, restoreLeftover } from '../resume/aside.js';
 import { identityHolds } from '../resume/file-identity.js';
 import { runFolderAt, type RunFolder, type RunRecord } from '../run-folder.js';
 import { runPipeline, type PipelineRunOptions } from '../run.js';
 import { sha256 } from '../stages/scan/scan.js';
 import { sha } from './records.js';
-import { checkpointPath, filePath, readCheckpoint, restoreCheckpoint, type Checkpoint } from './checkpoint.js';
+import { checkpointPath, readCheckpoint, restoreCheckpoint, type Checkpoint } from './checkpoint.js';
 import { TILED } from './definition.js';
 import { resumeFeasibility, type Feasibility, type PhaseFacts } from './resume-feasibility.js';
 import type { TiledRunResult } from './run.js';
@@ -83,29 +84,34 @@ export async function runDefaults(runDir: string, document: Record<string, unkno
   return out;
 }
 
-/** The run record of a run folder, or null. */
-export async function readRecord(runDir: string): Promise<RunRecord | null> {
+/** The run record of a run folder (`at` maps a relative path to the file to read), or null. */
+export async function readRecord(runDir: string, at: (rel: string) => string = (rel) => `${runDir}/${rel}`): Promise<RunRecord | null> {
   try {
-    const r = JSON.parse(await readFile(`${runDir}/${RUN_RECORD}`, 'utf8')) as RunRecord;
+    const r = JSON.parse(await readFile(at(RUN_RECORD), 'utf8')) as RunRecord;
     return isPlainObject(r) ? r : null;
   } catch {
     return null;
   }
 }
 
-/** Everything feasibility needs from the run folder (reads only). */
+/**
+ * Everything feasibility needs from the run folder (reads only), as the folder will be once a
+ * resume whose process died has had its set-aside files restored (resumeTiled restores them
+ * first): so a dry run, or the server's check before it starts the job, answers as the resume will.
+ */
 export async function gatherResumeFacts(runDir: string): Promise<ResumeFacts> {
-  const record = await readRecord(runDir);
+  const at = await afterLeftoverRestore(runDir);
+  const record = await readRecord(runDir, at);
   if (!record || record.kind !== 'tiled') {
     const kind = record?.kind ?? 'rawstack';
     throw new ResumeRefused('RESUME_NOT_SUPPORTED', `${runDir} is a ${kind === 'rawstack' ? 'Raw Stack' : kind} run; only tiled runs can be resumed`, { kind });
   }
   const folder = runFolderAt(runDir, record.run_id, 'tiled');
   const layout = RUN_LAYOUTS.tiled;
-  const previous = configFromYaml(await readFile(`${runDir}/${layout.config}`, 'utf8').catch(() => null));
+  const previous = configFromYaml(await readFile(at(layout.config), 'utf8').catch(() => null));
   let records: Record<string, PhaseRecord> = {};
   try {
-    const r = JSON.parse(await readFile(`${runDir}/${artifactPath(layout, 'phase_records.json')}`, 'utf8')) as unknown;
+    const r = JSON.parse(await readFile(at(artifactPath(layout, 'phase_records.json')), 'utf8')) as unknown;
     if (isPlainObject(r)) records = r as Record<string, PhaseRecord>;
   } catch {
     // no records: nothing can be handed on
@@ -125,14 +131,14 @@ export async function gatherResumeFacts(runDir: string): Promise<ResumeFacts> {
     previousHash = record_hash;
     const missingFiles: string[] = [];
     if (rec.checkpoint) {
-      const read = await readCheckpoint(folder, rec.checkpoint.path);
+      const read = await readCheckpoint(at(rec.checkpoint.path));
       if (!read || read.sha256 !== rec.checkpoint.sha256 || read.checkpoint.phase !== name) missingFiles.push(rec.checkpoint.path);
       else {
         checkpoints.set(name, read.checkpoint);
         for (const id of read.checkpoint.files) {
           const key = `${id.path}\0${id.size}\0${id.hash}`;
           let ok = held.get(key);
-          if (ok === undefined) held.set(key, (ok = await identityHolds(filePath(folder, id.path), id)));
+          if (ok === undefined) held.set(key, (ok = await identityHolds(isAbsolute(id.path) ? id.path : at(id.path), id)));
           if (!ok) missingFiles.push(id.path);
         }
       }
