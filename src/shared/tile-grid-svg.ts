@@ -103,3 +103,24 @@ export function tileGridSvg(m: TileGridModel, values: readonly (number | null)[]
   children.push(...rects, ...labels);
   return el('svg', { class: 'tiled-grid', role: 'img', 'aria-label': o.label, width: o.width, height: hgt, viewBox: `0 0 ${o.width} ${hgt}` }, ...children);
 }
+
+/** How many frames' L maps a report or monitor shows. */
+export const LOCAL_SHOWN = 4;
+
+/**
+ * The frames whose local weight L varies most across the field (max / min of the finite values),
+ * at most LOCAL_SHOWN, ties by frame index: the L maps worth showing. Frames with no finite L are
+ * left out. The report and the run monitor pick the same frames through this.
+ */
+export function mostVariedFrames<T extends { index: number; l: readonly number[] }>(rows: readonly T[]): T[] {
+  const spread = (l: readonly number[]) => {
+    const fin = l.filter(Number.isFinite);
+    return fin.length ? Math.max(...fin) / Math.max(1e-9, Math.min(...fin)) : -1;
+  };
+  return rows
+    .map((row) => ({ row, s: spread(row.l) }))
+    .filter((e) => e.s >= 0)
+    .sort((a, b) => b.s - a.s || a.row.index - b.row.index)
+    .slice(0, LOCAL_SHOWN)
+    .map((e) => e.row);
+}

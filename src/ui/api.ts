@@ -98,6 +98,16 @@ export interface JobRecord {
 /** An error as one line for the pages: the server's message and code, or the thrown text. */
 export const errText = (e: unknown): string => (e instanceof ApiError ? `${e.message} (${e.code})` : e instanceof Error ? e.message : String(e));
 
+/**
+ * The line a page shows when a run's (or a resume's) job has ended: the final status (the run's
+ * own when known, else the job's), and the job's error when it failed.
+ */
+export function runEndNotice(runStatus: string | null | undefined, job: JobRecord | null, what: 'Run' | 'Resume' = 'Run'): { text: string; kind: 'ok' | 'info' | 'error' } {
+  const final = runStatus ?? job?.state ?? 'unknown';
+  const error = job?.error ? ` — ${job.error.code}: ${job.error.message}` : '';
+  return { text: `${what} ${final}${error}`, kind: final === 'ok' ? 'ok' : final === 'cancelled' ? 'info' : 'error' };
+}
+
 export const TERMINAL_JOB_STATES: ReadonlySet<string> = new Set(['ok', 'error', 'cancelled']);
 
 export interface ArtifactEntry {

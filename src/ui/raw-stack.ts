@@ -7,7 +7,7 @@
 // Validate names the values typed in the editor that a field replaced, so nothing changes silently.
 // The last job id is kept in localStorage so a reload shows the same run again.
 
-import { api, ApiError, errText, TERMINAL_JOB_STATES, type ApiIssue, type ArtifactEntry, type JobRecord } from './api.js';
+import { api, ApiError, errText, runEndNotice, TERMINAL_JOB_STATES, type ApiIssue, type ArtifactEntry, type JobRecord } from './api.js';
 import { getPath, isObject, mergeLayers, overriddenKeys, setPath, type Json, type Override } from './config-paths.js';
 import { byId, clear, h, say } from './dom.js';
 import { browse } from './folder-browser.js';
@@ -315,9 +315,8 @@ function follow(id: string, knownRunId: string | null): void {
     onDone: (job) => {
       if (state !== mine) return; // a newer run took over the monitor
       setRunButtons(job);
-      const final = state.runStatus ?? job?.state ?? 'unknown';
-      const error = job?.error ? ` — ${job.error.code}: ${job.error.message}` : '';
-      say(runStatus, `Run ${final}${error}`, final === 'ok' ? 'ok' : final === 'cancelled' ? 'info' : 'error');
+      const end = runEndNotice(state.runStatus, job);
+      say(runStatus, end.text, end.kind);
       void refreshArtifacts().then((entries) => {
         if (entries.some((e) => e.path === REPORT_PATH)) reportBtn.disabled = false;
         // A run that stopped before FRAME_FILTERING has no frame table.

@@ -10,7 +10,7 @@
 // `&live=poll` skips Server-Sent Events and polls (the fallback path, also for proxies that
 // buffer event streams).
 
-import { api, errText, TERMINAL_JOB_STATES, type ArtifactEntry, type StartResult } from './api.js';
+import { api, errText, runEndNotice, TERMINAL_JOB_STATES, type ArtifactEntry, type StartResult } from './api.js';
 import { RAWSTACK_WHY, RunConfigPanel } from './run-config-panel.js';
 import { TileMapView } from './tile-map-view.js';
 import { yamlDropBlock } from './yaml-edit.js';
@@ -89,8 +89,8 @@ function followResume(job: StartResult): void {
         if (!TERMINAL_JOB_STATES.has(rec.state)) say(resumeStatus, `Resume job ${job.job_id} ${rec.state}${rec.progress?.phase ? `: ${rec.progress.phase}` : ''}…`);
       },
       onDone: (rec) => {
-        const final = rec?.state ?? 'unknown';
-        say(resumeStatus, `Resume ${final}${rec?.error ? ` — ${rec.error.code}: ${rec.error.message}` : ''} (job ${job.job_id}).`, final === 'ok' ? 'ok' : final === 'cancelled' ? 'info' : 'error');
+        const end = runEndNotice(null, rec, 'Resume');
+        say(resumeStatus, `${end.text} (job ${job.job_id}).`, end.kind);
         void refreshArtifacts();
         void panel.loadConfig();
         void panel.loadRevisions();
@@ -241,8 +241,8 @@ function monitorMode(title: string, follow: (cb: FollowCallbacks) => void): void
       byId('live-mode').textContent = mode === 'done' ? '' : `(${mode === 'sse' ? 'live' : mode})`;
     },
     onDone: (job) => {
-      const final = state.runStatus ?? job?.state ?? 'unknown';
-      say(status, `Run ${final}${job?.error ? ` — ${job.error.code}: ${job.error.message}` : ''}`, final === 'ok' ? 'ok' : final === 'cancelled' ? 'info' : 'error');
+      const end = runEndNotice(state.runStatus, job);
+      say(status, end.text, end.kind);
       void refreshArtifacts();
       void panel.loadConfig();
       void panel.loadRevisions();

@@ -7,10 +7,7 @@
 import { api, type ArtifactEntry } from './api.js';
 import { clear, h } from './dom.js';
 import { svgElement } from './frame-plots-view.js';
-import { fmtTile, tileGridSvg, type TileGridModel } from '../shared/tile-grid-svg.js';
-
-/** As in the report: the few frames whose L varies most. */
-const LOCAL_SHOWN = 4;
+import { fmtTile, mostVariedFrames, tileGridSvg, type TileGridModel } from '../shared/tile-grid-svg.js';
 
 type Grid = { image_width: number; image_height: number; tiles: { x: number; y: number; width: number; height: number }[] };
 type Recon = { mode?: string; reason?: string; num_frames?: number; tiles?: { n_eff?: number }[] };
@@ -62,13 +59,8 @@ export class TileMapView {
       : `${model.tiles.length} tiles (from tile_grid.json); N_eff per tile appears after TILE_RECONSTRUCTION.`;
     this.box.append(h('figure', { class: 'tile-map', 'data-map': 'n_eff' }, svgElement(main), h('figcaption', {}, caption)));
     // L per tile for the frames it changes most (the report's choice).
-    const rows = (local?.tile_metrics ?? []).map((row, f) => {
-      const l = model.tiles.map((_, k) => Number(row[k]?.local_weight ?? NaN));
-      const fin = finite(l);
-      return { frame: local?.frames?.[f], l, spread: fin.length ? Math.max(...fin) / Math.max(1e-9, Math.min(...fin)) : 0 };
-    });
-    rows.sort((a, b) => b.spread - a.spread || (a.frame?.index ?? 0) - (b.frame?.index ?? 0));
-    const chosen = rows.slice(0, LOCAL_SHOWN).filter((r) => finite(r.l).length > 0);
+    const rows = (local?.tile_metrics ?? []).map((row, f) => ({ index: local?.frames?.[f]?.index ?? f, frame: local?.frames?.[f], l: model.tiles.map((_, k) => Number(row[k]?.local_weight ?? NaN)) }));
+    const chosen = mostVariedFrames(rows);
     const all = chosen.flatMap((r) => finite(r.l));
     for (const r of chosen) {
       const svg = tileGridSvg(model, r.l, { width: 260, label: `Local weight L per tile, frame ${r.frame?.index ?? '?'}`, lo: Math.min(...all), hi: Math.max(...all), showValues: false });

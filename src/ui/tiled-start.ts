@@ -6,7 +6,7 @@
 // (POST /api/jobs/run {pipeline: "tiled"}) and Cancel, and the run's phase chips and latest events
 // while it runs. The run monitor shows the rest (revisions, resume, tile grid).
 
-import { api, ApiError, errText, TERMINAL_JOB_STATES, type YamlFinding } from './api.js';
+import { api, ApiError, errText, runEndNotice, TERMINAL_JOB_STATES, type YamlFinding } from './api.js';
 import { TemplateBar } from './template-bar.js';
 import { YamlCompleter } from './yaml-complete.js';
 import { yamlScalar, yamlSetPath } from './yaml-edit.js';
@@ -90,9 +90,8 @@ function follow(id: string): void {
     onDone: (job) => {
       startBtn.disabled = false;
       cancelBtn.disabled = true;
-      const final = state.runStatus ?? job?.state ?? 'unknown';
-      const error = job?.error ? ` — ${job.error.code}: ${job.error.message}` : '';
-      say(runStatus, `Run ${final}${error}`, final === 'ok' ? 'ok' : final === 'cancelled' ? 'info' : 'error');
+      const end = runEndNotice(state.runStatus, job);
+      say(runStatus, end.text, end.kind);
     },
     onError: (message) => say(runStatus, message, 'error'),
   });

@@ -5,8 +5,8 @@
 
 import type { ReportTiled } from '../../report/model.js';
 import type { TiledState } from './state.js';
+import { mostVariedFrames } from '../../shared/tile-grid-svg.js';
 
-const LOCAL_SHOWN = 4;
 const r4 = (v: number): number => (Number.isFinite(v) ? Number(v.toPrecision(4)) : NaN);
 
 /**
@@ -60,13 +60,8 @@ export function tiledReportSection(s: TiledState): ReportTiled | null {
   const local: ReportTiled['local'] = [];
   const loc = s.tiled.local;
   if (loc?.l) {
-    const spread = loc.frames.map((index, row) => {
-      const l = Array.from(loc.l!.subarray(row * tiles, (row + 1) * tiles));
-      const fin = l.filter(Number.isFinite);
-      return { index, l, spread: fin.length ? Math.max(...fin) / Math.max(1e-9, Math.min(...fin)) : 0 };
-    });
-    spread.sort((a, b) => b.spread - a.spread || a.index - b.index);
-    for (const e of spread.slice(0, LOCAL_SHOWN)) local.push({ index: e.index, file: name(e.index), l: e.l.map(r4) });
+    const rows = loc.frames.map((index, row) => ({ index, l: Array.from(loc.l!.subarray(row * tiles, (row + 1) * tiles)) }));
+    for (const e of mostVariedFrames(rows)) local.push({ index: e.index, file: name(e.index), l: e.l.map(r4) });
   }
   const st = s.summaries.STACKING ?? {};
   const fwhm = typeof st.fwhm_improvement_percent === 'number' ? st.fwhm_improvement_percent : null;

@@ -1,0 +1,44 @@
+// The tile-grid picture shared by the report and the run monitor: which frames' L maps are shown
+// (mostVariedFrames) and the tree the grid makes (rectangles in grid order, values as text).
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { gridRects, LOCAL_SHOWN, mostVariedFrames, tileGridSvg } from '../../src/shared/tile-grid-svg.js';
+import type { SvgNode } from '../../src/shared/frame-plot-svg.js';
+
+test('mostVariedFrames: largest max/min of the finite L first, ties by index, frames without L left out, at most LOCAL_SHOWN', () => {
+  const rows = [
+    { index: 0, l: [1, 1, 1] },
+    { index: 1, l: [0.5, 2, NaN] },
+    { index: 2, l: [NaN, NaN, NaN] },
+    { index: 3, l: [1, 3, 1] },
+    { index: 4, l: [2, 0.5, 1] },
+    { index: 5, l: [1, 1.5, 1] },
+    { index: 6, l: [1, 1.2, 1] },
+  ];
+  const chosen = mostVariedFrames(rows).map((r) => r.index);
+  assert.is(LOCAL_SHOWN, 4);
+  assert.equal(chosen, [1, 4, 3, 5]);
+  assert.equal(mostVariedFrames([{ index: 9, l: [NaN] }]), []);
+});
+
+test('tileGridSvg: one rectangle per tile in grid order, values written when asked', () => {
+  const tiles = gridRects([0, 50], [0, 40], 60, 50);
+  assert.is(tiles.length, 4);
+  const svg = tileGridSvg({ image: { width: 110, height: 90 }, tiles, types: null }, [1, 2, 3, NaN], { width: 220, label: 'L', lo: 1, hi: 3, showValues: true });
+  const rects: SvgNode[] = [];
+  const texts: string[] = [];
+  const walk = (n: SvgNode | string) => {
+    if (typeof n === 'string') return;
+    if (n.tag === 'rect') rects.push(n);
+    if (n.tag === 'text') texts.push(n.children.filter((c): c is string => typeof c === 'string').join(''));
+    for (const c of n.children) walk(c);
+  };
+  walk(svg);
+  assert.equal(rects.map((r) => r.attrs['data-tile']), [0, 1, 2, 3]);
+  assert.equal(rects.map((r) => r.attrs.x), ['0.0', '100.0', '0.0', '100.0']);
+  assert.is(rects[3]!.attrs.fill, '#777', 'no value: grey');
+  assert.equal(texts, ['1.0', '2.0', '3.0', '–']);
+});
+
+test.run();
