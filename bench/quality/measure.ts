@@ -304,6 +304,36 @@ export function cosmicResidual(img: Float32Array, W: number, H: number, truth: T
 
 export { median, robustSigma };
 
+/**
+ * The median over a region's stars of a measure in stack c over the same in stack b, star by star, and its standard error
+ * from a seeded bootstrap over the stars. Two stacks of the same frames share most of each star's
+ * noise, so the paired ratio resolves differences far smaller than the two regions' medians'
+ * own scatter; the tiled bench judges "softer" against this error.
+ */
+export function pairedRatio(c: Map<number, number>, b: Map<number, number>, ids: readonly number[], resamples = 400): { ratio: number; se: number; stars: number } {
+  const v: number[] = [];
+  for (const id of ids) {
+    const x = c.get(id);
+    const y = b.get(id);
+    if (x !== undefined && y !== undefined && Number.isFinite(x) && Number.isFinite(y) && y > 0) v.push(x / y);
+  }
+  if (v.length === 0) return { ratio: NaN, se: NaN, stars: 0 };
+  let seed = 0x9e3779b9;
+  const rand = () => {
+    // mulberry32: a fixed sequence, so the same stacks give the same error.
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const meds: number[] = [];
+  for (let k = 0; k < resamples; k++) meds.push(median(v.map(() => v[Math.floor(rand() * v.length)]!)));
+  const mean = meds.reduce((a, x) => a + x, 0) / meds.length;
+  const se = Math.sqrt(meds.reduce((a, x) => a + (x - mean) ** 2, 0) / Math.max(1, meds.length - 1));
+  return { ratio: median(v), se, stars: v.length };
+}
+
+
 /** Cosmic-ray hits of `frames` in the stack's grid. */
 export function cosmicInReference(truth: Truth, refIndex: number, frames: number[]): [number, number][] {
   const toRef = truth.frames[refIndex]!.transform;

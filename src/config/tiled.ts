@@ -57,6 +57,11 @@ export const TiledConfigSchema = z.strictObject({
     .prefault({}),
   global_metrics: z
     .strictObject({
+      mode: z
+        .enum(['formula', 'quality'])
+        .default('formula')
+        .describe("how G is made: formula (default) = the predecessor's exp(k · clip(Q)) from the weights below; quality = Raw Stack's quality weight (inverse-variance form of its quality score, mean 1): the tiled stack then weighs whole frames exactly as Raw Stack does and L adds the local differences (parity with Raw Stack where seeing is flat across the field, but a half-field seeing change gains less: bench/RESULTS.md, tiled workflow)"),
+      quality_power: z.number().positive().max(4).default(1).describe('mode quality: G = (Raw Stack quality weight)^p, renormalised to mean 1; p > 1 weighs the frames harder than Raw Stack does'),
       weights: z
         .strictObject({
           background: weight.default(0.2),
@@ -66,9 +71,9 @@ export const TiledConfigSchema = z.strictObject({
         })
         .prefault({})
         .refine((w) => w.background + w.noise + w.transparency + w.fwhm > 0, 'at least one global weight must be > 0')
-        .describe('weights of −z(background), −z(noise), z(transparency), −z(FWHM) in the frame quality Q; normalised to sum 1'),
+        .describe('mode formula: weights of −z(background), −z(noise), z(transparency), −z(FWHM) in the frame quality Q; normalised to sum 1'),
       clamp: clamp.default([-3, 3]),
-      weight_exponent_scale: z.number().positive().max(10).default(1.5).describe('G = exp(k · clip(Q)); the default 1.5 weighs frames at least as strongly as Raw Stack quality weights do (bench/tiled-quality.ts)'),
+      weight_exponent_scale: z.number().positive().max(10).default(1.5).describe('mode formula: G = exp(k · clip(Q)); 1.5 comes within ~0.5 % of the FWHM of Raw Stack quality weights where the seeing does not vary across the field (bench/tiled-quality.ts)'),
     })
     .prefault({}),
   tile: TileBlock.prefault({}),

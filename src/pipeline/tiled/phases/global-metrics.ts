@@ -1,7 +1,9 @@
 // GLOBAL_METRICS: every frame's stars and quality record (Raw Stack's reference selection on the
 // frames stage: star detection with per-star FWHM, eccentricity and peak kept for LOCAL_METRICS,
-// and the registration reference), then the global weight G per frame from background, noise,
-// transparency (median star flux) and seeing (median star FWHM) (weights.ts globalWeights).
+// and the registration reference), then the global weight G per frame: in mode formula (the
+// default) from background, noise, transparency (median star flux) and seeing (median star FWHM)
+// (weights.ts globalWeights); in mode quality Raw Stack's quality weight of the frame (its
+// quality score's inverse-variance form, frame-metrics.ts qualityWeights) to quality_power.
 // Writes global_metrics.json and state.tiled.global.
 
 import { ok } from '../../phase.js';
@@ -9,6 +11,14 @@ import { referenceSelectionPhase } from '../../rawstack/phases/reference-selecti
 import { fromRawStack, writeArtifact, tiledPhase } from '../records.js';
 import type { TiledPhase } from '../reasons.js';
 import { globalWeights } from '../weights.js';
+import { qualityWeights } from '../../../algorithms/frame-metrics.js';
+
+/** w^p renormalised to mean 1 (p = 1: w itself). */
+function powerWeights(w: readonly number[], p: number): number[] {
+  const wp = w.map((v) => v ** p);
+  const mean = wp.reduce((a, b) => a + b, 0) / Math.max(1, wp.length);
+  return mean > 0 ? wp.map((v) => v / mean) : w.slice();
+}
 
 const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(5)) : null);
 
@@ -23,13 +33,16 @@ export const globalMetricsPhase: TiledPhase = tiledPhase('GLOBAL_METRICS', ['glo
     const frames = s.frames.filter((f) => f.status === 'included' && f.metrics);
     const quality = frames.map((f) => ({ background: f.metrics!.background_median, noise: f.metrics!.background_rms, transparency: f.metrics!.median_star_flux, fwhm: f.metrics!.fwhm }));
     const gw = globalWeights(quality, { weights: gm.weights, clamp: gm.clamp as [number, number], weight_exponent_scale: gm.weight_exponent_scale });
+    const scores = frames.map((f) => f.metrics!.quality_score);
+    const g = gm.mode === 'quality' ? powerWeights(qualityWeights(scores, frames.map(() => true)), gm.quality_power) : gw.g;
     s.tiled.global.clear();
-    frames.forEach((f, i) => s.tiled.global.set(f.index, { g: gw.g[i]!, q: gw.q[i]! }));
+    frames.forEach((f, i) => s.tiled.global.set(f.index, { g: g[i]!, q: gw.q[i]! }));
     const body = {
+      mode: gm.mode,
       weights_used: gw.weights,
       clamp: gm.clamp,
       weight_exponent_scale: gm.weight_exponent_scale,
-      formula: 'G = exp(k * clip(Q)), Q = wb*(-z(background)) + wn*(-z(noise)) + wt*z(transparency) + wf*(-z(fwhm))',
+      formula: gm.mode === 'quality' ? 'G = q / mean(q), q = s / (1 - s), s = the frame quality score (Raw Stack quality weights)' : 'G = exp(k * clip(Q)), Q = wb*(-z(background)) + wn*(-z(noise)) + wt*z(transparency) + wf*(-z(fwhm))',
       reference: s.referenceIndex,
       metrics: frames.map((f, i) => ({
         index: f.index,
@@ -44,12 +57,12 @@ export const globalMetricsPhase: TiledPhase = tiledPhase('GLOBAL_METRICS', ['glo
         star_count: f.metrics!.star_count,
         z: { background: r4(gw.z.background[i]!), noise: r4(gw.z.noise[i]!), transparency: r4(gw.z.transparency[i]!), fwhm: r4(gw.z.fwhm[i]!) },
         quality_score: r4(gw.q[i]!),
-        global_weight: r4(gw.g[i]!),
+        frame_quality_score: r4(scores[i]!),
+        global_weight: r4(g[i]!),
       })),
     };
     const rel = await writeArtifact(s, 'GLOBAL_METRICS', 'global_metrics.json', body);
-    for (const [i, f] of frames.entries()) ctx.frame(f.index, f.name, 'ok', undefined, { global_weight: r4(gw.g[i]!), quality: r4(gw.q[i]!) });
-    const g = gw.g;
+    for (const [i, f] of frames.entries()) ctx.frame(f.index, f.name, 'ok', undefined, { global_weight: r4(g[i]!), quality: r4(gw.q[i]!) });
     return ok({ ...(outcome.details ?? {}), frames: frames.length, g_min: r4(Math.min(...g)), g_max: r4(Math.max(...g)), artifact: rel });
   },
 });
