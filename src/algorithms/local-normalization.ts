@@ -366,21 +366,26 @@ function cellMedians(p: BinnedPlane, c: Cells, ax: BinnedAxes, cs: CellSamples, 
   return values;
 }
 
-/** The pixels of `p` that are valid and accepted by `use`. */
-function acceptedPixels(p: BinnedPlane, use: (i: number) => boolean): Uint8Array {
+/**
+ * The pixels of `p` that are valid and outside `exclude` (null: every valid pixel). A mask, not
+ * a predicate: a call per pixel is what a fit's first, still unoptimised runs pay most for.
+ */
+function acceptedPixels(p: BinnedPlane, exclude: Uint8Array | null): Uint8Array {
   const ok = u8('accepted', p.width * p.height);
-  for (let i = 0; i < ok.length; i++) ok[i] = p.data[i]! === p.data[i]! && use(i) ? 1 : 0;
+  const d = p.data;
+  if (exclude) for (let i = 0; i < ok.length; i++) ok[i] = d[i]! === d[i]! && !exclude[i] ? 1 : 0;
+  else for (let i = 0; i < ok.length; i++) ok[i] = d[i]! === d[i]! ? 1 : 0;
   return ok;
 }
 
 /**
- * Background node field of `p` over the pixels `use` accepts (or the samples `cs` chosen from
- * them): cell medians, then two rounds of medians about the previous round's surface
+ * Background node field of `p` over its valid pixels outside `use.exclude` (or the samples `use`
+ * chosen from them): cell medians, then two rounds of medians about the previous round's surface
  * (cellMedians). `measured` counts the cells with enough pixels; the others are filled from
  * their neighbours. null when no cell has any.
  */
-function backgroundNodes(p: BinnedPlane, c: Cells, g: GridGeometry, use: ((i: number) => boolean) | CellSamples, min: number): { values: number[]; measured: number } | null {
-  const cs = typeof use === 'function' ? cellSamples(p, c, acceptedPixels(p, use)) : use;
+function backgroundNodes(p: BinnedPlane, c: Cells, g: GridGeometry, use: { exclude: Uint8Array | null } | CellSamples, min: number): { values: number[]; measured: number } | null {
+  const cs = 'exclude' in use ? cellSamples(p, c, acceptedPixels(p, use.exclude)) : use;
   const ax = binnedAxes(p, g);
   let values = cellMedians(p, c, ax, cs, min);
   const measured = values.filter((v) => v === v).length;
@@ -446,23 +451,41 @@ function fillNodes(values: number[], nx: number, ny: number): boolean {
 export const TARGET_DEGREE = 3;
 
 /**
+ * smoothNodes' polynomial terms at every node of an nx × ny grid and their normal matrix over
+ * all nodes: the same for every fit on one grid (a stack fits dozens of frames), so made once.
+ */
+const smoothBases = new Map<string, { T: number; basis: number[][]; full: Float64Array }>();
+function smoothBasis(nx: number, ny: number): { T: number; basis: number[][]; full: Float64Array } {
+  const key = `${nx}x${ny}`;
+  let b = smoothBases.get(key);
+  if (b) return b;
+  const terms: [number, number][] = [];
+  for (let d = 0; d <= TARGET_DEGREE; d++) for (let py = 0; py <= d; py++) terms.push([d - py, py]);
+  const T = terms.length;
+  const uv: [number, number][] = [];
+  for (let j = 0; j < ny; j++) for (let i = 0; i < nx; i++) uv.push([nx > 1 ? (2 * i) / (nx - 1) - 1 : 0, ny > 1 ? (2 * j) / (ny - 1) - 1 : 0]);
+  const basis = uv.map(([u, v]) => terms.map(([a, e]) => u ** a * v ** e));
+  const full = new Float64Array(T * T);
+  for (const row of basis) for (let a = 0; a < T; a++) for (let e = 0; e < T; e++) full[a * T + e] = full[a * T + e]! + row[a]! * row[e]!;
+  smoothBases.set(key, (b = { T, basis, full }));
+  return b;
+}
+
+/**
  * A node field smoothed by a least-squares bivariate polynomial of total degree TARGET_DEGREE
  * in the normalised node coordinates, fitted twice (the second time without nodes beyond 3
  * robust σ of the first fit: a bright star's halo, a nebula's edge). Falls back to the field
  * itself when there are too few nodes for the polynomial.
  */
 function smoothNodes(values: number[], g: GridGeometry): number[] {
-  const terms: [number, number][] = [];
-  for (let d = 0; d <= TARGET_DEGREE; d++) for (let py = 0; py <= d; py++) terms.push([d - py, py]);
-  const T = terms.length;
-  const uv: [number, number][] = [];
-  for (let j = 0; j < g.ny; j++) for (let i = 0; i < g.nx; i++) uv.push([g.nx > 1 ? (2 * i) / (g.nx - 1) - 1 : 0, g.ny > 1 ? (2 * j) / (g.ny - 1) - 1 : 0]);
+  const { T, basis, full } = smoothBasis(g.nx, g.ny);
   if (values.length < 2 * T) return values.slice();
-  const basis = uv.map(([u, v]) => terms.map(([a, b]) => u ** a * v ** b));
   let keep = values.map(() => true);
   let fit: number[] | null = null;
   for (let pass = 0; pass < 2; pass++) {
-    const m = new Float64Array(T * T);
+    // Every node kept (the first pass): the grid's own normal matrix, summed in the same order.
+    const all = keep.every((k) => k);
+    const m = all ? full.slice() : new Float64Array(T * T);
     const y = new Float64Array(T);
     let n = 0;
     for (let k = 0; k < values.length; k++) {
@@ -471,13 +494,21 @@ function smoothNodes(values: number[], g: GridGeometry): number[] {
       const row = basis[k]!;
       for (let a = 0; a < T; a++) {
         y[a] = y[a]! + row[a]! * values[k]!;
-        for (let b = 0; b < T; b++) m[a * T + b] = m[a * T + b]! + row[a]! * row[b]!;
+        if (!all) for (let b = 0; b < T; b++) m[a * T + b] = m[a * T + b]! + row[a]! * row[b]!;
       }
     }
     if (n < 2 * T) break;
     const c = solveDense(m, y, T);
     if (!c) break;
-    fit = basis.map((row) => row.reduce((acc, t, a) => acc + t * c[a]!, 0));
+    // Plain loops, not map/reduce callbacks (the same sums in the same order): a callback per
+    // term is what the first, unoptimised fits of a run pay most for here.
+    const f: number[] = [];
+    for (const row of basis) {
+      let acc = 0;
+      for (let a = 0; a < T; a++) acc = acc + row[a]! * c[a]!;
+      f.push(acc);
+    }
+    fit = f;
     const res = values.map((v, k) => v - fit![k]!);
     const mad = medianInPlace(Float64Array.from(res.map(Math.abs))) * MAD_TO_SIGMA;
     keep = res.map((r) => mad === 0 || Math.abs(r) <= 3 * mad);
@@ -518,13 +549,17 @@ function solveDense(m: Float64Array, y: Float64Array, n: number): number[] | nul
  * take the plane's value. Smooth gradients and glows pass unchanged.
  */
 function repairNodes(values: number[], nx: number, ny: number): number[] {
+  const r: number[] = [];
+  const us: number[] = [];
+  const vs: number[] = [];
+  const ws: number[] = [];
   const local = values.map((_, k) => {
     const i = k % nx;
     const j = (k - i) / nx;
-    const r: number[] = [];
-    const us: number[] = [];
-    const vs: number[] = [];
-    const ws: number[] = [];
+    r.length = 0;
+    us.length = 0;
+    vs.length = 0;
+    ws.length = 0;
     for (let dj = -2; dj <= 2; dj++) {
       for (let di = -2; di <= 2; di++) {
         const a = i + di;
@@ -571,7 +606,7 @@ function starMask(p: BinnedPlane, c: Cells, g: GridGeometry, o: Required<LnFitOp
   let seeds = new Uint8Array(W * H);
   for (let round = initial ? 1 : 0; round < 2; round++) {
     const m = mask;
-    const bg = backgroundNodes(p, c, g, (i) => !m || !m[i], min);
+    const bg = backgroundNodes(p, c, g, { exclude: m }, min);
     if (!bg) return { sigma: sigma === sigma ? sigma : binnedNoise(p), seeds };
     const level = bg.values;
     if (m) sigma = binnedNoise(p, m);
@@ -610,16 +645,21 @@ const minCount = (c: Cells, p: BinnedPlane, f: number) => Math.max(8, Math.floor
 
 /**
  * The reference's own background surface on the LN grid (its star-masked cell medians, smoothed
- * like the LN target), which rejection uses as the sky level under each pixel.
+ * like the LN target), which rejection uses as the sky level under each pixel. With `prepared`
+ * made for the same plane and options, its star mask is used (it is the mask this would make).
  */
-export function fitReferenceBackground(ref: BinnedPlane, options: LnFitOptions = {}): GridSurface {
+export function fitReferenceBackground(ref: BinnedPlane, options: LnFitOptions = {}, prepared: PreparedReference | null = null): GridSurface {
   const o = resolve(options);
   const c = cellsOf(ref.width, ref.height, o.cells);
   const grid = lnGrid(ref, o.cells);
   const min = minCount(c, ref, o.minCellFraction);
-  const mask = new Uint8Array(ref.width * ref.height);
-  starMask(ref, c, grid, o, min, mask);
-  const bg = backgroundNodes(ref, c, grid, (i) => !mask[i], min);
+  let mask: Uint8Array;
+  if (prepared && preparedFor(prepared, ref, o)) mask = prepared.mask;
+  else {
+    mask = new Uint8Array(ref.width * ref.height);
+    starMask(ref, c, grid, o, min, mask);
+  }
+  const bg = backgroundNodes(ref, c, grid, { exclude: mask }, min);
   return { grid, values: bg ? smoothNodes(bg.values, grid) : new Array<number>(grid.nx * grid.ny).fill(0) };
 }
 
@@ -637,27 +677,37 @@ function identity(grid: GridGeometry, scale: LnScaleMode, reason: LnFitIssue, no
 
 /** Weighted least squares of r ≈ c0 + c1·u + c2·v; null when singular. */
 function planeFit(r: number[], u: number[], v: number[], w: number[]): [number, number, number] | null {
-  const m = new Float64Array(9);
-  const y = new Float64Array(3);
+  // Scratch kept across calls (a fit makes hundreds of these small fits; arithmetic unchanged).
+  const m = pfM.fill(0);
+  const y = pfY.fill(0);
+  const row = pfRow;
+  row[0] = 1;
   for (let k = 0; k < r.length; k++) {
-    const row = [1, u[k]!, v[k]!];
+    row[1] = u[k]!;
+    row[2] = v[k]!;
     for (let a = 0; a < 3; a++) {
       y[a] = y[a]! + w[k]! * row[a]! * r[k]!;
       for (let b = 0; b < 3; b++) m[a * 3 + b] = m[a * 3 + b]! + w[k]! * row[a]! * row[b]!;
     }
   }
   // Cramer's rule on the 3×3 normal equations.
-  const det = (q: Float64Array) => q[0]! * (q[4]! * q[8]! - q[5]! * q[7]!) - q[1]! * (q[3]! * q[8]! - q[5]! * q[6]!) + q[2]! * (q[3]! * q[7]! - q[4]! * q[6]!);
-  const d = det(m);
+  const d = det3(m);
   if (!(Math.abs(d) > 1e-12 * Math.max(1, m[0]! ** 3))) return null;
-  const out: number[] = [];
+  const out: [number, number, number] = [0, 0, 0];
+  const q = pfQ;
   for (let col = 0; col < 3; col++) {
-    const q = m.slice();
+    q.set(m);
     for (let a = 0; a < 3; a++) q[a * 3 + col] = y[a]!;
-    out.push(det(q) / d);
+    out[col] = det3(q) / d;
   }
-  return out as [number, number, number];
+  return out;
 }
+
+const pfM = new Float64Array(9);
+const pfY = new Float64Array(3);
+const pfQ = new Float64Array(9);
+const pfRow = new Float64Array(3);
+const det3 = (q: Float64Array) => q[0]! * (q[4]! * q[8]! - q[5]! * q[7]!) - q[1]! * (q[3]! * q[8]! - q[5]! * q[6]!) + q[2]! * (q[3]! * q[7]! - q[4]! * q[6]!);
 
 interface StarRatio {
   ratio: number;
@@ -852,6 +902,9 @@ export interface PreparedReference {
   seeds: Uint8Array;
 }
 
+/** Whether `prepared` was made for `ref` with these options. */
+const preparedFor = (p: PreparedReference, ref: BinnedPlane, o: Required<LnFitOptions>): boolean => p.ref === ref && p.cells === o.cells && p.maskSigma === o.maskSigma && p.maskGrowPx === o.maskGrowPx && p.minCellFraction === o.minCellFraction;
+
 /**
  * The part of fitLocalNormalization that depends on the reference only (its two-round star
  * mask and noise): a stack fits every frame against one reference, so it is made once.
@@ -878,7 +931,7 @@ export function fitLocalNormalization(ref: BinnedPlane, frame: BinnedPlane, opti
   const N = ref.width * ref.height;
   const mask = u8('fitMask', N).fill(0);
   let refMask: { sigma: number; seeds: Uint8Array };
-  if (prepared && prepared.ref === ref && prepared.cells === o.cells && prepared.maskSigma === o.maskSigma && prepared.maskGrowPx === o.maskGrowPx && prepared.minCellFraction === o.minCellFraction) {
+  if (prepared && preparedFor(prepared, ref, o)) {
     mask.set(prepared.mask);
     refMask = prepared;
   } else refMask = starMask(ref, c, grid, o, min, mask);
@@ -886,17 +939,25 @@ export function fitLocalNormalization(ref: BinnedPlane, frame: BinnedPlane, opti
   // Against a prepared reference the frame's mask starts from the reference's (one round, not two).
   const frameMask = starMask(frame, c, grid, o, min, mask, prepared && refMask === prepared ? prepared.mask : null);
   const noiseFrame = frameMask.sigma;
-  const both = (i: number) => ref.data[i]! === ref.data[i]! && frame.data[i]! === frame.data[i]!;
+  // The same pixels of both (unmasked, valid in both), so the same samples.
+  const ok = u8('fitOk', N);
+  const rd = ref.data;
+  const fd = frame.data;
   let valid = 0;
   let masked = 0;
   for (let i = 0; i < N; i++) {
-    if (!both(i)) continue;
+    const r = rd[i]!;
+    const f = fd[i]!;
+    if (r !== r || f !== f) {
+      ok[i] = 0;
+      continue;
+    }
     valid++;
-    if (mask[i]) masked++;
+    if (mask[i]) {
+      masked++;
+      ok[i] = 0;
+    } else ok[i] = 1;
   }
-  // The same pixels of both (unmasked, valid in both), so the same samples.
-  const ok = u8('fitOk', N);
-  for (let i = 0; i < N; i++) ok[i] = !mask[i] && both(i) ? 1 : 0;
   const samples = cellSamples(ref, c, ok);
   const bgRef = backgroundNodes(ref, c, grid, samples, min);
   const bgFrame = backgroundNodes(frame, c, grid, samples, min);

@@ -176,8 +176,9 @@ export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup>
   // The star mask's growth is in the plane's pixels: superpixel cells are two frame pixels, so
   // half the default keeps the same reach on the sky.
   const options = { cells: o.cells, scale: o.scale, ...(o.binning === 2 ? { maskGrowPx: LN_DEFAULTS.maskGrowPx / 2 } : {}) };
-  const background = ref.map((p) => fitReferenceBackground(p, options));
+  // The reference's star mask once: the fits' prepared reference and the sky B share it.
   const prepared = o.fit ? ref.map((p) => prepareReference(p, options)) : [];
+  const background = ref.map((p, c) => fitReferenceBackground(p, options, prepared[c] ?? null));
   fitMs += performance.now() - t;
   if (!o.fit) return { tables: null, models: null, background, binFactor: D, premeasured: counts.premeasured, ms: { read_bin: readBin, fit: fitMs } };
   const N = o.frames.length;
