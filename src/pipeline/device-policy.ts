@@ -8,8 +8,9 @@
 //   2048x1536: transfers and statistics dominate), so it stays on the TypeScript path until the
 //   phase keeps its data on the device.
 // - The tiled workflow's kernels (tile_metrics, stack_weightfield) run in WGSL on a hardware GPU
-//   only: unmeasured on llvmpipe, where tile_metrics is a memory-bound reduction like the
-//   statistics, and stack_weightfield recomputes its weights in every rejection pass.
+//   only: on llvmpipe tile_metrics is a memory-bound reduction like the statistics (unmeasured),
+//   and stack_weightfield, which recomputes its weights in every rejection pass, took 3-4x the
+//   TypeScript workers' time in a tiled STACKING (bench/RESULTS.md, 2026-11-29).
 // - The stack kernel takes at most maxStackFrames frames in one dispatch: more frames stack in
 //   TypeScript (stackContextFor).
 // - STACKING's band chain (stackingPlacement): debayering on the device only feeds a device warp

@@ -58,10 +58,18 @@ async function outputsOf(runDir: string): Promise<Map<string, Buffer>> {
   const m = new Map<string, Buffer>();
   for (const n of (await readdir(join(runDir, 'outputs'))).filter((n) => n.endsWith('.fits'))) m.set(`outputs/${n}`, await readFile(join(runDir, 'outputs', n)));
   m.set('artifacts/validation.json', await readFile(join(runDir, 'artifacts', 'validation.json')));
-  // The stacking diagnostics apart from their timings (milliseconds of this machine's clock).
-  const untimed = (v: unknown): unknown => (Array.isArray(v) ? v.map(untimed) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => !/timings|_ms$/.test(k)).map(([k, x]) => [k, untimed(x)])) : v);
+  // The stacking diagnostics apart from their timings (milliseconds of this machine's clock) and
+  // from how many frames' LN planes LOCAL_METRICS binned (a resumed STACKING reads them itself;
+  // lnPlanesSource checks that count).
+  const untimed = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(untimed) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => !/timings|_ms$|^premeasured_frames$/.test(k)).map(([k, x]) => [k, untimed(x)])) : v;
   m.set('artifacts/stacking_diagnostics.json', Buffer.from(JSON.stringify(untimed(JSON.parse(await readFile(join(runDir, 'artifacts', 'stacking_diagnostics.json'), 'utf8'))))));
   return m;
+}
+
+/** How many frames' LN planes STACKING took from LOCAL_METRICS's read (stacking_diagnostics.json). */
+async function lnPlanesSource(runDir: string): Promise<number> {
+  return (JSON.parse(await readFile(join(runDir, 'artifacts', 'stacking_diagnostics.json'), 'utf8')) as { local_normalization: { premeasured_frames: number } }).local_normalization.premeasured_frames;
 }
 
 const refusal = async (p: Promise<unknown>): Promise<ResumeRefused> => {
@@ -96,12 +104,15 @@ test('tiled resume: bit-identical from STACKING, upstream change refused, LOCAL_
     assert.is(dry.verdict.earliest_feasible_phase, 'REPORT');
     assert.equal(await listing(d), before);
 
-    // Same configuration from STACKING: the same bytes.
+    // Same configuration from STACKING: the same bytes, though the first run's STACKING took every
+    // frame's LN planes from LOCAL_METRICS's read and the resumed one reads the frames again.
+    assert.is(await lnPlanesSource(d), 10);
     const previous = await outputsOf(d);
     const linesBefore = parseEventLines(await readFile(join(d, 'logs', 'run_events.jsonl'), 'utf8'));
     const again = await resumeTiled(d, 'STACKING', { device: 'cpu' });
     assert.is(again.status, 'ok', JSON.stringify(again.phases));
     const now = await outputsOf(d);
+    assert.is(await lnPlanesSource(d), 0);
     assert.equal([...now.keys()], [...previous.keys()]);
     for (const [k, v] of previous) assert.ok(v.equals(now.get(k)!), `${k} differs after a resume with the same configuration`);
     const lines = parseEventLines(await readFile(join(d, 'logs', 'run_events.jsonl'), 'utf8'));

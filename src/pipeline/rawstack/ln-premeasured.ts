@@ -1,7 +1,9 @@
 // Local normalization's binned planes measured ahead of STACKING: QUALITY_ANALYSIS already reads
 // every registered frame band by band for its correlation proxy, so the same bands feed LN's
 // binners there (stages/frames/tasks.ts ccProxyAndBins) and STACKING's LN setup takes the planes
-// from here instead of reading each frame once more (stages/stacking/local-norm.ts).
+// from here instead of reading each frame once more (stages/stacking/local-norm.ts). The tiled
+// workflow's LOCAL_METRICS, which reads every frame whole for its tile sums, bins them the same
+// way (tiled/phases/local-metrics.ts).
 // Invariants:
 // - A plane set is keyed by the frame's pixel source and carries its binning (factor, CFA sites
 //   per channel, full size); STACKING uses it only when all of these equal what its own pass
@@ -11,7 +13,7 @@
 //   2048 px), held from QUALITY_ANALYSIS until STACKING's setup takes them (taken planes are
 //   dropped); at most memory_budget / PREMEASURED_BUDGET_DIVISOR bytes in all — frames past
 //   that cap are simply read by the setup pass. Kept beside the state (a WeakMap), not in it:
-//   nothing to serialise, and a resumed run just reads.
+//   nothing to serialise (no checkpoint carries them), and a resumed run just reads.
 
 import type { BinnedPlane } from '../../algorithms/binned-plane.js';
 import { cfaPhase } from '../../cpu/debayer.js';

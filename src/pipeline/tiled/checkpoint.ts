@@ -7,6 +7,10 @@
 // that state points to (calibrated frames, masters, artifacts: resume/file-identity.ts). The
 // phase record names the checkpoint and its SHA-256. The run's identity, folder, device, events
 // and configuration are not in it: a resume brings its own.
+// The frames' star lists (most of a checkpoint's bytes) are left out of the checkpoints a resume
+// at a phase after LOCAL_METRICS starts from (STARLESS_CHECKPOINTS): no later phase reads them
+// (REFERENCE_SELECTION's measure in GLOBAL_METRICS writes them; REGISTRATION and LOCAL_METRICS
+// read them), so those frames come back with `stars: null`.
 
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
@@ -39,6 +43,14 @@ export interface Checkpoint {
   /** The included lights (absolute paths): a resume checks they are still there and unchanged. */
   inputs: FileIdentity[];
 }
+
+/**
+ * Phases whose checkpoints leave the frames' star lists out: LOCAL_METRICS, the last reader of
+ * the lists, and every phase after it. A phase not named here keeps them (the safe default).
+ * Each checkpoint is encoded and gzip'd on the main thread after its phase: with the lists,
+ * ~1.8 MB of JSON for 20 frames (~55 ms of CPU), without them ~0.45 MB.
+ */
+export const STARLESS_CHECKPOINTS: ReadonlySet<string> = new Set(['LOCAL_METRICS', 'TILE_RECONSTRUCTION', 'STATE_CLUSTERING', 'SYNTHETIC_FRAMES', 'STACKING', 'DEBAYER', 'ASTROMETRY', 'BGE', 'PCC', 'HYPERMETRIC_STRETCH', 'REPORT']);
 
 /** The base fields a resume brings itself (never checkpointed). */
 const BASE = new Set(['config', 'folder', 'runId', 'jobId', 'events', 'device', 'gpu']);
@@ -87,6 +99,7 @@ export async function writeCheckpoint(s: TiledState, phase: string, outcomes: Re
   for (const [k, v] of Object.entries(s)) if (!BASE.has(k)) state[k] = v;
   const { records: _records, ...tiled } = s.tiled;
   state.tiled = tiled;
+  if (STARLESS_CHECKPOINTS.has(phase)) state.frames = s.frames.map((f) => ({ ...f, stars: null }));
   const files: FileIdentity[] = [];
   for (const path of stateFiles(s)) {
     const id = await identityOf(s.folder, path);
@@ -99,8 +112,10 @@ export async function writeCheckpoint(s: TiledState, phase: string, outcomes: Re
     if (id) inputs.push(id);
   }
   const body: Checkpoint = { version: CHECKPOINT_VERSION, phase, state, outcomes: [...outcomes], clusters: clustersOf(s), files, inputs };
-  // The frames' star lists make most of it; gzip takes it to about a quarter.
-  const bytes = gzipSync(encodeState(body), { level: 6 });
+  // The frames' star lists make most of it; gzip takes it to about 40 %. Level 1: every phase
+  // writes one (~1.8 MB of JSON for 20 frames), and level 6 took ~55 ms of the main thread
+  // each against ~25 ms, for files only ~7 % smaller (bench/RESULTS.md, 2026-11-29).
+  const bytes = gzipSync(encodeState(body), { level: 1 });
   const rel = checkpointPath(s.folder, phase);
   await mkdir(dirname(inRunFolder(s.folder, rel)), { recursive: true });
   await writeFileAtomic(inRunFolder(s.folder, rel), bytes);

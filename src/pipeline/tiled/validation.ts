@@ -24,16 +24,19 @@ export const SEAM_OFFSET = 4;
 
 /** Median |I(p) − I(p − step)| along the line at `pos` (axis x: a column; y: a row), NaN-free pairs only (stars crossing the line do not count). */
 function lineGradient(img: Float32Array, W: number, H: number, axis: 'x' | 'y', pos: number): number {
-  const d: number[] = [];
   const len = axis === 'x' ? H : W;
+  // f64, as the differences of two f32 samples are exact there; a typed array's numeric sort is
+  // ~10x a number[] sorted with a comparator, with the same order.
+  const buf = new Float64Array(len);
+  let n = 0;
   for (let i = 0; i < len; i++) {
     const a = axis === 'x' ? img[i * W + pos]! : img[pos * W + i]!;
     const b = axis === 'x' ? img[i * W + pos - 1]! : img[(pos - 1) * W + i]!;
     const v = Math.abs(a - b);
-    if (Number.isFinite(v)) d.push(v);
+    if (Number.isFinite(v)) buf[n++] = v;
   }
-  d.sort((x, y) => x - y);
-  return d.length ? d[d.length >> 1]! : NaN;
+  const d = buf.subarray(0, n).sort();
+  return n ? d[n >> 1]! : NaN;
 }
 
 export interface SeamScore {
@@ -78,11 +81,19 @@ export const STACK_SATURATION_MARGIN = 0.9;
  * metrics); without it the detector looks for a plateau.
  */
 export function imageFwhm(img: Float32Array, W: number, H: number, saturationLevel?: number): { fwhm: number; stars: number } {
-  // The fill for no-data pixels, by selection: sorting a whole frame's values took ~0.3 s, six
-  // times the star detection itself.
-  const finite = img.filter(Number.isFinite);
-  const med = finite.length ? medianInPlaceF32(finite) : 0;
-  const plane = img.map((v) => (Number.isFinite(v) ? v : med));
+  // The fill for no-data pixels, by selection (sorting a whole frame's values took ~0.3 s, six
+  // times the star detection itself), and only when there are any; plain loops, as a typed
+  // array's filter and map with a callback took ~0.18 s on 768x576.
+  let nan = 0;
+  for (let i = 0; i < img.length; i++) if (!Number.isFinite(img[i]!)) nan++;
+  const plane = img.slice();
+  if (nan > 0) {
+    const finite = new Float32Array(img.length - nan);
+    let k = 0;
+    for (let i = 0; i < img.length; i++) if (Number.isFinite(img[i]!)) finite[k++] = img[i]!;
+    const med = finite.length ? medianInPlaceF32(finite) : 0;
+    for (let i = 0; i < plane.length; i++) if (!Number.isFinite(plane[i]!)) plane[i] = med;
+  }
   const det = detectStars(plane, W, H, saturationLevel !== undefined && saturationLevel > 0 ? { saturationLevel } : {});
   if (!det.ok) return { fwhm: NaN, stars: 0 };
   return { fwhm: frameMetrics(det).fwhm, stars: det.stars.length };

@@ -328,7 +328,7 @@ function localNormalizationDiagnostics(ln: LnSetup, setup: StackSetup, names: st
     coefficients: "frame' = a * frame + b per node, row-major ny x nx, on the globally normalised frame",
     reference_sky: Object.fromEntries(names.map((n, ch) => [n, ln.background[ch]!.values.map(r)])),
     timings_ms: { read_bin: Math.round(ln.ms.read_bin), fit: Math.round(ln.ms.fit) },
-    // Frames whose binned planes came from QUALITY_ANALYSIS's read (not read again here).
+    // Frames whose binned planes came from QUALITY_ANALYSIS's (tiled: LOCAL_METRICS's) read (not read again here).
     premeasured_frames: ln.premeasured,
     frames: ln.models
       ? setup.frames.map((f) => ({
@@ -428,7 +428,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
             ctx.checkCancelled();
             ctx.progress(done, total, 'local normalization');
           },
-          // Planes QUALITY_ANALYSIS binned from its own read (ln-premeasured.ts): no second read.
+          // Planes QUALITY_ANALYSIS (tiled: LOCAL_METRICS) binned from its own read (ln-premeasured.ts): no second read.
           premeasured: (f, spec) => takeLnPlanes(state, f.source, spec, setup.frameWidth, setup.frameHeight),
         })
       : null;

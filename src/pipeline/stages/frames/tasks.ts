@@ -17,7 +17,8 @@
 //            REGISTRATION's matching, CPU-bound, so it runs on the workers too.
 //   tiles    read plane 0 → optional cosmetic pass (stages/stacking/cosmetic.ts) → the
 //            tile_metrics sums of the given rectangles (cpu/tile-metrics.ts): the tiled
-//            workflow's LOCAL_METRICS.
+//            workflow's LOCAL_METRICS. With `lnBin`, the raw plane (before the cosmetic pass,
+//            as STACKING's LN setup reads it) also gives the frame's LN binned planes, as `cc`.
 // Invariants: a bad frame is a typed result ({ok: false, code, detail}), never an exception;
 // exceptions mean bugs. Results are structured-clone friendly (typed arrays, plain objects).
 
@@ -102,10 +103,12 @@ export interface TileMetricsTask extends TileMetricsParams {
   file: string;
   /** Hot and cold pixels replaced first (k σ, σ the frame's noise), or none. */
   cosmetic: { sigma: number; noise: number } | null;
+  /** Also bin the frame for local normalization (see LnBinSpec). */
+  lnBin?: LnBinSpec;
 }
 
 export type TileMetricsTaskResult =
-  | { kind: 'tiles'; ok: true; metrics: Float64Array; ms: { read: number; measure: number } }
+  | { kind: 'tiles'; ok: true; metrics: Float64Array; ms: { read: number; measure: number }; lnPlanes?: BinnedPlane[] }
   | { kind: 'tiles'; ok: false; code: 'unreadable'; detail: string; fitsCode: string };
 
 export type FrameTask = MeasureTask | CcTask | RegisterTask | AnalyzeTask | CalibrateLightTask | TileMetricsTask;
@@ -161,6 +164,11 @@ export async function ccProxyOfFile(file: string, bin: number): Promise<CcProxy>
   return (await ccProxyAndBins(file, bin)).proxy;
 }
 
+/** Local normalization's binners of a width × height plane: one per channel (CFA sites), or one. */
+function lnBinners(width: number, height: number, spec: LnBinSpec): PlaneBinner[] {
+  return spec.sites ? spec.sites.map((sites) => new PlaneBinner(width, height, spec.factor, { sites })) : [new PlaneBinner(width, height, spec.factor)];
+}
+
 /**
  * ccProxyOfFile, and with `lnBin` the frame's LN binned planes from the same bands (rows the
  * proxy leaves out are read too: the binners need every row). Bands come in ascending order, so
@@ -170,7 +178,7 @@ export async function ccProxyAndBins(file: string, bin: number, lnBin?: LnBinSpe
   const reader = await FitsReader.open(file);
   try {
     const builder = new CcProxyBuilder(reader.width, reader.height, { bin });
-    const binners = lnBin ? (lnBin.sites ? lnBin.sites.map((sites) => new PlaneBinner(reader.width, reader.height, lnBin.factor, { sites })) : [new PlaneBinner(reader.width, reader.height, lnBin.factor)]) : [];
+    const binners = lnBin ? lnBinners(reader.width, reader.height, lnBin) : [];
     const step = Math.max(bin, CC_READ_ROWS - (CC_READ_ROWS % bin));
     const end = binners.length ? reader.height : builder.rowsUsed;
     for (let y0 = 0; y0 < end; y0 += step) {
@@ -251,14 +259,29 @@ export function cosmeticPlane(plane: Plane, step: 1 | 2, c: { sigma: number; noi
   return cosmeticCorrect(plane.data, { width: plane.width, height: plane.height, readY0: 0, y0: 0, y1: plane.height, step, sigma: c.sigma, noise: [n, n, n, n] }).data;
 }
 
-async function tileMetricsFrame(task: TileMetricsTask): Promise<TileMetricsTaskResult> {
+/** The tile sums of a (cosmetic-corrected) plane: cpu/tile-metrics.ts, or the caller's kernel (LOCAL_METRICS's device path). */
+export type TileMeasureFn = (data: Float32Array, p: TileMetricsParams) => Float64Array | Promise<Float64Array>;
+
+/**
+ * A `tiles` task: read, LN planes of the raw plane when asked (the whole plane binned at once:
+ * bit-identical to the setup pass's band by band binning, PlaneBinner sums row by row), cosmetic
+ * pass, tile sums. The workers measure with `tileMetrics`; LOCAL_METRICS's device path passes its
+ * kernel, so both paths read and correct a frame the same way.
+ */
+export async function tileMetricsFrame(task: TileMetricsTask, measure: TileMeasureFn = tileMetrics): Promise<TileMetricsTaskResult> {
   const t0 = performance.now();
   const plane = await readOrFail(task.file);
   if ('error' in plane) return { kind: 'tiles', ok: false, code: 'unreadable', detail: plane.error, fitsCode: plane.code };
   const t1 = performance.now();
+  let lnPlanes: BinnedPlane[] | undefined;
+  if (task.lnBin) {
+    const binners = lnBinners(plane.width, plane.height, task.lnBin);
+    for (const b of binners) b.addRows(plane.data, 0, plane.height);
+    lnPlanes = binners.map((b) => b.result());
+  }
   const data = task.cosmetic ? cosmeticPlane(plane, task.step, task.cosmetic) : plane.data;
-  const metrics = tileMetrics(data, { width: plane.width, height: plane.height, step: task.step, rects: task.rects, bgCut: task.bgCut, unit: task.unit, quantile: task.quantile });
-  return { kind: 'tiles', ok: true, metrics, ms: { read: t1 - t0, measure: performance.now() - t1 } };
+  const metrics = await measure(data, { width: plane.width, height: plane.height, step: task.step, rects: task.rects, bgCut: task.bgCut, unit: task.unit, quantile: task.quantile });
+  return { kind: 'tiles', ok: true, metrics, ms: { read: t1 - t0, measure: performance.now() - t1 }, ...(lnPlanes ? { lnPlanes } : {}) };
 }
 
 /** Transferable buffers of a result (moved, not copied, back from a worker). */
@@ -266,7 +289,7 @@ export function transferables(result: FrameTaskResult): ArrayBuffer[] {
   if (result.kind === 'measure') return result.ok && result.stars.buffer instanceof ArrayBuffer ? [result.stars.buffer, ...(result.shapes.buffer instanceof ArrayBuffer ? [result.shapes.buffer] : [])] : [];
   if (result.kind === 'analyze') return result.ok ? premeasuredTransferables(result.premeasured) : [];
   if (result.kind === 'calibrate') return calibrateLightTransferables(result);
-  if (result.kind === 'tiles') return result.ok && result.metrics.buffer instanceof ArrayBuffer ? [result.metrics.buffer] : [];
+  if (result.kind === 'tiles') return result.ok ? [result.metrics.buffer, ...(result.lnPlanes ?? []).map((p) => p.data.buffer)].filter((b): b is ArrayBuffer => b instanceof ArrayBuffer) : [];
   if (result.kind === 'cc' && result.ok && result.lnPlanes) return result.lnPlanes.map((p) => p.data.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
   return [];
 }

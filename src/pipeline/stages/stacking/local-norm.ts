@@ -14,7 +14,8 @@
 // the long side, so ~200 KB per plane), a read buffer of at most READ_CHUNK_BYTES; the models
 // are a few hundred numbers per frame and channel.
 // Reads: a frame whose raw binned planes were measured earlier (`premeasured`: Raw Stack's
-// QUALITY_ANALYSIS bins the bands it reads anyway, rawstack/ln-premeasured.ts) is not read
+// QUALITY_ANALYSIS and the tiled workflow's LOCAL_METRICS bin the pixels they read anyway,
+// rawstack/ln-premeasured.ts) is not read
 // again; its planes, binned with the same factor and sites (lnSetupBinning) from the same pixels,
 // are bit-identical to this pass's own, and go through the same crop, warp and normalisation.
 // Other frames are read once more than without LN (through the band loop's reader cache,

@@ -17,6 +17,10 @@
 //   runtime_limits.parallel_workers frames in memory at a time), or one frame at a time on the
 //   main thread when the kernel runs on the device. A frame that cannot be read has no
 //   structure measurement (the lowest L in STRUCTURE tiles) and a frame event says so.
+// - Local normalization's binned planes: the same read bins each frame as STACKING's LN setup
+//   would (rawstack/ln-premeasured.ts, as Raw Stack's QUALITY_ANALYSIS does), so STACKING does
+//   not read every frame again. Held in memory only (capped there): a run resumed at a later
+//   phase has none and STACKING reads, with the same planes.
 // L is computed from these relative to the frame's own medians (relativeToFrame), since G
 // already carries the frame's global quality.
 // A tile the frame covers less than half of (COMMON_OVERLAP) has no measurement for it (the
@@ -32,9 +36,9 @@ import { tileMetricsGpu } from '../../../gpu/kernels/tile-metrics.js';
 import { gpuFor } from '../../device-policy.js';
 import { failed, ok } from '../../phase.js';
 import { pixelSource } from '../../rawstack/state.js';
-import { cosmeticPlane, readPlane, type TileMetricsTask, type TileMetricsTaskResult } from '../../stages/frames/tasks.js';
+import { tileMetricsFrame, type LnBinSpec, type TileMetricsTask, type TileMetricsTaskResult } from '../../stages/frames/tasks.js';
 import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
-import { isFitsError } from '../../../fits/index.js';
+import { dropLnPlanes, lnBinSpecOf, lnWanted, rememberLnPlanes } from '../../rawstack/ln-premeasured.js';
 import type { FrameRecord } from '../../rawstack/state.js';
 import { writeArtifact, tiledPhase } from '../records.js';
 import type { TiledPhase } from '../reasons.js';
@@ -222,6 +226,18 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
     // workers (runtime_limits.parallel_workers frames at a time, results in frame order).
     const fwhmMap = cfg.local_metrics.star_mode.fwhm_map;
     const plans = frames.map((f) => framePlan(f, g, W, H, osc, cfg.tile.star_min_count, fwhmMap));
+    // LN planes for STACKING from this read (see the head comment); no spec: STACKING reads.
+    dropLnPlanes(s);
+    const wanted = lnWanted(s);
+    const lnSpecOf = async (f: FrameRecord): Promise<LnBinSpec | undefined> => {
+      if (wanted === 'none' || (wanted === 'reference' && f.index !== s.referenceIndex)) return undefined;
+      try {
+        return (await lnBinSpecOf(s, f)) ?? undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    const lnSpecs: (LnBinSpec | undefined)[] = [];
     const workers = new FrameWorkers(tmCtx ? 0 : Math.min(s.config.runtime_limits.parallel_workers, frames.length));
     try {
       await mapFrames(
@@ -229,21 +245,16 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
         tmCtx ? 1 : Math.max(1, workers.size),
         ctx.signal,
         async (f, i): Promise<TileMetricsTaskResult> => {
-          const task = plans[i]!.task(pixelSource(f));
+          const lnBin = (lnSpecs[i] = await lnSpecOf(f));
+          const task = { ...plans[i]!.task(pixelSource(f)), ...(lnBin ? { lnBin } : {}) };
           if (!tmCtx) return (await workers.run(task)) as TileMetricsTaskResult;
-          let plane;
-          try {
-            plane = await readPlane(task.file);
-          } catch (e) {
-            if (!isFitsError(e)) throw e;
-            return { kind: 'tiles', ok: false, code: 'unreadable', detail: e.message, fitsCode: e.code };
-          }
-          const data = task.cosmetic ? cosmeticPlane(plane, task.step, task.cosmetic) : plane.data;
-          return { kind: 'tiles', ok: true, metrics: await measureTiles(tmCtx, data, { ...task, width: plane.width, height: plane.height }), ms: { read: 0, measure: 0 } };
+          return tileMetricsFrame(task, (data, p) => measureTiles(tmCtx, data, p));
         },
         (f, r, i) => {
           const { stars, starsIn, surface, tileFwhm, noise, sky } = plans[i]!;
           const cov = s.tiled.coverage.get(f.index)!;
+          const lnBin = lnSpecs[i];
+          if (r.ok && r.lnPlanes && lnBin) rememberLnPlanes(s, f, lnBin, r.lnPlanes);
           if (!r.ok) {
             // No pixels, no structure measurement: the lowest L in its STRUCTURE tiles.
             unreadable++;
