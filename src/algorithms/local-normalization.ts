@@ -273,12 +273,19 @@ interface CellSamples {
   /** Cell (ci, cj)'s samples are idx[start[k] .. start[k + 1]), k = cj·ncx + ci. */
   start: Int32Array;
   idx: Int32Array;
+  /**
+   * Every usable pixel of cell k (at most CELL_SAMPLES of them are sampled): a cell has enough
+   * background when this reaches the minimum, whatever the sample cap, else a coarse grid (whose
+   * minimum is above the cap) would count no cell as measured.
+   */
+  usable: Int32Array;
 }
 
 function cellSamples(p: BinnedPlane, c: Cells, ok: Uint8Array): CellSamples {
   const cells = c.ncx * c.ncy;
   const start = new Int32Array(cells + 1);
   const idx = new Int32Array(cells * CELL_SAMPLES);
+  const usable = new Int32Array(cells);
   let cellMax = 0;
   for (let cj = 0; cj < c.ncy; cj++) for (let ci = 0; ci < c.ncx; ci++) cellMax = Math.max(cellMax, (c.xs[ci + 1]! - c.xs[ci]!) * (c.ys[cj + 1]! - c.ys[cj]!));
   const all = new Int32Array(cellMax);
@@ -296,9 +303,10 @@ function cellSamples(p: BinnedPlane, c: Cells, ok: Uint8Array): CellSamples {
         for (let j = 0; j < CELL_SAMPLES; j++) idx[n++] = all[Math.floor((j * k) / CELL_SAMPLES)]!;
       } else for (let j = 0; j < k; j++) idx[n++] = all[j]!;
       start[cj * c.ncx + ci + 1] = n;
+      usable[cj * c.ncx + ci] = k;
     }
   }
-  return { start, idx };
+  return { start, idx, usable };
 }
 
 /** Per-column and per-row interpolation tables of a grid at a binned plane's pixel centres (gridField's rule). */
@@ -360,7 +368,7 @@ function cellMedians(p: BinnedPlane, c: Cells, ax: BinnedAxes, cs: CellSamples, 
         buf[j] = d[i]! - f32((1 - ty) * ((1 - t) * surface[a + u]! + t * surface[a + v]!) + ty * ((1 - t) * surface[b + u]! + t * surface[b + v]!));
       }
     } else for (let j = 0; j < n; j++) buf[j] = d[cs.idx[s0 + j]!]!;
-    const m = n >= min ? medianInPlace(buf.subarray(0, n)) : NaN;
+    const m = cs.usable[k]! >= min && n > 0 ? medianInPlace(buf.subarray(0, n)) : NaN;
     values.push(surface ? m + surface[k]! : m);
   }
   return values;

@@ -134,10 +134,16 @@ test('LN: the reference itself gets a = 1 and only its node noise as b; no data 
   const ref = renderScene({ width: W, height: H, stars, fwhm: () => 3, background: refSky, noise: SIGMA, seed: 5 });
   const bref = binPlane(ref, W, H, 2);
   const same = fitLocalNormalization(bref, bref, { cells: 8 });
-  // Identical images: every star ratio is 1 (no tilt); b = smooth target − the node medians.
+  // A coarse grid's cells hold more usable pixels than are sampled from them: the fit must still
+  // count them as measured (it once compared the minimum with the sample count and fell back to
+  // the identity for every frame at 8 cells).
+  assert.is(same.fit.ok, true, JSON.stringify(same.fit));
+  // Identical images: every star ratio is 1 (no tilt); b = smooth target − the node medians, i.e.
+  // the nodes' own noise: a median of 96 samples of the 2×2-binned sky (σ/2) scatters by
+  // 1.25·(σ/2)/√96 ≈ 0.064σ.
   assert.ok(same.a.every((a) => Math.abs(a - 1) < 1e-12), 'a = 1');
   const rmsB = Math.sqrt(same.b.reduce((s, b) => s + b * b, 0) / same.b.length);
-  assert.ok(rmsB < 0.05 * SIGMA && Math.max(...same.b.map(Math.abs)) < 0.2 * SIGMA, `b rms ${rmsB.toFixed(3)}, worst ${Math.max(...same.b.map(Math.abs)).toFixed(3)} ADU`);
+  assert.ok(rmsB > 0 && rmsB < 0.15 * SIGMA && Math.max(...same.b.map(Math.abs)) < 0.5 * SIGMA, `b rms ${rmsB.toFixed(3)}, worst ${Math.max(...same.b.map(Math.abs)).toFixed(3)} ADU`);
   const none = fitLocalNormalization(bref, binPlane(new Float32Array(W * H).fill(NaN), W, H, 2), { cells: 8 });
   assert.is(none.fit.ok, false);
   assert.is(none.fit.reason, 'no_background');
