@@ -3,7 +3,7 @@
 // Stack runs in its own child process (bench/rawstack-child.ts) so its peak RSS is its own.
 
 import { spawn } from 'node:child_process';
-import { access } from 'node:fs/promises';
+import { access, mkdir, readdir, rm, symlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateDataset } from '../fixtures/generator/index.js';
@@ -17,11 +17,13 @@ export interface DataSpec {
   height: number;
   seed: number;
   calibration: boolean;
+  /** Camera kind; default mono (the generator's OSC frames are RGGB). */
+  kind?: 'mono' | 'osc';
 }
 
-export const dataName = (s: DataSpec): string => `mono${s.frames}-${s.width}x${s.height}-s${s.seed}${s.calibration ? '-cal' : ''}`;
+export const dataName = (s: DataSpec): string => `${s.kind ?? 'mono'}${s.frames}-${s.width}x${s.height}-s${s.seed}${s.calibration ? '-cal' : ''}`;
 
-/** The dataset's folder under `root`, generated on first use (mono, no labelled bad frames). */
+/** The dataset's folder under `root`, generated on first use (no labelled bad frames). */
 export async function ensureData(root: string, spec: DataSpec, log: (s: string) => void): Promise<string> {
   const dir = join(root, dataName(spec));
   const ok = await access(join(dir, 'truth.json')).then(
@@ -30,9 +32,23 @@ export async function ensureData(root: string, spec: DataSpec, log: (s: string) 
   );
   if (!ok) {
     log(`[bench] generating ${dataName(spec)} in ${dir}`);
-    await generateDataset({ out: dir, kind: 'mono', frames: spec.frames, width: spec.width, height: spec.height, seed: spec.seed, calibration: spec.calibration, badFrames: 'none' });
+    await generateDataset({ out: dir, kind: spec.kind ?? 'mono', frames: spec.frames, width: spec.width, height: spec.height, seed: spec.seed, calibration: spec.calibration, badFrames: 'none' });
   }
   return dir;
+}
+
+/**
+ * A lights folder of the first `frames` lights of `dir` (symbolic links, in name order) under
+ * `root`, so runs of different lengths share one generated session and its calibration frames.
+ */
+export async function subsetLights(root: string, dir: string, frames: number): Promise<string> {
+  const names = (await readdir(join(dir, 'lights'))).filter((f) => /\.fits?$/i.test(f)).sort();
+  if (names.length < frames) throw new Error(`${dir} holds ${names.length} lights, fewer than ${frames}`);
+  const out = join(root, 'subsets', `${dir.split('/').pop()}-first${frames}`);
+  await rm(out, { recursive: true, force: true });
+  await mkdir(out, { recursive: true });
+  for (const f of names.slice(0, frames)) await symlink(join(dir, 'lights', f), join(out, f));
+  return out;
 }
 
 /**
@@ -40,12 +56,13 @@ export async function ensureData(root: string, spec: DataSpec, log: (s: string) 
  * and REPORT). Small frames (under 0.1 Mpx: about 20 stars at the generator's star density) get
  * quality_filter.min_stars 8 instead of 30, or every frame would leave as too_few_stars.
  */
-export function benchConfig(dir: string, calibration: boolean, budgetMiB: number, spec?: Pick<DataSpec, 'width' | 'height'>, workers?: number): Record<string, unknown> {
+export function benchConfig(dir: string, calibration: boolean, budgetMiB: number | undefined, spec?: Pick<DataSpec, 'width' | 'height'>, workers?: number, lightsDir?: string): Record<string, unknown> {
   return {
     ...(spec && spec.width * spec.height < 100_000 ? { quality_filter: { min_stars: 8 } } : {}),
-    lights_dir: join(dir, 'lights'),
+    lights_dir: lightsDir ?? join(dir, 'lights'),
     ...(calibration ? { bias_dir: join(dir, 'bias'), darks_dir: join(dir, 'darks'), flats_dir: join(dir, 'flats') } : {}),
-    runtime_limits: { memory_budget: budgetMiB, ...(workers ? { parallel_workers: workers } : {}) },
+    // No budget: the default a user gets.
+    runtime_limits: { ...(budgetMiB === undefined ? {} : { memory_budget: budgetMiB }), ...(workers ? { parallel_workers: workers } : {}) },
     postprocess: { astrometry: false, pcc: false, bge: false, hypermetric_stretch: false },
   };
 }

@@ -7,6 +7,8 @@
 //   rawstack-memory  memory-flat streaming: peak RSS with runtime_limits.memory_budget 256 MiB of
 //                    a 30- and a 120-frame run of 1024×768 (ratio, bar ≤ 1.15), and a 1000-frame
 //                    run of 256×192 completing. `--quick`: 10 vs 40 frames, 200 small frames.
+// `rawstack --osc-large` and `rawstack --scale` are the large benches of bench/rawstack-large.ts,
+// which reuse this file's tables and recording.
 // Every Raw Stack runs in its own child process (bench/rawstack-child.ts). Datasets are cached
 // under --data (default $TMPDIR/skystack-bench-data). Results print as tables and are appended
 // to bench/RESULTS.md unless --no-record.
@@ -30,10 +32,10 @@ export interface RawstackBenchOptions {
   siril: boolean;
 }
 
-const log = (s: string) => console.log(s);
-const mib = (v: number | null) => (v === null ? '–' : v.toFixed(0));
+export const log = (s: string) => console.log(s);
+export const mib = (v: number | null) => (v === null ? '–' : v.toFixed(0));
 
-function machineLine(): string {
+export function machineLine(): string {
   return `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
 }
 
@@ -41,7 +43,7 @@ function machineLine(): string {
  * One row per phase, one "wall ms / CPU ms / peak MiB" column per labelled run (CPU: all threads
  * while the phase ran; on a shared machine it moves less than the wall time).
  */
-function phaseColumns(runs: [string, ChildResult][]): string {
+export function phaseColumns(runs: [string, ChildResult][]): string {
   const cpuOf = (p: PhaseRow) => (p.cpu_ms == null ? '–' : String(p.cpu_ms));
   if (runs.length === 1) {
     const r = runs[0]![1];
@@ -70,7 +72,7 @@ function phaseColumns(runs: [string, ChildResult][]): string {
 export const MALLOC_TUNING: Record<string, string> = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' };
 
 /** Best (lowest wall time) of `repeat` runs. */
-async function bestOf(repeat: number, f: () => Promise<ChildResult>, label = ''): Promise<ChildResult> {
+export async function bestOf(repeat: number, f: () => Promise<ChildResult>, label = ''): Promise<ChildResult> {
   let best: ChildResult | null = null;
   for (let i = 0; i < repeat; i++) {
     const r = await f();
@@ -80,7 +82,7 @@ async function bestOf(repeat: number, f: () => Promise<ChildResult>, label = '')
   return best!;
 }
 
-async function record(text: string, options: RawstackBenchOptions): Promise<void> {
+export async function record(text: string, options: Pick<RawstackBenchOptions, 'record'>): Promise<void> {
   if (!options.record) return;
   await appendFile(resultsFile, text);
   log(`[bench] appended to ${resultsFile}`);

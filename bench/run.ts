@@ -4,7 +4,8 @@
 // section to bench/RESULTS.md and optionally writes the figures as JSON for scripts.
 // `npm run bench -- rawstack|rawstack-memory [--quick] [--budget MIB] [--repeat N] [--data DIR]
 // [--no-siril] [--no-record]`: the whole-pipeline benches of bench/rawstack.ts instead (the
-// device comes from SKYSTACK_DEVICE, as for a run).
+// device comes from SKYSTACK_DEVICE, as for a run); `rawstack --osc-large` and `rawstack --scale
+// [--size WxH] [--frames A,B,C]`: the large ones of bench/rawstack-large.ts.
 // `npm run bench -- gpu [--quick] [--allow-software] [--paths gpu,software] [--only REGEX]
 // [--frames N --size WxH] [--no-rawstack] [--json FILE] [--out FILE] [--label TEXT]
 // [--software-icd FILE] [--deadline-s S]`: the GPU
@@ -32,6 +33,8 @@ const { values, positionals } = parseArgs({
     repeat: { type: 'string', default: '1' },
     data: { type: 'string' },
     'no-siril': { type: 'boolean', default: false },
+    'osc-large': { type: 'boolean', default: false },
+    scale: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     device: { type: 'string', default: 'all' },
     only: { type: 'string' },
@@ -197,6 +200,14 @@ if (positionals.length > 1 || (suite !== undefined && !SUITES.includes(suite))) 
     process.exitCode = 2;
   } else {
     const options = { quick: values.quick ?? false, record: !values['no-record'], data: values.data, budget, repeat: Math.floor(repeat), siril: !values['no-siril'] };
-    await (suite === 'rawstack' ? speedBench(options) : memoryBench(options));
+    const large = suite === 'rawstack' && (values['osc-large'] || values.scale);
+    if ((values['osc-large'] || values.scale) && (suite !== 'rawstack' || (values['osc-large'] && values.scale))) {
+      console.error('bench: --osc-large and --scale belong to rawstack, one at a time');
+      process.exitCode = 2;
+    } else if (large) {
+      const { oscLargeBench, scaleBench } = await import('./rawstack-large.js');
+      if (values['osc-large']) await oscLargeBench(options);
+      else process.exitCode = await scaleBench({ ...options, size: values.size, frames: values.frames });
+    } else await (suite === 'rawstack' ? speedBench(options) : memoryBench(options));
   }
 } else await main();

@@ -1,7 +1,7 @@
-// Siril side of `npm run bench -- rawstack`: the same generated frames through siril-cli with the
-// classic mono script (Siril 1.0 syntax): masters built with Siril's own stack (bias: rej 3 3
+// Siril side of `npm run bench -- rawstack` (and `--osc-large`): the same generated frames through
+// siril-cli with the classic mono or OSC script (Siril 1.0 syntax): masters built with Siril's own stack (bias: rej 3 3
 // -nonorm; flat: preprocessed with the bias, rej 3 3 -norm=mul; dark: rej 3 3 -nonorm), lights
-// preprocessed with the dark and flat masters, registered (global star registration) and stacked
+// preprocessed with the dark and flat masters (OSC: as CFA, equalized and debayered), registered (global star registration) and stacked
 // with `stack r_pp_light rej 3 3 -norm=addscale`. Siril gets the darks whose exposure matches
 // the lights (skystack's dark auto-select picks the same group itself).
 // Measured: wall time, user + system CPU and peak RSS of the siril-cli process, from GNU time
@@ -35,7 +35,15 @@ export async function sirilVersion(): Promise<string | null> {
   }
 }
 
-export const SIRIL_SCRIPT = `requires 1.0.0
+/**
+ * Siril's classic script for a session with bias, darks and flats (its own Mono/OSC
+ * preprocessing scripts, Siril 1.0 syntax). OSC: the lights are calibrated as CFA data, the
+ * CFA channels equalized (the flat's colour cast) and debayered in the same preprocess, as
+ * Siril's OSC_Preprocessing script does; masters are built the same way for both.
+ */
+export function sirilScript(kind: 'mono' | 'osc'): string {
+  const lights = kind === 'osc' ? 'preprocess light -dark=dark_stacked -flat=pp_flat_stacked -cfa -equalize_cfa -debayer' : 'preprocess light -dark=dark_stacked -flat=pp_flat_stacked';
+  return `requires 1.0.0
 cd bias
 convert bias -out=../process
 cd ../process
@@ -52,13 +60,17 @@ stack dark rej 3 3 -nonorm
 cd ../lights
 convert light -out=../process
 cd ../process
-preprocess light -dark=dark_stacked -flat=pp_flat_stacked
+${lights}
 register pp_light
 stack r_pp_light rej 3 3 -norm=addscale -out=../result
 `;
+}
+
+/** The mono script (the `rawstack` bench's). */
+export const SIRIL_SCRIPT = sirilScript('mono');
 
 /** Links the dataset's frames into a fresh Siril work folder (darks: only `darkPrefix*`). */
-async function prepareWork(data: string, work: string, darkPrefix: string): Promise<void> {
+async function prepareWork(data: string, work: string, darkPrefix: string, script: string): Promise<void> {
   await rm(work, { recursive: true, force: true });
   for (const d of ['bias', 'darks', 'flats', 'lights', 'process']) await mkdir(join(work, d), { recursive: true });
   for (const d of ['bias', 'darks', 'flats', 'lights']) {
@@ -67,7 +79,7 @@ async function prepareWork(data: string, work: string, darkPrefix: string): Prom
       await symlink(join(data, d, f), join(work, d, f));
     }
   }
-  await writeFile(join(work, 'script.ssf'), SIRIL_SCRIPT);
+  await writeFile(join(work, 'script.ssf'), script);
 }
 
 async function hasGnuTime(): Promise<boolean> {
@@ -79,14 +91,18 @@ async function hasGnuTime(): Promise<boolean> {
   }
 }
 
-function parseSteps(log: string): { command: string; ms: number }[] {
+/**
+ * Per command, Siril's "Execution time" line: "850.00 ms", "12.34 s", and past a minute
+ * "2 min 05 s" (hours too), which a plain seconds pattern would miss.
+ */
+export function parseSteps(log: string): { command: string; ms: number }[] {
   const steps: { command: string; ms: number }[] = [];
   let current = '';
   for (const line of log.split('\n')) {
     const cmd = /Running command: (\w+)/.exec(line);
     if (cmd) current = cmd[1]!;
-    const t = /Execution time: ([\d.]+) (ms|s)\b/.exec(line);
-    if (t && current) steps.push({ command: current, ms: Number(t[1]) * (t[2] === 's' ? 1000 : 1) });
+    const t = /Execution time: (?:(\d+) h )?(?:(\d+) min )?([\d.]+) (ms|s)\b/.exec(line);
+    if (t && current) steps.push({ command: current, ms: (Number(t[1] ?? 0) * 3600 + Number(t[2] ?? 0) * 60) * 1000 + Number(t[3]) * (t[4] === 's' ? 1000 : 1) });
   }
   return steps;
 }
@@ -115,10 +131,10 @@ function pollProc(pid: number): { stop: () => { rssKiB: number; cpuMs: number | 
   };
 }
 
-/** Runs the script on `data` in `work`; rejects when siril-cli fails. */
-export async function runSiril(data: string, work: string, darkPrefix: string): Promise<SirilResult> {
+/** Runs the script (default: the mono one) on `data` in `work`; rejects when siril-cli fails. */
+export async function runSiril(data: string, work: string, darkPrefix: string, script: string = SIRIL_SCRIPT): Promise<SirilResult> {
   const version = (await sirilVersion()) ?? 'unknown';
-  await prepareWork(data, work, darkPrefix);
+  await prepareWork(data, work, darkPrefix, script);
   const gnuTime = await hasGnuTime();
   const cmd = gnuTime ? '/usr/bin/time' : 'siril-cli';
   const args = gnuTime ? ['-v', 'siril-cli', '-d', work, '-s', join(work, 'script.ssf')] : ['-d', work, '-s', join(work, 'script.ssf')];
