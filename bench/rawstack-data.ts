@@ -7,6 +7,7 @@ import { access, mkdir, readdir, rm, symlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateDataset } from '../fixtures/generator/index.js';
+import { MALLOC_TUNING, withAllocatorTuning } from '../src/cli/allocator-env.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const CHILD = join(here, 'rawstack-child.js');
@@ -87,10 +88,17 @@ export interface ChildResult {
   run_dir: string;
 }
 
-/** Runs one Raw Stack in a child process; rejects when the child fails or prints no result. */
+/** `runChild`'s env for glibc's own malloc defaults (the MALLOC_* names the CLI sets removed). */
+export const PLAIN_MALLOC: NodeJS.ProcessEnv = Object.fromEntries(Object.keys(MALLOC_TUNING).map((k) => [k, undefined]));
+
+/**
+ * Runs one Raw Stack in a child process; rejects when the child fails or prints no result. The
+ * child stands for the process the CLI runs a pipeline in, so it gets the allocator settings the
+ * CLI gives that process (allocator-env.ts); `env` goes over them (PLAIN_MALLOC: glibc defaults).
+ */
 export function runChild(config: Record<string, unknown>, runsDir: string, env: NodeJS.ProcessEnv = {}): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CHILD, JSON.stringify(config), runsDir], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CHILD, JSON.stringify(config), runsDir], { env: { ...withAllocatorTuning(process.env), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));

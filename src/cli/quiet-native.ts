@@ -9,11 +9,18 @@
 // stderr is a pipe). Ctrl-C reaches both processes (same process group): the parent ignores it
 // and waits, the child cancels its run as it would alone; the parent exits with the child's code.
 
+//
+// The same child carries the allocator settings (allocator-env.ts) when this process was started
+// without them: a pipeline command then always runs in a child, filtered only on a terminal.
+
 import { spawn } from 'node:child_process';
 import { DawnNoiseFilter } from '../server/jobs/dawn-noise.js';
+import { needsAllocatorRelaunch, withAllocatorTuning } from './allocator-env.js';
 
 /** Commands that open a device. */
 const DEVICE_COMMANDS = new Set(['rawstack', 'tiled', 'resume', 'demo', 'serve']);
+/** Commands that run a pipeline in this process (serve's job children get the settings from the job manager). */
+const PIPELINE_COMMANDS = new Set(['rawstack', 'tiled', 'resume', 'demo']);
 const CHILD_FLAG = 'SKYSTACK_CLI_CHILD';
 
 /** Whether `command` should run in a filtering child: a device command on a terminal (or when asked for by SKYSTACK_FILTER_NATIVE=1). */
@@ -21,6 +28,11 @@ export function wantsQuietChild(command: string | undefined, env: NodeJS.Process
   if (command === undefined || !DEVICE_COMMANDS.has(command) || env[CHILD_FLAG] === '1') return false;
   if (env.SKYSTACK_NATIVE_WARNINGS === '1') return false;
   return stderrIsTty || env.SKYSTACK_FILTER_NATIVE === '1';
+}
+
+/** Whether `command` should run again in a child with the allocator settings this process lacks. */
+export function wantsAllocatorChild(command: string | undefined, env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): boolean {
+  return command !== undefined && PIPELINE_COMMANDS.has(command) && env[CHILD_FLAG] !== '1' && needsAllocatorRelaunch(env, platform);
 }
 
 /** Whether stderr reaches a terminal, directly or through a filtering parent. */
@@ -80,34 +92,47 @@ export class NoiseStream {
   }
 }
 
-/** Runs this command line again in a child whose stderr is filtered; resolves to its exit code. */
-export function runInQuietChild(argv: string[]): Promise<number> {
+/**
+ * Runs this command line again in a child with the allocator settings; its stderr is filtered
+ * when `filter` (a terminal), else passed through untouched. Resolves to the child's exit code.
+ * Signals: filtered, the child shares the terminal's process group (Ctrl-C reaches both; this
+ * process ignores it and waits); unfiltered, the child has its own group and every signal sent to
+ * this process (a `kill` by pid, a terminal's Ctrl-C) is passed on once, as SIGINT stays SIGINT.
+ */
+export function runInQuietChild(argv: string[], filter = true): Promise<number> {
+  const env = withAllocatorTuning({ ...process.env, [CHILD_FLAG]: '1' });
   const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...argv], {
-    stdio: ['inherit', 'inherit', 'pipe'],
-    env: { ...process.env, [CHILD_FLAG]: '1', SKYSTACK_STDERR_TTY: '1', SKYSTACK_STDERR_COLUMNS: String(process.stderr.columns ?? 100) },
+    stdio: ['inherit', 'inherit', filter ? 'pipe' : 'inherit'],
+    env: filter ? { ...env, SKYSTACK_STDERR_TTY: '1', SKYSTACK_STDERR_COLUMNS: String(process.stderr.columns ?? 100) } : env,
+    detached: !filter,
   });
   const noise = new NoiseStream();
-  child.stderr!.setEncoding('utf8');
-  child.stderr!.on('data', (chunk: string) => {
-    const text = noise.push(chunk);
-    if (text) process.stderr.write(text);
-  });
-  // The terminal's Ctrl-C reaches the child too; this process waits for it to finish cancelling.
-  const ignore = (): void => {};
-  process.on('SIGINT', ignore);
+  if (filter) {
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => {
+      const text = noise.push(chunk);
+      if (text) process.stderr.write(text);
+    });
+  }
+  const onInt = (): void => {
+    if (!filter) child.kill('SIGINT');
+  };
+  process.on('SIGINT', onInt);
   const forward = (): void => {
     child.kill('SIGTERM');
   };
   process.on('SIGTERM', forward);
+  process.on('SIGHUP', forward);
   return new Promise((resolve) => {
     child.on('error', (e) => {
       process.stderr.write(`skystack: could not start: ${e.message}\n`);
       resolve(1);
     });
     child.on('close', (code, signal) => {
-      process.off('SIGINT', ignore);
+      process.off('SIGINT', onInt);
       process.off('SIGTERM', forward);
-      const rest = noise.end();
+      process.off('SIGHUP', forward);
+      const rest = filter ? noise.end() : '';
       if (rest) process.stderr.write(rest);
       resolve(code ?? (signal === 'SIGINT' ? 130 : 1));
     });

@@ -8,7 +8,8 @@ import { execFile } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateDataset } from '../../fixtures/generator/index.js';
-import { NoiseStream, wantsQuietChild } from '../../src/cli/quiet-native.js';
+import { NoiseStream, wantsAllocatorChild, wantsQuietChild } from '../../src/cli/quiet-native.js';
+import { MALLOC_TUNING, needsAllocatorRelaunch, withAllocatorTuning } from '../../src/cli/allocator-env.js';
 import { seededRandom, withTempDir } from '../helpers/tmp.js';
 
 const DAWN = [
@@ -57,6 +58,24 @@ test('wantsQuietChild: device commands on a terminal only (or when asked), never
   assert.ok(wantsQuietChild('rawstack', { SKYSTACK_FILTER_NATIVE: '1' }, false));
 });
 
+test('allocator settings: added where missing on Linux, a user value wins, one relaunch at most', () => {
+  const env = withAllocatorTuning({ PATH: '/bin', MALLOC_ARENA_MAX: '4' }, 'linux');
+  assert.is(env.MALLOC_ARENA_MAX, '4', "the user's value stays");
+  assert.is(env.MALLOC_MMAP_THRESHOLD_, MALLOC_TUNING.MALLOC_MMAP_THRESHOLD_);
+  assert.is(env.PATH, '/bin');
+  assert.not.ok(needsAllocatorRelaunch(env, 'linux'), 'a child started with them does not relaunch');
+  assert.equal(withAllocatorTuning({ PATH: '/bin' }, 'darwin'), { PATH: '/bin' });
+  assert.ok(needsAllocatorRelaunch({}, 'linux'));
+  assert.not.ok(needsAllocatorRelaunch({}, 'darwin'));
+  // Every name set by hand (the old advice): nothing to add, no child.
+  assert.not.ok(needsAllocatorRelaunch({ ...MALLOC_TUNING }, 'linux'));
+  assert.ok(wantsAllocatorChild('rawstack', {}, 'linux'));
+  assert.ok(wantsAllocatorChild('tiled', {}, 'linux'));
+  assert.not.ok(wantsAllocatorChild('serve', {}, 'linux'), "serve's job children get them from the job manager");
+  assert.not.ok(wantsAllocatorChild('inspect', {}, 'linux'));
+  assert.not.ok(wantsAllocatorChild('rawstack', { SKYSTACK_CLI_CHILD: '1' }, 'linux'));
+});
+
 test('skystack rawstack through the filtering child: run ok, exit 0, no Dawn line on stderr; a usage error keeps exit 2', async () => {
   const cli = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'cli.js');
   await withTempDir('cli-quiet', async (dir) => {
@@ -76,6 +95,25 @@ test('skystack rawstack through the filtering child: run ok, exit 0, no Dawn lin
     assert.is((JSON.parse(ok.stdout.trim().split('\n').pop()!) as { status: string }).status, 'ok');
     const usage = await run(['rawstack', '--no-such-option']);
     assert.is(usage.code, 2);
+  });
+});
+
+test('skystack rawstack piped, started without the allocator settings: runs in a child that has them, same output and exit codes', async () => {
+  const cli = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'cli.js');
+  await withTempDir('cli-alloc', async (dir) => {
+    await generateDataset({ out: join(dir, 'data'), kind: 'mono', frames: 6, width: 160, height: 120, seed: 1011, calibration: false, badFrames: 'none' });
+    const { MALLOC_ARENA_MAX: _a, MALLOC_MMAP_THRESHOLD_: _m, SKYSTACK_ALLOCATOR_SET: _s, SKYSTACK_CLI_CHILD: _c, ...bare } = process.env;
+    const run = (args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, [cli, ...args], { env: { ...bare, SKYSTACK_DEVICE: 'cpu' }, timeout: 120_000 }, (err, stdout, stderr) => {
+          resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+        });
+      });
+    const ok = await run(['rawstack', '--lights', join(dir, 'data', 'lights'), '--runs-dir', join(dir, 'runs'), '--set', 'postprocess.astrometry=false', '--set', 'quality_filter.min_stars=3', '--json']);
+    assert.is(ok.code, 0, ok.stderr);
+    assert.match(ok.stderr, /STACKING: ok/);
+    assert.is((JSON.parse(ok.stdout.trim().split('\n').pop()!) as { status: string }).status, 'ok');
+    assert.is((await run(['rawstack', '--no-such-option'])).code, 2);
   });
 });
 

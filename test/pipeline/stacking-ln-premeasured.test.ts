@@ -7,6 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { binPlane } from '../../src/algorithms/binned-plane.js';
+import { makeCcProxy } from '../../src/algorithms/registration-cc.js';
 import { writeFits } from '../../src/fits/index.js';
 import { ccProxyAndBins, ccProxyOfFile } from '../../src/pipeline/stages/frames/tasks.js';
 import { lnSetupBinning, setupLocalNormalization, type LnBinning, type LnSetup } from '../../src/pipeline/stages/stacking/local-norm.js';
@@ -112,6 +113,8 @@ for (const [channels, binning] of [
         const r = await ccProxyAndBins(files[i]!, 2, spec);
         assert.equal(r.proxy, await ccProxyOfFile(files[i]!, 2), 'the correlation proxy is unchanged');
         const whole = frame(i + 1, shifts[i]![0]!, shifts[i]![1]!);
+        // Bands read into one reused buffer: the proxy of the whole plane in memory, bit for bit.
+        if (i === 0) assert.equal(Array.from(r.proxy.data), Array.from(makeCcProxy(whole, W, H, { bin: 2 }).data), 'banded proxy = whole-plane proxy');
         const own = spec.sites ? spec.sites.map((sites) => binPlane(whole, W, H, spec.factor, { sites })) : [binPlane(whole, W, H, spec.factor)];
         assert.is(r.lnPlanes!.length, channels);
         r.lnPlanes!.forEach((p, c) => assert.equal(Array.from(p.data), Array.from(own[c]!.data), `frame ${i} channel ${c} plane bit-identical`));

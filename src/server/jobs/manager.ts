@@ -10,6 +10,7 @@ import { closeRun } from '../run-index.js';
 import { ApiError } from '../errors.js';
 import { spawnJobChild, type ChildHandle } from './child.js';
 import { JobStore } from './store.js';
+import { withAllocatorTuning } from '../../cli/allocator-env.js';
 import { TERMINAL_STATES, type ChildMessage, type JobKind, type JobRecord, type JobSpec } from './types.js';
 
 export interface JobManagerOptions {
@@ -167,7 +168,8 @@ export class JobManager {
       cliPath: this.o.cliPath,
       specFile: this.o.store.specFile(id),
       logFile: this.o.store.logFile(id),
-      env,
+      // The allocator settings a pipeline process runs with (the CLI sets them the same way).
+      env: withAllocatorTuning(env),
       onMessage: (m) => {
         if (m.type === 'progress') {
           rec.progress = { phase: m.phase, fraction: Math.max(0, Math.min(1, m.fraction)) };

@@ -28,7 +28,7 @@ import { PlaneBinner, type BinnedPlane } from '../../../algorithms/binned-plane.
 import type { StarPoint } from '../../../algorithms/match.js';
 import { registerStars, type RegistrationResult } from '../../../algorithms/registration.js';
 import { tileMetrics, type TileMetricsParams } from '../../../cpu/tile-metrics.js';
-import { FitsReader, isFitsError } from '../../../fits/index.js';
+import { FitsReader, isFitsError, type RowScratch } from '../../../fits/index.js';
 import { cosmeticCorrect } from '../stacking/cosmetic.js';
 import { calibrateLight, calibrateLightTransferables, type CalibrateLightResult, type CalibrateLightTask } from '../calibration/light-task.js';
 import {
@@ -181,9 +181,15 @@ export async function ccProxyAndBins(file: string, bin: number, lnBin?: LnBinSpe
     const binners = lnBin ? lnBinners(reader.width, reader.height, lnBin) : [];
     const step = Math.max(bin, CC_READ_ROWS - (CC_READ_ROWS % bin));
     const end = binners.length ? reader.height : builder.rowsUsed;
+    // One band buffer for the whole frame: a fresh array per band was ~1 MiB of garbage each,
+    // which outlived the worker's minor collections (their wrappers get promoted mid-task) and
+    // held ~60 MiB per frame worker at QUALITY_ANALYSIS's peak.
+    const band = new Float32Array(Math.min(step, reader.height) * reader.width);
+    const scratch: RowScratch = { bytes: new Uint8Array(0) };
     for (let y0 = 0; y0 < end; y0 += step) {
       const rows = Math.min(step, reader.height - y0);
-      const data = (await reader.readRows(y0, rows, { planes: [0] })).data;
+      const data = band.subarray(0, rows * reader.width);
+      await reader.readRowsInto(y0, rows, data, { scratch });
       if (y0 < builder.rowsUsed) builder.addRows(y0, data);
       for (const b of binners) b.addRows(data, y0, rows);
     }

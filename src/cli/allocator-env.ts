@@ -1,0 +1,32 @@
+// glibc malloc settings for the processes that run a pipeline (the CLI's device commands, the
+// server's job children), set by skystack itself so that a user gets them without exporting
+// anything. glibc reads MALLOC_* only at process start, so a process that lacks them runs its
+// command again in a child that has them (src/cli/main.ts); a job child is spawned with them.
+//   MALLOC_ARENA_MAX=2         per-thread arenas capped: llvmpipe's threads and the frame workers
+//                              each get an arena otherwise, and freed frame buffers stay in them;
+//   MALLOC_MMAP_THRESHOLD_     fixed at 128 KiB: glibc's dynamic threshold grows past a frame's
+//                              size after the first free, and later frames then come from the heap
+//                              and stay resident after they are freed (bench/RESULTS.md: ~100-150
+//                              MiB of Raw Stack's peak on 2048×1536 frames).
+// Invariants: a value the user set wins (only missing names are added); nothing is changed off
+// Linux (other allocators do not read these names); the child flag stops a second relaunch.
+
+/** The settings, name → value (one source of truth: the CLI, the job children and the benches). */
+export const MALLOC_TUNING: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' };
+
+/** Set in a child that was started with the settings: it never relaunches again. */
+export const ALLOCATOR_CHILD_FLAG = 'SKYSTACK_ALLOCATOR_SET';
+
+/** `env` with the settings added where missing (Linux only), and the child flag. */
+export function withAllocatorTuning(env: NodeJS.ProcessEnv, platform: NodeJS.Platform = process.platform): NodeJS.ProcessEnv {
+  if (platform !== 'linux') return env;
+  const out: NodeJS.ProcessEnv = { ...env, [ALLOCATOR_CHILD_FLAG]: '1' };
+  for (const [k, v] of Object.entries(MALLOC_TUNING)) if (out[k] === undefined) out[k] = v;
+  return out;
+}
+
+/** Whether this process should run its command again with the settings (Linux, some missing, not yet relaunched). */
+export function needsAllocatorRelaunch(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): boolean {
+  if (platform !== 'linux' || env[ALLOCATOR_CHILD_FLAG] === '1') return false;
+  return Object.keys(MALLOC_TUNING).some((k) => env[k] === undefined);
+}
