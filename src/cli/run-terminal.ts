@@ -72,6 +72,11 @@ export async function runInTerminal(
     controller.abort();
   };
   process.on('SIGINT', onSigint);
+  // Run as the CLI's child (quiet-native.ts): when the parent dies without passing a signal on
+  // (SIGKILL), this process is re-parented; it cancels its run rather than go on unwatched.
+  const parent = process.ppid;
+  const orphanWatch = process.env.SKYSTACK_CLI_CHILD === '1' ? setInterval(() => process.ppid !== parent && !controller.signal.aborted && controller.abort(), 1000) : null;
+  orphanWatch?.unref();
   const bar = progress(process.stderr, '');
   const tty = stderrIsTerminal();
   // The bar's fraction: the run's progress over the plan run_start carries (shared/run-progress.ts).
@@ -104,5 +109,6 @@ export async function runInTerminal(
     return result.status === 'ok' ? 0 : 1;
   } finally {
     process.off('SIGINT', onSigint);
+    if (orphanWatch) clearInterval(orphanWatch);
   }
 }

@@ -4,7 +4,8 @@
 // exit code and without Dawn's lines.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateDataset } from '../../fixtures/generator/index.js';
@@ -114,6 +115,26 @@ test('skystack rawstack piped, started without the allocator settings: runs in a
     assert.match(ok.stderr, /STACKING: ok/);
     assert.is((JSON.parse(ok.stdout.trim().split('\n').pop()!) as { status: string }).status, 'ok');
     assert.is((await run(['rawstack', '--no-such-option'])).code, 2);
+
+    // The CLI killed outright (SIGKILL: nothing to pass on): its child notices it was orphaned
+    // and cancels its run instead of running on unwatched.
+    await generateDataset({ out: join(dir, 'long'), kind: 'mono', frames: 24, width: 640, height: 480, seed: 1012, calibration: false, badFrames: 'none' });
+    const parent = spawn(process.execPath, [cli, 'rawstack', '--lights', join(dir, 'long', 'lights'), '--runs-dir', join(dir, 'runs-kill'), '--set', 'postprocess.astrometry=false'], { env: { ...bare, SKYSTACK_DEVICE: 'cpu' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let text = '';
+    const started = Date.now();
+    const closed = new Promise<number>((resolve) => {
+      parent.stderr.setEncoding('utf8');
+      parent.stderr.on('data', (c: string) => {
+        text += c;
+        if (/INPUT_SCAN: ok/.test(text) && parent.exitCode === null && !parent.killed) parent.kill('SIGKILL');
+      });
+      // The pipe closes when its last writer, the child, has exited.
+      parent.stderr.on('close', () => resolve(Date.now() - started));
+    });
+    const ms = await closed;
+    const runDir = join(dir, 'runs-kill', (await readdir(join(dir, 'runs-kill')))[0]!);
+    const record = JSON.parse(await readFile(join(runDir, 'run.json'), 'utf8')) as { status: string };
+    assert.is(record.status, 'cancelled', `${text.slice(-600)} (${ms} ms)`);
   });
 });
 
