@@ -1,6 +1,6 @@
 // The large Raw Stack benches of issue 22, selected by flags of `npm run bench -- rawstack`:
 //   --osc-large  16 OSC frames of 6248×4176 (RGGB, 16-bit) with bias, darks and flats, skystack
-//                with the defaults a user gets (no memory budget, default malloc) against Siril's
+//                with the defaults a user gets (no memory budget, the allocator settings the CLI sets) against Siril's
 //                OSC script (bench/siril.ts) on the same frames in the same run; wall, CPU, peak
 //                RSS of both and the ratios (target ≤ 0.7× for wall time and memory).
 //                `--quick`: 4 OSC frames of 1024×768.
@@ -76,7 +76,7 @@ export async function oscLargeBench(options: RawstackBenchOptions): Promise<void
       '',
       `## ${new Date().toISOString().slice(0, 10)} — Raw Stack on large OSC frames vs Siril (\`npm run bench -- rawstack --osc-large${options.quick ? ' --quick' : ''}\`), ${machineLine()}`,
       '',
-      `OSC (RGGB) ${spec.frames} frames ${spec.width}×${spec.height} (16-bit), ${dataName(spec)}: bias 8, darks 6 + 6 (120 s, 300 s), flats 8; skystack with the defaults (memory_budget ${budget ?? 'default'}, default malloc, postprocess off), INPUT_SCAN → STACKING (+ REPORT); Siril: \`preprocess light -dark=dark_stacked -flat=pp_flat_stacked -cfa -equalize_cfa -debayer\`, \`register pp_light\`, \`stack r_pp_light rej 3 3 -norm=addscale\` with masters from its own stacks. Best of ${options.repeat}. Device: ${sky.device}. ${loadLine(load)}`,
+      `OSC (RGGB) ${spec.frames} frames ${spec.width}×${spec.height} (16-bit), ${dataName(spec)}: bias 8, darks 6 + 6 (120 s, 300 s), flats 8; skystack with the defaults (memory_budget ${budget ?? 'default'}, the allocator settings the CLI sets, postprocess off), INPUT_SCAN → STACKING (+ REPORT); Siril: \`preprocess light -dark=dark_stacked -flat=pp_flat_stacked -cfa -equalize_cfa -debayer\`, \`register pp_light\`, \`stack r_pp_light rej 3 3 -norm=addscale\` with masters from its own stacks. Best of ${options.repeat}. Device: ${sky.device}. ${loadLine(load)}`,
       '',
       table,
       '',
