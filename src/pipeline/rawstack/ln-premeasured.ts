@@ -16,8 +16,8 @@
 //   nothing to serialise (no checkpoint carries them), and a resumed run just reads.
 
 import type { BinnedPlane } from '../../algorithms/binned-plane.js';
-import { cfaPhase } from '../../cpu/debayer.js';
-import { keys, readFitsHeader } from '../../fits/index.js';
+import { readFitsHeader } from '../../fits/index.js';
+import { frameCfaPhase } from '../stages/cfa-phase.js';
 import { lnSetupBinning } from '../stages/stacking/local-norm.js';
 import type { LnBinSpec } from '../stages/frames/tasks.js';
 import { pixelSource, type FrameRecord, type RawStackState } from './state.js';
@@ -70,8 +70,7 @@ export async function lnBinSpecOf(state: RawStackState, f: FrameRecord): Promise
   if (!osc) return { factor: lnSetupBinning(W, H, Math.floor(W / binning), Math.floor(H / binning), binning, false).factor, sites: null };
   if (!state.bayer) return null;
   const h = (await readFitsHeader(f.file)).header;
-  const off = keys.bayerOffset(h);
-  const pattern = cfaPhase(state.bayer, off.x, off.y, keys.rowOrder(h) ?? 'TOP-DOWN', H);
+  const pattern = frameCfaPhase(state.bayer, h, H);
   const b = lnSetupBinning(W, H, Math.floor(W / binning), Math.floor(H / binning), binning, true, pattern);
   return { factor: b.factor, sites: b.sites };
 }

@@ -10,7 +10,8 @@
 // cannot be opened (unreadable) or has another size (size_mismatch).
 
 import { identity, invertAffine, type Affine } from '../../algorithms/affine.js';
-import { cfaPhase, type CfaPattern } from '../../cpu/debayer.js';
+import type { CfaPattern } from '../../cpu/debayer.js';
+import { frameCfaPhase } from '../stages/cfa-phase.js';
 import { sourceRowsFor, type WarpKernel } from '../../cpu/warp.js';
 import { isFitsError, keys, readFitsHeader, type FitsHeader } from '../../fits/index.js';
 import { forEachLimit } from '../concurrency.js';
@@ -141,8 +142,7 @@ export async function prepareFrames(ctx: PhaseContext<RawStackState>, readers: R
     if (osc) {
       const base = state.bayer;
       if (!base) throw new SetupError('input_error', 'OSC frames without a Bayer pattern');
-      const off = keys.bayerOffset(h);
-      patterns.set(f, cfaPhase(base, off.x, off.y, keys.rowOrder(h) ?? 'TOP-DOWN', H));
+      patterns.set(f, frameCfaPhase(base, h, H));
     } else patterns.set(f, null);
   });
   ctx.checkCancelled();

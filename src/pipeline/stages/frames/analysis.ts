@@ -18,7 +18,8 @@
 import { frameMetrics, type FrameMetrics } from '../../../algorithms/frame-metrics.js';
 import { detectStars, saturationPlateau } from '../../../algorithms/stars.js';
 import { keys, type FitsHeader } from '../../../fits/index.js';
-import { cfaPhase, type CfaPattern } from '../../../cpu/debayer.js';
+import type { CfaPattern } from '../../../cpu/debayer.js';
+import { frameCfaPhase } from '../cfa-phase.js';
 import { measureChannels, MONO_PHASES, phaseChannels, type FrameChannelStats } from './channel-stats.js';
 import { cosmeticCorrect, estimateNoise } from '../stacking/cosmetic.js';
 
@@ -177,8 +178,7 @@ export function measurePlane(plane: Plane, spec: MeasureSpec, readMs: number): M
 function channelsPhaseOf(header: FitsHeader, width: number, height: number, file: string, spec: ChannelsSpec): { ok: true; phase: CfaPattern | null } | { ok: false; detail: string } {
   if (width !== spec.width || height !== spec.height) return { ok: false, detail: `${file} is ${width}x${height}, expected ${spec.width}x${spec.height}` };
   if (!spec.pattern) return { ok: true, phase: null };
-  const off = keys.bayerOffset(header);
-  return { ok: true, phase: cfaPhase(spec.pattern, off.x, off.y, keys.rowOrder(header), spec.height) };
+  return { ok: true, phase: frameCfaPhase(spec.pattern, header, spec.height) };
 }
 
 export function channelsOfPlane(plane: Plane, file: string, spec: ChannelsSpec, readMs: number): ChannelsTaskResult {

@@ -10,7 +10,8 @@
 // DEBAYER: not needed: STACKING already debayered (OSC), or there is nothing to debayer (mono).
 
 import { keys, readFitsHeader, readFitsImage } from '../../../fits/index.js';
-import { cfaPhase, debayerBilinear } from '../../../cpu/debayer.js';
+import { debayerBilinear } from '../../../cpu/debayer.js';
+import { frameCfaPhase } from '../../stages/cfa-phase.js';
 import { gpuFor } from '../../device-policy.js';
 import { ok, skipped, type PhaseContext } from '../../phase.js';
 import { stackingPhaseWith } from '../../rawstack/phases/stacking.js';
@@ -85,8 +86,7 @@ async function mosaicToStackFwhm(s: TiledState, ref: TiledState['frames'][number
     const img = await readFitsImage(ref.calibratedFile ?? ref.file);
     if (img.width !== width || img.height !== height || img.planes !== 1) return null;
     const h = (await readFitsHeader(ref.file)).header;
-    const off = keys.bayerOffset(h);
-    const rgb = debayerBilinear(img.data, { width, height, pattern: cfaPhase(s.bayer, off.x, off.y, keys.rowOrder(h) ?? 'TOP-DOWN', height) });
+    const rgb = debayerBilinear(img.data, { width, height, pattern: frameCfaPhase(s.bayer, h, height) });
     const lum = new Float32Array(width * height);
     for (let i = 0; i < lum.length; i++) lum[i] = (rgb.r[i]! + rgb.g[i]! + rgb.b[i]!) / 3;
     const debayered = imageFwhm(lum, width, height, level).fwhm;
