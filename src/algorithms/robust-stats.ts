@@ -62,6 +62,12 @@ export function medianInPlace(a: Float32Array | Float64Array): number {
   return (lower + upper) / 2;
 }
 
+/** Exact median of the finite values of `v` (NaN when there are none); `v` is not modified. */
+export function finiteMedian(v: readonly number[]): number {
+  const a = Float64Array.from(v.filter(Number.isFinite));
+  return medianInPlace(a);
+}
+
 /**
  * `selectInPlace` for Float32Array only, the same algorithm (identical results). The shared
  * function is called with both array types across the program, which makes its element access

@@ -17,6 +17,8 @@
 // - localFwhmAt (fwhm_map local, the default) adds the nearby stars' residual median, shrunk by a
 //   prior, for what a low-order surface cannot follow (a soft patch a few tiles wide).
 
+import { finiteMedian } from '../../algorithms/robust-stats.js';
+
 export type SurfaceModel = 'quadratic' | 'plane' | 'constant' | 'none';
 
 export interface FwhmSurface {
@@ -39,12 +41,6 @@ export const PLANE_MIN = 10;
 const TUKEY_C = 4.685;
 const ITERATIONS = 10;
 
-function median(v: number[]): number {
-  const s = v.filter(Number.isFinite).sort((a, b) => a - b);
-  const n = s.length;
-  if (n === 0) return NaN;
-  return n % 2 ? s[n >> 1]! : 0.5 * (s[n / 2 - 1]! + s[n / 2]!);
-}
 
 function basis(model: SurfaceModel, u: number, v: number): number[] {
   if (model === 'quadratic') return [1, u, v, u * u, u * v, v * v];
@@ -94,9 +90,9 @@ export function fitFwhmSurface(stars: readonly { x: number; y: number; fwhm: num
   if (order.indexOf(model) < order.indexOf(maxModel)) model = maxModel === 'none' ? 'constant' : maxModel;
   const uv = pts.map((p) => [(p.x - center[0]) / scale[0], (p.y - center[1]) / scale[1]] as const);
   const y = pts.map((p) => p.fwhm);
-  const m0 = median(y);
+  const m0 = finiteMedian(y);
   const constant = (): FwhmSurface => {
-    const sigma = 1.4826 * median(y.map((v) => Math.abs(v - m0)));
+    const sigma = 1.4826 * finiteMedian(y.map((v) => Math.abs(v - m0)));
     return { model: 'constant', coefficients: [m0], center, scale, stars: n, inliers: n, residual_sigma: sigma, range: [m0, m0] };
   };
   if (model === 'constant') return constant();
@@ -108,7 +104,7 @@ export function fitFwhmSurface(stars: readonly { x: number; y: number; fwhm: num
   let sigma = NaN;
   for (let it = 0; it < ITERATIONS; it++) {
     const res = rows.map((r, i) => y[i]! - r.reduce((s, b, j) => s + b * coef[j]!, 0));
-    sigma = 1.4826 * median(res.map(Math.abs));
+    sigma = 1.4826 * finiteMedian(res.map(Math.abs));
     // Stars that agree to within rounding: the current fit is exact enough.
     if (!(sigma > 1e-9)) break;
     w = res.map((r) => {

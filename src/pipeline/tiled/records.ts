@@ -18,6 +18,9 @@ import type { PhaseRecord, TiledState } from './state.js';
 import { writeCheckpoint } from './checkpoint.js';
 
 /** SHA-256 of a value's JSON: the config, frames and record hashes of the phase records (resume.ts checks record_hash with it). */
+/** A measurement as the tiled artifacts record it: 5 significant digits, null when not finite. */
+export const round5 = (v: number): number | null => (Number.isFinite(v) ? Number(v.toPrecision(5)) : null);
+
 export const sha = (v: unknown) => createHash('sha256').update(JSON.stringify(v ?? null)).digest('hex');
 
 /** Writes `artifacts/<name>` as JSON and registers it; returns its path relative to the run folder. */

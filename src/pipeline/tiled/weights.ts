@@ -21,6 +21,8 @@
 //     Q = clamp low, the lowest weight, never the highest.
 //   W_ft = G_f · L_ft; per tile D_t = Σ_f W_ft, table_ft = W_ft / D_t, N_eff,t = D_t² / Σ_f W_ft².
 
+import { finiteMedian } from '../../algorithms/robust-stats.js';
+
 /**
  * The z-score's scale floor, relative to the median: quality differences below ~25 % count less
  * than a full unit. Measured on generated sessions (docs/tiled-workflow.md "Weights"): at 0.25 a
@@ -71,22 +73,16 @@ export const ARTEFACT_FACTOR = 3;
  */
 export const LOCAL_ARTEFACT_FACTOR = 1.5;
 
-function median(v: number[]): number {
-  const s = v.filter(Number.isFinite).sort((a, b) => a - b);
-  const n = s.length;
-  if (n === 0) return NaN;
-  return n % 2 ? s[n >> 1]! : 0.5 * (s[n / 2 - 1]! + s[n / 2]!);
-}
 
 /** Robust z-scores (NaN stays NaN); `floor` bounds the scale from below. */
 export function robustZ(values: readonly number[], floor: number): number[] {
-  const m = median([...values]);
-  const mad = median(values.filter(Number.isFinite).map((x) => Math.abs(x - m)));
+  const m = finiteMedian([...values]);
+  const mad = finiteMedian(values.filter(Number.isFinite).map((x) => Math.abs(x - m)));
   const scale = Math.max(1.4826 * (Number.isFinite(mad) ? mad : 0), floor, 1e-12);
   return values.map((x) => (Number.isFinite(x) ? (x - m) / scale : NaN));
 }
 
-const relFloor = (values: readonly number[]) => Z_FLOOR * Math.abs(median([...values]));
+const relFloor = (values: readonly number[]) => Z_FLOOR * Math.abs(finiteMedian([...values]));
 const clip = (x: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, x));
 
 export interface FrameQuality {
@@ -112,7 +108,7 @@ export interface GlobalWeights {
 
 export function globalWeights(frames: readonly FrameQuality[], s: GlobalSettings): GlobalWeights {
   const col = (k: keyof FrameQuality) => frames.map((f) => f[k]);
-  const noiseMedian = median(col('noise'));
+  const noiseMedian = finiteMedian(col('noise'));
   const z = {
     background: robustZ(col('background'), Number.isFinite(noiseMedian) ? noiseMedian : 0),
     noise: robustZ(col('noise'), relFloor(col('noise'))),
@@ -167,13 +163,13 @@ export function localWeights(m: readonly (readonly TileMeasure[])[], tiles: numb
   const q = new Float64Array(n * tiles);
   const l = new Float64Array(n * tiles);
   const types: TileType[] = [];
-  const noiseMedian = median([...frameNoise]);
+  const noiseMedian = finiteMedian([...frameNoise]);
   // Each frame's typical structure ratio over the field (LOCAL_ARTEFACT_FACTOR).
-  const tileMedianE = Array.from({ length: tiles }, (_, t) => median(m.map((row) => row[t]!.structure)));
-  const typicalRatio = m.map((row) => median(row.map((c, t) => (tileMedianE[t]! > 0 ? c.structure / tileMedianE[t]! : NaN))));
+  const tileMedianE = Array.from({ length: tiles }, (_, t) => finiteMedian(m.map((row) => row[t]!.structure)));
+  const typicalRatio = m.map((row) => finiteMedian(row.map((c, t) => (tileMedianE[t]! > 0 ? c.structure / tileMedianE[t]! : NaN))));
   for (let t = 0; t < tiles; t++) {
     const at = (k: keyof TileMeasure) => m.map((row) => row[t]![k]);
-    const starCount = median(at('stars'));
+    const starCount = finiteMedian(at('stars'));
     const type: TileType = s.star_min_count > 0 && starCount >= s.star_min_count ? 'STAR' : 'STRUCTURE';
     types.push(type);
     let qt: number[];
@@ -181,14 +177,14 @@ export function localWeights(m: readonly (readonly TileMeasure[])[], tiles: numb
       const fw = at('fwhm');
       const ro = at('roundness');
       const co = at('contrast');
-      const zf = robustZ(fw, (s.fwhmFloor ?? Z_FLOOR) * Math.abs(median(fw)));
+      const zf = robustZ(fw, (s.fwhmFloor ?? Z_FLOOR) * Math.abs(finiteMedian(fw)));
       const zr = robustZ(ro, relFloor(ro));
       const zc = robustZ(co, relFloor(co));
       const w = s.star;
       qt = m.map((row, f) => (row[t]!.stars > 0 && Number.isFinite(zf[f]!) ? w.fwhm * -zf[f]! + w.roundness * (Number.isFinite(zr[f]!) ? zr[f]! : 0) + w.contrast * (Number.isFinite(zc[f]!) ? zc[f]! : 0) : lo));
     } else {
       const raw = at('structure');
-      const eMedian = median(raw);
+      const eMedian = finiteMedian(raw);
       const artefact = (x: number, f: number) => Number.isFinite(eMedian) && eMedian > 0 && (x > ARTEFACT_FACTOR * eMedian || (typicalRatio[f]! > 0 && x > LOCAL_ARTEFACT_FACTOR * typicalRatio[f]! * eMedian));
       const e = raw.map((x, f) => (artefact(x, f) ? NaN : x));
       const b = at('background');

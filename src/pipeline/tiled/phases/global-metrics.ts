@@ -8,7 +8,7 @@
 
 import { ok } from '../../phase.js';
 import { referenceSelectionPhase } from '../../rawstack/phases/reference-selection.js';
-import { fromRawStack, writeArtifact, tiledPhase } from '../records.js';
+import { fromRawStack, writeArtifact, tiledPhase, round5 } from '../records.js';
 import type { TiledPhase } from '../reasons.js';
 import { globalWeights } from '../weights.js';
 import { qualityWeights } from '../../../algorithms/frame-metrics.js';
@@ -20,7 +20,6 @@ function powerWeights(w: readonly number[], p: number): number[] {
   return mean > 0 ? wp.map((v) => v / mean) : w.slice();
 }
 
-const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(5)) : null);
 
 export const globalMetricsPhase: TiledPhase = tiledPhase('GLOBAL_METRICS', ['global_metrics'], {
   name: 'GLOBAL_METRICS',
@@ -47,22 +46,22 @@ export const globalMetricsPhase: TiledPhase = tiledPhase('GLOBAL_METRICS', ['glo
       metrics: frames.map((f, i) => ({
         index: f.index,
         file: f.name,
-        background: r4(quality[i]!.background),
-        noise: r4(quality[i]!.noise),
-        transparency: r4(quality[i]!.transparency),
-        fwhm: r4(quality[i]!.fwhm),
-        fwhm_x: r4(f.metrics!.fwhm_x),
-        fwhm_y: r4(f.metrics!.fwhm_y),
-        roundness: r4(Math.sqrt(1 - Math.min(1, f.metrics!.eccentricity ** 2))),
+        background: round5(quality[i]!.background),
+        noise: round5(quality[i]!.noise),
+        transparency: round5(quality[i]!.transparency),
+        fwhm: round5(quality[i]!.fwhm),
+        fwhm_x: round5(f.metrics!.fwhm_x),
+        fwhm_y: round5(f.metrics!.fwhm_y),
+        roundness: round5(Math.sqrt(1 - Math.min(1, f.metrics!.eccentricity ** 2))),
         star_count: f.metrics!.star_count,
-        z: { background: r4(gw.z.background[i]!), noise: r4(gw.z.noise[i]!), transparency: r4(gw.z.transparency[i]!), fwhm: r4(gw.z.fwhm[i]!) },
-        quality_score: r4(gw.q[i]!),
-        frame_quality_score: r4(scores[i]!),
-        global_weight: r4(g[i]!),
+        z: { background: round5(gw.z.background[i]!), noise: round5(gw.z.noise[i]!), transparency: round5(gw.z.transparency[i]!), fwhm: round5(gw.z.fwhm[i]!) },
+        quality_score: round5(gw.q[i]!),
+        frame_quality_score: round5(scores[i]!),
+        global_weight: round5(g[i]!),
       })),
     };
     const rel = await writeArtifact(s, 'GLOBAL_METRICS', 'global_metrics.json', body);
-    for (const [i, f] of frames.entries()) ctx.frame(f.index, f.name, 'ok', undefined, { global_weight: r4(g[i]!), quality: r4(gw.q[i]!) });
-    return ok({ ...(outcome.details ?? {}), frames: frames.length, g_min: r4(Math.min(...g)), g_max: r4(Math.max(...g)), artifact: rel });
+    for (const [i, f] of frames.entries()) ctx.frame(f.index, f.name, 'ok', undefined, { global_weight: round5(g[i]!), quality: round5(gw.q[i]!) });
+    return ok({ ...(outcome.details ?? {}), frames: frames.length, g_min: round5(Math.min(...g)), g_max: round5(Math.max(...g)), artifact: rel });
   },
 });

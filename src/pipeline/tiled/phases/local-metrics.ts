@@ -40,18 +40,13 @@ import { tileMetricsFrame, type LnBinSpec, type TileMetricsTask, type TileMetric
 import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { dropLnPlanes, lnBinSpecOf, lnWanted, rememberLnPlanes } from '../../rawstack/ln-premeasured.js';
 import type { FrameRecord } from '../../rawstack/state.js';
-import { writeArtifact, tiledPhase } from '../records.js';
+import { writeArtifact, tiledPhase, round5 } from '../records.js';
 import type { TiledPhase } from '../reasons.js';
 import { tileCount, tileRect, type TileGrid } from '../tile-grid.js';
 import { LOCAL_Z_FLOOR, localWeights, SURFACE_Z_FLOOR, Z_FLOOR, type TileMeasure } from '../weights.js';
 import { evalFwhmSurface, fitFwhmSurface, localFwhmAt, type FwhmSurface } from '../fwhm-surface.js';
+import { finiteMedian } from '../../../algorithms/robust-stats.js';
 
-function median(v: number[]): number {
-  const s = v.filter(Number.isFinite).sort((a, b) => a - b);
-  const n = s.length;
-  if (n === 0) return NaN;
-  return n % 2 ? s[n >> 1]! : 0.5 * (s[n / 2 - 1]! + s[n / 2]!);
-}
 
 /** Outlier threshold (σ of the frame noise) of the cosmetic pass before the structure measure (hot pixels are not structure). */
 const COSMETIC_SIGMA = 5;
@@ -76,12 +71,12 @@ async function measureTiles(ctx: GpuContext | null, plane: Float32Array, p: Tile
  * penalised on the right for its global FWHM). Star counts and backgrounds stay as measured.
  */
 function relativeToFrame(row: TileMeasure[], stars: readonly PooledStar[], surface: FwhmSurface | null): TileMeasure[] {
-  const all = (k: 'fwhm' | 'round' | 'contrast') => median(stars.map((st) => st[k]));
+  const all = (k: 'fwhm' | 'round' | 'contrast') => finiteMedian(stars.map((st) => st[k]));
   // With a surface, FWHM relative to the surface's median over the tiles: the same scale as its tile values.
-  const f = surface && surface.model !== 'none' ? median(row.map((m) => m.fwhm)) : all('fwhm');
+  const f = surface && surface.model !== 'none' ? finiteMedian(row.map((m) => m.fwhm)) : all('fwhm');
   const r = all('round');
   const c = all('contrast');
-  const e = median(row.map((m) => m.structure));
+  const e = finiteMedian(row.map((m) => m.structure));
   return row.map((m) => ({ ...m, fwhm: m.fwhm / f, roundness: m.roundness / r, contrast: m.contrast / c, structure: m.structure / e }));
 }
 
@@ -187,10 +182,8 @@ function framePlan(f: FrameRecord, g: TileGrid, W: number, H: number, osc: boole
   return { stars, starsIn, surface, tileFwhm, noise, sky, task };
 }
 
-const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(5)) : null);
-
 function surfaceRecord(s: FwhmSurface) {
-  return { model: s.model, coefficients: s.coefficients.map(r4), center: s.center, scale: s.scale, stars: s.stars, inliers: s.inliers, residual_sigma: r4(s.residual_sigma), range: s.range.map(r4) };
+  return { model: s.model, coefficients: s.coefficients.map(round5), center: s.center, scale: s.scale, stars: s.stars, inliers: s.inliers, residual_sigma: round5(s.residual_sigma), range: s.range.map(round5) };
 }
 
 export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local_metrics', 'tile.star_min_count', 'stacking.weight_mode'], {
@@ -268,9 +261,9 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
             row.push({
               stars: usable ? b.fwhm.length : 0,
               // A tile's seeing: the frame's surface there (when one was fitted), else its stars' median; none without stars near it.
-              fwhm: usable && b.fwhm.length > 0 ? (surface ? tileFwhm[t]! : median(b.fwhm)) : NaN,
-              roundness: usable ? median(b.round) : NaN,
-              contrast: usable ? median(b.contrast) : NaN,
+              fwhm: usable && b.fwhm.length > 0 ? (surface ? tileFwhm[t]! : finiteMedian(b.fwhm)) : NaN,
+              roundness: usable ? finiteMedian(b.round) : NaN,
+              contrast: usable ? finiteMedian(b.contrast) : NaN,
               structure: usable && tm && noise > 0 ? tm[TILE_METRICS_FIELDS * t + 2]! / (noise * noise) : NaN,
               // The tile's sky relative to the frame's: what a cloud or a gradient adds here, not the sky level.
               background: usable && tm ? tm[TILE_METRICS_FIELDS * t + 4]! - sky : NaN,
@@ -305,7 +298,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
       frames: frames.map((f) => ({ index: f.index, file: f.name })),
       // frames × tiles, row per frame.
       tile_metrics: measures.map((row, fi) =>
-        row.map((m, t) => ({ star_count: m.stars, fwhm: r4(m.fwhm), roundness: r4(m.roundness), contrast: r4(m.contrast), structure: r4(m.structure), background: r4(m.background), quality_score: r4(lw.q[fi * n + t]!), local_weight: r4(lw.l[fi * n + t]!) })),
+        row.map((m, t) => ({ star_count: m.stars, fwhm: round5(m.fwhm), roundness: round5(m.roundness), contrast: round5(m.contrast), structure: round5(m.structure), background: round5(m.background), quality_score: round5(lw.q[fi * n + t]!), local_weight: round5(lw.l[fi * n + t]!) })),
       ),
     };
     const rel = await writeArtifact(s, 'LOCAL_METRICS', 'local_metrics.json', body);

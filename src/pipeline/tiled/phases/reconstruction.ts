@@ -9,13 +9,12 @@
 //   frames are clustered and the table is replaced by the per-cluster tables' blend.
 
 import { ok, failed } from '../../phase.js';
-import { writeArtifact, tiledPhase } from '../records.js';
+import { writeArtifact, tiledPhase, round5 } from '../records.js';
 import type { TiledPhase } from '../reasons.js';
 import type { WeightMode } from '../state.js';
 import { tileCount } from '../tile-grid.js';
 import { tileTable } from '../weights.js';
 
-const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(5)) : null);
 
 export const tileReconstructionPhase: TiledPhase = tiledPhase('TILE_RECONSTRUCTION', ['stacking.weight_mode'], {
   name: 'TILE_RECONSTRUCTION',
@@ -40,10 +39,10 @@ export const tileReconstructionPhase: TiledPhase = tiledPhase('TILE_RECONSTRUCTI
       num_frames: local.frames.length,
       num_tiles: n,
       frames: local.frames,
-      tiles: Array.from({ length: n }, (_, t) => ({ index: t, type: local.types[t] ?? null, weight_sum: r4(tt.weightSum[t]!), n_eff: r4(nEff[t]!) })),
-      n_eff: { min: r4(Math.min(...nEff)), median: r4([...nEff].sort((a, b) => a - b)[nEff.length >> 1]!), max: r4(Math.max(...nEff)) },
+      tiles: Array.from({ length: n }, (_, t) => ({ index: t, type: local.types[t] ?? null, weight_sum: round5(tt.weightSum[t]!), n_eff: round5(nEff[t]!) })),
+      n_eff: { min: round5(Math.min(...nEff)), median: round5([...nEff].sort((a, b) => a - b)[nEff.length >> 1]!), max: round5(Math.max(...nEff)) },
       // frames × tiles, each tile's column summing to 1 (what STACKING blends per pixel).
-      weight_table: Array.from({ length: local.frames.length }, (_, f) => Array.from(tt.table.subarray(f * n, (f + 1) * n), (v) => r4(v))),
+      weight_table: Array.from({ length: local.frames.length }, (_, f) => Array.from(tt.table.subarray(f * n, (f + 1) * n), (v) => round5(v))),
     };
     const rel = await writeArtifact(s, 'TILE_RECONSTRUCTION', 'tile_reconstruction.json', body);
     return ok({ mode, weight_reason: reason, n_eff_min: body.n_eff.min, n_eff_max: body.n_eff.max, artifact: rel });

@@ -18,13 +18,12 @@ import { stackingPhaseWith } from '../../rawstack/phases/stacking.js';
 import type { RawStackState } from '../../rawstack/state.js';
 import { weightField } from '../../stages/stacking/weightfield.js';
 import type { StackSetup } from '../../rawstack/stacking-setup.js';
-import { fromRawStack, writeArtifact, tiledPhase } from '../records.js';
+import { fromRawStack, writeArtifact, tiledPhase, round5 } from '../records.js';
 import type { TiledPhase } from '../reasons.js';
 import type { TiledState } from '../state.js';
 import { tileCount } from '../tile-grid.js';
 import { imageFwhm, luminance, seamScore, STACK_SATURATION_MARGIN } from '../validation.js';
 
-const r4 = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(5)) : null);
 
 /** The field for the engine's slots (setup order) from the tile table, or null (per-frame weights). */
 function fieldFor(ctx: PhaseContext<RawStackState>, setup: StackSetup) {
@@ -120,15 +119,15 @@ export const tiledStackingPhase: TiledPhase = tiledPhase('STACKING', ['stacking'
     const improvement = ((seeing - out.fwhm) / seeing) * 100;
     const checks = {
       fwhm: {
-        seeing_fwhm: r4(g.seeingFwhm),
-        ...(domain ? { seeing_fwhm_debayered: r4(seeing), debayer_factor: r4(domain.factor), reference_fwhm_mosaic: r4(domain.mosaic), reference_fwhm_debayered: r4(domain.debayered) } : {}),
-        output_fwhm: r4(out.fwhm),
+        seeing_fwhm: round5(g.seeingFwhm),
+        ...(domain ? { seeing_fwhm_debayered: round5(seeing), debayer_factor: round5(domain.factor), reference_fwhm_mosaic: round5(domain.mosaic), reference_fwhm_debayered: round5(domain.debayered) } : {}),
+        output_fwhm: round5(out.fwhm),
         output_stars: out.stars,
-        fwhm_improvement_percent: r4(improvement),
+        fwhm_improvement_percent: round5(improvement),
         min_fwhm_improvement_percent: v.min_fwhm_improvement_percent,
         pass: Number.isFinite(improvement) && improvement >= v.min_fwhm_improvement_percent,
       },
-      seams: { lines: seam.lines, pooled: r4(seam.pooled), max: r4(seam.max), p95: r4(seam.p95), max_seam_score: v.max_seam_score, required: v.require_no_tile_pattern, pass: !v.require_no_tile_pattern || !(seam.pooled > v.max_seam_score) },
+      seams: { lines: seam.lines, pooled: round5(seam.pooled), max: round5(seam.max), p95: round5(seam.p95), max_seam_score: v.max_seam_score, required: v.require_no_tile_pattern, pass: !v.require_no_tile_pattern || !(seam.pooled > v.max_seam_score) },
     };
     let nan = 0;
     for (const x of lum) if (!Number.isFinite(x)) nan++;
@@ -144,7 +143,7 @@ export const tiledStackingPhase: TiledPhase = tiledPhase('STACKING', ['stacking'
       seam_score: checks.seams.pooled,
     };
     const rel = await writeArtifact(s, 'STACKING', 'validation.json', { pass, weight_mode: s.tiled.table?.mode ?? null, weight_reason: s.tiled.table?.reason ?? null, no_data_pixels: nan, ...checks });
-    if (!pass) ctx.warn('validation_failed', `validation: ${[!checks.fwhm.pass ? `FWHM improvement ${r4(improvement)} % below ${v.min_fwhm_improvement_percent} %` : '', !checks.seams.pass ? `seam score ${r4(seam.pooled)} above ${v.max_seam_score}` : ''].filter(Boolean).join('; ')}`);
+    if (!pass) ctx.warn('validation_failed', `validation: ${[!checks.fwhm.pass ? `FWHM improvement ${round5(improvement)} % below ${v.min_fwhm_improvement_percent} %` : '', !checks.seams.pass ? `seam score ${round5(seam.pooled)} above ${v.max_seam_score}` : ''].filter(Boolean).join('; ')}`);
     return ok({ ...(outcome.details ?? {}), weight_mode: s.tiled.table?.mode ?? null, validation: rel, validation_pass: pass });
   },
 });
