@@ -201,6 +201,39 @@ test('tiled resume: bit-identical from STACKING, upstream change refused, LOCAL_
   });
 });
 
+test('tiled resume with input.checksums: a light changed between the identity samples is input_missing with checksums, not without (the server leaves that to the job)', async () => {
+  await withTempDir('resume-sums', async (dir) => {
+    const data = join(dir, 'data');
+    // Frames over 1 MiB, so the file identity samples blocks rather than reading everything.
+    await generateDataset({ out: data, kind: 'mono', frames: 6, width: 1024, height: 768, seed: 23, calibration: false, badFrames: 'none', starDensity: 3000 });
+    const cfg = resolveTiledConfig({
+      input: { input_dir: join(data, 'lights'), checksums: true },
+      tile: { star_min_count: 4 },
+      local_metrics: { min_frames: 6 },
+      astrometry: { enabled: false },
+      bge: { method: 'none' },
+      pcc: { enabled: false },
+      hypermetric_stretch: { enabled: false },
+      runtime_limits: { memory_budget: 256, parallel_workers: 2 },
+      output: { run_name: 'sums', runs_dir: join(dir, 'runs') },
+    });
+    if (!cfg.ok) throw new Error(JSON.stringify(cfg.issues));
+    const first = await runTiled(cfg.config, { device: 'cpu' });
+    assert.is(first.status, 'ok', JSON.stringify(first.phases));
+    const light = join(data, 'lights', (await readdir(join(data, 'lights'))).sort()[0]!);
+    const bytes = await readFile(light);
+    // Just past the first inner sampled block (file-identity.ts: 16 blocks of 64 KiB spread evenly).
+    const at = Math.floor((bytes.length - 65536) / 15) + 65536 + 4096;
+    bytes[at] = bytes[at]! ^ 0x01;
+    await writeFile(light, bytes);
+    const quick = await checkResume(first.runDir, 'STACKING', null, { checksums: false });
+    assert.is(quick.verdict.feasible, true, JSON.stringify(quick.verdict));
+    const full = await checkResume(first.runDir, 'STACKING');
+    assert.equal([full.verdict.feasible, full.verdict.reason, full.verdict.missing_files], [false, 'input_missing', [light]]);
+    assert.is((await refusal(resumeTiled(first.runDir, 'STACKING', { device: 'cpu' }))).code, 'RESUME_PHASE_NOT_FEASIBLE', 'the resume itself checks the sums');
+  });
+});
+
 test('tiled resume: resume.keep_intermediates false leaves CALIBRATION as the earliest phase, with artifacts_missing', async () => {
   await withTempDir('resume-nokeep', async (dir) => {
     const data = join(dir, 'data');

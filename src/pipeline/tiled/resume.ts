@@ -99,7 +99,7 @@ export async function readRecord(runDir: string, at: (rel: string) => string = (
  * resume whose process died has had its set-aside files restored (resumeTiled restores them
  * first): so a dry run, or the server's check before it starts the job, answers as the resume will.
  */
-export async function gatherResumeFacts(runDir: string): Promise<ResumeFacts> {
+export async function gatherResumeFacts(runDir: string, options: CheckOptions = {}): Promise<ResumeFacts> {
   const at = await afterLeftoverRestore(runDir);
   const record = await readRecord(runDir, at);
   if (!record || record.kind !== 'tiled') {
@@ -152,14 +152,24 @@ export async function gatherResumeFacts(runDir: string): Promise<ResumeFacts> {
   const sums = new Map(((scan?.state.frames ?? []) as TiledState['frames']).map((f) => [f.file, f.info?.sha256 ?? null]));
   for (const id of scan?.inputs ?? []) {
     const sum = sums.get(id.path) ?? null;
-    if (!(await identityHolds(id.path, id)) || (sum !== null && (await fileSha256(id.path)) !== sum)) missingInputs.push(id.path);
+    if (!(await identityHolds(id.path, id)) || (sum !== null && options.checksums !== false && (await fileSha256(id.path)) !== sum)) missingInputs.push(id.path);
   }
   return { folder, record, previous, records, phases, checkpoints, missingInputs };
 }
 
+export interface CheckOptions {
+  /**
+   * Compare the lights' full SHA-256 with the scan's when it took one (input.checksums). Default
+   * true; false leaves it to the resume itself, which checks again before it runs (the server's
+   * check before it queues a resume job: reading every light in full belongs in the job, not in
+   * the request).
+   */
+  checksums?: boolean;
+}
+
 /** The feasibility of resuming `runDir` from `fromPhase` with `next` (default: the run's own configuration). */
-export async function checkResume(runDir: string, fromPhase: string, next?: TiledRunConfig | null): Promise<{ facts: ResumeFacts; verdict: Feasibility }> {
-  const facts = await gatherResumeFacts(runDir);
+export async function checkResume(runDir: string, fromPhase: string, next?: TiledRunConfig | null, options: CheckOptions = {}): Promise<{ facts: ResumeFacts; verdict: Feasibility }> {
+  const facts = await gatherResumeFacts(runDir, options);
   const nextConfig = next ?? facts.previous;
   const verdict = resumeFeasibility({
     plan: TILED_PLAN,
