@@ -8,8 +8,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { generateDataset } from '../../fixtures/generator/index.js';
 import { qualityWeights } from '../../src/algorithms/frame-metrics.js';
-import { resolveTiledConfig } from '../../src/config/tiled-run.js';
 import { runTiled } from '../../src/pipeline/tiled/run.js';
+import { smallTiledConfig } from '../helpers/tiled-config.js';
 import { withTempDir } from '../helpers/tmp.js';
 
 interface GlobalJson {
@@ -23,20 +23,8 @@ test('global_metrics.mode quality: G is Raw Stack quality weight to the power qu
     const data = join(dir, 'data');
     await generateDataset({ out: data, kind: 'mono', frames: 10, width: 224, height: 160, seed: 33, calibration: false, badFrames: 'none', starDensity: 8000 });
     const run = async (name: string, power: number) => {
-      const r = resolveTiledConfig({
-        input: { input_dir: join(data, 'lights') },
-        global_metrics: { mode: 'quality', quality_power: power },
-        tile: { star_min_count: 4 },
-        local_metrics: { min_frames: 6 },
-        astrometry: { enabled: false },
-        bge: { method: 'none' },
-        pcc: { enabled: false },
-        hypermetric_stretch: { enabled: false },
-        runtime_limits: { memory_budget: 256, parallel_workers: 2 },
-        output: { run_name: name, runs_dir: join(dir, 'runs') },
-      });
-      if (!r.ok) throw new Error(JSON.stringify(r.issues));
-      const res = await runTiled(r.config, { device: 'cpu' });
+      const cfg = smallTiledConfig(data, join(dir, 'runs'), name, { global_metrics: { mode: 'quality', quality_power: power } }, false);
+      const res = await runTiled(cfg, { device: 'cpu' });
       assert.is(res.status, 'ok', JSON.stringify(res.phases));
       return JSON.parse(await readFile(join(res.runDir, 'artifacts', 'global_metrics.json'), 'utf8')) as GlobalJson;
     };

@@ -14,31 +14,16 @@ import * as assert from 'uvu/assert';
 import { mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { generateDataset } from '../../fixtures/generator/index.js';
-import { resolveTiledConfig, type TiledRunConfig } from '../../src/config/tiled-run.js';
+import type { TiledRunConfig } from '../../src/config/tiled-run.js';
 import { listRevisions } from '../../src/pipeline/config-revisions.js';
 import { restoreLeftover, setAside } from '../../src/pipeline/resume/aside.js';
 import { checkResume, gatherResumeFacts, ResumeRefused, resumeTiled } from '../../src/pipeline/tiled/resume.js';
 import { runTiled } from '../../src/pipeline/tiled/run.js';
 import { parseEventLines } from '../../src/shared/events.js';
+import { smallTiledConfig } from '../helpers/tiled-config.js';
 import { withTempDir } from '../helpers/tmp.js';
 
-function config(data: string, runs: string, extra: Record<string, unknown> = {}): TiledRunConfig {
-  const r = resolveTiledConfig({
-    input: { input_dir: join(data, 'lights') },
-    calibration: { bias_dir: join(data, 'bias'), darks_dir: join(data, 'darks'), flats_dir: join(data, 'flats') },
-    tile: { star_min_count: 4 },
-    local_metrics: { min_frames: 6 },
-    astrometry: { enabled: false },
-    bge: { method: 'none' },
-    pcc: { enabled: false },
-    hypermetric_stretch: { enabled: false },
-    runtime_limits: { memory_budget: 256, parallel_workers: 2 },
-    output: { run_name: 'resume', runs_dir: runs },
-    ...extra,
-  });
-  if (!r.ok) throw new Error(JSON.stringify(r.issues));
-  return r.config;
-}
+const config = (data: string, runs: string, extra: Record<string, unknown> = {}): TiledRunConfig => smallTiledConfig(data, runs, 'resume', extra);
 
 /** Every file under `dir` with its size and mtime. */
 async function listing(dir: string, rel = ''): Promise<string[]> {
@@ -206,19 +191,8 @@ test('tiled resume with input.checksums: a light changed between the identity sa
     const data = join(dir, 'data');
     // Frames over 1 MiB, so the file identity samples blocks rather than reading everything.
     await generateDataset({ out: data, kind: 'mono', frames: 6, width: 1024, height: 768, seed: 23, calibration: false, badFrames: 'none', starDensity: 3000 });
-    const cfg = resolveTiledConfig({
-      input: { input_dir: join(data, 'lights'), checksums: true },
-      tile: { star_min_count: 4 },
-      local_metrics: { min_frames: 6 },
-      astrometry: { enabled: false },
-      bge: { method: 'none' },
-      pcc: { enabled: false },
-      hypermetric_stretch: { enabled: false },
-      runtime_limits: { memory_budget: 256, parallel_workers: 2 },
-      output: { run_name: 'sums', runs_dir: join(dir, 'runs') },
-    });
-    if (!cfg.ok) throw new Error(JSON.stringify(cfg.issues));
-    const first = await runTiled(cfg.config, { device: 'cpu' });
+    const cfg = smallTiledConfig(data, join(dir, 'runs'), 'sums', { input: { input_dir: join(data, 'lights'), checksums: true } }, false);
+    const first = await runTiled(cfg, { device: 'cpu' });
     assert.is(first.status, 'ok', JSON.stringify(first.phases));
     const light = join(data, 'lights', (await readdir(join(data, 'lights'))).sort()[0]!);
     const bytes = await readFile(light);
