@@ -71,20 +71,7 @@ export async function oscLargeBench(options: RawstackBenchOptions): Promise<void
     ].join('\n');
   }
   log(`\n${summary}`);
-  await record(
-    [
-      '',
-      `## ${new Date().toISOString().slice(0, 10)} — Raw Stack on large OSC frames vs Siril (\`npm run bench -- rawstack --osc-large${options.quick ? ' --quick' : ''}\`), ${machineLine()}`,
-      '',
-      `OSC (RGGB) ${spec.frames} frames ${spec.width}×${spec.height} (16-bit), ${dataName(spec)}: bias 8, darks 6 + 6 (120 s, 300 s), flats 8; skystack with the defaults (memory_budget ${budget ?? 'default'}, the allocator settings the CLI sets, postprocess off), INPUT_SCAN → STACKING (+ REPORT); Siril: \`preprocess light -dark=dark_stacked -flat=pp_flat_stacked -cfa -equalize_cfa -debayer\`, \`register pp_light\`, \`stack r_pp_light rej 3 3 -norm=addscale\` with masters from its own stacks. Best of ${options.repeat}. Device: ${sky.device}. ${loadLine(load)}`,
-      '',
-      table,
-      '',
-      summary,
-      '',
-    ].join('\n'),
-    options,
-  );
+  await record({ title: `Raw Stack on large OSC frames vs Siril (\`npm run bench -- rawstack --osc-large${options.quick ? ' --quick' : ''}\`), ${machineLine()}`, setup: `OSC (RGGB) ${spec.frames} frames ${spec.width}×${spec.height} (16-bit), ${dataName(spec)}: bias 8, darks 6 + 6 (120 s, 300 s), flats 8; skystack with the defaults (memory_budget ${budget ?? 'default'}, the allocator settings the CLI sets, postprocess off), INPUT_SCAN → STACKING (+ REPORT); Siril: \`preprocess light -dark=dark_stacked -flat=pp_flat_stacked -cfa -equalize_cfa -debayer\`, \`register pp_light\`, \`stack r_pp_light rej 3 3 -norm=addscale\` with masters from its own stacks. Best of ${options.repeat}. Device: ${sky.device}. ${loadLine(load)}`, table: table, verdict: summary }, options);
 }
 
 export interface ScaleOptions extends RawstackBenchOptions {
@@ -147,19 +134,6 @@ export async function scaleBench(options: ScaleOptions): Promise<number> {
   const verdict = scaleVerdict(results.map(({ frames, r }) => ({ frames, wall_ms: r.wall_ms, cpu_ms: r.cpu_ms, max_rss_mib: r.max_rss_mib }))).text;
   log(`\n${table}\n\n${verdict}`);
   const full = !options.quick && width === 2048 && height === 1536;
-  await record(
-    [
-      '',
-      `## ${new Date().toISOString().slice(0, 10)} — Raw Stack scale: ${counts.join(', ')} frames (\`npm run bench -- rawstack --scale${options.quick ? ' --quick' : ''}${options.size ? ` --size ${options.size}` : ''}${options.frames ? ` --frames ${options.frames}` : ''}\`), ${machineLine()}`,
-      '',
-      `Mono ${width}×${height} (16-bit) with bias 8, darks 6 + 6, flats 8; the first N lights of ${dataName(spec)} (one session, so every run shares frames and masters); memory_budget ${options.budget ?? 'default'}; postprocess off, INPUT_SCAN → STACKING (+ REPORT), calibrated frames kept (the default); one child process per run. Device: ${results[0]!.r.device}.${full ? '' : ' Not the issue\'s 2048×1536 size: a fallback or a check.'} Cells: wall ms / CPU ms / peak RSS MiB (VmHWM reset at each phase start). ${loadLine(load)}`,
-      '',
-      table,
-      '',
-      verdict,
-      '',
-    ].join('\n'),
-    options,
-  );
+  await record({ title: `Raw Stack scale: ${counts.join(', ')} frames (\`npm run bench -- rawstack --scale${options.quick ? ' --quick' : ''}${options.size ? ` --size ${options.size}` : ''}${options.frames ? ` --frames ${options.frames}` : ''}\`), ${machineLine()}`, setup: `Mono ${width}×${height} (16-bit) with bias 8, darks 6 + 6, flats 8; the first N lights of ${dataName(spec)} (one session, so every run shares frames and masters); memory_budget ${options.budget ?? 'default'}; postprocess off, INPUT_SCAN → STACKING (+ REPORT), calibrated frames kept (the default); one child process per run. Device: ${results[0]!.r.device}.${full ? '' : ' Not the issue\'s 2048×1536 size: a fallback or a check.'} Cells: wall ms / CPU ms / peak RSS MiB (VmHWM reset at each phase start). ${loadLine(load)}`, table: table, verdict: verdict }, options);
   return 0;
 }

@@ -79,9 +79,14 @@ export async function bestOf(repeat: number, f: () => Promise<ChildResult>, labe
   return best!;
 }
 
-export async function record(text: string, options: Pick<RawstackBenchOptions, 'record'>): Promise<void> {
+/**
+ * Appends one dated section to bench/RESULTS.md (unless --no-record): `## <date> — <title>`,
+ * the setup paragraph, the table and the verdict, each followed by a blank line.
+ */
+export async function record(section: { title: string; setup: string; table: string; verdict: string }, options: Pick<RawstackBenchOptions, 'record'>): Promise<void> {
   if (!options.record) return;
-  await appendFile(resultsFile, text);
+  const date = new Date().toISOString().slice(0, 10);
+  await appendFile(resultsFile, ['', `## ${date} — ${section.title}`, '', section.setup, '', section.table, '', section.verdict, ''].join('\n'));
   log(`[bench] appended to ${resultsFile}`);
 }
 
@@ -134,21 +139,7 @@ export async function speedBench(options: RawstackBenchOptions): Promise<void> {
   } else lines.push(sirilNote);
   const summary = lines.join('\n');
   log(`\n${summary}`);
-  const date = new Date().toISOString().slice(0, 10);
-  await record(
-    [
-      '',
-      `## ${date} — Raw Stack speed vs Siril (\`npm run bench -- rawstack${options.quick ? ' --quick' : ''}\`), ${machineLine()}`,
-      '',
-      `Mono ${spec.frames} frames ${spec.width}×${spec.height} (16-bit), ${dataName(spec)}: bias 8, darks 6 + 6 (120 s, 300 s), flats 8; INPUT_SCAN → STACKING (+ REPORT), postprocess off, memory_budget ${budget} MiB, best of ${options.repeat}, as the CLI runs it (allocator settings skystack sets itself) and with plain glibc malloc. Device: ${tuned.device}. Peak RSS per phase is VmHWM reset at each phase start; CPU is user + system of all threads. Load average at the start: ${load.toFixed(1)}, at the end: ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores.`,
-      '',
-      table,
-      '',
-      summary,
-      '',
-    ].join('\n'),
-    options,
-  );
+  await record({ title: `Raw Stack speed vs Siril (\`npm run bench -- rawstack${options.quick ? ' --quick' : ''}\`), ${machineLine()}`, setup: `Mono ${spec.frames} frames ${spec.width}×${spec.height} (16-bit), ${dataName(spec)}: bias 8, darks 6 + 6 (120 s, 300 s), flats 8; INPUT_SCAN → STACKING (+ REPORT), postprocess off, memory_budget ${budget} MiB, best of ${options.repeat}, as the CLI runs it (allocator settings skystack sets itself) and with plain glibc malloc. Device: ${tuned.device}. Peak RSS per phase is VmHWM reset at each phase start; CPU is user + system of all threads. Load average at the start: ${load.toFixed(1)}, at the end: ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores.`, table: table, verdict: summary }, options);
 }
 
 export async function memoryBench(options: RawstackBenchOptions): Promise<void> {
@@ -178,18 +169,5 @@ export async function memoryBench(options: RawstackBenchOptions): Promise<void> 
   const table = [header, `|---|${results.map(() => '---').join('|')}|`, ...rows, whole].join('\n');
   const verdict = `Peak RSS ${large.frames} / ${small.frames} frames: **${ratio.toFixed(3)}** (bar ≤ 1.15: ${ratio <= 1.15 ? 'met' : 'NOT met'}); ${many.frames} frames of ${many.width}×${many.height}: completed, peak ${mib(results[2]!.r.max_rss_mib)} MiB.`;
   log(`\n${table}\n\n${verdict}`);
-  await record(
-    [
-      '',
-      `## ${new Date().toISOString().slice(0, 10)} — Raw Stack memory-flat streaming (\`npm run bench -- rawstack-memory${options.quick ? ' --quick' : ''}\`), ${machineLine()}`,
-      '',
-      `Mono with bias, darks and flats, INPUT_SCAN → STACKING (+ REPORT), postprocess off, runtime_limits.memory_budget ${budget} MiB, one child process per run. Device: ${results[0]!.r.device}. Cells: phase wall ms / peak RSS MiB (VmHWM reset at each phase start).`,
-      '',
-      table,
-      '',
-      verdict,
-      '',
-    ].join('\n'),
-    options,
-  );
+  await record({ title: `Raw Stack memory-flat streaming (\`npm run bench -- rawstack-memory${options.quick ? ' --quick' : ''}\`), ${machineLine()}`, setup: `Mono with bias, darks and flats, INPUT_SCAN → STACKING (+ REPORT), postprocess off, runtime_limits.memory_budget ${budget} MiB, one child process per run. Device: ${results[0]!.r.device}. Cells: phase wall ms / peak RSS MiB (VmHWM reset at each phase start).`, table: table, verdict: verdict }, options);
 }
