@@ -17,6 +17,11 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { PhaseRecord } from './state.js';
 import { getPath, isPlainObject } from '../../config/merge.js';
+import { artifactPath, RUN_LAYOUTS } from '../../shared/run-layout.js';
+import { checkpointPath } from './checkpoint.js';
+
+/** How a missing phase record is named in missing_files: the records file and the phase. */
+const recordRef = (name: string) => `${artifactPath(RUN_LAYOUTS.tiled, 'phase_records.json')}#${name}`;
 
 export type ResumeReason = 'unsupported_resume_phase' | 'config_missing' | 'input_missing' | 'artifacts_missing' | 'config_changed_upstream';
 
@@ -68,10 +73,10 @@ export function changedKeys(key: string, a: unknown, b: unknown): string[] {
 
 /** Why phase `f` cannot be handed on: the files it lacks and the keys it read that changed. */
 function problemsOf(f: PhaseFacts | undefined, name: string, prev: Record<string, unknown> | null, next: Record<string, unknown> | null): { missing: string[]; changed: string[] } {
-  if (!f || !f.record) return { missing: [`artifacts/phase_records.json#${name}`], changed: [] };
+  if (!f || !f.record) return { missing: [recordRef(name)], changed: [] };
   const missing = [...f.missingFiles];
-  if (!f.recordValid) missing.push(`artifacts/phase_records.json#${name}`);
-  if (!f.record.checkpoint) missing.push(`artifacts/resume/${name}.json.gz`);
+  if (!f.recordValid) missing.push(recordRef(name));
+  if (!f.record.checkpoint) missing.push(checkpointPath({ layout: RUN_LAYOUTS.tiled }, name));
   const changed = f.record.config_keys.flatMap((k) => changedKeys(k, getPath(prev, k), getPath(next, k)));
   return { missing: [...new Set(missing)], changed: [...new Set(changed)] };
 }
