@@ -43,6 +43,9 @@ export class TileMapView {
       return;
     }
     const [grid, recon, local] = await Promise.all([json<Grid>(runId, gridE), json<Recon>(runId, reconE), json<Local>(runId, localE)]);
+    // A listed artifact that could not be read (a request failed, a file still being replaced):
+    // draw what there is, and read again at the next update.
+    if (!grid || (reconE && !recon) || (localE && !local)) this.shown = '';
     if (!grid || !Array.isArray(grid.tiles)) return;
     const model: TileGridModel = {
       image: { width: grid.image_width, height: grid.image_height },
