@@ -517,6 +517,32 @@ gpuTest('GPU Lanczos: warping into a range of a larger buffer (a frame slot) wri
   }
 });
 
+gpuTest('GPU warp, host to host `into`: the rows land in the caller\'s array (a view of it, no fresh output array), the same values, the rest untouched', async () => {
+  // STACKING with the stack on the host warps every frame of every band this way, into the
+  // frame's slot of its shared host band.
+  const ctx = gpu.ctx!;
+  const W = 64;
+  const H = 40;
+  const src = starField(W, H, 23);
+  const plane = W * H;
+  const params = full(W, H, similarity(W, H, -0.7, 0.999, -2.1, 1.4));
+  for (const kernel of ['lanczos3', 'bilinear'] as const) {
+    const warp = (into?: Float32Array) => (kernel === 'lanczos3' ? warpLanczos3Gpu(ctx, src, params, into ? { into } : undefined) : warpBilinearGpu(ctx, src, params, into ? { into } : undefined));
+    const want = await warp();
+    const slots = new Float32Array(new SharedArrayBuffer(3 * plane * 4)).fill(-1);
+    const into = slots.subarray(plane, 2 * plane);
+    const got = await warp(into);
+    assert.ok(got.buffer === slots.buffer && got.byteOffset === into.byteOffset && got.length === plane, `${kernel}: a view of the caller's array`);
+    const d = compareArrays(got, want);
+    assert.is(d.nanMismatches, 0, kernel);
+    assert.is(d.maxAbs, 0, kernel);
+    assert.ok(slots.subarray(0, plane).every((v) => v === -1) && slots.subarray(2 * plane).every((v) => v === -1), `${kernel}: outside the slot untouched`);
+    let error: Error | undefined;
+    await warp(new Float32Array(plane - 1)).catch((e: Error) => (error = e));
+    assert.match(error?.message ?? '', /output array holds/);
+  }
+});
+
 gpuTest('GPU warp: a source band that misses needed rows is refused', async () => {
   const ctx = gpu.ctx!;
   const W = 64;

@@ -114,6 +114,12 @@ export interface WarpGpuOptions {
   lanczosShape?: 'auto' | 'group4' | 'single';
   /** Lanczos only: local normalization applied as each output value is stored (WarpLn). */
   ln?: WarpLn | null;
+  /**
+   * Host to host only: the array the output rows are read back into (at least rows × width
+   * values; the result is a view of it), e.g. a frame's slot of a host band, instead of a fresh
+   * array per call (STACKING with the stack on the host warps every frame of every band).
+   */
+  into?: Float32Array;
 }
 
 function coverage(kernel: WarpKernel, params: WarpParams): void {
@@ -191,7 +197,9 @@ async function warpHost(kernel: WarpKernel, ctx: GpuContext, src: Float32Array, 
   if (src.length < params.srcRows * params.srcWidth) throw new GpuError('BAD_ARGUMENT', `warp_${kernel}: source holds ${src.length} values, the band needs ${params.srcRows * params.srcWidth}`);
   coverage(kernel, params);
   const { width, srcWidth } = params;
-  const result = new Float32Array(params.rows * width);
+  const n = params.rows * width;
+  if (options?.into && options.into.length < n) throw new GpuError('BAD_ARGUMENT', `warp_${kernel}: output array holds ${options.into.length} values, the band needs ${n}`);
+  const result = options?.into ? options.into.subarray(0, n) : new Float32Array(n);
   const maxBinding = Math.min(ctx.limits.maxStorageBufferBindingSize, ctx.limits.maxBufferSize);
   const end = params.y0 + params.rows;
   let y = params.y0;
@@ -227,8 +235,8 @@ async function warpHost(kernel: WarpKernel, ctx: GpuContext, src: Float32Array, 
 }
 
 /** Host to host bilinear warp of one output band (the source band as a host array). */
-export function warpBilinearGpu(ctx: GpuContext, src: Float32Array, params: WarpParams): Promise<Float32Array> {
-  return warpHost('bilinear', ctx, src, params);
+export function warpBilinearGpu(ctx: GpuContext, src: Float32Array, params: WarpParams, options?: Pick<WarpGpuOptions, 'into'>): Promise<Float32Array> {
+  return warpHost('bilinear', ctx, src, params, options);
 }
 
 /** Host to host Lanczos-3 warp of one output band (the source band as a host array). */

@@ -227,8 +227,13 @@ export class BandEngine {
     const early = this.early?.band === band ? this.early.reads : null;
     this.early = null;
     const reads = early ?? new Map<number, Promise<RawRead | null>>();
+    // Reads start in frame order, each once: a consumed read leaves the map, so scanning from
+    // frame 0 for absent entries started every consumed frame's read again, and those duplicate
+    // reads (one frame slice each, never consumed) stayed in the map until the band ended:
+    // ~0.8 GB per band at 1000 frames of 1024 px, beside the budget, and twice the reads.
+    let nextRead = 0;
     const prefetch = (upTo: number) => {
-      for (let i = 0; i <= upTo && i < N; i++) if (!reads.has(i)) reads.set(i, this.startRead(o.frames[i]!, w));
+      for (; nextRead <= upTo && nextRead < N; nextRead++) if (!reads.has(nextRead)) reads.set(nextRead, this.startRead(o.frames[nextRead]!, w));
     };
     for (let i = 0; i < N; i++) {
       between(i);

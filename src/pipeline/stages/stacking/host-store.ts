@@ -63,14 +63,16 @@ export class HostStore implements SlotStore {
     const src = await hostSource(o, f, raw, data, timings, this.pool, this.source, !o.gpu.warp);
     const t = performance.now();
     if (o.gpu.warp) {
-      // The stack runs on the host (too many frames for one dispatch), the warp on the device.
+      // The stack runs on the host (too many frames for one dispatch, or a band too wide for a
+      // device binding), the warp on the device, read back straight into the frame's slot
+      // instead of a fresh output array per frame and band (garbage the size of a frame's slice).
       const plane = w.rows * o.width;
       const ln = lnOf(o, f);
       for (let c = 0; c < o.channels; c++) {
         const p = warpParams(o, f, w, src);
-        const out = o.kernel === 'lanczos3' ? await warpLanczos3Gpu(o.gpu.warp, src.planes[c]!, p) : await warpBilinearGpu(o.gpu.warp, src.planes[c]!, p);
+        const into = this.bands[c]!.subarray(f.slot * plane, (f.slot + 1) * plane);
+        const out = o.kernel === 'lanczos3' ? await warpLanczos3Gpu(o.gpu.warp, src.planes[c]!, p, { into }) : await warpBilinearGpu(o.gpu.warp, src.planes[c]!, p, { into });
         if (ln) lnApply(out, { width: o.width, rows: w.rows, frames: 1, y0: w.y0, grid: ln.grid, coefficients: ln.coefficients[c]! });
-        this.bands[c]!.set(out, f.slot * plane);
       }
     } else {
       await warpOnHost(o, f, w, src, this.bands, f.slot, this.pool);
