@@ -17,6 +17,7 @@ import { generateDataset } from '../../fixtures/generator/index.js';
 import type { TiledRunConfig } from '../../src/config/tiled-run.js';
 import { listRevisions } from '../../src/pipeline/config-revisions.js';
 import { restoreLeftover, setAside } from '../../src/pipeline/resume/aside.js';
+import { readCheckpoint } from '../../src/pipeline/tiled/checkpoint.js';
 import { checkResume, gatherResumeFacts, ResumeRefused, resumeTiled } from '../../src/pipeline/tiled/resume.js';
 import { runTiled } from '../../src/pipeline/tiled/run.js';
 import { parseEventLines } from '../../src/shared/events.js';
@@ -80,6 +81,9 @@ test('tiled resume: bit-identical from STACKING, upstream change refused, LOCAL_
     assert.is(records.STACKING!.checkpoint!.path, 'artifacts/resume/STACKING.json.gz');
     assert.match(records.TILE_GRID!.checkpoint!.sha256, /^[0-9a-f]{64}$/);
     assert.ok((await readdir(join(d, 'outputs', 'calibrated'))).length === 10, 'calibrated frames kept');
+    // The star lists are in the checkpoints up to COMMON_OVERLAP; LOCAL_METRICS, their last reader, drops them.
+    const starsIn = async (phase: string) => ((await readCheckpoint(join(d, 'artifacts', 'resume', `${phase}.json.gz`)))!.checkpoint.state.frames as { stars: unknown[] | null }[]).filter((f) => f.stars !== null).length;
+    assert.equal([await starsIn('COMMON_OVERLAP'), await starsIn('LOCAL_METRICS'), await starsIn('STACKING')], [10, 0, 0]);
 
     // Dry run: feasible, names what would run again, changes nothing.
     const before = await listing(d);

@@ -7,10 +7,8 @@
 // that state points to (calibrated frames, masters, artifacts: resume/file-identity.ts). The
 // phase record names the checkpoint and its SHA-256. The run's identity, folder, device, events
 // and configuration are not in it: a resume brings its own.
-// The frames' star lists (most of a checkpoint's bytes) are left out of the checkpoints a resume
-// at a phase after LOCAL_METRICS starts from (STARLESS_CHECKPOINTS): no later phase reads them
-// (REFERENCE_SELECTION's measure in GLOBAL_METRICS writes them; REGISTRATION and LOCAL_METRICS
-// read them), so those frames come back with `stars: null`.
+// The frames' star lists (most of a checkpoint's bytes) are in the checkpoints up to
+// COMMON_OVERLAP only: LOCAL_METRICS, their last reader, drops them from the state.
 
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
@@ -43,14 +41,6 @@ export interface Checkpoint {
   /** The included lights (absolute paths): a resume checks they are still there and unchanged. */
   inputs: FileIdentity[];
 }
-
-/**
- * Phases whose checkpoints leave the frames' star lists out: LOCAL_METRICS, the last reader of
- * the lists, and every phase after it. A phase not named here keeps them (the safe default).
- * Each checkpoint is encoded and gzip'd on the main thread after its phase: with the lists,
- * ~1.8 MB of JSON for 20 frames (~55 ms of CPU), without them ~0.45 MB.
- */
-export const STARLESS_CHECKPOINTS: ReadonlySet<string> = new Set(['LOCAL_METRICS', 'TILE_RECONSTRUCTION', 'STATE_CLUSTERING', 'SYNTHETIC_FRAMES', 'STACKING', 'DEBAYER', 'ASTROMETRY', 'BGE', 'PCC', 'HYPERMETRIC_STRETCH', 'REPORT']);
 
 /** The base fields a resume brings itself (never checkpointed). */
 const BASE = new Set(['config', 'folder', 'runId', 'jobId', 'events', 'device', 'gpu']);
@@ -99,7 +89,6 @@ export async function writeCheckpoint(s: TiledState, phase: string, outcomes: Re
   for (const [k, v] of Object.entries(s)) if (!BASE.has(k)) state[k] = v;
   const { records: _records, ...tiled } = s.tiled;
   state.tiled = tiled;
-  if (STARLESS_CHECKPOINTS.has(phase)) state.frames = s.frames.map((f) => ({ ...f, stars: null }));
   const files: FileIdentity[] = [];
   for (const path of stateFiles(s)) {
     const id = await identityOf(s.folder, path);

@@ -41,6 +41,7 @@ import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { dropLnPlanes, lnBinSpecOf, lnWanted, rememberLnPlanes } from '../../rawstack/ln-premeasured.js';
 import type { FrameRecord } from '../../rawstack/state.js';
 import { writeArtifact, tiledPhase, round5 } from '../records.js';
+import type { TiledState } from '../state.js';
 import type { TiledPhase } from '../reasons.js';
 import { tileCount, tileRect, type TileGrid } from '../tile-grid.js';
 import { LOCAL_Z_FLOOR, localWeights, SURFACE_Z_FLOOR, Z_FLOOR, type TileMeasure } from '../weights.js';
@@ -186,6 +187,16 @@ function surfaceRecord(s: FwhmSurface) {
   return { model: s.model, coefficients: s.coefficients.map(round5), center: s.center, scale: s.scale, stars: s.stars, inliers: s.inliers, residual_sigma: round5(s.residual_sigma), range: s.range.map(round5) };
 }
 
+/**
+ * LOCAL_METRICS is the last reader of the frames' star lists (GLOBAL_METRICS measures them,
+ * REGISTRATION matches them): they go once it has run, so the run does not hold a thousand
+ * frames' lists to its end and the checkpoints from here on (written from the state) leave them
+ * out: most of a checkpoint's bytes and of its encoding time on the main thread.
+ */
+function releaseStarLists(s: TiledState): void {
+  for (const f of s.frames) f.stars = null;
+}
+
 export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local_metrics', 'tile.star_min_count', 'stacking.weight_mode'], {
   name: 'LOCAL_METRICS',
   optional: false,
@@ -204,6 +215,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
       if (mode === 'local') ctx.warn('local_weights_off', `local weights off: ${reason}; the stack uses global weights only`);
       s.tiled.local = { frames: frames.map((f) => f.index), measures: [], l: null, types: [] };
       const rel = await writeArtifact(s, 'LOCAL_METRICS', 'local_metrics.json', { mode: mode === 'uniform' ? 'uniform' : 'global', reason, num_frames: frames.length, num_tiles: n });
+      releaseStarLists(s);
       return ok({ mode: mode === 'uniform' ? 'uniform' : 'global', weight_reason: reason, artifact: rel });
     }
     const osc = s.colorMode === 'OSC';
@@ -302,6 +314,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
       ),
     };
     const rel = await writeArtifact(s, 'LOCAL_METRICS', 'local_metrics.json', body);
+    releaseStarLists(s);
     return ok({ mode: 'local', star_tiles: starTiles, structure_tiles: n - starTiles, artifact: rel });
   },
 });
