@@ -57,6 +57,20 @@ export function lnWanted(state: RawStackState): 'all' | 'reference' | 'none' {
 }
 
 /**
+ * The binning to give `f`'s read when STACKING will want its planes (`wanted` from lnWanted;
+ * `reference`: only the reference's), else undefined; undefined too when it cannot be known here
+ * (STACKING then reads the frame itself).
+ */
+export async function wantedLnBinSpec(state: RawStackState, f: FrameRecord, wanted: 'all' | 'reference' | 'none', isReference: boolean): Promise<LnBinSpec | undefined> {
+  if (wanted === 'none' || (wanted === 'reference' && !isReference)) return undefined;
+  try {
+    return (await lnBinSpecOf(state, f)) ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The binning STACKING's LN setup will use for `f` (same factor and sites), or null when it
  * cannot be known here (size unknown, OSC without a Bayer pattern). OSC reads the light's header
  * for its CFA phase, as STACKING's frame setup does.

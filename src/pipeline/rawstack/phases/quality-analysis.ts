@@ -27,8 +27,8 @@ import { toShared } from '../../../cpu/worker-pool.js';
 import { isFitsError } from '../../../fits/index.js';
 import { failed, ok } from '../../phase.js';
 import type { RawStackPhase } from '../reasons.js';
-import { ccProxyAndBins, type CcTaskResult, type LnBinSpec } from '../../stages/frames/tasks.js';
-import { dropLnPlanes, lnBinSpecOf, lnPlanesHeld, lnWanted, rememberLnPlanes } from '../ln-premeasured.js';
+import { ccProxyAndBins, type CcTaskResult } from '../../stages/frames/tasks.js';
+import { dropLnPlanes, lnPlanesHeld, lnWanted, rememberLnPlanes, wantedLnBinSpec } from '../ln-premeasured.js';
 import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { medianOf, metricsView } from '../quality-artifacts.js';
 import { filterGroups, groupReference } from '../queue.js';
@@ -63,13 +63,6 @@ export const qualityAnalysisPhase: RawStackPhase = {
     // LN planes for STACKING (see the head comment); a spec that cannot be had means STACKING reads.
     dropLnPlanes(state);
     const wanted = lnWanted(state);
-    const specOf = async (f: FrameRecord): Promise<LnBinSpec | undefined> => {
-      try {
-        return (await lnBinSpecOf(state, f)) ?? undefined;
-      } catch {
-        return undefined;
-      }
-    };
     try {
       // Per filter group, against the group's own reference (the common one for its own group):
       // a correlation across filters would measure the filters' difference, not the frame.
@@ -78,7 +71,7 @@ export const qualityAnalysisPhase: RawStackPhase = {
         const tr = performance.now();
         let refProxy;
         try {
-          const spec = wanted !== 'none' ? await specOf(gref) : undefined;
+          const spec = await wantedLnBinSpec(state, gref, wanted, true);
           const r = await ccProxyAndBins(pixelSource(gref), CC_BIN, spec);
           refProxy = r.proxy;
           if (spec && r.lnPlanes) rememberLnPlanes(state, gref, spec, r.lnPlanes);
@@ -98,7 +91,7 @@ export const qualityAnalysisPhase: RawStackPhase = {
           workers.size,
           ctx.signal,
           async (f) => {
-            const lnBin = wanted === 'all' ? await specOf(f) : undefined;
+            const lnBin = await wantedLnBinSpec(state, f, wanted, false);
             const task = { kind: 'cc' as const, file: pixelSource(f), matrix: toGroupRef ? composeAffine(toGroupRef, f.registration!.matrix!) : f.registration!.matrix!, bin: CC_BIN, reference: sharedRef, ...(lnBin ? { lnBin } : {}) };
             return { lnBin, r: (await workers.run(task)) as CcTaskResult };
           },

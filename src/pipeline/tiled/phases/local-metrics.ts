@@ -38,7 +38,7 @@ import { failed, ok } from '../../phase.js';
 import { pixelSource } from '../../rawstack/state.js';
 import { tileMetricsFrame, type LnBinSpec, type TileMetricsTask, type TileMetricsTaskResult } from '../../stages/frames/tasks.js';
 import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
-import { dropLnPlanes, lnBinSpecOf, lnWanted, rememberLnPlanes } from '../../rawstack/ln-premeasured.js';
+import { dropLnPlanes, lnWanted, rememberLnPlanes, wantedLnBinSpec } from '../../rawstack/ln-premeasured.js';
 import type { FrameRecord } from '../../rawstack/state.js';
 import { writeArtifact, tiledPhase, round5 } from '../records.js';
 import type { TiledState } from '../state.js';
@@ -47,7 +47,6 @@ import { tileCount, tileRect, type TileGrid } from '../tile-grid.js';
 import { LOCAL_Z_FLOOR, localWeights, SURFACE_Z_FLOOR, Z_FLOOR, type TileMeasure } from '../weights.js';
 import { evalFwhmSurface, fitFwhmSurface, localFwhmAt, type FwhmSurface } from '../fwhm-surface.js';
 import { finiteMedian } from '../../../algorithms/robust-stats.js';
-
 
 /** Outlier threshold (σ of the frame noise) of the cosmetic pass before the structure measure (hot pixels are not structure). */
 const COSMETIC_SIGMA = 5;
@@ -234,14 +233,6 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
     // LN planes for STACKING from this read (see the head comment); no spec: STACKING reads.
     dropLnPlanes(s);
     const wanted = lnWanted(s);
-    const lnSpecOf = async (f: FrameRecord): Promise<LnBinSpec | undefined> => {
-      if (wanted === 'none' || (wanted === 'reference' && f.index !== s.referenceIndex)) return undefined;
-      try {
-        return (await lnBinSpecOf(s, f)) ?? undefined;
-      } catch {
-        return undefined;
-      }
-    };
     const lnSpecs: (LnBinSpec | undefined)[] = [];
     const workers = new FrameWorkers(tmCtx ? 0 : Math.min(s.config.runtime_limits.parallel_workers, frames.length));
     try {
@@ -250,7 +241,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
         tmCtx ? 1 : Math.max(1, workers.size),
         ctx.signal,
         async (f, i): Promise<TileMetricsTaskResult> => {
-          const lnBin = (lnSpecs[i] = await lnSpecOf(f));
+          const lnBin = (lnSpecs[i] = await wantedLnBinSpec(s, f, wanted, f.index === s.referenceIndex));
           const task = { ...plans[i]!.task(pixelSource(f)), ...(lnBin ? { lnBin } : {}) };
           if (!tmCtx) return (await workers.run(task)) as TileMetricsTaskResult;
           return tileMetricsFrame(task, (data, p) => measureTiles(tmCtx, data, p));
