@@ -333,7 +333,6 @@ export function pairedRatio(c: Map<number, number>, b: Map<number, number>, ids:
   return { ratio: median(v), se, stars: v.length };
 }
 
-
 /** Cosmic-ray hits of `frames` in the stack's grid. */
 export function cosmicInReference(truth: Truth, refIndex: number, frames: number[]): [number, number][] {
   const toRef = truth.frames[refIndex]!.transform;

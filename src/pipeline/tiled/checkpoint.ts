@@ -65,7 +65,7 @@ export function stateFiles(s: TiledState): string[] {
 }
 
 /** Absolute path of a stateFiles() entry. */
-export const filePath = (folder: RunFolder, path: string): string => (isAbsolute(path) ? path : inRunFolder(folder, path));
+const filePath = (folder: RunFolder, path: string): string => (isAbsolute(path) ? path : inRunFolder(folder, path));
 
 // Identities of files already hashed in this process, by path, size and mtime (a calibrated
 // frame is hashed once per run, not once per phase).

@@ -41,7 +41,6 @@ export const PLANE_MIN = 10;
 const TUKEY_C = 4.685;
 const ITERATIONS = 10;
 
-
 function basis(model: SurfaceModel, u: number, v: number): number[] {
   if (model === 'quadratic') return [1, u, v, u * u, u * v, v * v];
   if (model === 'plane') return [1, u, v];

@@ -73,7 +73,6 @@ export const ARTEFACT_FACTOR = 3;
  */
 export const LOCAL_ARTEFACT_FACTOR = 1.5;
 
-
 /** Robust z-scores (NaN stays NaN); `floor` bounds the scale from below. */
 export function robustZ(values: readonly number[], floor: number): number[] {
   const m = finiteMedian([...values]);

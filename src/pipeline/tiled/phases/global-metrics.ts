@@ -20,7 +20,6 @@ function powerWeights(w: readonly number[], p: number): number[] {
   return mean > 0 ? wp.map((v) => v / mean) : w.slice();
 }
 
-
 export const globalMetricsPhase: TiledPhase = tiledPhase('GLOBAL_METRICS', ['global_metrics'], {
   name: 'GLOBAL_METRICS',
   optional: false,

@@ -15,7 +15,6 @@ import type { WeightMode } from '../state.js';
 import { tileCount } from '../tile-grid.js';
 import { tileTable } from '../weights.js';
 
-
 export const tileReconstructionPhase: TiledPhase = tiledPhase('TILE_RECONSTRUCTION', ['stacking.weight_mode'], {
   name: 'TILE_RECONSTRUCTION',
   optional: false,

@@ -24,7 +24,6 @@ import type { TiledState } from '../state.js';
 import { tileCount } from '../tile-grid.js';
 import { imageFwhm, luminance, seamScore, STACK_SATURATION_MARGIN } from '../validation.js';
 
-
 /** The field for the engine's slots (setup order) from the tile table, or null (per-frame weights). */
 function fieldFor(ctx: PhaseContext<RawStackState>, setup: StackSetup) {
   const s = ctx.state as TiledState;
