@@ -11,7 +11,7 @@
 // whose process died is restored by restoreLeftover() before the next resume.
 
 import { copyFile, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
 import { writeJsonAtomic } from '../atomic.js';
 
 export const ASIDE_DIR = '.resume_previous';
@@ -89,9 +89,10 @@ async function restoreAside(runDir: string, folders: readonly string[], keep: (r
 
 /**
  * Where each file of `runDir` will lie once a leftover `.resume_previous/` is restored: a
- * function from a relative path to an absolute one (the set-aside copy for the paths it holds,
- * the run folder's own file otherwise). Reads only, so a dry run judges a resume exactly as the
- * real one will, which restores first.
+ * function from a path as the run records it (relative to the run folder, or absolute) to an
+ * absolute one: the set-aside copy for the paths the aside folder holds, the file itself
+ * otherwise. Reads only, so a dry run judges a resume exactly as the real one will, which
+ * restores first.
  */
 export async function afterLeftoverRestore(runDir: string): Promise<(rel: string) => string> {
   const asideRoot = join(runDir, ASIDE_DIR);
@@ -101,7 +102,8 @@ export async function afterLeftoverRestore(runDir: string): Promise<(rel: string
     const m = JSON.parse(text) as { moved: string[]; copied: string[] };
     for (const rel of [...m.moved, ...m.copied]) if (await stat(abs(asideRoot, rel)).catch(() => null)) pending.add(rel);
   }
-  return (rel) => abs(pending.has(rel) ? asideRoot : runDir, rel);
+  // Paths outside the run folder (absolute: the lights) are never set aside.
+  return (rel) => (isAbsolute(rel) ? rel : abs(pending.has(rel) ? asideRoot : runDir, rel));
 }
 
 /** Moves the set-aside files (relative paths) back into the run folder, then drops the aside folder. */

@@ -7,7 +7,6 @@
 // writes nothing.
 
 import { readFile } from 'node:fs/promises';
-import { isAbsolute } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { resolveTiledConfig, type TiledRunConfig } from '../../config/tiled-run.js';
 import { isPlainObject } from '../../config/merge.js';
@@ -138,7 +137,7 @@ export async function gatherResumeFacts(runDir: string, options: CheckOptions = 
         for (const id of read.checkpoint.files) {
           const key = `${id.path}\0${id.size}\0${id.hash}`;
           let ok = held.get(key);
-          if (ok === undefined) held.set(key, (ok = await identityHolds(isAbsolute(id.path) ? id.path : at(id.path), id)));
+          if (ok === undefined) held.set(key, (ok = await identityHolds(at(id.path), id)));
           if (!ok) missingFiles.push(id.path);
         }
       }
