@@ -41,7 +41,13 @@ export async function runServe(argv: string[]): Promise<number> {
   const given = values.token ?? env.SKYSTACK_TOKEN;
   process.stderr.write(`skystack serving ${s.url}/ui/ (API ${s.url}/api), runs dir ${s.context.runsDir}\n`);
   process.stderr.write(`allowed roots: ${s.context.guard.list().join(', ')}\n`);
-  if (s.token && !given) process.stderr.write(`bearer token (shown once): ${s.token}\n`);
+  if (s.token && !given) {
+    // The fragment never reaches the server or its logs; the UI signs in with it and drops it.
+    process.stderr.write(`bearer token (shown once): ${s.token}\n`);
+    process.stderr.write(`web UI, signed in: ${s.url}/ui/#token=${encodeURIComponent(s.token)}\n`);
+  } else if (s.token) {
+    process.stderr.write('the API needs the token: the web UI asks for it once (or open it as /ui/#token=<token>)\n');
+  }
   await new Promise<void>((resolve) => {
     const stop = () => {
       process.stderr.write('stopping: cancelling running jobs...\n');

@@ -6,10 +6,15 @@
 // - tokenGuard (on each route that is not declared public): when a token is configured,
 //   `Authorization: Bearer <token>` (constant-time comparison). GET requests may carry
 //   `?access_token=` instead, because EventSource and links opened in a new tab cannot set headers.
+//   A browser signs in once (POST /api/auth/session with the token) and then carries a session
+//   cookie: HttpOnly (page scripts cannot read it), SameSite=Strict (another site's page never
+//   makes the browser send it), named per port (two servers on one host keep their own), and
+//   holding a value derived from the token rather than the token itself. State-changing routes
+//   keep the cross-site guard on top, so the cookie adds no cross-site reach.
 // The route guards sit on the route declarations, never behind a comparison of request paths:
 // whatever path text the router accepts for a route, the route's guards run.
 
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { hostname, networkInterfaces } from 'node:os';
 import type { Context, Next } from 'koa';
 import { ApiError } from './errors.js';
@@ -93,15 +98,37 @@ export function tokensEqual(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b));
 }
 
-/** Requires the bearer token when one is configured (mounted on every route not declared public). */
-export function tokenGuard(token: string | null) {
+/** The browser session cookie's name for the server listening on `port`. */
+export function sessionCookieName(port: number): string {
+  return `skystack_session_${port}`;
+}
+
+/** The session cookie's value: derived from the token, so the token is not what the browser stores. */
+export function sessionValue(token: string): string {
+  return createHmac('sha256', token).update('skystack browser session v1').digest('base64url');
+}
+
+/** Cookie attributes of the session cookie (`maxAge` 0 clears it). */
+export function sessionCookieOptions(maxAgeMs?: number): { httpOnly: true; sameSite: 'strict'; path: '/'; overwrite: true; maxAge?: number } {
+  return { httpOnly: true, sameSite: 'strict', path: '/', overwrite: true, ...(maxAgeMs !== undefined ? { maxAge: maxAgeMs } : {}) };
+}
+
+/**
+ * Requires the token when one is configured (mounted on every route not declared public):
+ * the bearer header, `?access_token=` on GET, or the browser session cookie. `endpoint.port` is
+ * read per request (an ephemeral port is known only after listen).
+ */
+export function tokenGuard(token: string | null, endpoint: Endpoint) {
+  const session = token === null ? null : sessionValue(token);
   return async function requireToken(ctx: Context, next: Next): Promise<void> {
-    if (token !== null) {
+    if (token !== null && session !== null) {
       const header = ctx.get('authorization');
       const m = /^Bearer\s+(\S+)$/i.exec(header);
       const query = ctx.method === 'GET' && typeof ctx.query.access_token === 'string' ? ctx.query.access_token : null;
       const given = m?.[1] ?? query;
-      if (!given || !tokensEqual(given, token)) throw new ApiError('UNAUTHORIZED', 'a valid bearer token is required');
+      const cookie = given ? undefined : ctx.cookies.get(sessionCookieName(endpoint.port));
+      const ok = given ? tokensEqual(given, token) : cookie ? tokensEqual(cookie, session) : false;
+      if (!ok) throw new ApiError('UNAUTHORIZED', 'a valid bearer token is required');
     }
     await next();
   };

@@ -4,6 +4,8 @@
 // issues are normalised to dotted key paths whatever shape the server sends (ConfigIssue
 // `{path: "a.b"}` or zod `{path: ["a", "b"]}`).
 
+import { askForToken, sessionReady } from './auth.js';
+
 export interface ApiIssue {
   /** Dotted key path, e.g. `rejection.low` ('' for the root). */
   path: string;
@@ -36,6 +38,7 @@ export class ApiError extends Error {
 export type JsonObject = Record<string, unknown>;
 
 export async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
+  await sessionReady();
   const init: RequestInit = { method, headers: { Accept: 'application/json' }, credentials: 'same-origin' };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
@@ -57,6 +60,7 @@ export async function request<T>(method: string, url: string, body?: unknown): P
     }
   }
   if (!res.ok) {
+    if (res.status === 401) askForToken();
     const env = (data as { error?: { code?: string; message?: string; details?: unknown } } | null)?.error;
     throw new ApiError(res.status, env?.code ?? `HTTP_${res.status}`, env?.message ?? (typeof data === 'string' && data ? data.slice(0, 200) : res.statusText), env?.details ?? null);
   }

@@ -4,6 +4,7 @@
 // (stretch-math.ts buildLut), so a change of levels re-renders from memory without a fetch.
 
 import { ApiError, request } from './api.js';
+import { askForToken, sessionReady } from './auth.js';
 import { halfTable } from '../shared/half-float.js';
 import { TILE, type LevelGeometry } from '../shared/pyramid-math.js';
 import { buildLut, defaultParams, type ChannelStats, type DisplayParams, type StretchMode } from '../shared/stretch-math.js';
@@ -156,8 +157,10 @@ export class ImageSource {
   }
 
   private async fetchTile(level: number, x: number, y: number, look: Look): Promise<void> {
+    await sessionReady();
     const res = await fetch(this.tileUrl(level, x, y, look), { credentials: 'same-origin' });
     if (!res.ok) {
+      if (res.status === 401) askForToken();
       let env: { error?: { code?: string; message?: string } } = {};
       try {
         env = (await res.json()) as typeof env;

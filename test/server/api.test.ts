@@ -135,6 +135,47 @@ test('bearer token: required when configured, constant answer for wrong tokens, 
   }
 });
 
+test('browser session: the token buys an HttpOnly SameSite=Strict cookie per port that the guard accepts; cross-site and wrong tokens refused', async () => {
+  const s2 = await testServer({ runsDir: join(dir, 'runs-session'), token: 'sesame-456' });
+  const own = { origin: `http://127.0.0.1:${s2.port}` };
+  try {
+    envelope(await http(s2.url, 'POST', '/api/auth/session', { headers: own, body: { token: 'wrong' } }), 401, 'UNAUTHORIZED');
+    envelope(await http(s2.url, 'POST', '/api/auth/session', { headers: { origin: 'http://evil.example' }, body: { token: 'sesame-456' } }), 403, 'FORBIDDEN_ORIGIN');
+    envelope(await http(s2.url, 'POST', '/api/auth/session', { headers: own, body: { token: 'sesame-456', extra: 1 } }), 400, 'VALIDATION_ERROR');
+    const ok = await http(s2.url, 'POST', '/api/auth/session', { headers: own, body: { token: 'sesame-456' } });
+    assert.is(ok.status, 200, ok.text);
+    assert.equal(ok.json, { signed_in: true, token_required: true });
+    const setCookie = ([] as string[]).concat(ok.headers['set-cookie'] ?? []);
+    assert.is(setCookie.length, 1);
+    const cookie = setCookie[0]!;
+    assert.match(cookie, new RegExp(`^skystack_session_${s2.port}=`));
+    assert.match(cookie, /httponly/i);
+    assert.match(cookie, /samesite=strict/i);
+    assert.match(cookie, /path=\//i);
+    const value = cookie.split(';')[0]!.split('=').slice(1).join('=');
+    assert.not.ok(value.includes('sesame-456'), 'the cookie holds a derived value, not the token');
+    const jar = { cookie: `skystack_session_${s2.port}=${value}` };
+    assert.is((await http(s2.url, 'GET', '/api/system/info', { headers: jar })).status, 200);
+    const patched = await http(s2.url, 'PATCH', '/api/tools/preprocessing/parameters', { headers: { ...jar, ...own }, body: {} });
+    assert.is(patched.status, 200, patched.text);
+    envelope(await http(s2.url, 'PATCH', '/api/tools/preprocessing/parameters', { headers: { ...jar, origin: 'http://evil.example' }, body: {} }), 403, 'FORBIDDEN_ORIGIN');
+    // another port's cookie, a forged value, or a wrong bearer beside a good cookie: refused
+    envelope(await http(s2.url, 'GET', '/api/system/info', { headers: { cookie: `skystack_session_${s2.port + 1}=${value}` } }), 401, 'UNAUTHORIZED');
+    envelope(await http(s2.url, 'GET', '/api/system/info', { headers: { cookie: `skystack_session_${s2.port}=${value}x` } }), 401, 'UNAUTHORIZED');
+    envelope(await http(s2.url, 'GET', '/api/system/info', { headers: { ...jar, authorization: 'Bearer wrong' } }), 401, 'UNAUTHORIZED');
+    const out = await http(s2.url, 'DELETE', '/api/auth/session', { headers: own });
+    assert.is(out.status, 204);
+    assert.match(([] as string[]).concat(out.headers['set-cookie'] ?? [])[0] ?? '', new RegExp(`^skystack_session_${s2.port}=;.*expires=Thu, 01 Jan 1970`, 'i'));
+  } finally {
+    await s2.close();
+  }
+  // no token configured (loopback): nothing to sign in to, no cookie
+  const none = await http(base, 'POST', '/api/auth/session', { body: { token: 'anything' } });
+  assert.is(none.status, 200, none.text);
+  assert.equal(none.json, { signed_in: false, token_required: false });
+  assert.is(none.headers['set-cookie'], undefined);
+});
+
 test('malformed JSON, oversize bodies, wrong types and unknown keys: 400/413 with specific codes, server keeps serving', async () => {
   envelope(await http(base, 'PATCH', '/api/tools/preprocessing/parameters', { raw: '{"rejection": {', headers: { 'content-type': 'application/json' } }), 400, 'MALFORMED_JSON');
   envelope(await http(base, 'POST', '/api/files/scan', { raw: 'path=/x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'UNSUPPORTED_MEDIA_TYPE');

@@ -46,7 +46,8 @@ export interface UiEnv {
   close(): Promise<void>;
 }
 
-export async function startUiEnv(): Promise<UiEnv> {
+/** `token`: the server requires it (as when bound off loopback), so the page must sign in. */
+export async function startUiEnv(opts: { token?: string } = {}): Promise<UiEnv> {
   const { chromium } = await import('playwright-core');
   const dir = await mkdtemp(join(tmpdir(), 'skystack-ui-'));
   const dataDir = join(dir, 'data');
@@ -65,6 +66,7 @@ export async function startUiEnv(): Promise<UiEnv> {
     uiDir: UI_DIR,
     killGraceMs: 1000,
     log: () => {},
+    ...(opts.token ? { token: opts.token } : {}),
   });
   const browser = await chromium.launch({
     executablePath: chromiumPath!,
