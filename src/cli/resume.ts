@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { resolveTiledConfig, type TiledRunConfig } from '../config/tiled-run.js';
 import { validateTiledYaml } from '../config/tiled.js';
+import { RunBusy } from '../pipeline/run-lock.js';
 import { checkResume, ResumeRefused, resumeTiled, runDefaults } from '../pipeline/tiled/resume.js';
 import { parseEventLines } from '../shared/events.js';
 import { RUN_LAYOUTS } from '../shared/run-layout.js';
@@ -83,6 +84,11 @@ export async function runResumeCli(argv: string[]): Promise<number> {
     );
   } catch (e) {
     if (e instanceof ResumeRefused) return refused(e);
+    if (e instanceof RunBusy) {
+      process.stderr.write(`skystack resume: ${e.message}\n`);
+      if (values.json) process.stdout.write(`${JSON.stringify({ run_dir: runDir, from_phase: fromPhase, status: 'refused', error: { code: e.code, details: { holder: e.holder } } })}\n`);
+      return 2;
+    }
     throw e;
   }
 }

@@ -9,6 +9,7 @@
 //      buffers between phases, so no phase's memory peak carries the previous phase's;
 //   5. close run.json with the final status, close the event log, release the device and remove
 //      the scratch folder, whatever the status.
+// The run holds the folder's lock (run-lock.ts) from step 2 to the end; a resume's caller holds it.
 // A resume (options.resume) runs the same steps on an existing run folder from one phase on: the
 // state the earlier phases left (restored from their checkpoint by the caller), their outcomes,
 // the files they wrote kept and every other output set aside (resume/aside.ts) until the resume
@@ -35,6 +36,7 @@ import type { Phase, PhaseOutcome } from './phase.js';
 import { setAside, type AsideSet } from './resume/aside.js';
 import { parseEventLines } from '../shared/events.js';
 import { createRunFolder, inRunFolder, writeRunRecord, type RunFolder, type RunKind, type RunRecord } from './run-folder.js';
+import { acquireRunLock, type RunLock } from './run-lock.js';
 import { phasePlan, runPhases } from './runner.js';
 
 /** What every pipeline's state holds from the start: the run's identity, folder, events and device. */
@@ -131,6 +133,14 @@ export async function runPipeline<C, S extends PipelineBase<C>>(definition: Pipe
   const phases = plan.slice(fromIndex);
   const { ctx: gpu, info: device } = await GpuContext.create(options.device ?? devicePreferenceFromEnv(), options.memoryBudgetMiB * 1024 * 1024);
   const folder = options.folder ?? (await createRunFolder(options.runsDir, options.runName, options.now, definition.kind));
+  // The folder is this run's until it ends (a resume's caller took the lock before touching it).
+  let lock: RunLock | null = null;
+  try {
+    if (!resume) lock = await acquireRunLock(folder.runDir, 'run');
+  } catch (e) {
+    gpu?.destroy();
+    throw e;
+  }
   // A resume continues the log's seq after its last line.
   const lastSeq = resume ? parseEventLines(await readFile(folder.eventsFile, 'utf8').catch(() => '')).reduce((m, l) => Math.max(m, l.seq ?? 0), 0) : 0;
   const events = new EventLog(folder.eventsFile, folder.runId, options.onEvent, lastSeq);
@@ -200,5 +210,6 @@ export async function runPipeline<C, S extends PipelineBase<C>>(definition: Pipe
     // Scratch files (calibrated frames a run does not keep) go whatever the status; the phases
     // have ended, and cancelled frame workers with them, so nothing writes there any more.
     await rm(folder.scratchDir, { recursive: true, force: true }).catch(() => undefined);
+    await lock?.release();
   }
 }

@@ -6,7 +6,7 @@
 // Feasibility is checked here (src/pipeline/tiled/resume.ts): a dry run answers 200 with the
 // verdict and writes nothing; a real resume that is not feasible is 409
 // RESUME_PHASE_NOT_FEASIBLE with the verdict as details, a run with a job still pending or
-// running is 409 RUN_BUSY, and a feasible one becomes a job of kind `resume` (202 {job_id, run_id}).
+// running, or a run folder another process holds (its run lock: a CLI resume), is 409 RUN_BUSY, and a feasible one becomes a job of kind `resume` (202 {job_id, run_id}).
 // The job child checks feasibility again before it touches the folder.
 
 import { dirname } from 'node:path';
@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { resolveTiledConfig, type TiledRunConfig } from '../config/tiled-run.js';
 import { validateTiledYaml, YAML_LIMIT } from '../config/tiled.js';
 import { listRevisions, REVISION_ID_RE, revisionsDir } from '../pipeline/config-revisions.js';
+import { runLockHolder } from '../pipeline/run-lock.js';
 import { checkResume, configFromYaml, refusal, ResumeRefused, runDefaults } from '../pipeline/tiled/resume.js';
 import { RUN_LAYOUTS } from '../shared/run-layout.js';
 import { confineConfigPaths } from './config-paths.js';
@@ -96,6 +97,9 @@ export async function resumeRun(app: AppContext, body: ResumeRequest): Promise<R
   }
   const busy = app.jobs.list().find((j) => j.run_id === body.run_id && !TERMINAL_STATES.has(j.state));
   if (busy) throw new ApiError('RUN_BUSY', `run ${body.run_id} has a ${busy.kind} job that is ${busy.state} (${busy.job_id}); resume it when that job has ended`, { run_id: body.run_id, job_id: busy.job_id, state: busy.state });
+  // A process outside this server's jobs (the CLI, another server) working in the folder.
+  const holder = await runLockHolder(dir);
+  if (holder) throw new ApiError('RUN_BUSY', `run ${body.run_id} is in use by another process (${holder.purpose}, pid ${holder.pid} on ${holder.host}, since ${holder.since}); resume it when that has ended`, { run_id: body.run_id, holder });
   if (!verdict.feasible) {
     const r = refusal(verdict, fromPhase);
     throw new ApiError('RESUME_PHASE_NOT_FEASIBLE', r.message, { run_id: body.run_id, from_phase: fromPhase, ...r.details });

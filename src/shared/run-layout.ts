@@ -41,6 +41,9 @@ const join = (...parts: string[]): string => parts.join('/');
 /** The run record: the same file in every kind of run folder (it names the kind). */
 export const RUN_RECORD = 'run.json';
 
+/** Held while a process runs or resumes the run (src/pipeline/run-lock.ts); every kind, at the top. */
+export const RUN_LOCK = '.run.lock';
+
 function layout(kind: RunKind, artifacts: string, events: string, config: string, report: string, frameTable: string | null): RunLayout {
   return {
     kind,

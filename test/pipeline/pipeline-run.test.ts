@@ -1,7 +1,8 @@
 // The generic pipeline run (src/pipeline/run.ts) with a toy second pipeline of kind `tiled`: its
 // folder takes the tiled layout (logs/run_events.jsonl, config.yaml, artifacts/), run.json names
 // the kind, run_start carries the plan from the definition's phases, the always-run phase runs
-// after a core error, the phases see the plan, and the scratch folder is gone afterwards. A
+// after a core error, the phases see the plan, the run holds its folder's lock while it runs, and
+// the scratch folder and the lock are gone afterwards. A
 // resume that fails puts the earlier outputs back (resume branch of runPipeline).
 
 import { test } from 'uvu';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { addArtifact } from '../../src/pipeline/artifacts.js';
 import { failed, ok, skipped, type Phase } from '../../src/pipeline/phase.js';
+import { runLockHolder } from '../../src/pipeline/run-lock.js';
 import { runPipeline, type PipelineBase, type PipelineDefinition } from '../../src/pipeline/run.js';
 import { artifactPath, RUN_LAYOUTS } from '../../src/shared/run-layout.js';
 import { parseEventLines } from '../../src/shared/events.js';
@@ -32,6 +34,8 @@ const TOY: PipelineDefinition<ToyConfig, ToyState> = {
   phases: [
     phase('SCAN_INPUT', false, async (ctx) => {
       ctx.state.seen.push(ctx.plan.map((p) => `${p.name}${p.optional ? '?' : ''}`).join(','));
+      // The run holds its folder's lock while its phases run.
+      ctx.state.seen.push(`lock ${(await runLockHolder(ctx.state.folder.runDir))?.pid === process.pid ? 'held' : 'missing'}`);
       await mkdir(ctx.state.folder.scratchDir, { recursive: true });
       await writeFile(join(ctx.state.folder.scratchDir, 'tmp.bin'), 'x');
       return ok();
@@ -80,7 +84,8 @@ test('a second pipeline on the generic run: tiled layout, run.json kind, plan in
     assert.is(lines.at(-1)!.type, 'run_end');
     const fold = foldEvents(lines);
     assert.equal([...fold.phases.values()].map((p) => p.status), ['ok', 'ok', 'skipped', 'ok']);
-    assert.equal(r.state.seen, ['SCAN_INPUT,TILE_GRID,PCC?,REPORT', 'report after SCAN_INPUT,TILE_GRID,PCC']);
+    assert.equal(r.state.seen, ['SCAN_INPUT,TILE_GRID,PCC?,REPORT', 'lock held', 'report after SCAN_INPUT,TILE_GRID,PCC']);
+    assert.is(await runLockHolder(r.runDir), null, 'the lock goes with the run');
     assert.equal(r.state.artifacts.map((a) => [a.type, a.phase, a.path]), [
       ['config', 'SCAN_INPUT', 'config.yaml'],
       ['events', 'SCAN_INPUT', 'logs/run_events.jsonl'],

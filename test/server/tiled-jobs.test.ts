@@ -10,7 +10,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningServer } from '../../src/server/app.js';
 import { TILED } from '../../src/pipeline/tiled/definition.js';
@@ -115,6 +115,15 @@ test('resume over the API: dry run 200, 400s, 409 not feasible with details, 202
   assert.equal([upstream.json.error.details.reason, upstream.json.error.details.changed_keys, upstream.json.error.details.earliest_feasible_phase], ['config_changed_upstream', ['tile.size_factor'], 'TILE_GRID']);
   // The run's first revision is its own configuration: feasible.
   assert.is((await post({ from_phase: 'STACKING', config_revision_id: 'rev_0001', dry_run: true })).json.feasible, true);
+
+  // Another process (here: this test's parent, alive and not the server) holding the run folder,
+  // as a CLI resume would: RUN_BUSY naming it, and the folder untouched.
+  const runDir = dry.json.run_dir as string;
+  await writeFile(join(runDir, '.run.lock'), JSON.stringify({ pid: process.ppid, host: hostname(), purpose: 'resume', since: '2026-11-29T00:00:00.000Z' }));
+  const held = await post({ from_phase: 'STACKING' });
+  envelope(held, 409, 'RUN_BUSY');
+  assert.equal([held.json.error.details.holder.pid, held.json.error.details.holder.purpose], [process.ppid, 'resume']);
+  await rm(join(runDir, '.run.lock'));
 
   const linesBefore = (await http(base, 'GET', `/api/runs/${runId}/logs?tail=100000`)).json.items.length as number;
   const started = await post({ from_phase: 'STACKING' });

@@ -15,6 +15,7 @@ import type { RevisionSource } from '../config-revisions.js';
 import type { EventLine } from '../events.js';
 import type { PhaseOutcome } from '../phase.js';
 import { afterLeftoverRestore, restoreLeftover } from '../resume/aside.js';
+import { acquireRunLock } from '../run-lock.js';
 import { identityHolds } from '../resume/file-identity.js';
 import { runFolderAt, type RunFolder, type RunRecord } from '../run-folder.js';
 import { runPipeline, type PipelineRunOptions } from '../run.js';
@@ -196,6 +197,17 @@ export interface ResumeOptions extends Omit<PipelineRunOptions<TiledState>, 'run
 
 /** Resumes the tiled run in `runDir` from `fromPhase`; throws ResumeRefused when it cannot. */
 export async function resumeTiled(runDir: string, fromPhase: string, options: ResumeOptions = {}): Promise<TiledRunResult & { fromPhase: string; events: EventLine[] }> {
+  // One process at a time in the folder: a second resume must not restore or set aside the files
+  // this one is writing (RunBusy, code RUN_BUSY, when a live process holds the lock).
+  const lock = await acquireRunLock(runDir, 'resume');
+  try {
+    return await resumeLocked(runDir, fromPhase, options);
+  } finally {
+    await lock.release();
+  }
+}
+
+async function resumeLocked(runDir: string, fromPhase: string, options: ResumeOptions): Promise<TiledRunResult & { fromPhase: string; events: EventLine[] }> {
   // A resume whose process died left the earlier outputs set aside: they come back first.
   await restoreLeftover(runDir);
   const { config, revisionSource, ...rest } = options;

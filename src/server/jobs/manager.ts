@@ -6,6 +6,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { restoreLeftover } from '../../pipeline/resume/aside.js';
+import { runLockHolder } from '../../pipeline/run-lock.js';
 import { closeRun } from '../run-index.js';
 import { ApiError } from '../errors.js';
 import { spawnJobChild, type ChildHandle } from './child.js';
@@ -207,7 +208,8 @@ export class JobManager {
           rec.error = { code: code === null && signal === null ? 'SPAWN_FAILED' : 'CHILD_CRASHED', message: `job process ended without a result (exit code ${code}, signal ${signal})` };
         }
         // A resume whose child died mid-way left the earlier outputs set aside: they come back.
-        if (rec.kind === 'resume' && rec.run_dir) await restoreLeftover(rec.run_dir).catch((e) => this.o.log?.(`restoring run ${rec.run_id}: ${(e as Error).message}`));
+        // Unless another process (a CLI resume) is working in the folder now: its files are live.
+        if (rec.kind === 'resume' && rec.run_dir && !(await runLockHolder(rec.run_dir))) await restoreLeftover(rec.run_dir).catch((e) => this.o.log?.(`restoring run ${rec.run_id}: ${(e as Error).message}`));
         if (rec.run_dir) {
           await closeRun(rec.run_dir, rec.state === 'cancelled' ? 'cancelled' : rec.state === 'ok' ? 'ok' : 'error', rec.state === 'cancelled' ? 'cancelled' : 'crashed').catch((e) =>
             this.o.log?.(`closing run ${rec.run_id}: ${(e as Error).message}`),
