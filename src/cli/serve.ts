@@ -3,6 +3,7 @@
 // SKYSTACK_HOST, SKYSTACK_PORT, SKYSTACK_RUNS_DIR, SKYSTACK_STATE_DIR, SKYSTACK_DATA_ROOTS
 // (":"-separated), SKYSTACK_TOKEN. A generated token is printed once on stderr.
 
+import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { UsageError } from './usage.js';
 
@@ -45,6 +46,7 @@ export async function runServe(argv: string[]): Promise<number> {
     // The fragment never reaches the server or its logs; the UI signs in with it and drops it.
     process.stderr.write(`bearer token (shown once): ${s.token}\n`);
     process.stderr.write(`web UI, signed in: ${s.url}/ui/#token=${encodeURIComponent(s.token)}\n`);
+    if (host === '0.0.0.0' || host === '::') process.stderr.write(`from other machines: http://${hostname()}:${s.port}/ui/#token=${encodeURIComponent(s.token)}\n`);
   } else if (s.token) {
     process.stderr.write('the API needs the token: the web UI asks for it once (or open it as /ui/#token=<token>)\n');
   }
