@@ -192,7 +192,7 @@ body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde1e6;padding-bottom:4px}
 .meta{color:#5b6575}table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #e3e6ea;padding:4px 8px;text-align:left;vertical-align:top}th{background:#eef1f5;font-weight:600}
-td.n{text-align:right}.chip{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600}
+td.n,th.n{text-align:right;white-space:nowrap}.chip{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600}
 .ok{background:#dff3e4;color:#17603a}.skipped{background:#eceff3;color:#4a5361}.error{background:#fbe2e2;color:#9b1c1c}.not_started{background:#f4f4f4;color:#888}
 .cancelled{background:#fff1d6;color:#8a5a00}.running{background:#e1ecfb;color:#1c4f9b}
 tr.excluded td{color:#9b1c1c}tr.inactive td{color:#8a93a0}.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}
