@@ -612,6 +612,12 @@ run('tiled start page: a tiled run starts, its phases end in the page, and the r
   assert.is(await page.getAttribute('#phase-body tr[data-phase="STACKING"]', 'data-status'), 'ok');
   assert.match((await page.textContent('#mode-note')) ?? '', /^Tiled run/);
   await page.locator('#artifact-list button[data-path="artifacts/tile_grid.json"]').waitFor();
+  // At 1280 px the phase table fits its panel (long skip reasons wrap, Duration stays in view).
+  const fit = await page.$eval('#phase-body', (el) => {
+    const wrap = (el as El).closest('.table-wrap');
+    return { scroll: wrap.scrollWidth, client: wrap.clientWidth };
+  });
+  assert.ok(fit.scroll <= fit.client + 1, `phase table ${fit.scroll} px in a ${fit.client} px panel`);
   await shot(page, 'tiled-monitor');
   // The tiled stack opens in the image viewer from the monitor, as a Raw Stack output does.
   await page.locator('#artifact-list button[data-path="outputs/stacked_rgb.fits"]').click();
