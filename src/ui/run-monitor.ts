@@ -13,7 +13,7 @@
 import { api, errText, runEndNotice, TERMINAL_JOB_STATES, type ArtifactEntry, type StartResult } from './api.js';
 import { RAWSTACK_WHY, RunConfigPanel } from './run-config-panel.js';
 import { TileMapView } from './tile-map-view.js';
-import { yamlDropBlock } from './yaml-edit.js';
+import { yamlDropBlock, yamlSetPath } from './yaml-edit.js';
 import { showArtifact } from './artifact-viewer.js';
 import { byId, clear, formatBytes, h, say } from './dom.js';
 import { frameContext } from './frame-data.js';
@@ -103,14 +103,16 @@ function followResume(job: StartResult): void {
 
 /**
  * Save as template: the run's configuration under a name from the run id (loaded in the run
- * studio), without the `_runtime` block the run recorded about itself (device, version).
+ * studio), without the `_runtime` block the run recorded about itself (device, version) and
+ * without its input folder: a template says how to process, and a start from it without a
+ * folder is refused (input_dir is required) rather than stacking the old session again.
  */
 async function saveAsTemplate(): Promise<void> {
   if (!runId) return;
   const name = runId.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^[._-]+/, '').slice(0, 64) || 'run';
   try {
     const c = await api.runConfig(runId);
-    await api.saveTemplate(name, yamlDropBlock(c.text, '_runtime'));
+    await api.saveTemplate(name, yamlSetPath(yamlDropBlock(c.text, '_runtime'), ['input', 'input_dir'], ''));
     say(status, `Saved the run's configuration as template ${name} (load it in the run studio).`, 'ok');
   } catch (e) {
     say(status, `Not saved as a template: ${errText(e)}`, 'error');

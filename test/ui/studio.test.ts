@@ -234,6 +234,9 @@ run('a tiled run started in the studio, watched to its end in the monitor: phase
   assert.is(saved.tile.star_min_count, 2);
   assert.is(saved.pcc.enabled, false);
   assert.not.ok('_runtime' in saved, 'what the run recorded about itself is left out');
+  // A template holds how to process, not which session: the run's input folder is left empty.
+  assert.is(saved.input.input_dir, '');
+  assert.is(saved.input.pattern, '*.fits');
 });
 
 run('a Raw Stack run: revisions, resume and template controls disabled, each saying why', async () => {
