@@ -136,6 +136,8 @@ for (const [channels, binning] of [
       // Fits deferred to the band loop: nothing fitted until asked, frame by frame, then the same tables and models.
       const deferred = await setup(frames, channels, binning, (f) => held.get(f.source) ?? null, true);
       assert.ok(deferred.pending, 'every frame premeasured: the fits wait');
+      const planeBytes = [...held.values()].reduce((a, ps) => a + ps.reduce((b, p) => b + p.data.byteLength, 0), 0);
+      assert.ok(deferred.pending!.bytes >= planeBytes, `held planes reserved (${deferred.pending!.bytes} of ${planeBytes} B)`);
       assert.is(deferred.premeasured, files.length);
       assert.ok(deferred.tables!.coefficients.every((t) => t.every((v) => v === 0)) && deferred.models!.every((m) => m === undefined), 'no fit yet');
       deferred.pending!.upTo(1);

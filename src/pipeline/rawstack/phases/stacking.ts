@@ -262,7 +262,8 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
   }
   // Local normalization's coefficient tables (host, and a device copy per channel), reserved
   // from the budget before the bands are planned; the noise model's per-pixel rows below.
-  const lnBytes = ln?.tables ? ln.tables.coefficients.reduce((a, t) => a + t.byteLength, 0) * 2 : 0;
+  // Fits deferred into the band loop hold the frames' binned planes through the first band.
+  const lnBytes = (ln?.tables ? ln.tables.coefficients.reduce((a, t) => a + t.byteLength, 0) * 2 : 0) + (ln?.pending?.bytes ?? 0);
   const workers = c.runtime_limits.parallel_workers;
   let extraBytes = 0;
   const planFor = (device: boolean): StackPlan =>

@@ -12,7 +12,9 @@
 //   noise-model rejection's "signal above the sky" is measured from it.
 // Memory: the reference's binned planes and one frame's at a time (~256 binned pixels along
 // the long side, so ~200 KB per plane), a read buffer of at most READ_CHUNK_BYTES; the models
-// are a few hundred numbers per frame and channel.
+// are a few hundred numbers per frame and channel. Deferred fits (below) hold every frame's
+// premeasured planes until each is fitted in the first band: pending.bytes, which the caller
+// reserves from the budget.
 // Reads: a frame whose raw binned planes were measured earlier (`premeasured`: Raw Stack's
 // QUALITY_ANALYSIS and the tiled workflow's LOCAL_METRICS bin the pixels they read anyway,
 // rawstack/ln-premeasured.ts) is not read
@@ -115,6 +117,12 @@ export interface LnPending {
   upTo(i: number): void;
   /** Fits the rest. */
   finish(): void;
+  /**
+   * Host bytes the pending fits hold at most beside the band loop (every frame's binned planes
+   * until fitted, the reference's, one frame's normalised copy): the caller reserves them from
+   * the memory budget before it plans the bands.
+   */
+  bytes: number;
 }
 
 const asAffine = (m: number[]): Affine => [
@@ -248,7 +256,9 @@ export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup>
         ms.fit += performance.now() - t0;
       }
     };
-    return { tables: { grid, coefficients, nodes }, models, background, binFactor: D, premeasured: N, ms, pending: { upTo, finish: () => upTo(N - 1) } };
+    const planeBytes = (ps: BinnedPlane[] | null) => (ps ?? []).reduce((a, p) => a + p.data.byteLength, 0);
+    const bytes = planes.reduce((a, ps) => a + planeBytes(ps), 0) + 2 * planeBytes(ref) + prepared.reduce((a, p) => a + p.mask.byteLength, 0);
+    return { tables: { grid, coefficients, nodes }, models, background, binFactor: D, premeasured: N, ms, pending: { upTo, finish: () => upTo(N - 1), bytes } };
   }
   const raw: LnModel[][] = Array.from({ length: o.channels }, () => new Array<LnModel>(N));
   // One frame read ahead (into the spare buffer) while the current one is fitted; the
