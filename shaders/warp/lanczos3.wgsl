@@ -8,9 +8,14 @@
 //           (LN = 1: the frame's node grid already interpolated to each output row,
 //           ln_rows × ln_nx (a, b), row 0 = image row ln_row0: src/cpu/ln-apply.ts lnRowTable;
 //           LN = 0: any buffer, unread).
-// LN = 1: each output value v is stored as a·v + b, a and b interpolated between the row's
+// LN = 1, 2: each output value v is stored as a·v + b, a and b interpolated between the row's
 //         nodes by ln_apply.wgsl's rule (src/cpu/ln-apply.ts), so local normalization costs no
-//         pass of its own over the band (NaN stays NaN).
+//         pass of its own over the band (NaN stays NaN). LN = 1 (the wrapper's choice when node
+//         spacing ln_dx >= GROUP): a group's pixels lie within two adjacent node intervals, so
+//         the group loads the row's three nodes around it once and each pixel selects its pair
+//         by the same rule (no load per pixel: on llvmpipe each lane's load is a scalar loop
+//         step, and a per-pixel fallback under a branch would run always). LN = 2 (finer
+//         grids): each pixel looks its pair up.
 // Workgroup: WG x 1 x 1; grid x = ⌈width / (GROUP·WG)⌉, y = rows. Three shapes, chosen by the
 //            override GROUP (dead code is removed at pipeline creation: llvmpipe runs every
 //            branch of a shader under a lane mask, so a runtime fallback would cost always):
@@ -117,7 +122,7 @@ fn ln_at(x: u32, y: u32) -> vec2<f32> {
   return mix(ln_coef[r + i0], ln_coef[r + i1], ax.y);
 }
 
-// Stores output value v of pixel (x, y) at dst[i], locally normalised when LN = 1.
+// Stores output value v of pixel (x, y) at dst[i], locally normalised when LN != 0.
 fn put(i: u32, x: u32, y: u32, v: f32) {
   if (LN == 0u) {
     dst[i] = v;
@@ -127,40 +132,39 @@ fn put(i: u32, x: u32, y: u32, v: f32) {
   dst[i] = ab.x * v + ab.y;
 }
 
-// A group's pixels [x0, x1] on row y: the field is linear in x between two nodes, so when both
-// ends lie between the same two nodes (inside the grid's reach), each pixel's (a, b) is the
-// ends' mixed: 2 lookups per group instead of one per pixel (on llvmpipe every load is a scalar
-// loop step); else each pixel looks its own up.
+// A group's pixels from x0 on row y (LN = 1: at most two node intervals, see the head
+// comment): the row's nodes i, i + 1, i + 2 around x0 (clamped to the grid), loaded once.
 struct LnSpan {
-  lo: vec2<f32>,
-  hi: vec2<f32>,
-  x0: f32,
-  inv: f32,
+  n0: vec2<f32>,
+  n1: vec2<f32>,
+  n2: vec2<f32>,
+  i: u32,
   y: u32,
-  linear: bool,
 }
 
-fn ln_span(x0: u32, x1: u32, y: u32) -> LnSpan {
-  if (LN == 0u) {
-    return LnSpan(vec2<f32>(1.0, 0.0), vec2<f32>(1.0, 0.0), 0.0, 0.0, y, true);
+fn ln_span(x0: u32, y: u32) -> LnSpan {
+  if (LN != 1u) {
+    return LnSpan(vec2<f32>(1.0, 0.0), vec2<f32>(1.0, 0.0), vec2<f32>(1.0, 0.0), 0u, y);
   }
-  let n = f32(params.ln_nx);
-  let f0 = (f32(x0) - params.ln_x0) / params.ln_dx;
-  let f1 = (f32(x1) - params.ln_x0) / params.ln_dx;
-  let inside = f0 >= -0.5 && f1 <= n - 0.5;
-  let same = params.ln_nx == 1u || u32(ln_axis(f32(x0), params.ln_x0, params.ln_dx, params.ln_nx).x) == u32(ln_axis(f32(x1), params.ln_x0, params.ln_dx, params.ln_nx).x);
-  let span = max(f32(x1 - x0), 1.0);
-  return LnSpan(ln_at(x0, y), ln_at(x1, y), f32(x0), 1.0 / span, y, inside && same);
+  let i = u32(ln_axis(f32(x0), params.ln_x0, params.ln_dx, params.ln_nx).x);
+  let last = params.ln_nx - 1u;
+  let r = min(y - params.ln_row0, params.ln_rows - 1u) * params.ln_nx;
+  return LnSpan(ln_coef[r + i], ln_coef[r + min(i + 1u, last)], ln_coef[r + min(i + 2u, last)], i, y);
 }
 
-// put() for a pixel of a group whose span was looked up once (ln_span).
+// put() for a pixel of a group whose nodes were loaded once (ln_span): the pixel's node pair is
+// (n0, n1) or (n1, n2), mixed by its weight as ln_at mixes them.
 fn put_span(i: u32, x: u32, sp: LnSpan, v: f32) {
   if (LN == 0u) {
     dst[i] = v;
     return;
   }
-  var ab = mix(sp.lo, sp.hi, (f32(x) - sp.x0) * sp.inv);
-  if (!sp.linear) {
+  var ab: vec2<f32>;
+  if (LN == 1u) {
+    let ax = ln_axis(f32(x), params.ln_x0, params.ln_dx, params.ln_nx);
+    let next = u32(ax.x) != sp.i;
+    ab = mix(select(sp.n0, sp.n1, next), select(sp.n1, sp.n2, next), ax.y);
+  } else {
     ab = ln_at(x, sp.y);
   }
   dst[i] = ab.x * v + ab.y;
@@ -496,7 +500,7 @@ fn group4(xb: u32, y: u32) {
   let out_row = (y - params.y0) * params.width;
   let res = vec4f(resolve(acc.x, miss.x, lo.x, hi.x), resolve(acc.y, miss.y, lo.y, hi.y), resolve(acc.z, miss.z, lo.z, hi.z), resolve(acc.w, miss.w, lo.w, hi.w));
   let out = select(vec4f(nan()), res, inside);
-  let sp = ln_span(min(xs.x, xs.w), max(xs.x, xs.w), y);
+  let sp = ln_span(min(xs.x, xs.w), y);
   if (xs.x < params.width) {
     put_span(out_row + xs.x, xs.x, sp, out.x);
   }
@@ -686,7 +690,7 @@ fn group8(xb: u32, y: u32) {
   let in0 = vec4<bool>(p0.inside, p1.inside, p2.inside, p3.inside) & vec4<bool>(fits);
   let res0 = vec4f(resolve(acc0.x, miss0.x, lo0.x, hi0.x), resolve(acc0.y, miss0.y, lo0.y, hi0.y), resolve(acc0.z, miss0.z, lo0.z, hi0.z), resolve(acc0.w, miss0.w, lo0.w, hi0.w));
   let out0 = select(vec4f(nan()), res0, in0);
-  let sp = ln_span(min(xs0.x, xs1.w), max(xs0.x, xs1.w), y);
+  let sp = ln_span(min(xs0.x, xs1.w), y);
   if (xs0.x < params.width) {
     put_span(out_row + xs0.x, xs0.x, sp, out0.x);
   }

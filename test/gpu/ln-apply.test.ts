@@ -12,7 +12,7 @@ import * as assert from 'uvu/assert';
 import type { GridGeometry } from '../../src/algorithms/local-normalization.js';
 import { lnApply, lnRowTable, type LnApplyParams } from '../../src/cpu/ln-apply.js';
 import { lnApplyGpu } from '../../src/gpu/kernels/ln-apply.js';
-import { warpLanczos3Resident, type WarpGpuOptions } from '../../src/gpu/kernels/warp.js';
+import { lnMode, warpLanczos3Resident, type WarpGpuOptions } from '../../src/gpu/kernels/warp.js';
 import { sourceRowsFor, type WarpParams } from '../../src/cpu/warp.js';
 import { gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom } from '../helpers/tmp.js';
@@ -110,47 +110,52 @@ async function deviceWarp(src: Float32Array, params: WarpParams, options: WarpGp
   }
 }
 
-gpuTest('GPU Lanczos warp with local normalization fused into its store equals the warp followed by lnApply (every group shape, a frame deep in the table)', async () => {
+gpuTest('GPU Lanczos warp with local normalization fused into its store equals the warp followed by lnApply (every group shape, a frame deep in the table, grids of 1, 2, 7 and 40 node columns: nodes per group or per pixel)', async () => {
   const ctx = gpu.ctx!;
   const W = 203;
   const H = 90;
   const rnd = seededRandom(9);
   const src = new Float32Array(W * H);
   for (let i = 0; i < src.length; i++) src[i] = rnd() < 0.02 ? NaN : 900 + 300 * rnd();
-  const { p } = setup({ width: W, rows: 1, frames: 4, y0: 0, srcRows: 1, srcRow0: 0, nx: 7, ny: 3, height: H, seed: 5 });
-  const nodes = p.grid.nx * p.grid.ny;
-  // The frame's row table from 3 rows above the band (a table may start before the band).
-  const tables = [2, 3].map((f) => ctx.upload(lnRowTable(p.grid, p.coefficients.subarray(f * nodes * 2, (f + 1) * nodes * 2), 14, 40)));
   let worst = 0;
-  try {
-    // A shift (groups of 8), a small rotation (groups of 4 or 8) and a larger one (single pixels).
-    for (const [k, affine] of [[1, 0, 1.3, 0, 1, -2.6], [0.9995, -0.03, 2.2, 0.03, 0.9995, 1.1], [0.94, -0.34, 20, 0.34, 0.94, -15]].entries()) {
-      const y0 = 17;
-      const rows = 29;
-      const need = sourceRowsFor(affine, y0, rows, W, H, 'lanczos3');
-      const params: WarpParams = { affine, width: W, y0, rows, srcWidth: W, srcHeight: H, srcY0: need.y0, srcRows: need.rows };
-      const frame = 2 + (k % 2);
-      for (const shape of ['auto', 'group4', 'single'] as const) {
-        const plain = await deviceWarp(src, params, { lanczosShape: shape });
-        const fused = await deviceWarp(src, params, { lanczosShape: shape, ln: { table: tables[frame - 2]!, grid: p.grid, row0: 14, rows: 40 } });
-        const want = plain.slice();
-        lnApply(want, { width: W, rows, frames: 1, y0, grid: p.grid, coefficients: p.coefficients.subarray(frame * nodes * 2, (frame + 1) * nodes * 2) });
-        let changed = 0;
-        for (let i = 0; i < want.length; i++) {
-          if (Number.isNaN(want[i]!)) {
-            assert.ok(Number.isNaN(fused[i]!), `transform ${k}: NaN must stay NaN at ${i}`);
-            continue;
+  // 7 columns: 29 px apart (groups load their nodes once, lnMode 1); 40: 5 px apart (finer
+  // than a group of 8: each pixel looks its nodes up, lnMode 2); 1 and 2: the clamped ends.
+  for (const nx of [7, 40, 2, 1]) {
+    const { p } = setup({ width: W, rows: 1, frames: 4, y0: 0, srcRows: 1, srcRow0: 0, nx, ny: 3, height: H, seed: 5 + nx });
+    const nodes = p.grid.nx * p.grid.ny;
+    // The frame's row table from 3 rows above the band (a table may start before the band).
+    const tables = [2, 3].map((f) => ctx.upload(lnRowTable(p.grid, p.coefficients.subarray(f * nodes * 2, (f + 1) * nodes * 2), 14, 40)));
+    assert.is(lnMode({ table: tables[0]!, grid: p.grid, row0: 14, rows: 40 }, 8), nx === 40 ? 2 : 1);
+    try {
+      // A shift (groups of 8), a small rotation (groups of 4 or 8) and a larger one (single pixels).
+      for (const [k, affine] of [[1, 0, 1.3, 0, 1, -2.6], [0.9995, -0.03, 2.2, 0.03, 0.9995, 1.1], [0.94, -0.34, 20, 0.34, 0.94, -15]].entries()) {
+        const y0 = 17;
+        const rows = 29;
+        const need = sourceRowsFor(affine, y0, rows, W, H, 'lanczos3');
+        const params: WarpParams = { affine, width: W, y0, rows, srcWidth: W, srcHeight: H, srcY0: need.y0, srcRows: need.rows };
+        const frame = 2 + (k % 2);
+        for (const shape of ['auto', 'group4', 'single'] as const) {
+          const plain = await deviceWarp(src, params, { lanczosShape: shape });
+          const fused = await deviceWarp(src, params, { lanczosShape: shape, ln: { table: tables[frame - 2]!, grid: p.grid, row0: 14, rows: 40 } });
+          const want = plain.slice();
+          lnApply(want, { width: W, rows, frames: 1, y0, grid: p.grid, coefficients: p.coefficients.subarray(frame * nodes * 2, (frame + 1) * nodes * 2) });
+          let changed = 0;
+          for (let i = 0; i < want.length; i++) {
+            if (Number.isNaN(want[i]!)) {
+              assert.ok(Number.isNaN(fused[i]!), `transform ${k}: NaN must stay NaN at ${i}`);
+              continue;
+            }
+            const err = Math.abs(fused[i]! - want[i]!) / (1.1 * Math.abs(plain[i]!) + 60);
+            worst = Math.max(worst, err);
+            assert.ok(err <= 2e-6, `nx ${nx}, transform ${k} (${shape}) at ${i}: fused ${fused[i]} vs warp + lnApply ${want[i]}`);
+            if (Math.abs(want[i]! - plain[i]!) > 1) changed++;
           }
-          const err = Math.abs(fused[i]! - want[i]!) / (1.1 * Math.abs(plain[i]!) + 60);
-          worst = Math.max(worst, err);
-          assert.ok(err <= 2e-6, `transform ${k} (${shape}) at ${i}: fused ${fused[i]} vs warp + lnApply ${want[i]}`);
-          if (Math.abs(want[i]! - plain[i]!) > 1) changed++;
+          assert.ok(changed > want.length / 2, 'the normalisation changed the samples');
         }
-        assert.ok(changed > want.length / 2, 'the normalisation changed the samples');
       }
+    } finally {
+      for (const t of tables) ctx.pool.release(t);
     }
-  } finally {
-    for (const t of tables) ctx.pool.release(t);
   }
   assert.equal(ctx.uncapturedErrors, []);
   console.log(`  [warp_lanczos3 + LN] worst relative difference ${worst.toExponential(2)}`);

@@ -1,7 +1,8 @@
 // LN planes binned from QUALITY_ANALYSIS's correlation read (ccProxyAndBins) are the setup pass's
 // own: bit-identical binned planes, and the same LN coefficients, models and reference sky from
-// setupLocalNormalization with and without them (mono and OSC, shifted frames, superpixel);
-// a plane binned another way is not used (the frame is read).
+// setupLocalNormalization with and without them (mono and OSC, shifted frames, superpixel), and
+// with the fits deferred to the band loop (deferFits); a plane binned another way is not used
+// (the frame is read).
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -78,12 +79,12 @@ function stackFrames(files: string[], channels: 1 | 3, binning: 1 | 2): StackFra
   });
 }
 
-async function setup(frames: StackFrame[], channels: 1 | 3, binning: 1 | 2, premeasured?: (f: StackFrame, s: LnBinning) => BinnedPlane[] | null): Promise<LnSetup> {
+async function setup(frames: StackFrame[], channels: 1 | 3, binning: 1 | 2, premeasured?: (f: StackFrame, s: LnBinning) => BinnedPlane[] | null, deferFits = false): Promise<LnSetup> {
   const readers = new ReaderCache(8);
   try {
     const ow = Math.floor(W / binning);
     const oh = Math.floor(H / binning);
-    return await setupLocalNormalization({ width: ow, height: oh, frameWidth: W, frameHeight: H, binning, channels, frames, referenceSlot: 0, readers, fit: true, cells: 8, scale: 'none', ...(premeasured ? { premeasured } : {}) });
+    return await setupLocalNormalization({ width: ow, height: oh, frameWidth: W, frameHeight: H, binning, channels, frames, referenceSlot: 0, readers, fit: true, cells: 8, scale: 'none', deferFits, ...(premeasured ? { premeasured } : {}) });
   } finally {
     await readers.closeAll();
   }
@@ -132,6 +133,22 @@ for (const [channels, binning] of [
       assertSame(pre, read);
       // The held planes are left as they were (normalised on copies): a second setup agrees.
       assertSame(await setup(frames, channels, binning, (f) => held.get(f.source) ?? null), read);
+      // Fits deferred to the band loop: nothing fitted until asked, frame by frame, then the same tables and models.
+      const deferred = await setup(frames, channels, binning, (f) => held.get(f.source) ?? null, true);
+      assert.ok(deferred.pending, 'every frame premeasured: the fits wait');
+      const planeBytes = [...held.values()].reduce((a, ps) => a + ps.reduce((b, p) => b + p.data.byteLength, 0), 0);
+      assert.ok(deferred.pending!.bytes >= planeBytes, `held planes reserved (${deferred.pending!.bytes} of ${planeBytes} B)`);
+      assert.is(deferred.premeasured, files.length);
+      assert.ok(deferred.tables!.coefficients.every((t) => t.every((v) => v === 0)) && deferred.models!.every((m) => m === undefined), 'no fit yet');
+      deferred.pending!.upTo(1);
+      assert.ok(deferred.models![1] && !deferred.models![2], 'frames 0 and 1 fitted, frame 2 not yet');
+      deferred.pending!.finish();
+      deferred.pending!.upTo(0); // (already fitted: no-op)
+      assertSame(deferred, read);
+      // One frame to read: everything is fitted before the setup returns.
+      const mixed = await setup(frames, channels, binning, (f) => (f.slot === 2 ? null : (held.get(f.source) ?? null)), true);
+      assert.is(mixed.pending, null);
+      assertSame(mixed, read);
     });
   });
 }

@@ -67,6 +67,16 @@ function words(v: number): UniformField[] {
   ];
 }
 
+/**
+ * The shader's LN override: 0 off; 1 when a group's pixels span at most two node intervals
+ * (node spacing >= GROUP: over GROUP − 1 pixels the node coordinate moves by < 1), so the group
+ * loads its three nodes once; 2 (finer grids, or one pixel per invocation) looks up each pixel's.
+ */
+export function lnMode(ln: WarpLn | null, group: number): 0 | 1 | 2 {
+  if (!ln) return 0;
+  return group > 1 && Math.fround(ln.grid.dx) >= group ? 1 : 2;
+}
+
 function uniformBlock(params: WarpParams, flip: boolean, ln: WarpLn | null = null): Uint8Array {
   const { disp, clamp, minWeight } = resolveWarpParams(params);
   return packUniform([
@@ -152,7 +162,7 @@ async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer,
   } else {
     const shape: LanczosShape = options.lanczosShape === 'single' ? { group: 1, flip: false } : lanczosShape(params, options.lanczosShape === 'group4' ? 4 : 8);
     const WG = shape.group === 1 ? LANCZOS.WG_SINGLE : LANCZOS.WG_GROUP[shape.group];
-    overrides = { WG, GROUP: shape.group, LN: options.ln ? 1 : 0 };
+    overrides = { WG, GROUP: shape.group, LN: lnMode(options.ln ?? null, shape.group) };
     perInvocation = shape.group * WG;
     flip = shape.flip;
   }

@@ -262,7 +262,8 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
   }
   // Local normalization's coefficient tables (host, and a device copy per channel), reserved
   // from the budget before the bands are planned; the noise model's per-pixel rows below.
-  const lnBytes = ln?.tables ? ln.tables.coefficients.reduce((a, t) => a + t.byteLength, 0) * 2 : 0;
+  // Fits deferred into the band loop hold the frames' binned planes through the first band.
+  const lnBytes = (ln?.tables ? ln.tables.coefficients.reduce((a, t) => a + t.byteLength, 0) * 2 : 0) + (ln?.pending?.bytes ?? 0);
   const workers = c.runtime_limits.parallel_workers;
   let extraBytes = 0;
   const planFor = (device: boolean): StackPlan =>
@@ -430,6 +431,9 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
           },
           // Planes QUALITY_ANALYSIS (tiled: LOCAL_METRICS) binned from its own read (ln-premeasured.ts): no second read.
           premeasured: (f, spec) => takeLnPlanes(state, f.source, spec, setup.frameWidth, setup.frameHeight),
+          // The Lanczos warp reads a frame's coefficients as it stores the frame (the bilinear
+          // device path uploads every frame's at once): its fits can wait for the band loop.
+          deferFits: r.kernel === 'lanczos3',
         })
       : null;
   // Planes of frames this stack does not use (excluded since QUALITY_ANALYSIS) are not needed
@@ -460,6 +464,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     premask,
     perFrameCosmetic: r.cosmeticOn ? { sigma: r.cosmeticSigma } : null,
     ln: ln?.tables ?? null,
+    lnPending: ln?.pending ?? null,
     noiseModel: layout.noiseModel,
     workers: c.runtime_limits.parallel_workers,
     gpu: { debayer: placement.debayer, warp: placement.warp, stack: placement.stack },
@@ -471,6 +476,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   const tLoop = performance.now();
   const image = await stackBands(ctx, engine, plan, setup);
   const loopMs = performance.now() - tLoop;
+  ln?.pending?.finish(); // (the band loop fitted every frame; a no-op unless it stopped early)
 
   // 4. Final cosmetic correction, header, file (stacking-output.ts).
   let finalFixed: { hot: number; cold: number } | null = null;

@@ -40,7 +40,7 @@ import type { Band } from '../../../gpu/band-planner.js';
 import { cosmeticCorrect } from './cosmetic.js';
 import { DeviceStore } from './device-store.js';
 import { HostStore } from './host-store.js';
-import type { LnTables } from './local-norm.js';
+import type { LnPending, LnTables } from './local-norm.js';
 import type { ReaderCache } from './readers.js';
 import type { StackFrame } from './plan.js';
 import type { RawRead, SlotStore, Work } from './slots.js';
@@ -79,6 +79,11 @@ export interface EngineOptions {
    * the global normalization folded in, so the pre-mask and the stack then use scale 1, offset 0.
    */
   ln: LnTables | null;
+  /**
+   * Local normalization's fits still to run (LnPending): frame i's before the band loop first
+   * stores it, so the fits overlap the device's warps of the frames before; null: all done.
+   */
+  lnPending?: LnPending | null;
   /** Noise-model bounds of sigma and winsor (null: rejection.bounds sample, the samples' own spread). */
   noiseModel: NoiseModel | null;
   workers: number;
@@ -238,6 +243,7 @@ export class BandEngine {
     for (let i = 0; i < N; i++) {
       between(i);
       prefetch(i + ahead - 1);
+      o.lnPending?.upTo(i);
       const f = o.frames[i]!;
       const tRead = performance.now();
       const raw = await reads.get(i)!;

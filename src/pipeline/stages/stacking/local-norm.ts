@@ -12,7 +12,9 @@
 //   noise-model rejection's "signal above the sky" is measured from it.
 // Memory: the reference's binned planes and one frame's at a time (~256 binned pixels along
 // the long side, so ~200 KB per plane), a read buffer of at most READ_CHUNK_BYTES; the models
-// are a few hundred numbers per frame and channel.
+// are a few hundred numbers per frame and channel. Deferred fits (below) hold every frame's
+// premeasured planes until each is fitted in the first band: pending.bytes, which the caller
+// reserves from the budget.
 // Reads: a frame whose raw binned planes were measured earlier (`premeasured`: Raw Stack's
 // QUALITY_ANALYSIS and the tiled workflow's LOCAL_METRICS bin the pixels they read anyway,
 // rawstack/ln-premeasured.ts) is not read
@@ -20,6 +22,10 @@
 // are bit-identical to this pass's own, and go through the same crop, warp and normalisation.
 // Other frames are read once more than without LN (through the band loop's reader cache,
 // prefetched one frame ahead).
+// Deferred fits (deferFits, the Lanczos path): when every frame's planes came premeasured the
+// pass returns after the reference with the tables allocated, and the band loop fits frame i
+// (pending.upTo) just before it first stores it, so the fits run while the device warps the
+// frames before instead of ahead of the loop on an idle device. Same models and tables.
 // Superpixel (binning 2): toFrame is in cell coordinates; a mosaic binned by an even D in frame
 // pixels is the same plane binned by D/2 in cells (block centres coincide), so it is relabelled.
 
@@ -66,6 +72,13 @@ export interface LnSetupInput {
   between?: (done: number, total: number) => void;
   /** A frame's raw binned planes (frame geometry, per channel) binned as `spec` elsewhere, or null: read it. */
   premeasured?: (f: StackFrame, spec: LnBinning) => BinnedPlane[] | null;
+  /**
+   * Leave the frames' fits to the band loop when every frame's planes came premeasured (no read
+   * left to do): the setup returns after the reference, with `pending`, and the caller fits
+   * frame i (pending.upTo(i)) before the band loop first warps it, so the fits run while the
+   * device warps the frames before (the tables are filled in place; same models).
+   */
+  deferFits?: boolean;
 }
 
 /** The setup pass's binning of a frame: block factor and per channel the CFA sites (null: mono). */
@@ -92,8 +105,24 @@ export interface LnSetup {
   binFactor: number;
   /** Frames whose planes came premeasured (not read by this pass). */
   premeasured: number;
-  /** Wall ms of reading and binning, and of the fits. */
+  /** Wall ms of reading and binning, and of the fits (deferred ones included as they run). */
   ms: { read_bin: number; fit: number };
+  /** Deferred fits (deferFits), or null: every table and model is filled. */
+  pending: LnPending | null;
+}
+
+/** Fits left to the band loop (LnSetupInput.deferFits); synchronous, in frame order. */
+export interface LnPending {
+  /** Fits every frame up to index i of `frames` that is not fitted yet. */
+  upTo(i: number): void;
+  /** Fits the rest. */
+  finish(): void;
+  /**
+   * Host bytes the pending fits hold at most beside the band loop (every frame's binned planes
+   * until fitted, the reference's, one frame's normalised copy): the caller reserves them from
+   * the memory budget before it plans the bands.
+   */
+  bytes: number;
 }
 
 const asAffine = (m: number[]): Affine => [
@@ -118,13 +147,20 @@ export function lnSetupBinning(frameWidth: number, frameHeight: number, width: n
   return { factor, sites: osc ? channelSites(pattern!) : null };
 }
 
+/** A frame's raw binned planes measured elsewhere (premeasured, checked against this pass's binning), or null. */
+function premeasuredPlanes(o: LnSetupInput, f: StackFrame, D: number): BinnedPlane[] | null {
+  const spec: LnBinning = { factor: D, sites: o.channels === 3 ? channelSites(f.pattern!) : null };
+  const raw = o.premeasured?.(f, spec) ?? null;
+  if (raw && (raw.length !== o.channels || !raw.every((p) => p.factor === D && p.fullWidth === o.frameWidth && p.fullHeight === o.frameHeight))) return null;
+  return raw;
+}
+
 /** Binned planes of one frame per channel, in the reference geometry, globally normalised. */
-async function binFrame(o: LnSetupInput, f: StackFrame, D: number, buffer: Float32Array, counts: { premeasured: number }): Promise<BinnedPlane[]> {
+async function binFrame(o: LnSetupInput, f: StackFrame, D: number, buffer: Float32Array, counts: { premeasured: number }, taken?: BinnedPlane[] | null): Promise<BinnedPlane[]> {
   const { frameWidth: Wf, frameHeight: Hf } = o;
   const osc = o.channels === 3;
   const spec: LnBinning = { factor: D, sites: osc ? channelSites(f.pattern!) : null };
-  let raw = o.premeasured?.(f, spec) ?? null;
-  if (raw && (raw.length !== o.channels || !raw.every((p) => p.factor === D && p.fullWidth === Wf && p.fullHeight === Hf))) raw = null;
+  let raw = taken !== undefined ? taken : premeasuredPlanes(o, f, D);
   if (raw) counts.premeasured++;
   else {
     const binners = spec.sites ? spec.sites.map((sites) => new PlaneBinner(Wf, Hf, D, { sites })) : [new PlaneBinner(Wf, Hf, D)];
@@ -137,6 +173,11 @@ async function binFrame(o: LnSetupInput, f: StackFrame, D: number, buffer: Float
     }
     raw = binners.map((b) => b.result());
   }
+  return toReference(o, f, D, raw);
+}
+
+/** A frame's raw binned planes cropped (superpixel), warped into the reference geometry and globally normalised. */
+function toReference(o: LnSetupInput, f: StackFrame, D: number, raw: BinnedPlane[]): BinnedPlane[] {
   return raw.map((p0, c) => {
     // Premeasured planes are the caller's: normalise a copy when no warp made one.
     let p = p0;
@@ -165,13 +206,19 @@ export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup>
   const osc = o.channels === 3;
   const D = lnSetupBinning(o.frameWidth, o.frameHeight, o.width, o.height, o.binning, osc, o.frames[0]?.pattern).factor;
   const counts = { premeasured: 0 };
-  const buffer = new Float32Array(Math.max(2 * o.frameWidth, Math.floor(READ_CHUNK_BYTES / 4 / o.frameWidth) * o.frameWidth));
+  // Deferred fits need every frame's planes at hand: take them now (they are the caller's
+  // already); any frame left to read makes this pass fit everything before it returns.
+  let taken: (BinnedPlane[] | null)[] | null = o.fit && o.deferFits ? o.frames.map((f) => premeasuredPlanes(o, f, D)) : null;
+  if (taken && !taken.every((p) => p !== null)) taken = null;
+  const chunkValues = Math.max(2 * o.frameWidth, Math.floor(READ_CHUNK_BYTES / 4 / o.frameWidth) * o.frameWidth);
+  // Read buffers only where something is read (taken: nothing).
+  const buffer = new Float32Array(taken ? 0 : chunkValues);
   const spare = new Float32Array(buffer.length);
   let readBin = 0;
   let fitMs = 0;
   const refFrame = o.frames[o.referenceSlot]!;
   let t = performance.now();
-  const ref = await binFrame(o, refFrame, D, buffer, counts);
+  const ref = await binFrame(o, refFrame, D, buffer, counts, taken ? taken[o.referenceSlot]! : undefined);
   readBin += performance.now() - t;
   t = performance.now();
   // The star mask's growth is in the plane's pixels: superpixel cells are two frame pixels, so
@@ -181,9 +228,38 @@ export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup>
   const prepared = o.fit ? ref.map((p) => prepareReference(p, options)) : [];
   const background = ref.map((p, c) => fitReferenceBackground(p, options, prepared[c] ?? null));
   fitMs += performance.now() - t;
-  if (!o.fit) return { tables: null, models: null, background, binFactor: D, premeasured: counts.premeasured, ms: { read_bin: readBin, fit: fitMs } };
+  if (!o.fit) return { tables: null, models: null, background, binFactor: D, premeasured: counts.premeasured, ms: { read_bin: readBin, fit: fitMs }, pending: null };
   const N = o.frames.length;
   const models: LnModel[][] = new Array(N);
+  if (taken) {
+    const planes: (BinnedPlane[] | null)[] = taken;
+    // Every channel's model is on the reference's grid (lnGrid of the reference plane, as the
+    // sky's): the tables exist now and each fit writes its frame's slice (packLnCoefficients).
+    const grid = background[0]!.grid;
+    const nodes = grid.nx * grid.ny;
+    const coefficients = Array.from({ length: o.channels }, () => new Float32Array(N * nodes * 2));
+    const ms = { read_bin: readBin, fit: fitMs };
+    let done = 0;
+    const upTo = (i: number): void => {
+      for (; done <= i && done < N; done++) {
+        const f = o.frames[done]!;
+        const t0 = performance.now();
+        const frame = done === o.referenceSlot ? ref : toReference(o, f, D, planes[done]!);
+        planes[done] = null;
+        models[f.slot] = frame.map((p, c) => {
+          const m = fitLocalNormalization(ref[c]!, p, options, prepared[c]!);
+          const one = packLnCoefficients([composeGlobal(m, f.scale[c]!, f.offset[c]!)]);
+          if (one.coefficients.length !== nodes * 2 || one.grid.nx !== grid.nx || one.grid.dx !== grid.dx || one.grid.x0 !== grid.x0 || one.grid.dy !== grid.dy || one.grid.y0 !== grid.y0) throw new Error(`local normalization: frame ${f.slot}'s model is not on the reference's grid`);
+          coefficients[c]!.set(one.coefficients, f.slot * nodes * 2);
+          return compactModel(m);
+        });
+        ms.fit += performance.now() - t0;
+      }
+    };
+    const planeBytes = (ps: BinnedPlane[] | null) => (ps ?? []).reduce((a, p) => a + p.data.byteLength, 0);
+    const bytes = planes.reduce((a, ps) => a + planeBytes(ps), 0) + 2 * planeBytes(ref) + prepared.reduce((a, p) => a + p.mask.byteLength, 0);
+    return { tables: { grid, coefficients, nodes }, models, background, binFactor: D, premeasured: N, ms, pending: { upTo, finish: () => upTo(N - 1), bytes } };
+  }
   const raw: LnModel[][] = Array.from({ length: o.channels }, () => new Array<LnModel>(N));
   // One frame read ahead (into the spare buffer) while the current one is fitted; the
   // reference's planes are already there.
@@ -207,5 +283,5 @@ export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup>
   }
   const packed = raw.map((ms) => packLnCoefficients(ms));
   const grid = packed[0]!.grid;
-  return { tables: { grid, coefficients: packed.map((p) => p.coefficients), nodes: grid.nx * grid.ny }, models, background, binFactor: D, premeasured: counts.premeasured, ms: { read_bin: readBin, fit: fitMs } };
+  return { tables: { grid, coefficients: packed.map((p) => p.coefficients), nodes: grid.nx * grid.ny }, models, background, binFactor: D, premeasured: counts.premeasured, ms: { read_bin: readBin, fit: fitMs }, pending: null };
 }
