@@ -83,9 +83,9 @@ export const TiledConfigSchema = z.strictObject({
       star_mode: z
         .strictObject({
           weights: z
-            .strictObject({ fwhm: weight.default(0.6), roundness: weight.default(0.2), contrast: weight.default(0) })
+            .strictObject({ fwhm: weight.default(0.6), roundness: weight.default(0), contrast: weight.default(0) })
             .prefault({})
-            .describe("weights of the FWHM (z-score law only; fwhm_penalty replaces it), roundness and contrast (peak/σ) z-scores in a STAR tile's Q. contrast 0 by default: it mixes transparency and seeing, which G and the FWHM term carry, and at 0.2 it left a cloud-quadrant region 0.06 % softer than Raw Stack's quality weights (bench/RESULTS.md)"),
+            .describe("weights of the FWHM (z-score law only; fwhm_penalty replaces it), roundness and contrast (peak/σ) z-scores in a STAR tile's Q (the z-score law had 0.6/0.2/0.2). Roundness and contrast 0 by default: G carries the frame's roundness and transparency, and their z-scores, scaled by the frames' spread, perturb the weights where nothing differs (each left cloud-quadrant regions 0.02–0.09 % softer than Raw Stack's quality weights; bench/RESULTS.md)"),
           fwhm_map: z
             .enum(['local', 'surface', 'plane', 'tile'])
             .default('local')
@@ -94,8 +94,14 @@ export const TiledConfigSchema = z.strictObject({
             .number()
             .min(0)
             .max(50)
-            .default(3)
-            .describe("a > 0 (default 3): a STAR tile's FWHM term in L is −a·ln(F / the tile's median F over the frames), F the tile's FWHM relative to the frame's own reference (fwhm_reference_quantile), so L ∝ F^−a: a fixed law, where seeing is flat across the field the term cancels and W = G (with global_metrics.mode quality: Raw Stack's weighting); 0: the z-score law wf·(−z(FWHM)) with fwhm_z_floor"),
+            .default(4)
+            .describe("a > 0 (default 4): a STAR tile's FWHM term in L is −a·ln(F / the tile's median F over the frames), less fwhm_deadband in size, F the tile's FWHM relative to the frame's own reference (fwhm_reference_quantile), so L ∝ F^−a: a fixed law; where seeing is flat across the field the term is 0 and W = G (with global_metrics.mode quality: Raw Stack's weighting); 0: the z-score law wf·(−z(FWHM)) with fwhm_z_floor"),
+          fwhm_deadband: z
+            .number()
+            .min(0)
+            .max(1)
+            .default(0.03)
+            .describe("with fwhm_penalty > 0: |ln F| (F against the tile's median over the frames) up to this counts as 0 and beyond it less this: a soft threshold at the seeing map's frame-to-frame scatter (1–2 %), so where seeing is flat across the field W = G exactly"),
           fwhm_reference_quantile: z
             .number()
             .min(0)

@@ -363,6 +363,14 @@ test('local weights, FWHM penalty a: L ∝ (relative FWHM)^−a in a STAR tile w
       for (let f = 0; f < 6; f++) assert.ok(Math.abs(l[f * 2 + 1]! - 1) < 1e-12, `flat tile, frame ${f}: ${l[f * 2 + 1]}`);
     }
   }
+  // A deadband d: |ln F| ≤ d (against the tile's median) counts as 0, beyond it less d.
+  {
+    const m = [1, 1, 1.02, 1.02, 1.3, 1.3].map((f) => [measure(f)]);
+    const l = Array.from(localWeights(m, 1, { ...settings(4), fwhmDeadband: 0.03 }, new Array(6).fill(5)).l);
+    // Median 1.02: frames at 1 (ln −0.0198) and 1.02 take L 1; at 1.3, exp(−4·(ln(1.3/1.02) − 0.03)).
+    for (const f of [0, 1, 2, 3]) assert.ok(Math.abs(l[f]! - 1) < 1e-12, `inside the deadband, frame ${f}: ${l[f]}`);
+    assert.ok(Math.abs(l[4]! - Math.exp(-4 * (Math.log(1.3 / 1.02) - 0.03))) < 1e-12, `beyond it: ${l[4]}`);
+  }
   // The z-score law (floor 0.10, fwhm_map local's) gives a 1.5× and a 1.8× soft half the same ratio: its scale is the spread.
   const zLaw = (soft: number) => {
     const l = localWeights([1, 1, 1, soft, soft, soft].map((f) => [measure(f)]), 1, { ...settings(0), fwhmFloor: 0.1 }, new Array(6).fill(5)).l;

@@ -296,7 +296,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
     }
     const lm = cfg.local_metrics;
     const fwhmFloor = lm.star_mode.fwhm_z_floor ?? (fwhmMap === 'tile' ? Z_FLOOR : fwhmMap === 'local' ? LOCAL_Z_FLOOR : SURFACE_Z_FLOOR);
-    const lw = localWeights(relative, n, { star_min_count: cfg.tile.star_min_count, star: lm.star_mode.weights, fwhmFloor, fwhmPenalty: lm.star_mode.fwhm_penalty, structure: lm.structure_mode, clamp: lm.clamp as [number, number] }, frames.map((f) => f.metrics?.background_rms ?? NaN));
+    const lw = localWeights(relative, n, { star_min_count: cfg.tile.star_min_count, star: lm.star_mode.weights, fwhmFloor, fwhmPenalty: lm.star_mode.fwhm_penalty, fwhmDeadband: lm.star_mode.fwhm_deadband, structure: lm.structure_mode, clamp: lm.clamp as [number, number] }, frames.map((f) => f.metrics?.background_rms ?? NaN));
     s.tiled.local = { frames: frames.map((f) => f.index), measures, l: lw.l, types: lw.types };
     const starTiles = lw.types.filter((t) => t === 'STAR').length;
     const body = {
@@ -311,6 +311,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
       fwhm_z_floor: fwhmFloor,
       fwhm_penalty: lm.star_mode.fwhm_penalty,
       fwhm_reference_quantile: lm.star_mode.fwhm_penalty > 0 ? lm.star_mode.fwhm_reference_quantile : undefined,
+      fwhm_deadband: lm.star_mode.fwhm_penalty > 0 ? lm.star_mode.fwhm_deadband : undefined,
       // Per frame (in \`frames\` order): the seeing surface on the reference grid, FWHM(u, v) with
       // u = (x − center[0]) / scale[0], v likewise; coefficients of 1, u, v, u², uv, v².
       fwhm_surfaces: fwhmMap === 'tile' ? undefined : plans.map((p) => surfaceRecord(p.surface!)),
