@@ -8,6 +8,9 @@
 //   node dist/bench/tiled-quality.js [--scenarios swap-halves,drifting-patch,cloud-quadrant,uniform]
 //        [--frames 20] [--size 768x576] [--seed 5] [--repeats 2] [--data DIR] [--record] [--json FILE]
 //        [--set tiled.key=value …] [--from-json FILE (print or --record a saved --json, no runs)]
+//        [--raw-from DIR (measure (a), (b) from DIR/<scenario>/raw-*_<stamp> of an earlier
+//        invocation on the same data, run only (c): for comparing (c) variants; no wall/RSS aims;
+//        DIR must not be this invocation's DATA/runs, which each scenario empties first)]
 // Measured against the truth, region by region (3 × 3 thirds, plus the cloud's quadrant): the
 // median Moffat FWHM of the known stars, their aperture flux, the background noise (robust σ in
 // star-free blocks), and per run wall time and peak RSS (runs interleaved a, b, c, b, c, a, …;
@@ -22,7 +25,7 @@
 import { execFile } from 'node:child_process';
 import { access, appendFile, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cloudFactor, fwhmAt, generateDataset, invertAffine, applyAffine, tiledSeeingOptions, TILED_CLOUD, TILED_SEEING_SCENARIOS, type TiledSeeingScenario, type Truth } from '../fixtures/generator/index.js';
@@ -46,6 +49,7 @@ const { values } = parseArgs({
     record: { type: 'boolean', default: false },
     set: { type: 'string', multiple: true, default: [] },
     'from-json': { type: 'string' },
+    'raw-from': { type: 'string' },
   },
 });
 /** --set key.path=value (value as JSON, else a string): tiled settings of run (c), for experiments. */
@@ -341,14 +345,26 @@ interface ScenarioResult {
 async function runScenario(scenario: TiledSeeingScenario): Promise<ScenarioResult> {
   const { dir, truth } = await ensureDataset(scenario);
   const runs = join(values.data!, 'runs', scenario);
+  const rawFrom = values['raw-from'];
+  if (rawFrom && resolve(rawFrom, scenario) === resolve(runs)) usage(`--raw-from ${rawFrom} is where this run writes (and first empties) its runs: copy the Raw Stack runs elsewhere`);
   await rm(runs, { recursive: true, force: true });
   await mkdir(runs, { recursive: true });
   const timings: Timing[] = [];
   const firstRun = new Map<Variant, string>();
+  if (rawFrom) {
+    // The newest run of each Raw Stack variant there (run folders end in _YYYYMMDD_HHMMSS).
+    const names = (await readdir(join(rawFrom, scenario))).sort();
+    for (const v of ['raw-uniform', 'raw-quality'] as const) {
+      const last = names.filter((n) => n.startsWith(`${v}_`)).pop();
+      if (!last) usage(`--raw-from: no ${v} run under ${join(rawFrom, scenario)}`);
+      firstRun.set(v, join(rawFrom, scenario, last!));
+    }
+  }
+  const ran = VARIANTS.filter((v) => !firstRun.has(v));
   let device = '';
   // Interleaved: the order rotates per repeat so a load change hits every variant alike.
   for (let r = 0; r < REPEATS; r++) {
-    const order = VARIANTS.map((_, k) => VARIANTS[(k + r) % VARIANTS.length]!);
+    const order = ran.map((_, k) => ran[(k + r) % ran.length]!);
     for (const v of order) {
       const before = loadavg()[0]!;
       const res = await child(v, dir, runs);
@@ -410,6 +426,10 @@ async function runScenario(scenario: TiledSeeingScenario): Promise<ScenarioResul
   rss.ratio = rss.tiled / rss.raw;
   const cpu = { raw: best('raw-quality', 'cpu_ms'), tiled: best('tiled', 'cpu_ms'), ratio: 0 };
   cpu.ratio = cpu.tiled / cpu.raw;
+  if (rawFrom) {
+    // (a), (b) not run here: no timings to compare.
+    wall.raw = rss.raw = cpu.raw = wall.ratio = rss.ratio = cpu.ratio = NaN;
+  }
   if (wall.ratio > AIM.wall) misses.push(`wall ${f3(wall.ratio)}× Raw Stack`);
   if (rss.ratio > AIM.rss) misses.push(`peak RSS ${f3(rss.ratio)}× Raw Stack`);
   const references = Object.fromEntries(VARIANTS.map((v) => [v, m[v].reference])) as Record<Variant, string>;

@@ -59,8 +59,8 @@ export const TiledConfigSchema = z.strictObject({
     .strictObject({
       mode: z
         .enum(['formula', 'quality'])
-        .default('formula')
-        .describe("how G is made: formula (default) = the predecessor's exp(k · clip(Q)) from the weights below; quality = Raw Stack's quality weight (inverse-variance form of its quality score, mean 1): the tiled stack then weighs whole frames exactly as Raw Stack does and L adds the local differences (parity with Raw Stack where seeing is flat across the field, but a half-field seeing change gains less: bench/RESULTS.md, tiled workflow)"),
+        .default('quality')
+        .describe("how G is made: quality (default) = Raw Stack's quality weight (inverse-variance form of its quality score, mean 1): the tiled stack weighs whole frames exactly as Raw Stack does and L adds only the local differences (with local_metrics.star_mode.fwhm_penalty, exactly Raw Stack's weighting where seeing is flat across the field); formula = the predecessor's exp(k · clip(Q)) from the weights below (bench/RESULTS.md, tiled workflow)"),
       quality_power: z.number().positive().max(4).default(1).describe('mode quality: G = (Raw Stack quality weight)^p, renormalised to mean 1; p > 1 weighs the frames harder than Raw Stack does'),
       weights: z
         .strictObject({
@@ -82,17 +82,38 @@ export const TiledConfigSchema = z.strictObject({
       min_frames: z.number().int().min(2).default(8).describe('below this many frames the local weights are off (global weights only), with a warning'),
       star_mode: z
         .strictObject({
-          weights: z.strictObject({ fwhm: weight.default(0.6), roundness: weight.default(0.2), contrast: weight.default(0.2) }).prefault({}),
+          weights: z
+            .strictObject({ fwhm: weight.default(0.6), roundness: weight.default(0), contrast: weight.default(0) })
+            .prefault({})
+            .describe("weights of the FWHM (z-score law only; fwhm_penalty replaces it), roundness and contrast (peak/σ) z-scores in a STAR tile's Q (the z-score law had 0.6/0.2/0.2). Roundness and contrast 0 by default: G carries the frame's roundness and transparency, and their z-scores, scaled by the frames' spread, perturb the weights where nothing differs (each left cloud-quadrant regions 0.02–0.09 % softer than Raw Stack's quality weights; bench/RESULTS.md)"),
           fwhm_map: z
             .enum(['local', 'surface', 'plane', 'tile'])
             .default('local')
             .describe("a tile's seeing for L: local = the frame's seeing surface (a robust quadratic FWHM map over all its stars; a plane or a constant with fewer) at the tile centre plus the Gaussian-weighted (bandwidth one tile) median of the nearby stars' residuals, shrunk by a prior of 3 stars; surface = the surface alone; plane = the surface, at most a plane; tile = the median FWHM of the tile's (pooled) stars (before issue 19's seeing map; bench/RESULTS.md)"),
+          fwhm_penalty: z
+            .number()
+            .min(0)
+            .max(50)
+            .default(4)
+            .describe("a > 0 (default 4): a STAR tile's FWHM term in L is −a·ln(F / the tile's median F over the frames), less fwhm_deadband in size, F the tile's FWHM relative to the frame's own reference (fwhm_reference_quantile), so L ∝ F^−a: a fixed law; where seeing is flat across the field the term is 0 and W = G (with global_metrics.mode quality: Raw Stack's weighting); 0: the z-score law wf·(−z(FWHM)) with fwhm_z_floor"),
+          fwhm_deadband: z
+            .number()
+            .min(0)
+            .max(1)
+            .default(0.03)
+            .describe("with fwhm_penalty > 0: |ln F| (F against the tile's median over the frames) up to this counts as 0 and beyond it less this: a soft threshold at the seeing map's frame-to-frame scatter (1–2 %), so where seeing is flat across the field W = G exactly"),
+          fwhm_reference_quantile: z
+            .number()
+            .min(0)
+            .max(1)
+            .default(0.1)
+            .describe("with fwhm_penalty > 0: a frame's reference seeing for its tiles' relative FWHM, this quantile of its tile FWHMs (its sharp part)"),
           fwhm_z_floor: z
             .number()
             .min(0.01)
             .max(1)
             .optional()
-            .describe("floor of the FWHM z-score's scale, relative to the median; default 0.25 with fwhm_map tile, 0.10 with local, 0.08 with surface or plane (their estimates are less noisy)"),
+            .describe("z-score law (fwhm_penalty 0) only: floor of the FWHM z-score's scale, relative to the median; default 0.25 with fwhm_map tile, 0.10 with local, 0.08 with surface or plane (their estimates are less noisy)"),
         })
         .prefault({}),
       structure_mode: z.strictObject({ metric_weight: weight.default(0.7), background_weight: weight.default(0.3) }).prefault({}),

@@ -75,7 +75,7 @@ export function tiledHtml(t: ReportTiled | null | undefined, preview?: string): 
   return `<h2>Tiles and local weights</h2>
 <p>Weighting <code>${h(t.mode)}</code>: ${h(t.reason)}. ${t.tile.origins_x.length * t.tile.origins_y.length} tiles of ${t.tile.size_x}×${t.tile.size_y} px; N_eff per tile ${fmt(nLo, 1)}–${fmt(nHi, 1)} of ${t.frames.length} frames (warm: few frames carry the tile, cool: many share it).</p>
 <div class="tiled-figures"><figure>${grid}<figcaption>tile grid over the stack; number = effective frame count N_eff</figcaption></figure>
-<figure>${gBars(t)}<figcaption>global weight G per frame (background, noise, transparency and seeing)</figcaption></figure></div>
+<figure>${gBars(t)}<figcaption>global weight G per frame (its transparency, noise and seeing; global_metrics.json says how)</figcaption></figure></div>
 ${vsGlobal ? `<h3>Sharpness against global weights</h3><div class="tiled-figures">${vsGlobal}</div>` : ''}
 ${local ? `<h3>Local weight L for the frames it changes most across the field</h3><div class="tiled-figures">${local}</div>` : ''}
 ${checks}`;

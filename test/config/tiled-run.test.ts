@@ -44,8 +44,9 @@ test('defaults of every tiled block; the tile block as the reference', () => {
   if (!r.ok) return;
   const t = r.config.tiled;
   assert.equal([t.tile.size_factor, t.tile.min_size, t.tile.max_divisor, t.tile.overlap_fraction, t.tile.star_min_count], [32, 64, 6, 0.25, 10]);
-  assert.equal([t.local_metrics.min_frames, t.local_metrics.star_mode.weights, t.local_metrics.structure_mode, t.local_metrics.clamp], [8, { fwhm: 0.6, roundness: 0.2, contrast: 0.2 }, { metric_weight: 0.7, background_weight: 0.3 }, [-3, 3]]);
-  assert.equal([t.local_metrics.star_mode.fwhm_map, t.local_metrics.star_mode.fwhm_z_floor], ['local', undefined]);
+  assert.equal([t.local_metrics.min_frames, t.local_metrics.star_mode.weights, t.local_metrics.structure_mode, t.local_metrics.clamp], [8, { fwhm: 0.6, roundness: 0, contrast: 0 }, { metric_weight: 0.7, background_weight: 0.3 }, [-3, 3]]);
+  assert.equal([t.local_metrics.star_mode.fwhm_map, t.local_metrics.star_mode.fwhm_z_floor, t.local_metrics.star_mode.fwhm_penalty, t.local_metrics.star_mode.fwhm_reference_quantile, t.local_metrics.star_mode.fwhm_deadband], ['local', undefined, 4, 0.1, 0.03]);
+  assert.equal([t.global_metrics.mode, t.global_metrics.quality_power], ['quality', 1]);
   assert.equal([t.stacking.method, t.stacking.weight_mode, t.assumptions.frames_reduced_threshold, t.synthetic.enabled, t.validation.max_seam_score], ['sigma', 'local', 200, true, 1.1]);
   assert.is(r.config.raw.quality_filter.mode, 'off');
   assert.equal(r.config.raw.postprocess, { astrometry: true, bge: true, pcc: true, hypermetric_stretch: true });

@@ -350,6 +350,36 @@ test('local weights: a frame without stars measured in a STAR tile gets the lowe
   assert.ok(l[0]! > l[1]! && l[1]! > l[2]! && l[2]! > l[3]!, l.join(', '));
 });
 
+test('local weights, FWHM penalty a: L ∝ (relative FWHM)^−a in a STAR tile whatever the spread, and equal L (W = G) where every frame has the same relative FWHM', () => {
+  const measure = (fwhm: number): TileMeasure => ({ stars: 12, fwhm, roundness: 0.9, contrast: 50, structure: 3, background: 0 });
+  const settings = (a: number) => ({ star_min_count: 10, star: { fwhm: 0.6, roundness: 0.2, contrast: 0.2 }, fwhmPenalty: a, structure: { metric_weight: 0.7, background_weight: 0.3 }, clamp: [-3, 3] as [number, number] });
+  // 6 frames, 2 tiles: in tile 0 frames 3–5 are 1.2× or 1.5× softer than themselves; tile 1 the same 1.1 for all (flat seeing).
+  for (const soft of [1.2, 1.5]) {
+    const m = [1, 1, 1, soft, soft, soft].map((f) => [measure(f), measure(1.1)]);
+    for (const a of [2, 3]) {
+      const l = Array.from(localWeights(m, 2, settings(a), new Array(6).fill(5)).l);
+      // The ratio of a soft frame's L to a sharp one's is soft^−a.
+      assert.ok(Math.abs(l[3 * 2]! / l[0]! - soft ** -a) < 1e-9, `a ${a}, soft ${soft}: ${l[6]! / l[0]!}`);
+      for (let f = 0; f < 6; f++) assert.ok(Math.abs(l[f * 2 + 1]! - 1) < 1e-12, `flat tile, frame ${f}: ${l[f * 2 + 1]}`);
+    }
+  }
+  // A deadband d: |ln F| ≤ d (against the tile's median) counts as 0, beyond it less d.
+  {
+    const m = [1, 1, 1.02, 1.02, 1.3, 1.3].map((f) => [measure(f)]);
+    const l = Array.from(localWeights(m, 1, { ...settings(4), fwhmDeadband: 0.03 }, new Array(6).fill(5)).l);
+    // Median 1.02: frames at 1 (ln −0.0198) and 1.02 take L 1; at 1.3, exp(−4·(ln(1.3/1.02) − 0.03)).
+    for (const f of [0, 1, 2, 3]) assert.ok(Math.abs(l[f]! - 1) < 1e-12, `inside the deadband, frame ${f}: ${l[f]}`);
+    assert.ok(Math.abs(l[4]! - Math.exp(-4 * (Math.log(1.3 / 1.02) - 0.03))) < 1e-12, `beyond it: ${l[4]}`);
+  }
+  // The z-score law (floor 0.10, fwhm_map local's) gives a 1.5× and a 1.8× soft half the same ratio: its scale is the spread.
+  const zLaw = (soft: number) => {
+    const l = localWeights([1, 1, 1, soft, soft, soft].map((f) => [measure(f)]), 1, { ...settings(0), fwhmFloor: 0.1 }, new Array(6).fill(5)).l;
+    return l[3]! / l[0]!;
+  };
+  assert.ok(Math.abs(zLaw(1.5) - zLaw(1.8)) < 1e-9, `z-score law: ${zLaw(1.5)} vs ${zLaw(1.8)}`);
+  assert.ok(zLaw(1.8) > 1.8 ** -2, `z-score law at 1.8×: ${zLaw(1.8)}, milder than a = 2`);
+});
+
 test('local weights: in a STRUCTURE tile more detail weighs more, but an artefact (a trail: E/σ² far above the frames) gets the lowest weight, not the highest', () => {
   const measure = (structure: number): TileMeasure => ({ stars: 0, fwhm: NaN, roundness: NaN, contrast: NaN, structure, background: 0 });
   // 6 frames, 1 tile: E/σ² 2.0 … 2.6 (seeing), frame 5 crossed by a satellite trail (60×).

@@ -14,6 +14,16 @@
 //       (FWHM's floor is LocalSettings.fwhmFloor: LOCAL_Z_FLOOR or SURFACE_Z_FLOOR when the tile's
 //       FWHM comes from the frame's fitted seeing map, fwhm-surface.ts, whose estimate is far less
 //       noisy than a tile's star median)
+//       or, with a FWHM penalty a > 0 (LocalSettings.fwhmPenalty, local_metrics.star_mode.
+//       fwhm_penalty), the FWHM term is −a · shrink(ln(F_ft / median_f F_ft)), shrink(x) =
+//       sign(x)·max(0, |x| − d) with d = LocalSettings.fwhmDeadband (the seeing map's frame-to-frame
+//       scatter: differences that small are not acted on), F_ft the tile's FWHM over the
+//       frame's own reference seeing (LOCAL_METRICS: a low quantile of its tile FWHMs, its sharp
+//       part): a fixed power law, L ∝ F_ft^−a, where a z-score's scale grows with the very
+//       spread it measures (a tile where half the frames are 1.8× soft gets z ≈ ±0.7 whatever the
+//       factor). Where seeing is flat across the field every frame's F_ft in a tile is the same
+//       (within the deadband), the term is 0 and W = G; with G
+//       Raw Stack's quality weight (global_metrics.mode quality) that is Raw Stack's weighting.
 //     STRUCTURE tile: Q = wm·z(E/σ²) − wb·z(B); an E/σ² above ARTEFACT_FACTOR × the tile's median
 //       over the frames is an artefact (a satellite or plane trail, a cosmic-ray cluster), not
 //       detail, and counts as no usable measurement
@@ -142,6 +152,10 @@ export interface LocalSettings {
   star: { fwhm: number; roundness: number; contrast: number };
   /** The FWHM z-score's floor relative to the median (default Z_FLOOR); lower when the tile FWHM is a fitted surface's. */
   fwhmFloor?: number;
+  /** With a value a > 0 the FWHM term is −a·max(0, ln FWHM) (FWHM relative to the frame's own) instead of wf·(−z(FWHM)). */
+  fwhmPenalty?: number;
+  /** Penalty law: |ln F| below this counts as 0 (and above it, less this): the seeing map's measurement noise. */
+  fwhmDeadband?: number;
   structure: { metric_weight: number; background_weight: number };
   clamp: [number, number];
 }
@@ -180,7 +194,12 @@ export function localWeights(m: readonly (readonly TileMeasure[])[], tiles: numb
       const zr = robustZ(ro, relFloor(ro));
       const zc = robustZ(co, relFloor(co));
       const w = s.star;
-      qt = m.map((row, f) => (row[t]!.stars > 0 && Number.isFinite(zf[f]!) ? w.fwhm * -zf[f]! + w.roundness * (Number.isFinite(zr[f]!) ? zr[f]! : 0) + w.contrast * (Number.isFinite(zc[f]!) ? zc[f]! : 0) : lo));
+      const pen = s.fwhmPenalty ?? 0;
+      const fwMedian = finiteMedian(fw.filter((x) => x > 0));
+      const dead = s.fwhmDeadband ?? 0;
+      const shrink = (x: number) => Math.sign(x) * Math.max(0, Math.abs(x) - dead);
+      const fwhmTerm = (f: number) => (pen > 0 ? (fw[f]! > 0 ? -pen * shrink(Math.log(fw[f]! / fwMedian)) : NaN) : w.fwhm * -zf[f]!);
+      qt = m.map((row, f) => (row[t]!.stars > 0 && Number.isFinite(fwhmTerm(f)) ? fwhmTerm(f) + w.roundness * (Number.isFinite(zr[f]!) ? zr[f]! : 0) + w.contrast * (Number.isFinite(zc[f]!) ? zc[f]! : 0) : lo));
     } else {
       const raw = at('structure');
       const eMedian = finiteMedian(raw);

@@ -1,9 +1,10 @@
 // GLOBAL_METRICS: every frame's stars and quality record (Raw Stack's reference selection on the
 // frames stage: star detection with per-star FWHM, eccentricity and peak kept for LOCAL_METRICS,
-// and the registration reference), then the global weight G per frame: in mode formula (the
-// default) from background, noise, transparency (median star flux) and seeing (median star FWHM)
-// (weights.ts globalWeights); in mode quality Raw Stack's quality weight of the frame (its
-// quality score's inverse-variance form, frame-metrics.ts qualityWeights) to quality_power.
+// and the registration reference), then the global weight G per frame: in mode quality (the
+// default) Raw Stack's quality weight of the frame (its quality score's inverse-variance form,
+// frame-metrics.ts qualityWeights) to quality_power, so the tiled stack weighs whole frames as
+// Raw Stack does; in mode formula from background, noise, transparency (median star flux) and
+// seeing (median star FWHM) (weights.ts globalWeights).
 // Writes global_metrics.json and state.tiled.global.
 
 import { ok } from '../../phase.js';

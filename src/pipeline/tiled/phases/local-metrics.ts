@@ -22,7 +22,10 @@
 //   not read every frame again. Held in memory only (capped there): a run resumed at a later
 //   phase has none and STACKING reads, with the same planes.
 // L is computed from these relative to the frame's own medians (relativeToFrame), since G
-// already carries the frame's global quality.
+// already carries the frame's global quality; with the FWHM penalty law (star_mode.fwhm_penalty,
+// the default) a tile's FWHM is relative to the frame's sharp part instead (the
+// fwhm_reference_quantile of its tile FWHMs), so a frame soft over much of the field still
+// stands out where it is soft.
 // A tile the frame covers less than half of (COMMON_OVERLAP) has no measurement for it (the
 // lowest L there). With fewer than local_metrics.min_frames frames, or stacking.weight_mode not
 // `local`, L is not computed: the stack degrades to global weights (or uniform), with a warning
@@ -63,6 +66,15 @@ async function measureTiles(ctx: GpuContext | null, plane: Float32Array, p: Tile
   return tileMetrics(plane, p);
 }
 
+/** The q-quantile of the finite values (linear between order statistics); NaN when none. */
+function tileQuantile(v: readonly number[], q: number): number {
+  const s = v.filter(Number.isFinite).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const at = q * (s.length - 1);
+  const i = Math.floor(at);
+  return i + 1 < s.length ? s[i]! + (at - i) * (s[i + 1]! - s[i]!) : s[i]!;
+}
+
 /**
  * A frame's tile measurements relative to the frame's own medians (FWHM, roundness and contrast
  * over all its measured stars, E/σ² over its tiles): G already carries the frame's global
@@ -70,10 +82,12 @@ async function measureTiles(ctx: GpuContext | null, plane: Float32Array, p: Tile
  * whole, and W = G·L counts each once (a frame soft on the left and sharp on the right is not
  * penalised on the right for its global FWHM). Star counts and backgrounds stay as measured.
  */
-function relativeToFrame(row: TileMeasure[], stars: readonly PooledStar[], surface: FwhmSurface | null): TileMeasure[] {
+function relativeToFrame(row: TileMeasure[], stars: readonly PooledStar[], surface: FwhmSurface | null, fwhmQuantile: number | null): TileMeasure[] {
   const all = (k: 'fwhm' | 'round' | 'contrast') => finiteMedian(stars.map((st) => st[k]));
   // With a surface, FWHM relative to the surface's median over the tiles: the same scale as its tile values.
-  const f = surface && surface.model !== 'none' ? finiteMedian(row.map((m) => m.fwhm)) : all('fwhm');
+  // With the penalty law, relative to the frame's sharp part (a low quantile over its tiles): a frame
+  // soft over much of the field has a soft median, against which its soft tiles would not stand out.
+  const f = fwhmQuantile !== null ? tileQuantile(row.map((m) => m.fwhm), fwhmQuantile) : surface && surface.model !== 'none' ? finiteMedian(row.map((m) => m.fwhm)) : all('fwhm');
   const r = all('round');
   const c = all('contrast');
   const e = finiteMedian(row.map((m) => m.structure));
@@ -273,7 +287,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
             });
           }
           measures.push(row);
-          relative.push(relativeToFrame(row, stars, surface));
+          relative.push(relativeToFrame(row, stars, surface, cfg.local_metrics.star_mode.fwhm_penalty > 0 ? cfg.local_metrics.star_mode.fwhm_reference_quantile : null));
           ctx.progress(++done, frames.length, 'frames');
         },
       );
@@ -282,7 +296,7 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
     }
     const lm = cfg.local_metrics;
     const fwhmFloor = lm.star_mode.fwhm_z_floor ?? (fwhmMap === 'tile' ? Z_FLOOR : fwhmMap === 'local' ? LOCAL_Z_FLOOR : SURFACE_Z_FLOOR);
-    const lw = localWeights(relative, n, { star_min_count: cfg.tile.star_min_count, star: lm.star_mode.weights, fwhmFloor, structure: lm.structure_mode, clamp: lm.clamp as [number, number] }, frames.map((f) => f.metrics?.background_rms ?? NaN));
+    const lw = localWeights(relative, n, { star_min_count: cfg.tile.star_min_count, star: lm.star_mode.weights, fwhmFloor, fwhmPenalty: lm.star_mode.fwhm_penalty, fwhmDeadband: lm.star_mode.fwhm_deadband, structure: lm.structure_mode, clamp: lm.clamp as [number, number] }, frames.map((f) => f.metrics?.background_rms ?? NaN));
     s.tiled.local = { frames: frames.map((f) => f.index), measures, l: lw.l, types: lw.types };
     const starTiles = lw.types.filter((t) => t === 'STAR').length;
     const body = {
@@ -295,6 +309,9 @@ export const localMetricsPhase: TiledPhase = tiledPhase('LOCAL_METRICS', ['local
       frames_unmeasured: unreadable,
       fwhm_map: fwhmMap,
       fwhm_z_floor: fwhmFloor,
+      fwhm_penalty: lm.star_mode.fwhm_penalty,
+      fwhm_reference_quantile: lm.star_mode.fwhm_penalty > 0 ? lm.star_mode.fwhm_reference_quantile : undefined,
+      fwhm_deadband: lm.star_mode.fwhm_penalty > 0 ? lm.star_mode.fwhm_deadband : undefined,
       // Per frame (in \`frames\` order): the seeing surface on the reference grid, FWHM(u, v) with
       // u = (x − center[0]) / scale[0], v likewise; coefficients of 1, u, v, u², uv, v².
       fwhm_surfaces: fwhmMap === 'tile' ? undefined : plans.map((p) => surfaceRecord(p.surface!)),
