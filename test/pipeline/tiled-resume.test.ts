@@ -44,11 +44,12 @@ async function outputsOf(runDir: string): Promise<Map<string, Buffer>> {
   const m = new Map<string, Buffer>();
   for (const n of (await readdir(join(runDir, 'outputs'))).filter((n) => n.endsWith('.fits'))) m.set(`outputs/${n}`, await readFile(join(runDir, 'outputs', n)));
   m.set('artifacts/validation.json', await readFile(join(runDir, 'artifacts', 'validation.json')));
-  // The stacking diagnostics apart from their timings (milliseconds of this machine's clock) and
+  // The stacking diagnostics apart from their timings (milliseconds of this machine's clock),
   // from how many frames' LN planes LOCAL_METRICS binned (a resumed STACKING reads them itself;
-  // lnPlanesSource checks that count).
+  // lnPlanesSource checks that count) and from the bands' share of the budget (a run holding
+  // premeasured planes reserves them while their fits wait in the band loop; the plan is the same).
   const untimed = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(untimed) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => !/timings|_ms$|^premeasured_frames$/.test(k)).map(([k, x]) => [k, untimed(x)])) : v;
+    Array.isArray(v) ? v.map(untimed) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => !/timings|_ms$|^premeasured_frames$|^memory_budget_bytes$/.test(k)).map(([k, x]) => [k, untimed(x)])) : v;
   m.set('artifacts/stacking_diagnostics.json', Buffer.from(JSON.stringify(untimed(JSON.parse(await readFile(join(runDir, 'artifacts', 'stacking_diagnostics.json'), 'utf8'))))));
   return m;
 }
