@@ -1,6 +1,9 @@
 // Band planner: splits an image into bands of rows so that every frame's slice of a band,
 // the band's outputs and scratch fit both the memory budget and the adapter's binding and
 // buffer limits. Neighbourhood kernels get halo rows above and below each band.
+// Bands are sized to a working set (targetBytes), not to fill the budget: a stack of many
+// frames then holds about what a stack of few holds, in more, thinner bands; the budget stays
+// the upper bound.
 // Invariants: bands tile [0, height) without gaps or overlap in their *owned* rows; read
 // ranges (owned rows plus halos) stay inside the image; an impossible budget is refused with
 // a message that says how much memory the smallest band would need.
@@ -22,6 +25,15 @@ export interface BandPlanInput {
   budgetBytes: number;
   /** Largest single storage binding (maxStorageBufferBindingSize); all frames of a band share one binding. */
   maxBindingBytes: number;
+  /** Bytes per pixel of one frame that go into the largest binding (default bytesPerPixel: all of them). */
+  bindingBytesPerPixel?: number;
+  /** Smallest band accepted when the binding is the limit (default minRows): thinner bands on the device can beat a host fallback. */
+  bindingMinRows?: number;
+  /**
+   * Working set aimed at: bytes of the frames' band slices (inputs × inFlight, halos included).
+   * Bands are as tall as this allows but at least minRows; the budget stays the bound. Default: the budget.
+   */
+  targetBytes?: number;
   /** Copies of the band input held at once (2 when uploads of band k+1 overlap work on band k). Default 1. */
   inFlight?: number;
   /** Smallest useful band (bands below ~32 rows waste dispatch overhead). Default 32. */
@@ -44,7 +56,7 @@ export interface BandPlan {
   bands: Band[];
   /** Bytes one band needs (inputs × inFlight + outputs). */
   bytesPerBand: number;
-  limitedBy: 'height' | 'budget' | 'binding';
+  limitedBy: 'height' | 'budget' | 'binding' | 'working-set';
 }
 
 const MiB = 1024 * 1024;
@@ -63,17 +75,21 @@ export function planBands(input: BandPlanInput): BandPlan {
   const bytesFor = (rows: number) => (Math.min(height, rows + 2 * haloRows) * inputBytesPerRow) * inFlight + rows * outputBytesPerRow;
 
   const byBudget = Math.floor((budgetBytes - 2 * haloRows * inputBytesPerRow * inFlight) / (inputBytesPerRow * inFlight + outputBytesPerRow));
-  const byBinding = Math.floor(maxBindingBytes / inputBytesPerRow) - 2 * haloRows;
-  let rows = Math.min(height, byBudget, byBinding);
-  const limitedBy: BandPlan['limitedBy'] = rows === height ? 'height' : byBudget <= byBinding ? 'budget' : 'binding';
-  if (rows < height) rows -= rows % align;
+  const bindingBytesPerRow = frames * width * (input.bindingBytesPerPixel ?? bytesPerPixel);
+  const byBinding = Math.floor(maxBindingBytes / bindingBytesPerRow) - 2 * haloRows;
   const minRows = Math.min(height, Math.max(align, input.minRows ?? 32));
-  if (rows < minRows) {
+  const bindingMinRows = Math.min(minRows, Math.max(align, input.bindingMinRows ?? minRows));
+  const byTarget = input.targetBytes === undefined ? Number.MAX_SAFE_INTEGER : Math.max(minRows, Math.floor(input.targetBytes / (inputBytesPerRow * inFlight)) - 2 * haloRows);
+  let rows = Math.min(height, byBudget, byBinding, byTarget);
+  const limitedBy: BandPlan['limitedBy'] =
+    rows === height ? 'height' : rows === byBudget && byBudget <= byBinding ? 'budget' : rows === byBinding ? 'binding' : 'working-set';
+  if (rows < height) rows -= rows % align;
+  if (rows < (limitedBy === 'binding' ? bindingMinRows : minRows)) {
     const need = bytesFor(minRows);
-    if (limitedBy === 'binding' || byBinding < minRows) {
+    if (byBinding < bindingMinRows) {
       throw new GpuError(
         'BINDING_TOO_LARGE',
-        `${frames} frames x ${width} px x ${bytesPerPixel} B need ${mib((minRows + 2 * haloRows) * inputBytesPerRow)} for a ${minRows}-row band, over the adapter's ${mib(maxBindingBytes)} storage-binding limit; stack fewer frames at once`,
+        `${frames} frames x ${width} px x ${input.bindingBytesPerPixel ?? bytesPerPixel} B need ${mib((bindingMinRows + 2 * haloRows) * bindingBytesPerRow)} for a ${bindingMinRows}-row band, over the adapter's ${mib(maxBindingBytes)} storage-binding limit; stack fewer frames at once`,
       );
     }
     throw new GpuError(

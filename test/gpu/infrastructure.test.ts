@@ -51,6 +51,29 @@ test('band planner refuses impossible budgets and bindings with the needed size'
   }
 });
 
+test('band planner: a working-set target sizes the bands, the budget bounds them; the binding counts only its own bytes', () => {
+  const input = { width: 1024, height: 768, frames: 1000, bytesPerPixel: 9, outputBytesPerPixel: 8, haloRows: 2, budgetBytes: 1024 * MiB, maxBindingBytes: Number.MAX_SAFE_INTEGER };
+  const filled = planBands(input);
+  assert.is(filled.limitedBy, 'budget');
+  // 64 MiB / (1000 × 1024 × 9 B) = 7 rows, under the 32-row minimum: the minimum is taken.
+  const thin = planBands({ ...input, targetBytes: 64 * MiB });
+  assert.equal([thin.rowsPerBand, thin.limitedBy], [32, 'working-set']);
+  const mid = planBands({ ...input, targetBytes: 512 * MiB });
+  // 512 MiB / 9 216 000 B per row = 58 rows including 2 × 2 halo rows.
+  assert.equal([mid.rowsPerBand, mid.limitedBy], [54, 'working-set']);
+  assert.ok(mid.bytesPerBand < filled.bytesPerBand);
+  // The budget stays the bound of a larger target.
+  assert.equal(planBands({ ...input, targetBytes: 4096 * MiB }).rowsPerBand, filled.rowsPerBand);
+  // Binding: 128 MiB / (1000 × 1024 × 9 B) leaves 10 rows, refused; counting the 4 B bound, 28
+  // rows, accepted above bindingMinRows although under minRows.
+  const bound = { ...input, maxBindingBytes: 128 * MiB };
+  assert.throws(() => planBands(bound), (e: GpuError) => e.code === 'BINDING_TOO_LARGE');
+  const slots = planBands({ ...bound, bindingBytesPerPixel: 4, bindingMinRows: 16 });
+  assert.equal([slots.rowsPerBand, slots.limitedBy], [28, 'binding']);
+  assert.throws(() => planBands({ ...bound, bindingBytesPerPixel: 4 }), (e: GpuError) => e.code === 'BINDING_TOO_LARGE' && /32-row band/.test(e.message));
+  assert.throws(() => planBands({ ...bound, width: 2048, bindingBytesPerPixel: 4, bindingMinRows: 16 }), (e: GpuError) => e.code === 'BINDING_TOO_LARGE' && /16-row band/.test(e.message));
+});
+
 test('dispatch grid folds into 2-D under the per-dimension limit; uniforms pack little-endian', () => {
   assert.equal(grid1d(100, 64), { workgroups: [2, 1], gridX: 128 });
   const big = grid1d(64 * 70000, 64, 65535);

@@ -10,7 +10,7 @@ import { cosmeticCorrect, estimateNoise } from '../../src/pipeline/stages/stacki
 import { normalizationFor } from '../../src/pipeline/stages/stacking/normalization.js';
 import { compactOwned, premaskApply, premaskFlag, GROW } from '../../src/cpu/premask.js';
 import { ReaderCache } from '../../src/pipeline/stages/stacking/readers.js';
-import { planStackBands, toCells, type StackFrame } from '../../src/pipeline/stages/stacking/plan.js';
+import { planStackBands, STACK_WORKING_SET_BYTES, toCells, type StackFrame } from '../../src/pipeline/stages/stacking/plan.js';
 import { stackRows, superpixelRows } from '../../src/pipeline/stages/stacking/row-kernels.js';
 import { stack } from '../../src/cpu/stack.js';
 import { phaseChannels } from '../../src/pipeline/stages/frames/channel-stats.js';
@@ -76,6 +76,31 @@ test('band plan: fits the budget; 1000 frames need no more memory than 20 apart 
   const bound = planStackBands({ width: 2048, height: 1536, frameWidth: 2048, frameHeight: 1536, binning: 1, frames: frames(30), channels: 3, kernel: 'lanczos3', prefetch: 2, readHalo: 1, haloRows: 0, extraBytesPerFramePixel: 0, budgetBytes: budget, maxBindingBytes: 128 * 1024 * 1024 });
   assert.is(bound.limitedBy, 'binding');
   assert.ok(30 * (bound.rowsPerBand + 0) * 2048 * 4 <= 128 * 1024 * 1024);
+});
+
+test('band plan: with the working-set target (device stacks), 1000 frames hold about what 30 do; 1000 × 1024 px stays on a 128 MiB binding', () => {
+  const MiB = 1024 * 1024;
+  const plan = (n: number, width: number, height: number, binding: number | null) =>
+    planStackBands({ width, height, frameWidth: width, frameHeight: height, binning: 1, frames: frames(n), channels: 1, kernel: 'lanczos3', prefetch: 2, readHalo: 3, haloRows: GROW, extraBytesPerFramePixel: binding === null ? 1 : 5, extraBytesPerPixel: Math.ceil(n / 4), budgetBytes: 1024 * MiB, workingSetBytes: STACK_WORKING_SET_BYTES, maxBindingBytes: binding });
+  // Frames' band slices as planned (slots and pre-mask bytes per frame pixel).
+  const slices = (p: ReturnType<typeof plan>, n: number, width: number, x: number) => p.maxWorkRows * n * width * (4 + x);
+  for (const binding of [null, 128 * MiB]) {
+    const x = binding === null ? 1 : 5;
+    const p30 = plan(30, 1024, 768, binding);
+    const p1000 = plan(1000, 1024, 768, binding);
+    // At most the target, or the 32-row minimum band where that is more (host: 36 rows of 5 B).
+    const floor = (32 + 2 * GROW) * 1000 * 1024 * (4 + x);
+    assert.ok(slices(p1000, 1000, 1024, x) <= Math.max(STACK_WORKING_SET_BYTES, floor), `${binding}: ${slices(p1000, 1000, 1024, x)}`);
+    assert.ok(slices(p30, 30, 1024, x) <= STACK_WORKING_SET_BYTES);
+    assert.ok(p1000.bytesPerBand + p1000.scratchBytes < 512 * MiB, `${p1000.bytesPerBand}`);
+  }
+  // On the device: 1000 frames × 1024 px × 4 B of slots leave 28 rows under 128 MiB (the
+  // pre-mask's 5 B are not in that binding), a device plan instead of the TypeScript fallback.
+  const dev = plan(1000, 1024, 768, 128 * MiB);
+  assert.equal([dev.rowsPerBand, dev.limitedBy], [28, 'binding']);
+  assert.ok(1000 * dev.maxWorkRows * 1024 * 4 <= 128 * MiB);
+  // 2048 px: 12 rows would fit, under STACK_BINDING_MIN_ROWS: refused (the caller stacks on the host).
+  assert.throws(() => plan(1000, 2048, 1536, 128 * MiB), (e: Error) => /storage-binding limit/.test(e.message));
 });
 
 test('reader cache: at most `capacity` files open, every read right, LRU reuse', async () => {

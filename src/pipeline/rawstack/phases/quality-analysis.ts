@@ -18,6 +18,10 @@
 //    excluded earlier keep the score they got in REFERENCE_SELECTION.
 // 3. One `frame` event per included frame with its final metrics; registration.json rewritten
 //    with the correlations.
+// Star lists: REGISTRATION was their last reader in Raw Stack (the tiled workflow, which reuses
+// REGISTRATION but not this phase, keeps them to its LOCAL_METRICS), so they are released here:
+// up to MAX_STORED_STARS (1500) star objects per frame, ~0.3 MB of heap at that count, held to
+// the run's end otherwise: ~0.3 GB at 1000 frames (bench/RESULTS.md "memory flat in frame count").
 // star_count, FWHM, eccentricity, background, noise, SNR and saturation were measured in
 // REFERENCE_SELECTION (same detection; no second pass over the pixels for them).
 
@@ -49,6 +53,7 @@ export const qualityAnalysisPhase: RawStackPhase = {
     if (!reference || reference.status !== 'included' || !reference.registration?.ok) {
       return failed('registration_error', 'no registered reference frame (REGISTRATION did not complete)');
     }
+    for (const f of state.frames) f.stars = null;
     const frames = includedFrames(state).filter((f) => f.registration?.ok && f.metrics);
     const ccFailures: string[] = [];
     const readMs: number[] = [];

@@ -41,7 +41,7 @@ import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN
 import { channelNames } from '../../stages/stacking/normalization.js';
 import { bandPlanDiagnostics, finalCosmetic, frameDiagnostics, rejectionTotals, round, stackHeader, type StackParameters } from '../stacking-output.js';
 import { ReaderCache } from '../../stages/stacking/readers.js';
-import { channelNoise, planStackBands, readHalo, type StackPlan } from '../../stages/stacking/plan.js';
+import { channelNoise, planStackBands, readHalo, STACK_WORKING_SET_BYTES, type StackPlan } from '../../stages/stacking/plan.js';
 import { shotNoiseK, shotNoiseSource } from '../../stages/stacking/shot-noise.js';
 import { prepareFrames, SetupError, type StackSetup } from '../stacking-setup.js';
 import type { WeightField } from '../../stages/stacking/weightfield.js';
@@ -282,14 +282,18 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
       // The pre-mask's mask byte, and on the device path its compacted copy of one channel's
       // slots (device pre-mask). The host pre-mask beside a device stack now holds only an
       // 8 MiB row chunk of the band and its mask (PREMASK_CHUNK_BYTES), yet keeps these 5 B
-      // reserved: they also size the binding check, so reserving less would let the bands (and
-      // the peak, by ~75 MiB on the 30 × 2048 px bench) grow; the plan stays as measured.
+      // reserved: reserving less would let budget-limited bands (and the peak, by ~75 MiB on
+      // the 30 × 2048 px bench) grow; the plan stays as measured. The binding check counts
+      // only the slots (plan.ts).
       extraBytesPerFramePixel: (extraBytes = premask ? (device && placement.stack ? 5 : 1) : 0),
       // Host pre-mask beside a device stack: the masked samples' index lists (host and device,
       // u32 for 1/32 of a band's owned samples each: nanIndexCapacity).
       // Noise model: the sky rows on the host, and on a device stack its centre and sky rows.
       extraBytesPerPixel: (premask && !premask.onDevice && device && placement.stack ? Math.ceil(N / 4) : 0) + (noiseModel ? (device && placement.stack ? (premask?.onDevice ? 16 : 12) : 4) : 0),
       budgetBytes: c.runtime_limits.memory_budget * MiB - lnBytes,
+      // Device stacks aim at a working set; a TypeScript stack still fills the budget, its
+      // thinner bands measured 2.2x the CPU at 30 x 2048 px (plan.ts STACK_WORKING_SET_BYTES).
+      workingSetBytes: device && placement.stack ? STACK_WORKING_SET_BYTES : undefined,
       maxBindingBytes: device && placement.stack ? Math.min(placement.stack.limits.maxStorageBufferBindingSize, placement.stack.limits.maxBufferSize) : null,
     });
   let plan: StackPlan;

@@ -13,6 +13,8 @@ import { planBands, type BandPlan } from '../../../gpu/band-planner.js';
 import { GpuError } from '../../../gpu/errors.js';
 import type { ChannelStats } from './normalization.js';
 
+const MiB = 1024 * 1024;
+
 export interface StackFrame {
   /** Position among the stacked frames (the frame's slot in a band). */
   slot: number;
@@ -77,7 +79,6 @@ export function readHalo(osc: boolean, cosmetic: boolean, superpixel: boolean): 
   return (osc ? DEBAYER_HALO : 0) + (cosmetic ? COSMETIC_REACH : 0);
 }
 
-const MiB = 1024 * 1024;
 const mib = (b: number) => `${(b / MiB).toFixed(1)} MiB`;
 
 export interface StackPlanInput {
@@ -103,7 +104,30 @@ export interface StackPlanInput {
   budgetBytes: number;
   /** Largest storage binding when the stack runs on the device (each channel has its own buffer), else null. */
   maxBindingBytes: number | null;
+  /**
+   * Bytes of the frames' band slices aimed at (STACK_WORKING_SET_BYTES), the budget staying the
+   * bound; absent: bands fill the budget.
+   */
+  workingSetBytes?: number;
 }
+
+/**
+ * The frames' band slices (as planned: slots and pre-mask bytes) a device stack aims at, whatever
+ * the frame count: bands of many frames get thinner instead of filling the budget, so a
+ * 1000-frame stack holds about what a 30-frame one does. 128 MiB is the working set llvmpipe's
+ * 128 MiB binding imposed on the runs bench/RESULTS.md recorded before it became a target (30 ×
+ * 2048 px: 238-row bands, 30 × 1024 px: 481, 120 × 1024 px: 117), so on that adapter those plans
+ * stay as measured. Not applied to a TypeScript stack (HostStore), which still fills the budget:
+ * there 4 bands instead of 1 at 30 × 2048 px took 2.2x the CPU (RESULTS.md "memory flat in frame
+ * count"), a per-band cost not yet found.
+ */
+export const STACK_WORKING_SET_BYTES = 128 * MiB;
+/**
+ * Smallest band when a device binding is the limit: the slots of a channel are one binding, so
+ * many frames of a wide image get thin bands on the device rather than a TypeScript stack
+ * (1000 × 1024 px on llvmpipe's 128 MiB binding: 28 rows instead of the host fallback).
+ */
+export const STACK_BINDING_MIN_ROWS = 16;
 
 export interface StackPlan extends BandPlan {
   /** Bytes reserved besides bytesPerBand (which already holds the per-row scratch): the source rows' drift part and small fixed buffers. */
@@ -159,7 +183,13 @@ export function planStackBands(input: StackPlanInput): StackPlan {
       outputBytesPerPixel,
       haloRows: input.haloRows,
       budgetBytes: Math.max(budget, 0),
-      maxBindingBytes: input.maxBindingBytes === null ? Number.MAX_SAFE_INTEGER : input.maxBindingBytes * C,
+      // Each channel's slots are one binding, 4 B per frame pixel; the pre-mask's bytes are
+      // host memory or buffers of their own (device pre-mask: its compacted owned rows and mask,
+      // each no larger than the slots).
+      maxBindingBytes: input.maxBindingBytes === null ? Number.MAX_SAFE_INTEGER : input.maxBindingBytes,
+      bindingBytesPerPixel: 4,
+      bindingMinRows: STACK_BINDING_MIN_ROWS,
+      targetBytes: input.workingSetBytes,
     });
   } catch (e) {
     if (!(e instanceof GpuError) || e.code !== 'BUDGET_TOO_SMALL') throw e;
