@@ -152,7 +152,7 @@ export interface LocalSettings {
   star: { fwhm: number; roundness: number; contrast: number };
   /** The FWHM z-score's floor relative to the median (default Z_FLOOR); lower when the tile FWHM is a fitted surface's. */
   fwhmFloor?: number;
-  /** With a value a > 0 the FWHM term is −a·max(0, ln FWHM) (FWHM relative to the frame's own) instead of wf·(−z(FWHM)). */
+  /** With a value a > 0 the FWHM term is −a·shrink(ln(F / median over frames)) (F: the tile's FWHM relative to the frame's own sharp part) instead of wf·(−z(FWHM)). */
   fwhmPenalty?: number;
   /** Penalty law: |ln F| below this counts as 0 (and above it, less this): the seeing map's measurement noise. */
   fwhmDeadband?: number;
