@@ -19,7 +19,7 @@ import { renderArtifactLinks, renderChips, renderLog, renderNotes } from './moni
 import { ParamEditor } from './param-editor.js';
 import { showPatternHint, wirePatternHint } from './pattern-hint.js';
 import { RunQueue } from './run-queue.js';
-import { RunState } from './run-state.js';
+import { failedPhase, RunState } from './run-state.js';
 import type { PhasePlanEntry } from '../shared/events.js';
 import { RUN_LAYOUTS } from '../shared/run-layout.js';
 
@@ -315,7 +315,7 @@ function follow(id: string, knownRunId: string | null): void {
     onDone: (job) => {
       if (state !== mine) return; // a newer run took over the monitor
       setRunButtons(job);
-      const end = runEndNotice(state.runStatus, job);
+      const end = runEndNotice(state.runStatus, job, 'Run', failedPhase(state));
       say(runStatus, end.text, end.kind);
       void refreshArtifacts().then((entries) => {
         if (entries.some((e) => e.path === REPORT_PATH)) reportBtn.disabled = false;

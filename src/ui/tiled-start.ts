@@ -15,7 +15,7 @@ import { browse } from './folder-browser.js';
 import { followJob, type Follower } from './live.js';
 import { renderLineGutter } from './param-editor.js';
 import { renderChips, renderLog } from './monitor-views.js';
-import { RunState } from './run-state.js';
+import { failedPhase, RunState } from './run-state.js';
 
 const yamlArea = byId<HTMLTextAreaElement>('config_yaml');
 const gutter = byId('yaml-gutter');
@@ -90,7 +90,7 @@ function follow(id: string): void {
     onDone: (job) => {
       startBtn.disabled = false;
       cancelBtn.disabled = true;
-      const end = runEndNotice(state.runStatus, job);
+      const end = runEndNotice(state.runStatus, job, 'Run', failedPhase(state));
       say(runStatus, end.text, end.kind);
     },
     onError: (message) => say(runStatus, message, 'error'),
