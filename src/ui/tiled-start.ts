@@ -149,6 +149,8 @@ interface TiledSuggestion {
   current?: unknown;
   reason: string;
 }
+/** A key path with a break opportunity after each dot (<wbr>, not copied with the text): long keys wrap at their segments. */
+const keyParts = (path: string): (string | HTMLElement)[] => path.split('.').flatMap((seg, i) => (i === 0 ? [seg] : [h('wbr'), `.${seg}`]));
 let suggestions: TiledSuggestion[] = [];
 async function suggest(): Promise<void> {
   const box = byId('suggest-box');
@@ -168,7 +170,7 @@ async function suggest(): Promise<void> {
     const apply = h('button', { type: 'button', class: 'small', 'data-apply': i, title: `set ${sg.path} in the editor` }, 'Apply');
     apply.addEventListener('click', () => applySuggestion(i));
     const same = sg.current !== undefined && JSON.stringify(sg.current) === JSON.stringify(sg.value);
-    body.append(h('tr', { 'data-path': sg.path }, h('td', {}, h('code', {}, sg.path)), h('td', {}, h('code', {}, yamlScalar(sg.value)), same ? h('span', { class: 'muted' }, ' (as now)') : ''), h('td', {}, sg.reason), h('td', {}, apply)));
+    body.append(h('tr', { 'data-path': sg.path }, h('td', {}, h('code', {}, ...keyParts(sg.path))), h('td', {}, h('code', {}, yamlScalar(sg.value)), same ? h('span', { class: 'muted' }, ' (as now)') : ''), h('td', {}, sg.reason), h('td', {}, apply)));
   });
   box.hidden = false;
   say(status, `${suggestions.length} suggestion${suggestions.length === 1 ? '' : 's'} for tiled keys.`, 'ok');

@@ -106,6 +106,12 @@ run('suggestions: tiled keys from the server (kind tiled), applied into the edit
   const paths = await page.$$eval('#suggest-body tr', (els) => els.map((e) => (e as El).dataset.path as string));
   // The data were measured: the tile size from the seeing and the weighting from the frame count, beside rejection and the machine's.
   for (const p of ['stacking.method', 'stacking.weight_mode', 'tile.min_size', 'runtime_limits.parallel_workers']) assert.ok(paths.includes(p), `${p} in ${paths.join(', ')}`);
+  // At 1280 px the table fits its panel: long reasons wrap, the Apply buttons are in view.
+  const fit = await page.$eval('#suggest-body', (el) => {
+    const wrap = (el as El).closest('.table-wrap');
+    return { scroll: wrap.scrollWidth, client: wrap.clientWidth };
+  });
+  assert.ok(fit.scroll <= fit.client + 1, `suggestions table ${fit.scroll} px in a ${fit.client} px panel`);
   const value = (await page.textContent('#suggest-body tr[data-path="stacking.method"] td:nth-child(2) code'))!.trim();
   await page.click('#suggest-body tr[data-path="stacking.method"] button');
   let cfg = parse(await editor());
