@@ -476,6 +476,9 @@ run('frame table sorts by a column header (missing values last, state in aria-so
   assert.equal(before.map((r) => r.index), [...before.map((r) => r.index)].sort((a, b) => a - b), 'frame order first');
   assert.match((await page.textContent('#frame-table caption')) ?? '', /In frame order/);
   const header = page.locator('#frame-table th:has(button[data-sort="fwhm"])');
+  // The measured columns carry their units, as the plots' axes do.
+  assert.match((await header.textContent()) ?? '', /^FWHM \(px\)/);
+  assert.match((await page.textContent('#frame-table th:has(button[data-sort="background"])')) ?? '', /^Bkg\. \(ADU\)/);
   await page.click('#frame-table button[data-sort="fwhm"]');
   assert.is(await header.getAttribute('aria-sort'), 'ascending');
   assert.match((await page.textContent('#frame-table caption')) ?? '', /Sorted by FWHM, ascending; missing values last/);
