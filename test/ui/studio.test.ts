@@ -97,6 +97,18 @@ run('key completion: Ctrl-Space lists the valid keys at the cursor with descript
   await page.keyboard.press('Escape');
 });
 
+run('Browse… picks the input folder in the folder browser (the page had no dialog: the button did nothing)', async () => {
+  await page.goto('/ui/tiled.html');
+  await page.click('#browse-input');
+  await page.locator('#browser[open]').waitFor();
+  await page.fill('#browser-path', env!.dataDir);
+  await page.click('#browser-go');
+  await page.click('#browser-list button[data-name="lights"]');
+  await page.waitForFunction((dir) => (document.getElementById('browser-path') as El).value === dir, env!.lightsDir);
+  await page.click('#browser-choose');
+  assert.is(await page.inputValue('#input_dir'), env!.lightsDir);
+});
+
 run('suggestions: tiled keys from the server (kind tiled), applied into the editor one by one', async () => {
   await page.goto('/ui/tiled.html');
   await page.fill('#input_dir', env!.lightsDir);
