@@ -6,6 +6,7 @@
 
 import { api, ApiError, type DirListing } from './api.js';
 import { byId, clear, formatBytes, h, say } from './dom.js';
+import { listingSummary } from './listing-summary.js';
 
 export interface BrowseOptions {
   start: string;
@@ -14,6 +15,8 @@ export interface BrowseOptions {
   title: string;
   /** Files to show in file mode (e.g. /\.(fits?|fts)$/i, /\.ya?ml$/i). */
   fileFilter?: RegExp;
+  /** In dir mode, for a folder of frames: which files are frames (the summary counts them). */
+  frames?: (name: string) => boolean;
 }
 
 export function browse(opts: BrowseOptions): Promise<string | null> {
@@ -86,7 +89,8 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
         say(status, `${dirs.length} allowed folders. Type another path and Go, then Grant access, to add one.`);
         return;
       }
-      say(status, `${dirs.length} folders, ${files.length} ${opts.mode === 'file' ? 'matching files' : 'files'}${hidden > 0 ? ` (${hidden} other files hidden)` : ''}`);
+      const fits = opts.mode === 'dir' && opts.frames ? files.filter((f) => opts.frames!(f.name)).length : undefined;
+      say(status, listingSummary({ dirs: dirs.length, files: files.length, hidden, mode: opts.mode, ...(fits !== undefined ? { fits } : {}) }));
     };
 
     const done = (value: string | null): void => {

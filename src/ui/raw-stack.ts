@@ -19,6 +19,7 @@ import { renderArtifactLinks, renderChips, renderLog, renderNotes } from './moni
 import { ParamEditor } from './param-editor.js';
 import { showPatternHint, wirePatternHint } from './pattern-hint.js';
 import { RunQueue } from './run-queue.js';
+import { isFitsPath } from './image-viewer.js';
 import { failedPhase, RunState } from './run-state.js';
 import type { PhasePlanEntry } from '../shared/events.js';
 import { RUN_LAYOUTS } from '../shared/run-layout.js';
@@ -416,10 +417,10 @@ async function addToQueue(): Promise<void> {
 
 // ---- wiring ---------------------------------------------------------------------------------
 
-async function pick(target: string, mode: 'dir' | 'file', title: string, fileFilter?: RegExp): Promise<void> {
+async function pick(target: string, mode: 'dir' | 'file', title: string, fileFilter?: RegExp, frames?: (name: string) => boolean): Promise<void> {
   const input = byId<HTMLInputElement>(target);
   const startAt = input.value.trim() || byId<HTMLInputElement>('lights_dir').value.trim() || byId<HTMLInputElement>('runs_dir').value.trim();
-  const chosen = await browse({ start: mode === 'file' && input.value.trim() ? input.value.trim().replace(/\/[^/]*$/, '') : startAt, mode, title, ...(fileFilter ? { fileFilter } : {}) });
+  const chosen = await browse({ start: mode === 'file' && input.value.trim() ? input.value.trim().replace(/\/[^/]*$/, '') : startAt, mode, title, ...(fileFilter ? { fileFilter } : {}), ...(frames ? { frames } : {}) });
   if (chosen !== null) {
     input.value = chosen;
     input.dispatchEvent(new Event('change', { bubbles: true }));
@@ -449,7 +450,7 @@ function wire(): void {
   monitorBtn.addEventListener('click', () => {
     if (jobId) window.open(`run-monitor.html?preprocessing_job_id=${encodeURIComponent(jobId)}`, '_blank', 'noopener');
   });
-  byId('browse-lights').addEventListener('click', () => void pick('lights_dir', 'dir', 'Input folder (lights)'));
+  byId('browse-lights').addEventListener('click', () => void pick('lights_dir', 'dir', 'Input folder (lights)', undefined, isFitsPath));
   byId('browse-runs').addEventListener('click', () => void pick('runs_dir', 'dir', 'Output folder (runs dir)'));
   for (const b of document.querySelectorAll<HTMLButtonElement>('.browse-dir')) b.addEventListener('click', () => void pick(b.dataset.target!, 'dir', b.getAttribute('aria-label') ?? 'Choose a folder'));
   for (const b of document.querySelectorAll<HTMLButtonElement>('.browse-file')) {

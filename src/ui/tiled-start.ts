@@ -15,6 +15,7 @@ import { browse } from './folder-browser.js';
 import { followJob, type Follower } from './live.js';
 import { renderLineGutter } from './param-editor.js';
 import { renderChips, renderLog } from './monitor-views.js';
+import { isFitsPath } from './image-viewer.js';
 import { failedPhase, RunState } from './run-state.js';
 
 const yamlArea = byId<HTMLTextAreaElement>('config_yaml');
@@ -126,9 +127,9 @@ async function start(): Promise<void> {
   }
 }
 
-async function pick(id: string, title: string): Promise<void> {
+async function pick(id: string, title: string, frames?: (name: string) => boolean): Promise<void> {
   const input = byId<HTMLInputElement>(id);
-  const chosen = await browse({ start: input.value.trim(), mode: 'dir', title });
+  const chosen = await browse({ start: input.value.trim(), mode: 'dir', title, ...(frames ? { frames } : {}) });
   if (chosen !== null) input.value = chosen;
 }
 
@@ -204,7 +205,7 @@ yamlArea.addEventListener('scroll', () => {
   gutter.scrollTop = yamlArea.scrollTop;
 });
 byId('btn-validate-yaml').addEventListener('click', () => void validateYaml());
-byId('browse-input').addEventListener('click', () => void pick('input_dir', 'Input folder (lights)'));
+byId('browse-input').addEventListener('click', () => void pick('input_dir', 'Input folder (lights)', isFitsPath));
 byId('browse-runs').addEventListener('click', () => void pick('runs_dir', 'Output folder (runs dir)'));
 byId('tiled-form').addEventListener('submit', (e) => {
   e.preventDefault();

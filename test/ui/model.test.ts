@@ -129,6 +129,16 @@ uiTest('runEndNotice: a failed run names the failing phase and its message (what
   assert.equal(runEndNotice('cancelled', { ...job, state: 'cancelled', error: null }), { text: 'Run cancelled', kind: 'info' });
 });
 
+uiTest('listingSummary: counts in the singular and plural; an input folder says how many FITS it holds, or that it holds none', async () => {
+  const { listingSummary } = await load<{ listingSummary(c: { dirs: number; files: number; hidden: number; mode: 'dir' | 'file'; fits?: number }): string }>('listing-summary.js');
+  assert.is(listingSummary({ dirs: 1, files: 1, hidden: 0, mode: 'dir' }), '1 folder, 1 file');
+  assert.is(listingSummary({ dirs: 2, files: 3, hidden: 4, mode: 'file' }), '2 folders, 3 matching files (4 other files hidden)');
+  assert.is(listingSummary({ dirs: 0, files: 13, hidden: 0, mode: 'dir', fits: 12 }), '0 folders, 13 files, 12 of them FITS');
+  // The session folder above lights/: the frames are one level down.
+  assert.is(listingSummary({ dirs: 1, files: 1, hidden: 0, mode: 'dir', fits: 0 }), '1 folder, 1 file. No FITS files here: open the subfolder that holds the frames.');
+  assert.is(listingSummary({ dirs: 0, files: 4, hidden: 0, mode: 'dir', fits: 0 }), '0 folders, 4 files. No FITS files here.');
+});
+
 uiTest('mergeLayers: later layers win key by key, arrays replaced whole, inputs untouched', async () => {
   const { mergeLayers, setPath, getPath } = await load<{
     mergeLayers(...l: Record<string, unknown>[]): Record<string, unknown>;
