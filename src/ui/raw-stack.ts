@@ -19,6 +19,7 @@ import { renderArtifactLinks, renderChips, renderLog, renderNotes } from './moni
 import { ParamEditor } from './param-editor.js';
 import { showPatternHint, wirePatternHint } from './pattern-hint.js';
 import { RunQueue } from './run-queue.js';
+import { askCancel } from './confirm-cancel.js';
 import { isFitsPath } from './image-viewer.js';
 import { failedPhase, RunState } from './run-state.js';
 import type { PhasePlanEntry } from '../shared/events.js';
@@ -236,28 +237,14 @@ async function start(): Promise<void> {
   }
 }
 
-function confirmCancel(): void {
-  const dialog = byId<HTMLDialogElement>('confirm-cancel');
-  const yes = byId<HTMLButtonElement>('confirm-yes');
-  const no = byId<HTMLButtonElement>('confirm-no');
-  const close = (go: boolean) => {
-    yes.removeEventListener('click', onYes);
-    no.removeEventListener('click', onNo);
-    dialog.close();
-    if (go && jobId) {
-      cancelBtn.disabled = true;
-      say(runStatus, 'Cancelling…');
-      api.cancel(jobId).catch((e: unknown) => {
-        say(runStatus, `Cancel failed: ${errText(e)}`, 'error');
-        cancelBtn.disabled = false;
-      });
-    }
-  };
-  const onYes = () => close(true);
-  const onNo = () => close(false);
-  yes.addEventListener('click', onYes);
-  no.addEventListener('click', onNo);
-  dialog.showModal();
+async function confirmCancel(): Promise<void> {
+  if (!(await askCancel()) || !jobId) return;
+  cancelBtn.disabled = true;
+  say(runStatus, 'Cancelling…');
+  api.cancel(jobId).catch((e: unknown) => {
+    say(runStatus, `Cancel failed: ${errText(e)}`, 'error');
+    cancelBtn.disabled = false;
+  });
 }
 
 function renderRun(): void {
@@ -443,7 +430,7 @@ function wire(): void {
     byId<HTMLTextAreaElement>('import-yaml').value = await file.text();
     say(byId('import-status'), `Read ${file.name} (${file.size} bytes); press Import.`);
   });
-  cancelBtn.addEventListener('click', confirmCancel);
+  cancelBtn.addEventListener('click', () => void confirmCancel());
   reportBtn.addEventListener('click', () => {
     if (runId) window.open(api.rawUrl(runId, REPORT_PATH), '_blank', 'noopener');
   });

@@ -15,6 +15,7 @@ import { browse } from './folder-browser.js';
 import { followJob, type Follower } from './live.js';
 import { renderLineGutter } from './param-editor.js';
 import { renderChips, renderLog } from './monitor-views.js';
+import { askCancel } from './confirm-cancel.js';
 import { isFitsPath } from './image-viewer.js';
 import { failedPhase, RunState } from './run-state.js';
 
@@ -212,8 +213,14 @@ byId('tiled-form').addEventListener('submit', (e) => {
   void start();
 });
 cancelBtn.addEventListener('click', () => {
-  if (!jobId) return;
-  cancelBtn.disabled = true;
-  void api.cancel(jobId).catch((e: unknown) => say(runStatus, `Cancel failed: ${errText(e)}`, 'error'));
+  void askCancel().then((go) => {
+    if (!go || !jobId) return;
+    cancelBtn.disabled = true;
+    say(runStatus, 'Cancelling…');
+    api.cancel(jobId).catch((e: unknown) => {
+      say(runStatus, `Cancel failed: ${errText(e)}`, 'error');
+      cancelBtn.disabled = false;
+    });
+  });
 });
 renderGutter();

@@ -186,6 +186,12 @@ run('a tiled run started in the studio, watched to its end in the monitor: phase
   await page.click('#btn-start');
   const link = page.locator('#monitor-link');
   await link.waitFor();
+  // Cancel asks first, as on the Raw Stack page; "Keep running" keeps the run (it ends ok below).
+  await page.click('#btn-cancel', { timeout: 5_000 }).catch(() => {}); // the run may have ended already
+  if (await page.locator('#confirm-cancel[open]').count()) {
+    await page.click('#confirm-no');
+    assert.not.ok(await page.locator('#confirm-cancel').evaluate((d) => (d as El).open));
+  }
   await link.click();
   await page.waitForURL(/run-monitor\.html\?preprocessing_job_id=/);
   await page.waitForFunction(() => /^Run (ok|error|cancelled)/.test(document.getElementById('job-status')?.textContent ?? ''), null, { timeout: 180_000 });
