@@ -4,7 +4,7 @@
 // Resolves with the chosen absolute path, or null when cancelled. Keyboard: the dialog is modal,
 // entries are buttons, Escape cancels.
 
-import { api, ApiError, type DirListing } from './api.js';
+import { api, ApiError, errText, type DirListing } from './api.js';
 import { byId, clear, formatBytes, h, say } from './dom.js';
 import { listingSummary } from './listing-summary.js';
 
@@ -60,7 +60,7 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
         if (e instanceof ApiError && (e.code === 'PATH_NOT_ALLOWED' || e.status === 403)) {
           grantBtn.hidden = false;
           say(status, `${path} is outside the allowed folders. Grant access to list it.`, 'error');
-        } else say(status, e instanceof ApiError ? `${e.code}: ${e.message}` : String(e), 'error');
+        } else say(status, errText(e), 'error');
         return;
       }
       if (mine !== generation) return;
@@ -118,7 +118,7 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
         say(status, `Access granted to ${path}`, 'ok');
         await load(path);
       } catch (e) {
-        say(status, e instanceof ApiError ? `${e.code}: ${e.message}` : String(e), 'error');
+        say(status, errText(e), 'error');
       }
     };
     const onChoose = () => done(opts.mode === 'dir' ? (current?.path ?? pathInput.value.trim()) : selectedFile);

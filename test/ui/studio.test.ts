@@ -101,6 +101,10 @@ run('Browse… picks the input folder in the folder browser, which counts the FI
   await page.goto('/ui/tiled.html');
   await page.click('#browse-input');
   await page.locator('#browser[open]').waitFor();
+  // A mistyped path is said as the pages say every refusal: the message, then the code.
+  await page.fill('#browser-path', `${env!.dataDir}/nope`);
+  await page.click('#browser-go');
+  await page.waitForFunction(() => /does not exist \(PATH_NOT_FOUND\)$/.test(document.getElementById('browser-status')?.textContent ?? ''));
   await page.fill('#browser-path', env!.dataDir);
   await page.click('#browser-go');
   await page.waitForFunction(() => /No FITS files here: open the subfolder/.test(document.getElementById('browser-status')?.textContent ?? ''));
@@ -285,8 +289,8 @@ run('no request left the server; no page errors; only the refusals the tests pro
   const external = env!.requests.filter((u) => !u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:') && u !== 'about:blank');
   assert.equal(external, []);
   assert.equal(env!.pageErrors, []);
-  // The template with YAML errors, and the resume check while the server does not resume tiled runs.
-  const provoked = /^(400 PUT \/api\/config\/templates\/broken) /;
+  // The template with YAML errors, and the mistyped path in the folder browser.
+  const provoked = /^(400 PUT \/api\/config\/templates\/broken|422 GET \/api\/files\/list\?path=[^ ]*%2Fnope) /;
   assert.equal(env!.failedResponses.filter((r) => !provoked.test(r)), [], env!.failedResponses.join('\n'));
 });
 
