@@ -104,12 +104,22 @@ export const errText = (e: unknown): string => (e instanceof ApiError ? `${e.mes
 
 /**
  * The line a page shows when a run's (or a resume's) job has ended: the final status (the run's
- * own when known, else the job's), and the job's error when it failed.
+ * own when known, else the job's), and why it failed. `failed` is the required phase that ended in
+ * error (failedPhase in run-state.ts): its message says what to fix ("no file in … matches
+ * \"*.fits\""), where the job's error only names the phase and reason code.
  */
-export function runEndNotice(runStatus: string | null | undefined, job: JobRecord | null, what: 'Run' | 'Resume' = 'Run'): { text: string; kind: 'ok' | 'info' | 'error' } {
+export function runEndNotice(
+  runStatus: string | null | undefined,
+  job: JobRecord | null,
+  what: 'Run' | 'Resume' = 'Run',
+  failed: { name: string; reason?: string; message?: string } | null = null,
+): { text: string; kind: 'ok' | 'info' | 'error' } {
   const final = runStatus ?? job?.state ?? 'unknown';
+  const kind = final === 'ok' ? 'ok' : final === 'cancelled' ? 'info' : 'error';
+  const why = failed?.message ?? failed?.reason;
+  if (final === 'error' && failed && why) return { text: `${what} error in ${failed.name}: ${why}`, kind };
   const error = job?.error ? ` — ${job.error.code}: ${job.error.message}` : '';
-  return { text: `${what} ${final}${error}`, kind: final === 'ok' ? 'ok' : final === 'cancelled' ? 'info' : 'error' };
+  return { text: `${what} ${final}${error}`, kind };
 }
 
 export const TERMINAL_JOB_STATES: ReadonlySet<string> = new Set(['ok', 'error', 'cancelled']);

@@ -4,8 +4,9 @@
 // Resolves with the chosen absolute path, or null when cancelled. Keyboard: the dialog is modal,
 // entries are buttons, Escape cancels.
 
-import { api, ApiError, type DirListing } from './api.js';
+import { api, ApiError, errText, type DirListing } from './api.js';
 import { byId, clear, formatBytes, h, say } from './dom.js';
+import { listingSummary } from './listing-summary.js';
 
 export interface BrowseOptions {
   start: string;
@@ -14,6 +15,8 @@ export interface BrowseOptions {
   title: string;
   /** Files to show in file mode (e.g. /\.(fits?|fts)$/i, /\.ya?ml$/i). */
   fileFilter?: RegExp;
+  /** In dir mode, for a folder of frames: which files are frames (the summary counts them). */
+  frames?: (name: string) => boolean;
 }
 
 export function browse(opts: BrowseOptions): Promise<string | null> {
@@ -57,7 +60,7 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
         if (e instanceof ApiError && (e.code === 'PATH_NOT_ALLOWED' || e.status === 403)) {
           grantBtn.hidden = false;
           say(status, `${path} is outside the allowed folders. Grant access to list it.`, 'error');
-        } else say(status, e instanceof ApiError ? `${e.code}: ${e.message}` : String(e), 'error');
+        } else say(status, errText(e), 'error');
         return;
       }
       if (mine !== generation) return;
@@ -86,7 +89,8 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
         say(status, `${dirs.length} allowed folders. Type another path and Go, then Grant access, to add one.`);
         return;
       }
-      say(status, `${dirs.length} folders, ${files.length} ${opts.mode === 'file' ? 'matching files' : 'files'}${hidden > 0 ? ` (${hidden} other files hidden)` : ''}`);
+      const fits = opts.mode === 'dir' && opts.frames ? files.filter((f) => opts.frames!(f.name)).length : undefined;
+      say(status, listingSummary({ dirs: dirs.length, files: files.length, hidden, mode: opts.mode, ...(fits !== undefined ? { fits } : {}) }));
     };
 
     const done = (value: string | null): void => {
@@ -114,7 +118,7 @@ export function browse(opts: BrowseOptions): Promise<string | null> {
         say(status, `Access granted to ${path}`, 'ok');
         await load(path);
       } catch (e) {
-        say(status, e instanceof ApiError ? `${e.code}: ${e.message}` : String(e), 'error');
+        say(status, errText(e), 'error');
       }
     };
     const onChoose = () => done(opts.mode === 'dir' ? (current?.path ?? pathInput.value.trim()) : selectedFile);

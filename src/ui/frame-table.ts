@@ -9,6 +9,7 @@
 
 import { openViewer } from './image-viewer.js';
 import { csvRecords } from '../shared/csv.js';
+import { FRAME_CHARTS } from '../shared/frame-plot.js';
 import { clear, h } from './dom.js';
 import { openFrameOf, plotFramesFromRows, type FrameContext, type OpenFrame } from './frame-data.js';
 import { renderFramePlots } from './frame-plots-view.js';
@@ -35,6 +36,12 @@ export function overrideFor(overrides: Overrides, row: FrameRow): boolean | null
   return typeof v === 'boolean' ? v : v.include;
 }
 
+/** A measured column's header with its unit, the one the plot of that key shows (FRAME_CHARTS). */
+const withUnit = (key: string, label: string): string => {
+  const unit = FRAME_CHARTS.find((c) => c.id === key)?.unit;
+  return unit ? `${label} (${unit})` : label;
+};
+
 /** Sortable columns: CSV key, header text, the name a screen reader and the caption use. */
 const COLUMNS: [string, string, string][] = [
   ['index', '#', 'frame number'],
@@ -42,9 +49,9 @@ const COLUMNS: [string, string, string][] = [
   ['status', 'Status', 'status'],
   ['reason', 'Reason', 'reason'],
   ['star_count', 'Stars', 'stars'],
-  ['fwhm', 'FWHM', 'FWHM'],
+  ['fwhm', withUnit('fwhm', 'FWHM'), 'FWHM'],
   ['eccentricity', 'Ecc.', 'eccentricity'],
-  ['background', 'Bkg.', 'background'],
+  ['background', withUnit('background', 'Bkg.'), 'background'],
   ['registration_cc', 'Corr.', 'registration correlation'],
   ['quality_score', 'Quality', 'quality score'],
   ['weight', 'Weight', 'weight'],

@@ -19,7 +19,9 @@ import { renderArtifactLinks, renderChips, renderLog, renderNotes } from './moni
 import { ParamEditor } from './param-editor.js';
 import { showPatternHint, wirePatternHint } from './pattern-hint.js';
 import { RunQueue } from './run-queue.js';
-import { RunState } from './run-state.js';
+import { askCancel } from './confirm-cancel.js';
+import { isFitsPath } from './image-viewer.js';
+import { failedPhase, RunState } from './run-state.js';
 import type { PhasePlanEntry } from '../shared/events.js';
 import { RUN_LAYOUTS } from '../shared/run-layout.js';
 
@@ -235,28 +237,14 @@ async function start(): Promise<void> {
   }
 }
 
-function confirmCancel(): void {
-  const dialog = byId<HTMLDialogElement>('confirm-cancel');
-  const yes = byId<HTMLButtonElement>('confirm-yes');
-  const no = byId<HTMLButtonElement>('confirm-no');
-  const close = (go: boolean) => {
-    yes.removeEventListener('click', onYes);
-    no.removeEventListener('click', onNo);
-    dialog.close();
-    if (go && jobId) {
-      cancelBtn.disabled = true;
-      say(runStatus, 'Cancelling…');
-      api.cancel(jobId).catch((e: unknown) => {
-        say(runStatus, `Cancel failed: ${errText(e)}`, 'error');
-        cancelBtn.disabled = false;
-      });
-    }
-  };
-  const onYes = () => close(true);
-  const onNo = () => close(false);
-  yes.addEventListener('click', onYes);
-  no.addEventListener('click', onNo);
-  dialog.showModal();
+async function confirmCancel(): Promise<void> {
+  if (!(await askCancel()) || !jobId) return;
+  cancelBtn.disabled = true;
+  say(runStatus, 'Cancelling…');
+  api.cancel(jobId).catch((e: unknown) => {
+    say(runStatus, `Cancel failed: ${errText(e)}`, 'error');
+    cancelBtn.disabled = false;
+  });
 }
 
 function renderRun(): void {
@@ -315,7 +303,7 @@ function follow(id: string, knownRunId: string | null): void {
     onDone: (job) => {
       if (state !== mine) return; // a newer run took over the monitor
       setRunButtons(job);
-      const end = runEndNotice(state.runStatus, job);
+      const end = runEndNotice(state.runStatus, job, 'Run', failedPhase(state));
       say(runStatus, end.text, end.kind);
       void refreshArtifacts().then((entries) => {
         if (entries.some((e) => e.path === REPORT_PATH)) reportBtn.disabled = false;
@@ -416,10 +404,10 @@ async function addToQueue(): Promise<void> {
 
 // ---- wiring ---------------------------------------------------------------------------------
 
-async function pick(target: string, mode: 'dir' | 'file', title: string, fileFilter?: RegExp): Promise<void> {
+async function pick(target: string, mode: 'dir' | 'file', title: string, fileFilter?: RegExp, frames?: (name: string) => boolean): Promise<void> {
   const input = byId<HTMLInputElement>(target);
   const startAt = input.value.trim() || byId<HTMLInputElement>('lights_dir').value.trim() || byId<HTMLInputElement>('runs_dir').value.trim();
-  const chosen = await browse({ start: mode === 'file' && input.value.trim() ? input.value.trim().replace(/\/[^/]*$/, '') : startAt, mode, title, ...(fileFilter ? { fileFilter } : {}) });
+  const chosen = await browse({ start: mode === 'file' && input.value.trim() ? input.value.trim().replace(/\/[^/]*$/, '') : startAt, mode, title, ...(fileFilter ? { fileFilter } : {}), ...(frames ? { frames } : {}) });
   if (chosen !== null) {
     input.value = chosen;
     input.dispatchEvent(new Event('change', { bubbles: true }));
@@ -442,14 +430,14 @@ function wire(): void {
     byId<HTMLTextAreaElement>('import-yaml').value = await file.text();
     say(byId('import-status'), `Read ${file.name} (${file.size} bytes); press Import.`);
   });
-  cancelBtn.addEventListener('click', confirmCancel);
+  cancelBtn.addEventListener('click', () => void confirmCancel());
   reportBtn.addEventListener('click', () => {
     if (runId) window.open(api.rawUrl(runId, REPORT_PATH), '_blank', 'noopener');
   });
   monitorBtn.addEventListener('click', () => {
     if (jobId) window.open(`run-monitor.html?preprocessing_job_id=${encodeURIComponent(jobId)}`, '_blank', 'noopener');
   });
-  byId('browse-lights').addEventListener('click', () => void pick('lights_dir', 'dir', 'Input folder (lights)'));
+  byId('browse-lights').addEventListener('click', () => void pick('lights_dir', 'dir', 'Input folder (lights)', undefined, isFitsPath));
   byId('browse-runs').addEventListener('click', () => void pick('runs_dir', 'dir', 'Output folder (runs dir)'));
   for (const b of document.querySelectorAll<HTMLButtonElement>('.browse-dir')) b.addEventListener('click', () => void pick(b.dataset.target!, 'dir', b.getAttribute('aria-label') ?? 'Choose a folder'));
   for (const b of document.querySelectorAll<HTMLButtonElement>('.browse-file')) {

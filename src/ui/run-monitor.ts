@@ -20,7 +20,7 @@ import { frameContext } from './frame-data.js';
 import { FrameTable, frameRows, openFrameInViewer, type FrameRow } from './frame-table.js';
 import { followJob, followRun, type FollowCallbacks, type Follower } from './live.js';
 import { renderLog, renderNotes, renderPhaseTable, renderPreviews } from './monitor-views.js';
-import { RunState } from './run-state.js';
+import { failedPhase, RunState } from './run-state.js';
 import { layoutOf } from '../shared/run-layout.js';
 
 /** Where this run's report and frame table lie (its kind from run_start; Raw Stack until then). */
@@ -243,7 +243,7 @@ function monitorMode(title: string, follow: (cb: FollowCallbacks) => void): void
       byId('live-mode').textContent = mode === 'done' ? '' : `(${mode === 'sse' ? 'live' : mode})`;
     },
     onDone: (job) => {
-      const end = runEndNotice(state.runStatus, job);
+      const end = runEndNotice(state.runStatus, job, 'Run', failedPhase(state));
       say(status, end.text, end.kind);
       void refreshArtifacts();
       void panel.loadConfig();

@@ -73,6 +73,12 @@ export function runNotes(state: RunState): { phase: string; status: string; text
   return out;
 }
 
+/** The required phase that ended in error (the one that failed the run), null when none did. */
+export function failedPhase(state: RunState): PhaseView | null {
+  for (const p of state.phases.values()) if (!p.optional && p.status === 'error') return p;
+  return null;
+}
+
 /** One readable line for the log. */
 export function describeEvent(e: EventLine): string {
   const phase = typeof e.phase === 'string' ? e.phase : '';

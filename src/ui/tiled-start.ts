@@ -15,7 +15,9 @@ import { browse } from './folder-browser.js';
 import { followJob, type Follower } from './live.js';
 import { renderLineGutter } from './param-editor.js';
 import { renderChips, renderLog } from './monitor-views.js';
-import { RunState } from './run-state.js';
+import { askCancel } from './confirm-cancel.js';
+import { isFitsPath } from './image-viewer.js';
+import { failedPhase, RunState } from './run-state.js';
 
 const yamlArea = byId<HTMLTextAreaElement>('config_yaml');
 const gutter = byId('yaml-gutter');
@@ -90,7 +92,7 @@ function follow(id: string): void {
     onDone: (job) => {
       startBtn.disabled = false;
       cancelBtn.disabled = true;
-      const end = runEndNotice(state.runStatus, job);
+      const end = runEndNotice(state.runStatus, job, 'Run', failedPhase(state));
       say(runStatus, end.text, end.kind);
     },
     onError: (message) => say(runStatus, message, 'error'),
@@ -126,9 +128,9 @@ async function start(): Promise<void> {
   }
 }
 
-async function pick(id: string, title: string): Promise<void> {
+async function pick(id: string, title: string, frames?: (name: string) => boolean): Promise<void> {
   const input = byId<HTMLInputElement>(id);
-  const chosen = await browse({ start: input.value.trim(), mode: 'dir', title });
+  const chosen = await browse({ start: input.value.trim(), mode: 'dir', title, ...(frames ? { frames } : {}) });
   if (chosen !== null) input.value = chosen;
 }
 
@@ -149,6 +151,8 @@ interface TiledSuggestion {
   current?: unknown;
   reason: string;
 }
+/** A key path with a break opportunity after each dot (<wbr>, not copied with the text): long keys wrap at their segments. */
+const keyParts = (path: string): (string | HTMLElement)[] => path.split('.').flatMap((seg, i) => (i === 0 ? [seg] : [h('wbr'), `.${seg}`]));
 let suggestions: TiledSuggestion[] = [];
 async function suggest(): Promise<void> {
   const box = byId('suggest-box');
@@ -168,7 +172,7 @@ async function suggest(): Promise<void> {
     const apply = h('button', { type: 'button', class: 'small', 'data-apply': i, title: `set ${sg.path} in the editor` }, 'Apply');
     apply.addEventListener('click', () => applySuggestion(i));
     const same = sg.current !== undefined && JSON.stringify(sg.current) === JSON.stringify(sg.value);
-    body.append(h('tr', { 'data-path': sg.path }, h('td', {}, h('code', {}, sg.path)), h('td', {}, h('code', {}, yamlScalar(sg.value)), same ? h('span', { class: 'muted' }, ' (as now)') : ''), h('td', {}, sg.reason), h('td', {}, apply)));
+    body.append(h('tr', { 'data-path': sg.path }, h('td', {}, h('code', {}, ...keyParts(sg.path))), h('td', {}, h('code', {}, yamlScalar(sg.value)), same ? h('span', { class: 'muted' }, ' (as now)') : ''), h('td', {}, sg.reason), h('td', {}, apply)));
   });
   box.hidden = false;
   say(status, `${suggestions.length} suggestion${suggestions.length === 1 ? '' : 's'} for tiled keys.`, 'ok');
@@ -202,15 +206,21 @@ yamlArea.addEventListener('scroll', () => {
   gutter.scrollTop = yamlArea.scrollTop;
 });
 byId('btn-validate-yaml').addEventListener('click', () => void validateYaml());
-byId('browse-input').addEventListener('click', () => void pick('input_dir', 'Input folder (lights)'));
+byId('browse-input').addEventListener('click', () => void pick('input_dir', 'Input folder (lights)', isFitsPath));
 byId('browse-runs').addEventListener('click', () => void pick('runs_dir', 'Output folder (runs dir)'));
 byId('tiled-form').addEventListener('submit', (e) => {
   e.preventDefault();
   void start();
 });
 cancelBtn.addEventListener('click', () => {
-  if (!jobId) return;
-  cancelBtn.disabled = true;
-  void api.cancel(jobId).catch((e: unknown) => say(runStatus, `Cancel failed: ${errText(e)}`, 'error'));
+  void askCancel().then((go) => {
+    if (!go || !jobId) return;
+    cancelBtn.disabled = true;
+    say(runStatus, 'Cancelling…');
+    api.cancel(jobId).catch((e: unknown) => {
+      say(runStatus, `Cancel failed: ${errText(e)}`, 'error');
+      cancelBtn.disabled = false;
+    });
+  });
 });
 renderGutter();

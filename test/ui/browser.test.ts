@@ -57,6 +57,12 @@ run('first load: fields from the stored parameters; editor buttons enabled, Repo
   await page.waitForFunction(() => (document.getElementById('params-json') as El).value.includes('"quality_filter"'));
   for (const id of ['btn-defaults', 'btn-validate', 'btn-reset', 'btn-start']) assert.ok(await page.isEnabled(`#${id}`), id);
   for (const id of ['btn-report', 'btn-monitor', 'btn-cancel']) assert.ok(await page.isDisabled(`#${id}`), id);
+  // A pointed-at Start stays a dark button under its white text (it turned light grey and looked disabled).
+  await page.hover('#btn-start');
+  const bg = await page.$eval('#btn-start', (b) => getComputedStyle(b as El).backgroundColor as string);
+  const [r, g, b] = bg.match(/\d+/g)!.map(Number);
+  assert.ok(0.2126 * r! + 0.7152 * g! + 0.0722 * b! < 128, `hovered Start background ${bg}`);
+  await page.mouse.move(0, 0);
   // The form shows the seed's defaults.
   assert.is(await page.inputValue('#pattern'), '*.fits');
   assert.is(await page.inputValue('#qf_min_stars'), '30');
@@ -476,6 +482,9 @@ run('frame table sorts by a column header (missing values last, state in aria-so
   assert.equal(before.map((r) => r.index), [...before.map((r) => r.index)].sort((a, b) => a - b), 'frame order first');
   assert.match((await page.textContent('#frame-table caption')) ?? '', /In frame order/);
   const header = page.locator('#frame-table th:has(button[data-sort="fwhm"])');
+  // The measured columns carry their units, as the plots' axes do.
+  assert.match((await header.textContent()) ?? '', /^FWHM \(px\)/);
+  assert.match((await page.textContent('#frame-table th:has(button[data-sort="background"])')) ?? '', /^Bkg\. \(ADU\)/);
   await page.click('#frame-table button[data-sort="fwhm"]');
   assert.is(await header.getAttribute('aria-sort'), 'ascending');
   assert.match((await page.textContent('#frame-table caption')) ?? '', /Sorted by FWHM, ascending; missing values last/);

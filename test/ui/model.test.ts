@@ -109,6 +109,36 @@ uiTest('runNotes: optional phases that did not deliver, with reason and message;
   assert.is(notes[1]!.text, `HYPERMETRIC_STRETCH skipped (pcc_failed): ${hms}`);
 });
 
+uiTest('runEndNotice: a failed run names the failing phase and its message (what to fix), not only the job code', async () => {
+  const { RunState, failedPhase } = await load<{ RunState: new () => RunStateLike; failedPhase(s: RunStateLike): { name: string; reason?: string; message?: string } | null }>('run-state.js');
+  type Failed = { name: string; reason?: string; message?: string } | null;
+  const { runEndNotice } = await load<{ runEndNotice(rs: string | null, job: unknown, what?: string, failed?: Failed): { text: string; kind: string } }>('api.js');
+  const job = { job_id: 'j', kind: 'rawstack', state: 'error', error: { code: 'RUN_FAILED', message: 'run failed: INPUT_SCAN (no_frames)' } };
+  const s = new RunState();
+  s.apply({ seq: 1, type: 'run_start', kind: 'rawstack', phases: PLAN });
+  // An optional phase in error does not fail the run; the required one that did is named.
+  s.apply({ seq: 2, type: 'phase_end', phase: 'ASTROMETRY', status: 'error', reason: 'solver_failed', message: 'no solution' });
+  s.apply({ seq: 3, type: 'phase_end', phase: 'INPUT_SCAN', status: 'error', reason: 'no_frames', message: 'no file in /data/empty matches "*.fits"' });
+  s.apply({ seq: 4, type: 'run_end', status: 'error' });
+  assert.is(failedPhase(s)?.name, 'INPUT_SCAN');
+  assert.equal(runEndNotice(s.runStatus, job, 'Run', failedPhase(s)), { text: 'Run error in INPUT_SCAN: no file in /data/empty matches "*.fits"', kind: 'error' });
+  // Without a failed phase (a crash before any phase ended) the job's error is the only word.
+  assert.equal(runEndNotice('error', job, 'Run', null), { text: 'Run error — RUN_FAILED: run failed: INPUT_SCAN (no_frames)', kind: 'error' });
+  // An ok run with a failed optional phase stays ok; a cancelled one is news, not an error.
+  assert.equal(runEndNotice('ok', { ...job, state: 'ok', error: null }, 'Run', null), { text: 'Run ok', kind: 'ok' });
+  assert.equal(runEndNotice('cancelled', { ...job, state: 'cancelled', error: null }), { text: 'Run cancelled', kind: 'info' });
+});
+
+uiTest('listingSummary: counts in the singular and plural; an input folder says how many FITS it holds, or that it holds none', async () => {
+  const { listingSummary } = await load<{ listingSummary(c: { dirs: number; files: number; hidden: number; mode: 'dir' | 'file'; fits?: number }): string }>('listing-summary.js');
+  assert.is(listingSummary({ dirs: 1, files: 1, hidden: 0, mode: 'dir' }), '1 folder, 1 file');
+  assert.is(listingSummary({ dirs: 2, files: 3, hidden: 4, mode: 'file' }), '2 folders, 3 matching files (4 other files hidden)');
+  assert.is(listingSummary({ dirs: 0, files: 13, hidden: 0, mode: 'dir', fits: 12 }), '0 folders, 13 files, 12 of them FITS');
+  // The session folder above lights/: the frames are one level down.
+  assert.is(listingSummary({ dirs: 1, files: 1, hidden: 0, mode: 'dir', fits: 0 }), '1 folder, 1 file. No FITS files here: open the subfolder that holds the frames.');
+  assert.is(listingSummary({ dirs: 0, files: 4, hidden: 0, mode: 'dir', fits: 0 }), '0 folders, 4 files. No FITS files here.');
+});
+
 uiTest('mergeLayers: later layers win key by key, arrays replaced whole, inputs untouched', async () => {
   const { mergeLayers, setPath, getPath } = await load<{
     mergeLayers(...l: Record<string, unknown>[]): Record<string, unknown>;

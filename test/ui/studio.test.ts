@@ -97,6 +97,23 @@ run('key completion: Ctrl-Space lists the valid keys at the cursor with descript
   await page.keyboard.press('Escape');
 });
 
+run('Browse… picks the input folder in the folder browser, which counts the FITS files of a folder (none above lights/)', async () => {
+  await page.goto('/ui/tiled.html');
+  await page.click('#browse-input');
+  await page.locator('#browser[open]').waitFor();
+  // A mistyped path is said as the pages say every refusal: the message, then the code.
+  await page.fill('#browser-path', `${env!.dataDir}/nope`);
+  await page.click('#browser-go');
+  await page.waitForFunction(() => /does not exist \(PATH_NOT_FOUND\)$/.test(document.getElementById('browser-status')?.textContent ?? ''));
+  await page.fill('#browser-path', env!.dataDir);
+  await page.click('#browser-go');
+  await page.waitForFunction(() => /No FITS files here: open the subfolder/.test(document.getElementById('browser-status')?.textContent ?? ''));
+  await page.click('#browser-list button[data-name="lights"]');
+  await page.waitForFunction(() => /\d+ of them FITS$/.test(document.getElementById('browser-status')?.textContent ?? ''));
+  await page.click('#browser-choose');
+  assert.is(await page.inputValue('#input_dir'), env!.lightsDir);
+});
+
 run('suggestions: tiled keys from the server (kind tiled), applied into the editor one by one', async () => {
   await page.goto('/ui/tiled.html');
   await page.fill('#input_dir', env!.lightsDir);
@@ -106,6 +123,12 @@ run('suggestions: tiled keys from the server (kind tiled), applied into the edit
   const paths = await page.$$eval('#suggest-body tr', (els) => els.map((e) => (e as El).dataset.path as string));
   // The data were measured: the tile size from the seeing and the weighting from the frame count, beside rejection and the machine's.
   for (const p of ['stacking.method', 'stacking.weight_mode', 'tile.min_size', 'runtime_limits.parallel_workers']) assert.ok(paths.includes(p), `${p} in ${paths.join(', ')}`);
+  // At 1280 px the table fits its panel: long reasons wrap, the Apply buttons are in view.
+  const fit = await page.$eval('#suggest-body', (el) => {
+    const wrap = (el as El).closest('.table-wrap');
+    return { scroll: wrap.scrollWidth, client: wrap.clientWidth };
+  });
+  assert.ok(fit.scroll <= fit.client + 1, `suggestions table ${fit.scroll} px in a ${fit.client} px panel`);
   const value = (await page.textContent('#suggest-body tr[data-path="stacking.method"] td:nth-child(2) code'))!.trim();
   await page.click('#suggest-body tr[data-path="stacking.method"] button');
   let cfg = parse(await editor());
@@ -167,6 +190,12 @@ run('a tiled run started in the studio, watched to its end in the monitor: phase
   await page.click('#btn-start');
   const link = page.locator('#monitor-link');
   await link.waitFor();
+  // Cancel asks first, as on the Raw Stack page; "Keep running" keeps the run (it ends ok below).
+  await page.click('#btn-cancel', { timeout: 5_000 }).catch(() => {}); // the run may have ended already
+  if (await page.locator('#confirm-cancel[open]').count()) {
+    await page.click('#confirm-no');
+    assert.not.ok(await page.locator('#confirm-cancel').evaluate((d) => (d as El).open));
+  }
   await link.click();
   await page.waitForURL(/run-monitor\.html\?preprocessing_job_id=/);
   await page.waitForFunction(() => /^Run (ok|error|cancelled)/.test(document.getElementById('job-status')?.textContent ?? ''), null, { timeout: 180_000 });
@@ -260,8 +289,8 @@ run('no request left the server; no page errors; only the refusals the tests pro
   const external = env!.requests.filter((u) => !u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:') && u !== 'about:blank');
   assert.equal(external, []);
   assert.equal(env!.pageErrors, []);
-  // The template with YAML errors, and the resume check while the server does not resume tiled runs.
-  const provoked = /^(400 PUT \/api\/config\/templates\/broken) /;
+  // The template with YAML errors, and the mistyped path in the folder browser.
+  const provoked = /^(400 PUT \/api\/config\/templates\/broken|422 GET \/api\/files\/list\?path=[^ ]*%2Fnope) /;
   assert.equal(env!.failedResponses.filter((r) => !provoked.test(r)), [], env!.failedResponses.join('\n'));
 });
 

@@ -128,6 +128,13 @@ run('the run monitor opens a stack in the viewer: fitted, drawn, statistics and 
   // The preview on the run monitor links to the viewer too.
   assert.ok((await page.locator(`#previews a[data-viewer="${STACK}"]`).count()) === 1);
   await shot(viewer, 'viewer-fit', false);
+  // At a phone's width the toolbar wraps inside the page: the image select shrinks, nothing scrolls sideways (414 px in 400 before).
+  const size = viewer.viewportSize()!;
+  await viewer.setViewportSize({ width: 400, height: 800 });
+  const wide = await viewer.evaluate(() => document.documentElement.scrollWidth);
+  await viewer.setViewportSize(size);
+  await settle(viewer);
+  assert.ok(wide <= 400, `the viewer is ${wide} px wide in a 400 px window`);
 });
 
 run('zoom 1:1, then read a pixel: the readout shows the FITS value of the pixel under the pointer', async () => {
