@@ -54,6 +54,8 @@ export interface RunSummary {
   kind: string;
   status: string;
   created_at: string;
+  /** The folder the run read its frames from (run.json input: lights_dir, or input_dir for tiled runs); null when run.json names none. */
+  input_dir: string | null;
   job_id: string | null;
   run_dir: string;
 }
@@ -85,7 +87,9 @@ export async function summarizeRun(dir: string, runId: string, jobId: string | n
     created = s.mtime.toISOString();
   }
   const str = (v: unknown, d: string) => (typeof v === 'string' ? v : d);
-  return { run_id: runId, kind: str(rec?.kind, 'rawstack'), status: str(rec?.status, 'unknown'), created_at: created ?? '', job_id: typeof rec?.job_id === 'string' ? rec.job_id : jobId, run_dir: dir };
+  const input = rec?.input && typeof rec.input === 'object' ? rec.input : {};
+  const inputDir = [input.lights_dir, input.input_dir].find((v): v is string => typeof v === 'string' && v !== '') ?? null;
+  return { run_id: runId, kind: str(rec?.kind, 'rawstack'), status: str(rec?.status, 'unknown'), created_at: created ?? '', input_dir: inputDir, job_id: typeof rec?.job_id === 'string' ? rec.job_id : jobId, run_dir: dir };
 }
 
 export type PhaseView = { phase: string; status: PhaseViewStatus; optional: boolean; progress: number; reason?: string; message?: string; duration_ms?: number };

@@ -99,7 +99,7 @@ export class RunList {
       return;
     }
     this.pending.delete(dir);
-    if (!prev || prev.status !== next.status || prev.created_at !== next.created_at || prev.kind !== next.kind || prev.job_id !== next.job_id) {
+    if (!prev || prev.status !== next.status || prev.created_at !== next.created_at || prev.kind !== next.kind || prev.job_id !== next.job_id || prev.input_dir !== next.input_dir) {
       this.runs.set(dir, next);
       this.sorted = null;
     }

@@ -2,7 +2,9 @@
 // with their content type, confined to the UI folder (realpath), no directory listings. The
 // modules the UI shares with the server (src/shared, built beside it as dist/shared) are served
 // under /shared/, where the UI's `../shared/…` imports resolve; the same rules apply. Without a
-// built UI, /ui/ answers 404 with the error envelope.
+// built UI, /ui/ answers 404 with the error envelope. The pages link their icon (favicon.svg);
+// /favicon.ico, which browsers still ask for on pages without that link (run reports), is sent
+// there, so no page's icon request fails.
 
 import { createReadStream } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
@@ -30,6 +32,10 @@ export function staticUi(uiDir: string) {
   return async function serveUi(ctx: Context, next: Next): Promise<void> {
     if (ctx.path === '/' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
       ctx.redirect('/ui/');
+      return;
+    }
+    if (ctx.path === '/favicon.ico' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+      ctx.redirect('/ui/favicon.svg');
       return;
     }
     const shared = ctx.path.startsWith('/shared/');

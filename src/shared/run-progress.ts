@@ -5,7 +5,11 @@
 // but the plan does not is appended. Every phase starts `pending`, becomes `running` at
 // phase_start and takes its final status (ok | skipped | error) at phase_end; a phase that ended
 // because the run was cancelled (phase_end error, reason `cancelled`) reads `cancelled`, since a
-// user who pressed Cancel must not see it as a failure.
+// user who pressed Cancel must not see it as a failure. A cancel can also land between two phases
+// (while one finishes, after its outcome is settled): the runner then ends that phase as it
+// ended and starts no other, so no phase ends `cancelled`; at a cancelled run_end the first phase
+// still pending is the one the cancel stopped and reads `cancelled` (reason `cancelled`), the
+// ones after it stay pending (never run).
 // A resume_start (a resumed run appends to the log) sets the phases from its from_phase on back
 // to pending and the run to running.
 // Progress: (phases ended + the running phase's fraction) / phases in the plan; 1 once the run
@@ -111,6 +115,7 @@ export class RunProgress {
       }
       case 'run_end':
         this.runStatus = l.status === 'ok' || l.status === 'error' || l.status === 'cancelled' ? l.status : 'error';
+        if (this.runStatus === 'cancelled') this.markStoppedPhase();
         break;
       default:
         break;
@@ -134,6 +139,17 @@ export class RunProgress {
     const done = all.filter((p) => FINAL_PHASE_STATUSES.has(p.status)).length;
     const current = all.find((p) => p.status === 'running')?.progress ?? 0;
     return Math.min(1, (done + current) / all.length);
+  }
+
+  /** A cancel between phases: the first phase left pending is where the run stopped. */
+  private markStoppedPhase(): void {
+    const all = [...this.phases.values()];
+    if (all.some((p) => p.status === 'cancelled')) return;
+    const stopped = all.find((p) => p.status === 'pending');
+    if (!stopped) return;
+    stopped.status = 'cancelled';
+    stopped.reason = 'cancelled';
+    stopped.message = 'run cancelled before this phase started';
   }
 
   private phase(name: unknown): PhaseView | null {

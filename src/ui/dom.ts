@@ -49,6 +49,13 @@ export function formatBytes(n: number | undefined): string {
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
 
+/** A local date and time (run lists: runs of other days must read apart); the text itself when it is no date. */
+export function formatDateTime(iso: unknown): string {
+  if (typeof iso !== 'string') return '';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString([], { hour12: false });
+}
+
 export function formatTime(iso: unknown): string {
   if (typeof iso !== 'string') return '';
   const d = new Date(iso);

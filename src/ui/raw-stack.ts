@@ -10,6 +10,7 @@
 import { api, ApiError, errText, runEndNotice, TERMINAL_JOB_STATES, type ApiIssue, type ArtifactEntry, type JobRecord } from './api.js';
 import { getPath, isObject, mergeLayers, overriddenKeys, setPath, type Json, type Override } from './config-paths.js';
 import { byId, clear, h, say } from './dom.js';
+import { showServerLine } from './server-info.js';
 import { browse } from './folder-browser.js';
 import { FORM_FIELDS, fieldByPath, fillForm, readForm } from './form-fields.js';
 import { frameContext } from './frame-data.js';
@@ -465,10 +466,8 @@ function showCatalogNote(): void {
 }
 
 async function showServerInfo(): Promise<void> {
-  try {
-    const info = await api.info();
-    const device = getPath(info, 'capabilities.device.kind');
-    byId('server-info').textContent = `${String(info.name ?? 'skystack')} ${String(info.version ?? '')}${device ? ` · device ${String(device)}` : ''}`;
+  const info = await showServerLine(byId('server-info'));
+  if (info) {
     const catalogs = getPath(info, 'capabilities.pcc.catalogs');
     const list = Array.isArray(catalogs) ? (catalogs as NonNullable<typeof installedCatalog>[]) : [];
     installedCatalog = list.find((c) => (c as unknown as { source?: string }).source === 'installed') ?? null;
@@ -482,8 +481,6 @@ async function showServerInfo(): Promise<void> {
         renderRun();
       }
     }
-  } catch (e) {
-    byId('server-info').textContent = `server not reachable: ${errText(e)}`;
   }
   showCatalogNote();
 }

@@ -15,7 +15,7 @@ import { RAWSTACK_WHY, RunConfigPanel } from './run-config-panel.js';
 import { TileMapView } from './tile-map-view.js';
 import { yamlDropBlock, yamlSetPath } from './yaml-edit.js';
 import { showArtifact } from './artifact-viewer.js';
-import { byId, clear, formatBytes, h, say } from './dom.js';
+import { byId, clear, formatBytes, formatDateTime, h, say } from './dom.js';
 import { frameContext } from './frame-data.js';
 import { FrameTable, frameRows, openFrameInViewer, type FrameRow } from './frame-table.js';
 import { followJob, followRun, type FollowCallbacks, type Follower } from './live.js';
@@ -274,7 +274,10 @@ async function runsList(): Promise<void> {
       const job = typeof r.job_id === 'string' ? r.job_id : null;
       const name = String(r.run_id ?? r.id ?? '');
       const href = job ? `run-monitor.html?preprocessing_job_id=${encodeURIComponent(job)}` : `run-monitor.html?run_id=${encodeURIComponent(name)}`;
-      list.append(h('li', { 'data-run': name }, name ? h('a', { href }, name) : '(unnamed)', ` ${String(r.kind ?? '')} ${String(r.status ?? '')}${job ? '' : ' · no job on this server (CLI or earlier)'}`));
+      // When it started and what it read tell apart runs of the same kind and status.
+      const started = typeof r.created_at === 'string' && r.created_at ? [' · started ', h('time', { datetime: r.created_at }, formatDateTime(r.created_at))] : [];
+      const input = typeof r.input_dir === 'string' ? [' · ', h('code', { class: 'run-input' }, r.input_dir)] : [];
+      list.append(h('li', { 'data-run': name }, name ? h('a', { href }, name) : '(unnamed)', ` ${String(r.kind ?? '')} ${String(r.status ?? '')}`, ...started, ...input, job ? '' : ' · no job on this server (CLI or earlier)'));
     }
     if (runs.length === 0) list.append(h('li', { class: 'muted' }, 'no runs yet'));
   } catch (e) {

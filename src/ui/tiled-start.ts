@@ -17,6 +17,7 @@ import { renderLineGutter } from './param-editor.js';
 import { renderChips, renderLog } from './monitor-views.js';
 import { askCancel } from './confirm-cancel.js';
 import { isFitsPath } from './image-viewer.js';
+import { showServerLine } from './server-info.js';
 import { failedPhase, RunState } from './run-state.js';
 
 const yamlArea = byId<HTMLTextAreaElement>('config_yaml');
@@ -224,3 +225,4 @@ cancelBtn.addEventListener('click', () => {
   });
 });
 renderGutter();
+void showServerLine(byId('server-info'));

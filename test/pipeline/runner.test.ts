@@ -6,6 +6,7 @@ import { EventLog, type EventLine } from '../../src/pipeline/events.js';
 import { failed, ok, skipped, type Phase, type PhaseOutcome } from '../../src/pipeline/phase.js';
 import { runPhases } from '../../src/pipeline/runner.js';
 import { createRunFolder, sanitizeRunName } from '../../src/pipeline/run-folder.js';
+import { foldEvents } from '../../src/shared/run-progress.js';
 import { withTempDir } from '../helpers/tmp.js';
 
 interface State {
@@ -123,6 +124,19 @@ test('cancellation mid-phase: phase ends error/cancelled, nothing else but REPOR
     const reportEnd = lines.find((l) => l.type === 'phase_end' && l.phase === 'REPORT') as Extract<EventLine, { type: 'phase_end' }>;
     assert.is(reportEnd.status, 'ok');
     assert.ok(lines.some((l) => l.type === 'phase_progress' && l.phase === 'STACKING'));
+  });
+});
+
+test('cancellation while a phase finishes: it keeps its outcome, the next phase never starts, and the fold shows that one cancelled', async () => {
+  await withTempDir('runner', async (dir) => {
+    const controller = new AbortController();
+    // The outcome is settled before finalize; a cancel arriving there (or in afterPhase) stops the run between phases.
+    const a: Phase<State> = { ...phase('A', async () => ok()), finalize: async () => controller.abort() };
+    const { result, lines } = await runIn(dir, [a, phase('B', async () => ok()), phase('C', async () => ok()), phase('REPORT', async () => ok())], controller.signal);
+    assert.is(result.status, 'cancelled');
+    assert.equal([...startEndCounts(lines).keys()], ['A', 'REPORT']);
+    const run = foldEvents(lines, ['A', 'B', 'C', 'REPORT'].map((name) => ({ name, optional: false })));
+    assert.equal([...run.phases.values()].map((p) => `${p.name}:${p.status}`), ['A:ok', 'B:cancelled', 'C:pending', 'REPORT:ok']);
   });
 });
 

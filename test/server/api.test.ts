@@ -4,12 +4,12 @@
 import { test } from 'uvu';
 import { existsSync } from 'node:fs';
 import * as assert from 'uvu/assert';
-import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { generateDataset } from '../../fixtures/generator/index.js';
-import type { RunningServer } from '../../src/server/app.js';
+import { DEFAULT_UI_DIR, type RunningServer } from '../../src/server/app.js';
 import { TILED } from '../../src/pipeline/tiled/definition.js';
 import { RAWSTACK } from '../../src/pipeline/rawstack/definition.js';
 import { phasePlan } from '../../src/pipeline/runner.js';
@@ -455,6 +455,23 @@ test('static UI: index, pages with content types, shared modules, confinement, n
       assert.ok(r.status === 403 || r.status === 404, `${p} → ${r.status}`);
       assert.not.match(r.text, /TOP-SECRET/);
     }
+  } finally {
+    await s.close();
+  }
+});
+
+test('icon: every built page links favicon.svg, which the UI serves as SVG; /favicon.ico leads there', async () => {
+  const pages = (await readdir(DEFAULT_UI_DIR)).filter((f) => f.endsWith('.html'));
+  assert.ok(pages.length >= 4, pages.join(', '));
+  for (const p of pages) assert.match(await readFile(join(DEFAULT_UI_DIR, p), 'utf8'), /<link rel="icon" href="favicon\.svg" type="image\/svg\+xml">/, p);
+  const s = await testServer({ runsDir: join(dir, 'runs-icon'), uiDir: DEFAULT_UI_DIR });
+  try {
+    const icon = await http(s.url, 'GET', '/ui/favicon.svg');
+    assert.is(icon.status, 200);
+    assert.match(String(icon.headers['content-type']), /^image\/svg\+xml/);
+    assert.match(icon.text, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    const ico = await http(s.url, 'GET', '/favicon.ico');
+    assert.equal([ico.status, ico.headers.location], [302, '/ui/favicon.svg']);
   } finally {
     await s.close();
   }

@@ -130,10 +130,14 @@ test('runs: list, details, logs, artifacts, view, raw, report', async () => {
   envelope(await http(base, 'GET', '/api/runs?offset=-1'), 400, 'VALIDATION_ERROR');
   const list = await http(base, 'GET', '/api/runs?limit=10');
   assert.is(list.status, 200);
-  assert.ok(list.json.items.some((r: { run_id: string; kind: string }) => r.run_id === id && r.kind === 'rawstack'));
+  const item = list.json.items.find((r: { run_id: string }) => r.run_id === id);
+  assert.is(item?.kind, 'rawstack');
   assert.type(list.json.total, 'number');
   const det = await http(base, 'GET', `/api/runs/${id}`);
   assert.is(det.status, 200);
+  // What tells runs apart in a list: when each started and which folder it read (run.json's).
+  assert.equal([item.created_at, item.input_dir], [det.json.run.created_at, lights]);
+  assert.match(item.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/);
   assert.is(det.json.run.run_id, id);
   assert.is(det.json.status, 'ok');
   assert.is(det.json.job.job_id, done!.job_id);

@@ -70,7 +70,7 @@ test('a tiled job: 202, job ok, runs endpoints and SSE in the tiled layout', asy
   JobRecordSchema.parse(job.json);
   const id = start.json.run_id as string;
   const list = await http(base, 'GET', '/api/runs?limit=10');
-  assert.ok(list.json.items.some((r: { run_id: string; kind: string }) => r.run_id === id && r.kind === 'tiled'));
+  assert.ok(list.json.items.some((r: { run_id: string; kind: string; input_dir: string }) => r.run_id === id && r.kind === 'tiled' && r.input_dir === lights));
   const det = await http(base, 'GET', `/api/runs/${id}`);
   assert.is(det.json.status, 'ok');
   const phases = Object.fromEntries(det.json.phases.map((p: { phase: string; status: string; reason?: string }) => [p.phase, `${p.status}${p.reason ? `/${p.reason}` : ''}`]));

@@ -169,6 +169,14 @@ test('run list: folders read again only when runs_dir changes, final runs not re
     await writeFile(join(elsewhere, 'run.json'), rec('x_run', 'running', 4));
     assert.equal(await ids([{ run_id: 'x_run', run_dir: elsewhere, job_id: 'job_1' }]), ['x_run:running', 'c:pending', 'b:ok']);
     assert.is((await list.list())[0]!.job_id, 'job_1');
+    // The input folder comes from run.json's input (lights_dir, or input_dir for tiled runs); none named: null.
+    const withInput = async (id: string, kind: string, day: number, input: Record<string, unknown>) => {
+      await mkdir(join(runs, id));
+      await writeFile(join(runs, id, 'run.json'), JSON.stringify({ run_id: id, kind, status: 'ok', created_at: `2026-01-0${day}T00:00:00.000Z`, input, job_id: null }));
+    };
+    await withInput('d', 'tiled', 5, { input_dir: '/data/m31', pattern: '*.fits' });
+    await withInput('e', 'rawstack', 6, { lights_dir: '/data/m42/lights', pattern: '*.fits' });
+    assert.equal((await list.list()).map((r) => [r.run_id, r.input_dir]), [['e', '/data/m42/lights'], ['d', '/data/m31'], ['x_run', null], ['c', null], ['b', null]]);
   });
 });
 

@@ -49,6 +49,27 @@ test('the plan comes from run_start; phases start pending, then running, then fi
   assert.ok(run.finished);
   assert.is(run.runStatus, 'cancelled');
   assert.is(run.fraction, 1);
+  assert.is(run.phases.get('REPORT')!.status, 'pending', 'the phase after the cancelled one never ran');
+});
+
+test('a cancel between two phases: the first phase left pending reads cancelled, the ones after it stay pending', () => {
+  const run = foldEvents([
+    line({ type: 'run_start', kind: 'tiled', run_dir: '/x', phases: [...PLAN.slice(0, 3), { name: 'D', optional: false }, PLAN[3]] }),
+    line({ type: 'phase_start', phase: 'A' }),
+    line({ type: 'phase_end', phase: 'A', status: 'ok', duration_ms: 5 }),
+    line({ type: 'phase_start', phase: 'B' }),
+    line({ type: 'phase_end', phase: 'B', status: 'ok', duration_ms: 5 }),
+    // the cancel arrived while B was finishing: nothing starts but REPORT
+    line({ type: 'phase_start', phase: 'REPORT' }),
+    line({ type: 'phase_end', phase: 'REPORT', status: 'ok', duration_ms: 1 }),
+  ]);
+  assert.equal([...run.phases.values()].map((p) => p.status), ['ok', 'ok', 'pending', 'pending', 'ok']);
+  run.apply(line({ type: 'run_end', status: 'cancelled', duration_ms: 12, failed_phases: [] }));
+  assert.equal([...run.phases.values()].map((p) => p.status), ['ok', 'ok', 'cancelled', 'pending', 'ok']);
+  assert.equal([run.phases.get('C')!.reason, run.phases.get('C')!.message], ['cancelled', 'run cancelled before this phase started']);
+  // A run that ends in error or ok leaves its pending phases pending.
+  const failedRun = foldEvents([line({ type: 'run_start', kind: 'tiled', run_dir: '/x', phases: PLAN }), line({ type: 'run_end', status: 'error', duration_ms: 1, failed_phases: [] })]);
+  assert.ok([...failedRun.phases.values()].every((p) => p.status === 'pending'));
 });
 
 test('a run_start without a plan (runs written before it carried one): the given plan, else the phases the events name', () => {

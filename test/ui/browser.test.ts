@@ -645,6 +645,12 @@ run('a run started from the CLI is listed in the run monitor and opens there (ph
   const link = page.locator('#runs-list li[data-run^="from_cli_"] a');
   await link.waitFor({ timeout: 10_000 });
   assert.match((await page.textContent('#runs-list li[data-run^="from_cli_"]')) ?? '', /no job on this server/);
+  // Each run says when it started (run.json created_at, local date and time) and which folder it read.
+  assert.is(await page.textContent('#runs-list li[data-run^="from_cli_"] code.run-input'), env!.lightsDir);
+  const started = await page.$eval('#runs-list li[data-run^="from_cli_"] time', (t: El) => [t.getAttribute('datetime'), t.textContent, new Date(t.getAttribute('datetime')).toLocaleString([], { hour12: false })]);
+  assert.match(started[0]!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/);
+  assert.is(started[1], started[2]);
+  assert.match(started[1]!, new RegExp(String(new Date(started[0]!).getFullYear())));
   await link.click();
   await page.waitForFunction(() => /^Run ok/.test(document.getElementById('job-status')?.textContent ?? ''), null, { timeout: 20_000 });
   assert.is(await page.getAttribute('#phase-body tr[data-phase="STACKING"]', 'data-status'), 'ok');

@@ -46,6 +46,18 @@ const completions = '#config_yaml-completions';
 /** Fast settings for the 192×128 test frames (no solver, no PCC, few stars per tile). */
 const QUICK = 'tile:\n  star_min_count: 2\nastrometry:\n  enabled: false\nbge:\n  method: none\npcc:\n  enabled: false\nhypermetric_stretch:\n  enabled: false\n';
 
+run('header: the studio shows the Raw Stack page\'s "skystack <version> · device <kind>" line', async () => {
+  const info = await apiJson<{ name: string; version: string; capabilities: { device: { kind: string } } }>(env!, 'GET', '/api/system/info');
+  const expected = `${info.name} ${info.version} · device ${info.capabilities.device.kind}`;
+  const line = async (path: string) => {
+    await page.goto(path);
+    await page.waitForFunction(() => (document.getElementById('server-info')?.textContent ?? '') !== '');
+    return page.textContent('#server-info');
+  };
+  assert.is(await line('/ui/tiled.html'), expected);
+  assert.is(await line('/ui/'), expected);
+});
+
 run('key completion: Ctrl-Space lists the valid keys at the cursor with description and default; Enter, Tab and Esc', async () => {
   await page.goto('/ui/tiled.html');
   await page.click('#config_yaml');
