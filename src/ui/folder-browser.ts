@@ -19,8 +19,44 @@ export interface BrowseOptions {
   frames?: (name: string) => boolean;
 }
 
+/**
+ * The page's folder dialog (#browser), built here once, so every page that offers Browse… has it
+ * (a page without its markup once threw on the first click).
+ */
+function browserDialog(): HTMLDialogElement {
+  const found = document.getElementById('browser');
+  if (found) return found as HTMLDialogElement;
+  const dialog = h(
+    'dialog',
+    { id: 'browser', 'aria-labelledby': 'browser-title' },
+    h('h2', { id: 'browser-title' }, 'Choose a folder'),
+    h(
+      'div',
+      { class: 'with-button' },
+      h('label', { for: 'browser-path', class: 'sr-only' }, 'Path'),
+      h('input', { id: 'browser-path', type: 'text', spellcheck: 'false' }),
+      h('button', { type: 'button', id: 'browser-go' }, 'Go'),
+      h('button', { type: 'button', id: 'browser-up', 'aria-label': 'Parent folder' }, 'Up'),
+    ),
+    h('p', { id: 'browser-status', class: 'status', role: 'status', 'aria-live': 'polite' }),
+    h('ul', { id: 'browser-list', class: 'browser-list', 'aria-label': 'Folder contents' }),
+    h(
+      'div',
+      { class: 'buttons' },
+      h('button', { type: 'button', id: 'browser-grant', hidden: true }, 'Grant access'),
+      h('button', { type: 'button', id: 'browser-choose', class: 'primary' }, 'Choose this folder'),
+      h('button', { type: 'button', id: 'browser-cancel' }, 'Cancel'),
+    ),
+  );
+  document.body.append(dialog);
+  return dialog;
+}
+
+// In the page from the start (its controls are part of the page, e.g. for the label checks).
+if (typeof document !== 'undefined') browserDialog();
+
 export function browse(opts: BrowseOptions): Promise<string | null> {
-  const dialog = byId<HTMLDialogElement>('browser');
+  const dialog = browserDialog();
   const title = byId('browser-title');
   const pathInput = byId<HTMLInputElement>('browser-path');
   const list = byId<HTMLUListElement>('browser-list');
