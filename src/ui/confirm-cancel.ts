@@ -2,21 +2,19 @@
 // here): a stray click on Cancel must not end a long run. Resolves true only for "Cancel the
 // run"; "Keep running", Escape and any other close answer false.
 
-import { byId, h } from './dom.js';
+import { byId, h, inBody } from './dom.js';
 
 /** The #confirm-cancel dialog, built here once for every page that starts runs. */
 function confirmDialog(): HTMLDialogElement {
-  const found = document.getElementById('confirm-cancel');
-  if (found) return found as HTMLDialogElement;
-  const dialog = h(
-    'dialog',
-    { id: 'confirm-cancel', 'aria-labelledby': 'confirm-title' },
-    h('h2', { id: 'confirm-title' }, 'Cancel the run?'),
-    h('p', {}, 'The current phase stops, the report is still written, and the run ends as ', h('code', {}, 'cancelled'), '.'),
-    h('div', { class: 'buttons' }, h('button', { type: 'button', id: 'confirm-yes', class: 'danger' }, 'Cancel the run'), h('button', { type: 'button', id: 'confirm-no', autofocus: true }, 'Keep running')),
+  return inBody('confirm-cancel', () =>
+    h(
+      'dialog',
+      { id: 'confirm-cancel', 'aria-labelledby': 'confirm-title' },
+      h('h2', { id: 'confirm-title' }, 'Cancel the run?'),
+      h('p', {}, 'The current phase stops, the report is still written, and the run ends as ', h('code', {}, 'cancelled'), '.'),
+      h('div', { class: 'buttons' }, h('button', { type: 'button', id: 'confirm-yes', class: 'danger' }, 'Cancel the run'), h('button', { type: 'button', id: 'confirm-no', autofocus: true }, 'Keep running')),
+    ),
   );
-  document.body.append(dialog);
-  return dialog;
 }
 
 if (typeof document !== 'undefined') confirmDialog();

@@ -32,6 +32,15 @@ export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
   return el as T;
 }
 
+/** The page's element with this id; the first call builds it with `make` and appends it to the body. */
+export function inBody<T extends HTMLElement>(id: string, make: () => T): T {
+  const found = document.getElementById(id);
+  if (found) return found as T;
+  const el = make();
+  document.body.append(el);
+  return el;
+}
+
 export function clear(el: Element): void {
   while (el.firstChild) el.removeChild(el.firstChild);
 }

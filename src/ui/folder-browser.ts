@@ -5,7 +5,7 @@
 // entries are buttons, Escape cancels.
 
 import { api, ApiError, errText, type DirListing } from './api.js';
-import { byId, clear, formatBytes, h, say } from './dom.js';
+import { byId, clear, formatBytes, h, inBody, say } from './dom.js';
 import { listingSummary } from './listing-summary.js';
 
 export interface BrowseOptions {
@@ -24,32 +24,30 @@ export interface BrowseOptions {
  * (a page without its markup once threw on the first click).
  */
 function browserDialog(): HTMLDialogElement {
-  const found = document.getElementById('browser');
-  if (found) return found as HTMLDialogElement;
-  const dialog = h(
-    'dialog',
-    { id: 'browser', 'aria-labelledby': 'browser-title' },
-    h('h2', { id: 'browser-title' }, 'Choose a folder'),
+  return inBody('browser', () =>
     h(
-      'div',
-      { class: 'with-button' },
-      h('label', { for: 'browser-path', class: 'sr-only' }, 'Path'),
-      h('input', { id: 'browser-path', type: 'text', spellcheck: 'false' }),
-      h('button', { type: 'button', id: 'browser-go' }, 'Go'),
-      h('button', { type: 'button', id: 'browser-up', 'aria-label': 'Parent folder' }, 'Up'),
-    ),
-    h('p', { id: 'browser-status', class: 'status', role: 'status', 'aria-live': 'polite' }),
-    h('ul', { id: 'browser-list', class: 'browser-list', 'aria-label': 'Folder contents' }),
-    h(
-      'div',
-      { class: 'buttons' },
-      h('button', { type: 'button', id: 'browser-grant', hidden: true }, 'Grant access'),
-      h('button', { type: 'button', id: 'browser-choose', class: 'primary' }, 'Choose this folder'),
-      h('button', { type: 'button', id: 'browser-cancel' }, 'Cancel'),
+      'dialog',
+      { id: 'browser', 'aria-labelledby': 'browser-title' },
+      h('h2', { id: 'browser-title' }, 'Choose a folder'),
+      h(
+        'div',
+        { class: 'with-button' },
+        h('label', { for: 'browser-path', class: 'sr-only' }, 'Path'),
+        h('input', { id: 'browser-path', type: 'text', spellcheck: 'false' }),
+        h('button', { type: 'button', id: 'browser-go' }, 'Go'),
+        h('button', { type: 'button', id: 'browser-up', 'aria-label': 'Parent folder' }, 'Up'),
+      ),
+      h('p', { id: 'browser-status', class: 'status', role: 'status', 'aria-live': 'polite' }),
+      h('ul', { id: 'browser-list', class: 'browser-list', 'aria-label': 'Folder contents' }),
+      h(
+        'div',
+        { class: 'buttons' },
+        h('button', { type: 'button', id: 'browser-grant', hidden: true }, 'Grant access'),
+        h('button', { type: 'button', id: 'browser-choose', class: 'primary' }, 'Choose this folder'),
+        h('button', { type: 'button', id: 'browser-cancel' }, 'Cancel'),
+      ),
     ),
   );
-  document.body.append(dialog);
-  return dialog;
 }
 
 // In the page from the start (its controls are part of the page, e.g. for the label checks).
