@@ -2,7 +2,8 @@
 // second taker with RUN_BUSY naming the holder; release frees it (and only its own file); a lock
 // left by a process that is gone (same host, dead pid) is taken over; one from another host counts
 // as held; and a resume refused for the lock leaves the folder as it was (a leftover
-// `.resume_previous/` is not restored under a running resume). A whole run takes and frees it.
+// `.resume_previous/` is not restored under a running resume). A whole run takes and frees it. A
+// folder that is not a run (missing, or without run.json) is refused as such before any lock.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -11,7 +12,7 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { acquireRunLock, RunBusy, runLockHolder } from '../../src/pipeline/run-lock.js';
-import { resumeTiled } from '../../src/pipeline/tiled/resume.js';
+import { ResumeRefused, resumeTiled } from '../../src/pipeline/tiled/resume.js';
 import { RUN_LOCK } from '../../src/shared/run-layout.js';
 import { withTempDir } from '../helpers/tmp.js';
 
@@ -81,6 +82,22 @@ test('a resume refused for the lock touches nothing: a leftover set-aside folder
     assert.is(e.holder.pid, process.ppid);
     assert.equal(await readdir(join(dir, '.resume_previous', 'outputs')), before);
     assert.not.ok((await readdir(dir)).includes('outputs'), 'nothing restored');
+  });
+});
+
+test('a resume of a folder that is not a run (missing, or without run.json) is refused as such, before any lock', async () => {
+  await withTempDir('runlock-notarun', async (dir) => {
+    for (const target of [join(dir, 'missing'), dir]) {
+      try {
+        await resumeTiled(target, 'STACKING');
+        assert.unreachable('resumed');
+      } catch (e) {
+        assert.instance(e, ResumeRefused);
+        assert.is((e as ResumeRefused).code, 'RESUME_NOT_SUPPORTED');
+        assert.match((e as Error).message, /is not a run folder \(no run\.json there\)/);
+      }
+    }
+    assert.equal(await readdir(dir), [], 'no lock left behind');
   });
 });
 

@@ -6,7 +6,7 @@
 // kept and everything else set aside until the resume ends. A dry run is checkResume() alone and
 // writes nothing.
 
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { resolveTiledConfig, type TiledRunConfig } from '../../config/tiled-run.js';
 import { isPlainObject } from '../../config/merge.js';
@@ -102,8 +102,9 @@ export async function readRecord(runDir: string, at: (rel: string) => string = (
 export async function gatherResumeFacts(runDir: string, options: CheckOptions = {}): Promise<ResumeFacts> {
   const at = await afterLeftoverRestore(runDir);
   const record = await readRecord(runDir, at);
-  if (!record || record.kind !== 'tiled') {
-    const kind = record?.kind ?? 'rawstack';
+  if (!record) throw notARun(runDir);
+  if (record.kind !== 'tiled') {
+    const kind = record.kind ?? 'rawstack';
     throw new ResumeRefused('RESUME_NOT_SUPPORTED', `${runDir} is a ${kind === 'rawstack' ? 'Raw Stack' : kind} run; only tiled runs can be resumed`, { kind });
   }
   const folder = runFolderAt(runDir, record.run_id, 'tiled');
@@ -195,10 +196,16 @@ export interface ResumeOptions extends Omit<PipelineRunOptions<TiledState>, 'run
   revisionSource?: RevisionSource;
 }
 
+/** A folder without a run record (or no folder at all): nothing to resume. */
+function notARun(runDir: string): ResumeRefused {
+  return new ResumeRefused('RESUME_NOT_SUPPORTED', `${runDir} is not a run folder (no ${RUN_RECORD} there)`, { reason: 'not_a_run' });
+}
+
 /** Resumes the tiled run in `runDir` from `fromPhase`; throws ResumeRefused when it cannot. */
 export async function resumeTiled(runDir: string, fromPhase: string, options: ResumeOptions = {}): Promise<TiledRunResult & { fromPhase: string; events: EventLine[] }> {
   // One process at a time in the folder: a second resume must not restore or set aside the files
   // this one is writing (RunBusy, code RUN_BUSY, when a live process holds the lock).
+  if (!(await stat(runDir).then((st) => st.isDirectory(), () => false))) throw notARun(runDir);
   const lock = await acquireRunLock(runDir, 'resume');
   try {
     return await resumeLocked(runDir, fromPhase, options);
