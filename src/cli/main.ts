@@ -17,7 +17,7 @@ commands:
        [--runs-dir DIR] [--no-run] [--pipeline rawstack|tiled] [--seeing swap-halves|drifting-patch|cloud-quadrant|uniform]
                                  generate a realistic session (default runs/demo-data) and run Raw Stack on it
                                  (--pipeline tiled: the tiled workflow on seeing that varies across the field)
-  rawstack [--config FILE.json|FILE.yaml] [--lights DIR] [--bias DIR] [--darks DIR] [--flats DIR] [--darkflats DIR]
+  rawstack [--config FILE.json|FILE.yaml] [--lights DIR | --input-dir DIR] [--bias DIR] [--darks DIR] [--flats DIR] [--darkflats DIR]
            [--pattern GLOB] [--runs-dir DIR] [--run-name NAME]
            [--queue FILTER=DIR ...] [--set key.path=value ...] [--json]
                                  run the Raw Stack pipeline (exit 0 ok, 1 run error or cancelled, 2 usage);

@@ -1,6 +1,6 @@
 // `skystack rawstack`: one Raw Stack run from the terminal. The configuration is the stored
 // JSON file, or YAML when its name ends in .yaml/.yml (if any), overlaid with
-// --lights/--bias/--darks/--flats/--darkflats/--pattern/--runs-dir/--run-name, --queue FILTER=DIR entries (replacing the file's
+// --lights (or --input-dir, as `tiled` names it)/--bias/--darks/--flats/--darkflats/--pattern/--runs-dir/--run-name, --queue FILTER=DIR entries (replacing the file's
 // queue) and --set pairs, validated once. Progress: a bar on a TTY, one line per phase otherwise. Ctrl-C cancels the
 // run cleanly (events closed, REPORT written); a second Ctrl-C exits at once.
 // Exit codes: 0 ok, 1 run error or cancelled, 2 usage or configuration error.
@@ -39,6 +39,8 @@ export async function runRawStackCli(argv: string[]): Promise<number> {
     options: {
       config: { type: 'string' },
       lights: { type: 'string' },
+      // What `tiled` calls the lights folder: a user switching pipelines keeps the same option.
+      'input-dir': { type: 'string' },
       bias: { type: 'string' },
       darks: { type: 'string' },
       flats: { type: 'string' },
@@ -53,7 +55,9 @@ export async function runRawStackCli(argv: string[]): Promise<number> {
   });
   const fileLayer = values.config ? await readConfigFile(values.config) : {};
   const flags: Record<string, unknown> = {};
-  if (values.lights !== undefined) flags.lights_dir = values.lights;
+  if (values.lights !== undefined && values['input-dir'] !== undefined && values.lights !== values['input-dir']) throw new UsageError('--lights and --input-dir name the same folder: give one');
+  const lights = values.lights ?? values['input-dir'];
+  if (lights !== undefined) flags.lights_dir = lights;
   // The calibration folders, as `tiled` takes them (Raw Stack's keys are top level).
   for (const k of ['bias', 'darks', 'flats', 'darkflats'] as const) if (values[k] !== undefined) flags[`${k}_dir`] = values[k];
   if (values.pattern !== undefined) flags.pattern = values.pattern;

@@ -41,10 +41,16 @@ test('*.fits on a folder of .fit lights: INPUT_SCAN explains, the CLI hints --pa
     const lights = join(dir, 'fit');
     await mkdir(lights);
     for (const n of ['light_00001', 'light_00002']) await copyFile(join(dir, 'data', 'lights', `${n}.fits`), join(lights, `${n}.fit`));
-    const { code, text } = await captured('stderr', () => runRawStackCli(['--lights', lights, '--runs-dir', join(dir, 'runs')]));
-    assert.is(code, 1);
-    assert.match(text, /INPUT_SCAN: error \(pattern_mismatch: .*no file matches "\*\.fits", but the folder holds 2 FITS files/);
-    assert.match(text, /\nhint: run again with --pattern '\*\.fit'\n/);
+    // --input-dir (what `tiled` calls the lights folder) names the same folder as --lights.
+    for (const option of ['--lights', '--input-dir']) {
+      const { code, text } = await captured('stderr', () => runRawStackCli([option, lights, '--runs-dir', join(dir, 'runs')]));
+      assert.is(code, 1, option);
+      assert.match(text, /INPUT_SCAN: error \(pattern_mismatch: .*no file matches "\*\.fits", but the folder holds 2 FITS files/);
+      assert.match(text, /\nhint: run again with --pattern '\*\.fit'\n/);
+    }
+    const both = await captured('stderr', () => main(['rawstack', '--lights', lights, '--input-dir', join(dir, 'data', 'lights')]));
+    assert.is(both.code, 2, both.text);
+    assert.match(both.text, /--lights and --input-dir name the same folder: give one/);
   });
 });
 
