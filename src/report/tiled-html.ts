@@ -13,7 +13,7 @@
 import { escapeHtml as h } from './escape.js';
 import type { ReportTiled } from './model.js';
 import { svgMarkup } from '../shared/frame-plot-svg.js';
-import { fmtTile, gridRects, tileGridSvg } from '../shared/tile-grid-svg.js';
+import { fmtTile, gridRects, tileGridSvg, tileScale } from '../shared/tile-grid-svg.js';
 
 const fmt = fmtTile;
 
@@ -51,12 +51,10 @@ export function tiledHtml(t: ReportTiled | null | undefined, preview?: string): 
   if (!t) return '';
   const nLo = Math.min(...t.n_eff.filter(Number.isFinite));
   const nHi = Math.max(...t.n_eff.filter(Number.isFinite));
-  const grid = gridSvg(t, t.n_eff, { width: 640, ...(preview ? { preview } : {}), label: 'Tile grid over the stack, tinted by the effective frame count N_eff', lo: nLo, hi: nHi, showValues: true, invert: true });
-  const lAll = t.local.flatMap((f) => f.l.filter(Number.isFinite));
-  const lLo = lAll.length ? Math.min(...lAll) : 0;
-  const lHi = lAll.length ? Math.max(...lAll) : 1;
+  const grid = gridSvg(t, t.n_eff, { width: 640, ...(preview ? { preview } : {}), label: 'Tile grid over the stack, tinted by the effective frame count N_eff', ...tileScale(t.n_eff), showValues: true, invert: true });
+  const lScale = tileScale(t.local.flatMap((f) => f.l));
   const local = t.local
-    .map((f) => `<figure>${gridSvg(t, f.l, { width: 300, label: `Local weight L per tile, frame ${f.index}`, lo: lLo, hi: lHi, showValues: false })}<figcaption>#${f.index} ${h(f.file)} · L ${fmt(Math.min(...f.l), 2)}–${fmt(Math.max(...f.l), 2)}</figcaption></figure>`)
+    .map((f) => `<figure>${gridSvg(t, f.l, { width: 300, label: `Local weight L per tile, frame ${f.index}`, ...lScale, showValues: false })}<figcaption>#${f.index} ${h(f.file)} · L ${fmt(Math.min(...f.l), 2)}–${fmt(Math.max(...f.l), 2)}</figcaption></figure>`)
     .join('');
   const ratio = t.fwhm_vs_global ?? null;
   const rFin = (ratio ?? []).filter((x): x is number => x !== null && Number.isFinite(x));

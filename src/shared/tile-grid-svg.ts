@@ -61,6 +61,20 @@ function labelSpans(centres: readonly number[], extent: number): Map<number, [nu
   return new Map(c.map((x, k) => [x, [k > 0 ? (c[k - 1]! + x) / 2 : 0, k + 1 < c.length ? (x + c[k + 1]!) / 2 : extent]]));
 }
 
+/**
+ * The colour scale [lo, hi] for a map of positive per-tile values (N_eff, L): hi is the largest
+ * finite value, lo the smallest but never above hi·(1 − minRelSpan). Without the floor, a map
+ * whose tiles differ by 4 % (N_eff 13.2 against 13.8) spans the whole blue → red scale and reads
+ * as a field of strong differences; with it, colour differences mean at least that relative
+ * difference. No finite value: [0, 1].
+ */
+export function tileScale(values: readonly (number | null)[], minRelSpan = 0.25): { lo: number; hi: number } {
+  const fin = values.filter((v): v is number => v !== null && Number.isFinite(v));
+  if (!fin.length) return { lo: 0, hi: 1 };
+  const hi = Math.max(...fin);
+  return { lo: Math.min(Math.min(...fin), hi * (1 - minRelSpan)), hi };
+}
+
 /** Rectangles of a regular grid: rows of `originsY`, columns of `originsX`. */
 export function gridRects(originsX: readonly number[], originsY: readonly number[], w: number, h: number): TileRect[] {
   const out: TileRect[] = [];

@@ -7,7 +7,7 @@
 import { api, type ArtifactEntry } from './api.js';
 import { clear, h } from './dom.js';
 import { svgElement } from './frame-plots-view.js';
-import { fmtTile, mostVariedFrames, tileGridSvg, type TileGridModel } from '../shared/tile-grid-svg.js';
+import { fmtTile, mostVariedFrames, tileGridSvg, tileScale, type TileGridModel } from '../shared/tile-grid-svg.js';
 
 type Grid = { image_width: number; image_height: number; tiles: { x: number; y: number; width: number; height: number }[] };
 type Recon = { mode?: string; reason?: string; num_frames?: number; tiles?: { n_eff?: number }[] };
@@ -56,7 +56,7 @@ export class TileMapView {
     const n = finite(nEff);
     clear(this.box);
     const imageHref = preview ? api.rawUrl(runId, preview.path) : undefined;
-    const main = tileGridSvg(model, nEff, { width: 560, ...(imageHref ? { imageHref } : {}), label: n.length ? 'Tile grid over the stack, tinted by the effective frame count N_eff' : 'Tile grid', lo: n.length ? Math.min(...n) : 0, hi: n.length ? Math.max(...n) : 1, showValues: n.length > 0, invert: true });
+    const main = tileGridSvg(model, nEff, { width: 560, ...(imageHref ? { imageHref } : {}), label: n.length ? 'Tile grid over the stack, tinted by the effective frame count N_eff' : 'Tile grid', ...tileScale(n), showValues: n.length > 0, invert: true });
     const caption = n.length
       ? `${model.tiles.length} tiles; number = effective frame count N_eff ${fmtTile(Math.min(...n), 1)}–${fmtTile(Math.max(...n), 1)}${recon?.num_frames ? ` of ${recon.num_frames} frames` : ''} (warm: few frames carry the tile, cool: many share it)${recon?.mode ? `; weighting ${recon.mode}` : ''}${imageHref ? '' : '; the stack preview appears after REPORT'}.`
       : `${model.tiles.length} tiles (from tile_grid.json); N_eff per tile appears after TILE_RECONSTRUCTION.`;
@@ -64,9 +64,9 @@ export class TileMapView {
     // L per tile for the frames it changes most (the report's choice).
     const rows = (local?.tile_metrics ?? []).map((row, f) => ({ index: local?.frames?.[f]?.index ?? f, frame: local?.frames?.[f], l: model.tiles.map((_, k) => Number(row[k]?.local_weight ?? NaN)) }));
     const chosen = mostVariedFrames(rows);
-    const all = chosen.flatMap((r) => finite(r.l));
+    const lScale = tileScale(chosen.flatMap((r) => r.l));
     for (const r of chosen) {
-      const svg = tileGridSvg(model, r.l, { width: 260, label: `Local weight L per tile, frame ${r.frame?.index ?? '?'}`, lo: Math.min(...all), hi: Math.max(...all), showValues: false });
+      const svg = tileGridSvg(model, r.l, { width: 260, label: `Local weight L per tile, frame ${r.frame?.index ?? '?'}`, ...lScale, showValues: false });
       const fin = finite(r.l);
       this.box.append(h('figure', { class: 'tile-map', 'data-map': 'local', 'data-frame': r.frame?.index ?? '' }, svgElement(svg), h('figcaption', {}, `L, #${r.frame?.index ?? '?'} ${r.frame?.file ?? ''} · ${fmtTile(Math.min(...fin))}–${fmtTile(Math.max(...fin))}`)));
     }

@@ -3,7 +3,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { gridRects, LOCAL_SHOWN, mostVariedFrames, tileGridSvg } from '../../src/shared/tile-grid-svg.js';
+import { gridRects, heat, LOCAL_SHOWN, mostVariedFrames, tileGridSvg, tileScale } from '../../src/shared/tile-grid-svg.js';
 import type { SvgNode } from '../../src/shared/frame-plot-svg.js';
 
 test('mostVariedFrames: largest max/min of the finite L first, ties by index, frames without L left out, at most LOCAL_SHOWN', () => {
@@ -20,6 +20,24 @@ test('mostVariedFrames: largest max/min of the finite L first, ties by index, fr
   assert.is(LOCAL_SHOWN, 4);
   assert.equal(chosen, [1, 4, 3, 5]);
   assert.equal(mostVariedFrames([{ index: 9, l: [NaN] }]), []);
+});
+
+test('tileScale: near-equal values share one colour band; a real spread keeps its range', () => {
+  // N_eff 13.2 against 13.8 (4 %): the floor puts lo at 13.8 × 0.75 = 10.35, so the two tiles sit
+  // in the top fifth of the scale, not at its two ends.
+  const near = tileScale([13.2, 13.8, NaN, null]);
+  assert.is(near.hi, 13.8);
+  assert.ok(Math.abs(near.lo - 10.35) < 1e-12);
+  const tiles = gridRects([0, 50], [0], 50, 50);
+  const svg = tileGridSvg({ image: { width: 100, height: 50 }, tiles, types: null }, [13.2, 13.8], { width: 100, label: 'N', ...near, showValues: false, invert: true });
+  const fills = svg.children.filter((c): c is SvgNode => typeof c !== 'string' && c.tag === 'rect').map((r) => r.attrs.fill);
+  assert.is(fills[1], heat(0), 'the larger N_eff is the cool end');
+  assert.is(fills[0], heat(1 - (13.2 - 10.35) / (13.8 - 10.35)));
+  assert.is.not(fills[0], heat(1), 'the smaller one is not painted as the warm end');
+  // A spread wider than the floor is drawn end to end; no finite value gives [0, 1].
+  assert.equal(tileScale([2, 10, 6]), { lo: 2, hi: 10 });
+  assert.equal(tileScale([NaN, null]), { lo: 0, hi: 1 });
+  assert.equal(tileScale([1, 1.1], 0.5), { lo: 0.55, hi: 1.1 });
 });
 
 test('tileGridSvg: one rectangle per tile in grid order, values written when asked', () => {
