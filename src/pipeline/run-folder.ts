@@ -4,7 +4,7 @@
 // per pipeline kind) is src/shared/run-layout.ts; RunFolder is that layout made absolute.
 
 import { mkdir } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { RUN_LAYOUTS, type RunKind, type RunLayout } from '../shared/run-layout.js';
 import { writeJsonAtomic } from './atomic.js';
 
@@ -54,6 +54,16 @@ export function runFolderAt(runDir: string, runId: string, kind: RunKind = 'raws
 
 /** A path relative to the run folder (a layout path or an artifact entry) made absolute. */
 export const inRunFolder = (folder: RunFolder, rel: string): string => join(folder.runDir, ...rel.split('/'));
+
+/**
+ * A path inside the run folder as the layout writes it (relative, `/`), else the path as given:
+ * what artifacts record, so a moved or copied run folder still describes itself.
+ */
+export function runRelative(folder: Pick<RunFolder, 'runDir'>, path: string): string {
+  if (!isAbsolute(path)) return path;
+  const rel = relative(folder.runDir, path);
+  return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? path : rel.split(sep).join('/');
+}
 
 /** Run names become folder names: keep letters, digits, `-`, `_` and `.`; never a path. */
 export function sanitizeRunName(name: string): string {

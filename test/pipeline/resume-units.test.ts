@@ -32,6 +32,25 @@ test('codec: typed arrays bit for bit, Maps, non-finite numbers, -0, Dates', () 
   assert.not.ok('u' in back);
 });
 
+test('codec: paths under the run folder are stored relative to it and read back under the folder given', () => {
+  const value = { file: '/runs/r1/outputs/calibrated/a.fits', dir: '/runs/r1', light: '/data/lights/a.fits', near: '/runs/r10/x.fits', m: new Map([['/runs/r1/m.fits', 1]]), list: ['/runs/r1/outputs/stacked.fits'] };
+  const text = encodeState(value, { root: '/runs/r1' });
+  assert.not.ok(text.includes('/runs/r1/'), text);
+  assert.ok(text.includes('/runs/r10/x.fits'), 'a sibling whose name starts with the folder name stays absolute');
+  const back = decodeState<typeof value>(text, { root: '/elsewhere/r1' });
+  assert.equal(back.file, '/elsewhere/r1/outputs/calibrated/a.fits');
+  assert.equal(back.dir, '/elsewhere/r1');
+  assert.equal(back.light, '/data/lights/a.fits', 'paths outside the folder are kept as written');
+  assert.equal(back.near, '/runs/r10/x.fits');
+  assert.equal([...back.m.keys()], ['/elsewhere/r1/m.fits']);
+  assert.equal(back.list, ['/elsewhere/r1/outputs/stacked.fits']);
+  // Without a root the text is still readable only where it holds no run-folder path.
+  assert.equal(decodeState(encodeState({ a: '/runs/r1/x' })), { a: '/runs/r1/x' });
+  assert.throws(() => decodeState(text), /run folder as root/);
+  // A tampered entry cannot point out of the folder.
+  assert.throws(() => decodeState('{"a":{"$t":"run","v":"../../etc/passwd"}}', { root: '/runs/r1' }), /leaves the run folder/);
+});
+
 const PLAN = ['A', 'B', 'C', 'D'];
 const rec = (keys: string[]): PhaseRecord => ({ status: 'ok', config_keys: keys, config_hash: '', inputs: { previous: null, frames: 1, frames_hash: '' }, checkpoint: { path: 'x', sha256: 'y' }, record_hash: '' });
 const facts = (over: Partial<Record<string, Partial<PhaseFacts>>> = {}): PhaseFacts[] =>

@@ -11,8 +11,9 @@
 // with RESUME_NOT_SUPPORTED. Without kept intermediates the earliest phase is CALIBRATION.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { generateDataset } from '../../fixtures/generator/index.js';
 import type { TiledRunConfig } from '../../src/config/tiled-run.js';
 import { listRevisions } from '../../src/pipeline/config-revisions.js';
@@ -83,7 +84,7 @@ test('tiled resume: bit-identical from STACKING, upstream change refused, LOCAL_
     assert.match(records.TILE_GRID!.checkpoint!.sha256, /^[0-9a-f]{64}$/);
     assert.ok((await readdir(join(d, 'outputs', 'calibrated'))).length === 10, 'calibrated frames kept');
     // The star lists are in the checkpoints up to COMMON_OVERLAP; LOCAL_METRICS, their last reader, drops them.
-    const starsIn = async (phase: string) => ((await readCheckpoint(join(d, 'artifacts', 'resume', `${phase}.json.gz`)))!.checkpoint.state.frames as { stars: unknown[] | null }[]).filter((f) => f.stars !== null).length;
+    const starsIn = async (phase: string) => ((await readCheckpoint(join(d, 'artifacts', 'resume', `${phase}.json.gz`), d))!.checkpoint.state.frames as { stars: unknown[] | null }[]).filter((f) => f.stars !== null).length;
     assert.equal([await starsIn('COMMON_OVERLAP'), await starsIn('LOCAL_METRICS'), await starsIn('STACKING')], [10, 0, 0]);
 
     // Dry run: feasible, names what would run again, changes nothing.
@@ -152,6 +153,18 @@ test('tiled resume: bit-identical from STACKING, upstream change refused, LOCAL_
     assert.equal([tail.type, (tail as { status?: string }).status], ['resume_end', 'cancelled']);
     // Still resumable after the cancel (the checkpoints came back with the outputs).
     assert.is((await checkResume(d, 'STACKING', local)).verdict.feasible, true);
+
+    // A moved run folder resumes on its own files: the checkpoints hold the calibrated frames',
+    // masters' and outputs' paths relative to the folder, not where it was written.
+    const moved = join(dir, 'moved-run');
+    await rename(d, moved);
+    const checkpointText = gunzipSync(await readFile(join(moved, 'artifacts', 'resume', 'STACKING.json.gz'))).toString('utf8');
+    assert.not.ok(checkpointText.includes(d), 'no checkpoint names the folder it was written in');
+    const movedRun = await resumeTiled(moved, 'STACKING', { config: local, device: 'cpu' });
+    assert.is(movedRun.status, 'ok', JSON.stringify(movedRun.phases));
+    const afterMove = await outputsOf(moved);
+    for (const [k, v] of afterLocal) assert.ok(v.equals(afterMove.get(k)!), `${k} differs after resuming the moved folder`);
+    await rename(moved, d);
 
     // A resume whose process died after setting the outputs aside and writing over some: the
     // check (a dry run, or the server's before it starts the job) judges the folder as the

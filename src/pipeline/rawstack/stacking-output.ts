@@ -21,6 +21,7 @@
 import { basename } from 'node:path';
 import type { FitsHeader } from '../../fits/index.js';
 import type { PhaseOutcome } from '../phase.js';
+import { runRelative, type RunFolder } from '../run-folder.js';
 import { cosmeticCorrect, estimateNoise } from '../stages/stacking/cosmetic.js';
 import { GROW as PREMASK_GROW } from '../../cpu/premask.js';
 import type { EngineTotals } from '../stages/stacking/engine.js';
@@ -200,15 +201,18 @@ export function rejectionTotals(totals: EngineTotals, frames: number): { low: nu
   return { low, high, validSamples, fraction: validSamples > 0 ? (low + high) / validSamples : 0 };
 }
 
-/** One diagnostics row per stacked frame: its source, weight, exposure, normalisation and rejections per channel. */
-export function frameDiagnostics(setup: StackSetup, totals: EngineTotals, names: string[]) {
+/**
+ * One diagnostics row per stacked frame: its source (relative to the run folder when inside it),
+ * weight, exposure, normalisation and rejections per channel.
+ */
+export function frameDiagnostics(setup: StackSetup, totals: EngineTotals, names: string[], folder: Pick<RunFolder, 'runDir'>) {
   const N = setup.frames.length;
   return setup.frames.map((f) => {
     const rejected = names.map((name, ch) => ({ channel: name, low: totals.rejected[ch]![f.slot]!, high: totals.rejected[ch]![N + f.slot]! }));
     return {
       index: f.record.index,
       file: f.record.name,
-      source: f.source,
+      source: runRelative(folder, f.source),
       weight: f.weight,
       exposure: f.exposure,
       normalization: names.map((name, ch) => ({ channel: name, location: round(f.stats[ch]!.location, 4), spread: round(f.stats[ch]!.spread, 4), median: round(f.stats[ch]!.median, 4), scale: f.scale[ch]!, offset: f.offset[ch]! })),

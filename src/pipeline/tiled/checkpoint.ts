@@ -9,15 +9,18 @@
 // and configuration are not in it: a resume brings its own.
 // The frames' star lists (most of a checkpoint's bytes) are in the checkpoints up to
 // COMMON_OVERLAP only: LOCAL_METRICS, their last reader, drops them from the state.
+// Paths into the run folder (calibrated frames, masters, outputs) are stored relative to it and
+// read back under the folder the checkpoint is read from (codec's PathRoot): a run folder that
+// was moved or copied resumes on its own files.
 
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
-import { dirname, isAbsolute, relative, sep } from 'node:path';
+import { dirname, isAbsolute } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { artifactPath } from '../../shared/run-layout.js';
 import { writeFileAtomic } from '../atomic.js';
 import type { PhaseOutcome } from '../phase.js';
-import { inRunFolder, type RunFolder } from '../run-folder.js';
+import { inRunFolder, runRelative, type RunFolder } from '../run-folder.js';
 import { decodeState, encodeState } from '../resume/codec.js';
 import { fileIdentity, type FileIdentity } from '../resume/file-identity.js';
 import type { Clusters } from './clustering.js';
@@ -46,13 +49,6 @@ export interface Checkpoint {
 const BASE = new Set(['config', 'folder', 'runId', 'jobId', 'events', 'device', 'gpu']);
 /** Artifacts that are rewritten after the phase that registered them, so no identity holds. */
 const REWRITTEN_TYPES = new Set(['config', 'events', 'phase_records']);
-
-/** A path inside the run folder as the layout writes it (relative, `/`), else the absolute path. */
-export function runRelative(folder: RunFolder, path: string): string {
-  if (!isAbsolute(path)) return path;
-  const rel = relative(folder.runDir, path);
-  return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? path : rel.split(sep).join('/');
-}
 
 /** The files the state points to that later phases read, relative to the run folder where inside it. */
 export function stateFiles(s: TiledState): string[] {
@@ -104,7 +100,7 @@ export async function writeCheckpoint(s: TiledState, phase: string, outcomes: Re
   // The frames' star lists make most of it; gzip takes it to about 40 %. Level 1: every phase
   // writes one (~1.8 MB of JSON for 20 frames), and level 6 took ~55 ms of the main thread
   // each against ~25 ms, for files only ~7 % smaller (bench/RESULTS.md, 2026-11-29).
-  const bytes = gzipSync(encodeState(body), { level: 1 });
+  const bytes = gzipSync(encodeState(body, { root: s.folder.runDir }), { level: 1 });
   const rel = checkpointPath(s.folder, phase);
   await mkdir(dirname(inRunFolder(s.folder, rel)), { recursive: true });
   await writeFileAtomic(inRunFolder(s.folder, rel), bytes);
@@ -113,12 +109,15 @@ export async function writeCheckpoint(s: TiledState, phase: string, outcomes: Re
 
 export const sha256 = (text: string | Uint8Array): string => createHash('sha256').update(text).digest('hex');
 
-/** The checkpoint in `file` (an absolute path) and the SHA-256 of its bytes, or null when it cannot be read or decoded. */
-export async function readCheckpoint(file: string): Promise<{ checkpoint: Checkpoint; sha256: string } | null> {
+/**
+ * The checkpoint in `file` (an absolute path) of the run folder `runDir` (where its run-folder
+ * paths resolve) and the SHA-256 of its bytes, or null when it cannot be read or decoded.
+ */
+export async function readCheckpoint(file: string, runDir: string): Promise<{ checkpoint: Checkpoint; sha256: string } | null> {
   const bytes = await readFile(file).catch(() => null);
   if (bytes === null) return null;
   try {
-    const checkpoint = decodeState<Checkpoint>(gunzipSync(bytes).toString('utf8'));
+    const checkpoint = decodeState<Checkpoint>(gunzipSync(bytes).toString('utf8'), { root: runDir });
     if (checkpoint.version !== CHECKPOINT_VERSION || typeof checkpoint.phase !== 'string') return null;
     return { checkpoint, sha256: sha256(bytes) };
   } catch {

@@ -132,7 +132,7 @@ export async function gatherResumeFacts(runDir: string, options: CheckOptions = 
     previousHash = record_hash;
     const missingFiles: string[] = [];
     if (rec.checkpoint) {
-      const read = await readCheckpoint(at(rec.checkpoint.path));
+      const read = await readCheckpoint(at(rec.checkpoint.path), runDir);
       if (!read || read.sha256 !== rec.checkpoint.sha256 || read.checkpoint.phase !== name) missingFiles.push(rec.checkpoint.path);
       else {
         checkpoints.set(name, read.checkpoint);

@@ -524,7 +524,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   const totals = engine.totals;
   const names = channelNames(C);
   const rejected = rejectionTotals(totals, N);
-  const frames = frameDiagnostics(setup, totals, names);
+  const frames = frameDiagnostics(setup, totals, names, state.folder);
   const paths = engine.paths();
   const timings = {
     setup: Math.round(setupMs),
