@@ -63,6 +63,7 @@ import { backgroundAt, estimateBackground, noiseAt, rowSegments, type Background
 import { MoffatFitter, moffatUnit, type MoffatFit, type PatchView } from './moffat-fit.js';
 import { medianInPlace } from './robust-stats.js';
 import { BlockSampler, flattenSignificance, levelInRow, rowLevels, Significance, type SignificanceBlocks } from './significance-flatten.js';
+import { significanceKernels, type SignificanceKernels } from './significance-wasm.js';
 
 export interface Star {
   /** Centroid, full-resolution 0-based pixel coordinates. */
@@ -378,6 +379,8 @@ function filterRow(img: Float32Array, o: number, w: number, kernel: Float32Array
  */
 function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan, sampler: BlockSampler | null): { D: Float32Array; blocks: SignificanceBlocks } {
   const r = kernel.length >> 1;
+  const simd = r === 2 && w >= 3 && wasmEnabled ? significanceKernels() : null;
+  if (simd) return significanceSimd(img, w, h, bg, kernel, scan, sampler, simd);
   const n = 2 * r + 1;
   const { segments: seg, fill } = rowSegments(bg);
   const ring = Array.from({ length: n }, () => new Float32Array(w));
@@ -386,7 +389,7 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
   for (let k = 0; k < kernel.length; k++) g2 += kernel[k]! * kernel[k]!;
   // √(Σ over the 2-D kernel of g²) = Σ over the 1-D kernel of g².
   const norm = g2;
-  const out = new Float32Array(w * h);
+  const out = significanceBuffer(w * h);
   // Maximum of D per row and sky segment, for the candidate search to skip empty stretches.
   const blockMax = new Float32Array(h * seg.count);
   // Ring slot of (clamped) image row yy; rows are filtered once, in order.
@@ -461,6 +464,131 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
     if (sampler) sampler.row(y, out);
   }
   return { D: out, blocks: { start: seg.start, count: seg.count, max: blockMax } };
+}
+
+/** This thread's last significance image, while the collector has not taken it (see `significanceBuffer`). */
+let lastD: WeakRef<Float32Array> | null = null;
+
+/**
+ * A Float32Array of n values for D (every value is written before it is read): the previous
+ * call's, while it is still alive, else a new one. A fresh 12 MiB array costs ~8 ms of CPU per
+ * 2048×1536 frame where the allocator maps large blocks afresh (the CLI's MALLOC_MMAP_THRESHOLD_:
+ * page faults and the kernel's zeroing), about as much as computing D. Held only weakly: a
+ * thread that stops detecting gives it back at its next full collection, so no phase after
+ * detection carries it. D never leaves detectStars, and a call never runs inside another.
+ */
+function significanceBuffer(n: number): Float32Array {
+  const held = lastD?.deref();
+  if (held && held.length === n) return held;
+  const fresh = new Float32Array(n);
+  lastD = new WeakRef(fresh);
+  return fresh;
+}
+
+let wasmEnabled = true;
+
+/**
+ * Whether the significance image may use the WebAssembly SIMD kernels (significance-wasm.ts; on
+ * by default where WebAssembly SIMD exists). Off runs the TypeScript reference: the differential
+ * tests and the benches compare the two. Returns the previous setting.
+ */
+export function useSignificanceWasm(on: boolean): boolean {
+  const was = wasmEnabled;
+  wasmEnabled = on;
+  return was;
+}
+
+/**
+ * `significance` for the 5-tap kernel (r = 2, the detection default) with the row passes in
+ * WebAssembly: the same values bit for bit (significance-wasm.ts states the contract). Each row
+ * is copied into the module's memory with its clamped edges, filtered there into a ring of five
+ * rows, and every output row combined there and copied into D. A row holding NaN is filtered by
+ * the TypeScript `filterRow` (NaN filled from the sky), and the saturation scan runs over a row
+ * in TypeScript only when the row's maximum reaches the scan's window (most rows: never).
+ */
+function significanceSimd(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan, sampler: BlockSampler | null, k: SignificanceKernels): { D: Float32Array; blocks: SignificanceBlocks } {
+  const n = 5;
+  const { segments: seg, fill } = rowSegments(bg);
+  let g2 = 0;
+  for (let i = 0; i < kernel.length; i++) g2 += kernel[i]! * kernel[i]!;
+  const norm = g2;
+  const k0 = kernel[2]!;
+  const k1 = kernel[3]!;
+  const k2 = kernel[4]!;
+  // Layout (f32 indices, 16-byte aligned): padded input row, five ring rows, one output row.
+  const stride = (w + 4 + 3) & ~3;
+  const inBase = 0;
+  const ringBase = (i: number): number => stride * (1 + i);
+  const outBase = stride * (1 + n);
+  const bytes = stride * (2 + n) * 4;
+  const pages = Math.ceil(bytes / 65536) - k.memory.buffer.byteLength / 65536;
+  if (pages > 0) k.memory.grow(pages);
+  const f32 = new Float32Array(k.memory.buffer);
+  const ring = Array.from({ length: n }, (_, i) => f32.subarray(ringBase(i), ringBase(i) + w));
+  const outRow = f32.subarray(outBase, outBase + w);
+  const out = significanceBuffer(w * h);
+  const blockMax = new Float32Array(h * seg.count);
+  let filtered = -1;
+  const slot = (yy: number): number => {
+    const c = yy < 0 ? 0 : yy >= h ? h - 1 : yy;
+    while (filtered < c) {
+      filtered++;
+      const fy = filtered;
+      const o = fy * w;
+      f32.set(img.subarray(o, o + w), inBase + 2);
+      f32[inBase] = f32[inBase + 1] = img[o]!;
+      f32[inBase + w + 2] = f32[inBase + w + 3] = img[o + w - 1]!;
+      const i = fy % n;
+      const m = k.hpass(inBase * 4, ringBase(i) * 4, w, k0, k1, k2);
+      if (!(m === m)) filterRow(img, o, w, kernel, ring[i]!, (x) => backgroundAt(bg, x, fy), scan);
+      else if (!(m < scan.near)) scanRow(img, o, w, scan);
+    }
+    return ringBase(c % n) * 4;
+  };
+  for (let y = 0; y < h; y++) {
+    const b2 = slot(y + 2);
+    const b1 = slot(y + 1);
+    const c = slot(y);
+    const a1 = slot(y - 1);
+    const a2 = slot(y - 2);
+    fill(y);
+    for (let s = 0; s < seg.count; s++) {
+      const x0 = seg.start[s]!;
+      const end = seg.start[s + 1]!;
+      const n0 = seg.noise0[s]! * norm;
+      const n1 = (seg.noise0[s]! + seg.noiseSlope[s]! * (end - x0)) * norm;
+      const inv = n0 > 0 ? 1 / n0 : 0;
+      const dinv = end > x0 && n0 > 0 && n1 > 0 ? (1 / n1 - 1 / n0) / (end - x0) : 0;
+      const mx = k.vpass(a2, a1, c, b1, b2, outBase * 4, x0, end, seg.level0[s]!, seg.levelSlope[s]!, inv, dinv, k0, k1, k2);
+      blockMax[y * seg.count + s] = mx + 1e-6 * Math.abs(mx);
+    }
+    out.set(outRow, y * w);
+    if (sampler) sampler.row(y, out);
+  }
+  return { D: out, blocks: { start: seg.start, count: seg.count, max: blockMax } };
+}
+
+/**
+ * The significance image D of a plane and its per-row segment maxima (mono, default filter,
+ * flattening samples not taken), by whichever implementation `useSignificanceWasm` selects: for
+ * the differential tests and benches of the two.
+ */
+export function significanceImage(img: Float32Array, w: number, h: number, bg: BackgroundModel, filterFwhm = 2): { D: Float32Array; blocks: SignificanceBlocks; saturation: number } {
+  const scan = saturationScan(undefined);
+  const r = significance(img, w, h, bg, gaussianKernel(filterFwhm), scan, null);
+  return { ...r, saturation: saturationResult(scan, w * h).level };
+}
+
+/** The saturation scan over one row, in order (as `filterRow` runs it). */
+function scanRow(img: Float32Array, o: number, w: number, scan: SaturationScan): void {
+  let near = scan.near;
+  for (let x = 0; x < w; x++) {
+    const v = img[o + x]!;
+    if (!(v < near)) {
+      saturationSlow(scan, v);
+      near = scan.near;
+    }
+  }
 }
 
 interface Candidate {

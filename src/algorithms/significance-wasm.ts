@@ -1,0 +1,268 @@
+// WebAssembly SIMD kernels of star detection's significance image (stars.ts `significance`):
+// the horizontal 5-tap pass of one row and the fused vertical pass + sky subtraction + store of
+// one sky segment. The module is emitted from this file (no toolchain): a few hundred bytes,
+// compiled once per thread on first use.
+// Contract: bit-identical to the TypeScript loops in stars.ts (the reference, kept and tested
+// against this in test/algorithms/significance-wasm.test.ts). Every value is computed in f64
+// with the same operations in the same order as the TypeScript (f64x2 lanes, no fused
+// multiply-add), loaded from and rounded to f32 as the Float32Arrays do; the sky level and
+// 1/noise advance by the same scalar f64 additions, pixel by pixel. Rows with NaN pixels are not
+// this module's business (the caller runs the TypeScript row instead: NaN is filled from the sky).
+// Memory: one exported linear memory, grown to hold the caller's row buffers (O(width)).
+
+/** The part of WebAssembly's API used here (the compiler's libraries here do not declare it). */
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+interface WasmApi {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object) => { exports: Record<string, unknown> };
+}
+
+/** Row kernels over a WebAssembly memory; byte offsets index `memory`. */
+export interface SignificanceKernels {
+  memory: WasmMemory;
+  /**
+   * Horizontal pass: for x in [0, w), f32 dst[x] = k0·c + k1·(b + d) + k2·(a + e) with a … e the
+   * padded row src[x … x + 4] (src holds the row from byte offset src + 8, two clamped pixels
+   * each side). Returns the maximum of the row's own w pixels, NaN when any is NaN.
+   */
+  hpass(src: number, dst: number, w: number, k0: number, k1: number, k2: number): number;
+  /**
+   * Vertical pass of columns [x0, end): v = (k0·c + k1·(a1 + b1) + k2·(a2 + b2) − lv)·inv, f32
+   * out[x] = v, lv += dl and inv += dinv after each pixel. Rows a2 … b2 are row pointers (row y − 2
+   * … y + 2). Returns the maximum of v (−Infinity when none is greater; NaN never wins).
+   */
+  vpass(a2: number, a1: number, c: number, b1: number, b2: number, out: number, x0: number, end: number, lv: number, dl: number, inv: number, dinv: number, k0: number, k1: number, k2: number): number;
+}
+
+// Opcodes used (core and the 0xFD SIMD prefix).
+const I32 = 0x7f;
+const F64 = 0x7c;
+const V128 = 0x7b;
+const LOCAL_GET = 0x20;
+const LOCAL_SET = 0x21;
+const LOCAL_TEE = 0x22;
+const I32_CONST = 0x41;
+const I32_ADD = 0x6a;
+const I32_AND = 0x71;
+const I32_SHL = 0x74;
+const I32_GE_U = 0x4f;
+const I32_LT_U = 0x49;
+const F64_CONST = 0x44;
+const F64_ADD = 0xa0;
+const F64_SUB = 0xa1;
+const F64_MUL = 0xa2;
+const F64_GT = 0x64;
+const F64_MAX = 0xa5;
+const F64_PROMOTE_F32 = 0xbb;
+const F32_DEMOTE_F64 = 0xb6;
+const F32_LOAD = 0x2a;
+const F32_STORE = 0x38;
+const BLOCK = 0x02;
+const LOOP = 0x03;
+const IF = 0x04;
+const BR = 0x0c;
+const BR_IF = 0x0d;
+const END = 0x0b;
+const SELECT = 0x1b;
+const VOID = 0x40;
+const SIMD = 0xfd;
+const V128_LOAD64_ZERO = 0x5d;
+const V128_STORE64_LANE = 0x5b;
+const V128_BITSELECT = 0x52;
+const F64X2_SPLAT = 0x14;
+const F64X2_EXTRACT = 0x21;
+const F64X2_REPLACE = 0x22;
+const F64X2_GT = 0x4a;
+const F64X2_ADD = 0xf0;
+const F64X2_SUB = 0xf1;
+const F64X2_MUL = 0xf2;
+const F64X2_MAX = 0xf5;
+const F32X4_DEMOTE = 0x5e;
+const F64X2_PROMOTE = 0x5f;
+
+function uleb(n: number): number[] {
+  const out: number[] = [];
+  do {
+    let b = n & 0x7f;
+    n >>>= 7;
+    if (n !== 0) b |= 0x80;
+    out.push(b);
+  } while (n !== 0);
+  return out;
+}
+
+function sleb(n: number): number[] {
+  const out: number[] = [];
+  for (;;) {
+    const b = n & 0x7f;
+    n >>= 7;
+    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) {
+      out.push(b);
+      return out;
+    }
+    out.push(b | 0x80);
+  }
+}
+
+const f64Bytes = (v: number): number[] => [...new Uint8Array(Float64Array.of(v).buffer)];
+const simd = (op: number): number[] => [SIMD, ...uleb(op)];
+const get = (i: number): number[] => [LOCAL_GET, ...uleb(i)];
+const set = (i: number): number[] => [LOCAL_SET, ...uleb(i)];
+const tee = (i: number): number[] => [LOCAL_TEE, ...uleb(i)];
+/** Memory argument: alignment 4 bytes (2^2; the rows are f32 arrays), constant offset. */
+const mem = (offset: number): number[] => [2, ...uleb(offset)];
+/** Two f32 at address (on the stack) + offset, widened to f64x2. */
+const load2 = (offset: number): number[] => [...simd(V128_LOAD64_ZERO), ...mem(offset), ...simd(F64X2_PROMOTE)];
+const section = (id: number, body: number[]): number[] => [id, ...uleb(body.length), ...body];
+const vec = (items: number[][]): number[] => [...uleb(items.length), ...items.flat()];
+const name = (s: string): number[] => vec([...s].map((ch) => [ch.charCodeAt(0)]));
+
+/** hpass(src, dst, w, k0, k1, k2) -> f64. */
+function hpassBody(): number[] {
+  // Params 0 src, 1 dst, 2 w (i32); 3 k0, 4 k1, 5 k2 (f64).
+  // Locals: 6 p, 7 q, 8 qend (i32); 9 K0, 10 K1, 11 K2, 12 MX, 13 C (v128); 14 m, 15 c (f64).
+  const [src, dst, w, k0, k1, k2, p, q, qend, K0, K1, K2, MX, C, m, c] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
+  const locals = vec([
+    [...uleb(3), I32],
+    [...uleb(5), V128],
+    [...uleb(2), F64],
+  ]);
+  const code = [
+    ...get(k0), ...simd(F64X2_SPLAT), ...set(K0),
+    ...get(k1), ...simd(F64X2_SPLAT), ...set(K1),
+    ...get(k2), ...simd(F64X2_SPLAT), ...set(K2),
+    F64_CONST, ...f64Bytes(-Infinity), ...simd(F64X2_SPLAT), ...set(MX),
+    ...get(src), ...set(p),
+    ...get(dst), ...set(q),
+    ...get(dst), ...get(w), I32_CONST, ...sleb(-2), I32_AND, I32_CONST, 2, I32_SHL, I32_ADD, ...set(qend),
+    BLOCK, VOID, LOOP, VOID,
+    ...get(q), ...get(qend), I32_GE_U, BR_IF, 1,
+    // C = pixels x, x + 1 (padded offset 8 bytes); MX = max(MX, C), NaN-propagating.
+    ...get(p), ...load2(8), ...tee(C), ...get(MX), ...simd(F64X2_MAX), ...set(MX),
+    ...get(q),
+    // ((k0·c + k1·(b + d)) + k2·(a + e)), as the TypeScript evaluates it.
+    ...get(K0), ...get(C), ...simd(F64X2_MUL),
+    ...get(K1), ...get(p), ...load2(4), ...get(p), ...load2(12), ...simd(F64X2_ADD), ...simd(F64X2_MUL), ...simd(F64X2_ADD),
+    ...get(K2), ...get(p), ...load2(0), ...get(p), ...load2(16), ...simd(F64X2_ADD), ...simd(F64X2_MUL), ...simd(F64X2_ADD),
+    ...simd(F32X4_DEMOTE), ...simd(V128_STORE64_LANE), ...mem(0), 0,
+    ...get(p), I32_CONST, 8, I32_ADD, ...set(p),
+    ...get(q), I32_CONST, 8, I32_ADD, ...set(q),
+    BR, 0,
+    END, END,
+    ...get(MX), ...simd(F64X2_EXTRACT), 0, ...get(MX), ...simd(F64X2_EXTRACT), 1, F64_MAX, ...set(m),
+    // Odd width: the last pixel, scalar.
+    ...get(w), I32_CONST, 1, I32_AND, IF, VOID,
+    ...get(p), F32_LOAD, ...mem(8), F64_PROMOTE_F32, ...set(c),
+    ...get(q),
+    ...get(k0), ...get(c), F64_MUL,
+    ...get(k1), ...get(p), F32_LOAD, ...mem(4), F64_PROMOTE_F32, ...get(p), F32_LOAD, ...mem(12), F64_PROMOTE_F32, F64_ADD, F64_MUL, F64_ADD,
+    ...get(k2), ...get(p), F32_LOAD, ...mem(0), F64_PROMOTE_F32, ...get(p), F32_LOAD, ...mem(16), F64_PROMOTE_F32, F64_ADD, F64_MUL, F64_ADD,
+    F32_DEMOTE_F64, F32_STORE, ...mem(0),
+    ...get(m), ...get(c), F64_MAX, ...set(m),
+    END,
+    ...get(m),
+    END,
+  ];
+  return [...locals, ...code];
+}
+
+/** vpass(a2, a1, c, b1, b2, out, x0, end, lv, dl, inv, dinv, k0, k1, k2) -> f64. */
+function vpassBody(): number[] {
+  // Params 0–7 i32 (a2, a1, c, b1, b2, out, x0, end); 8–14 f64 (lv, dl, inv, dinv, k0, k1, k2).
+  // Locals: 15 off, 16 offEnd (i32); 17 K0, 18 K1, 19 K2, 20 MX, 21 V (v128); 22 t, 23 m, 24 v (f64).
+  const [a2, a1, c, b1, b2, out, x0, end, lv, dl, inv, dinv, k0, k1, k2] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14];
+  const [off, offEnd, K0, K1, K2, MX, V, t, m, v] = [15, 16, 17, 18, 19, 20, 21, 22, 23, 24];
+  const locals = vec([
+    [...uleb(2), I32],
+    [...uleb(5), V128],
+    [...uleb(3), F64],
+  ]);
+  const at = (row: number): number[] => [...get(row), ...get(off), I32_ADD];
+  // Sum of the five taps at `off`, as the TypeScript evaluates it; f64x2 (vector) or f64 (scalar).
+  const taps = (vector: boolean): number[] => {
+    const ld = vector ? load2(0) : [F32_LOAD, ...mem(0), F64_PROMOTE_F32];
+    const [mul, add] = vector ? [simd(F64X2_MUL), simd(F64X2_ADD)] : [[F64_MUL], [F64_ADD]];
+    const k = (i: number): number[] => (vector ? get(i) : get(i - 5));
+    return [
+      ...k(K0), ...at(c), ...ld, ...mul,
+      ...k(K1), ...at(a1), ...ld, ...at(b1), ...ld, ...add, ...mul, ...add,
+      ...k(K2), ...at(a2), ...ld, ...at(b2), ...ld, ...add, ...mul, ...add,
+    ];
+  };
+  // (k(K0) − 5 = k0's param index: K0 = 17 → 12, K1 → 13, K2 → 14.)
+  const code = [
+    ...get(k0), ...simd(F64X2_SPLAT), ...set(K0),
+    ...get(k1), ...simd(F64X2_SPLAT), ...set(K1),
+    ...get(k2), ...simd(F64X2_SPLAT), ...set(K2),
+    F64_CONST, ...f64Bytes(-Infinity), ...simd(F64X2_SPLAT), ...set(MX),
+    ...get(x0), I32_CONST, 2, I32_SHL, ...set(off),
+    ...get(off), ...get(end), ...get(x0), 0x6b /* i32.sub */, I32_CONST, ...sleb(-2), I32_AND, I32_CONST, 2, I32_SHL, I32_ADD, ...set(offEnd),
+    BLOCK, VOID, LOOP, VOID,
+    ...get(off), ...get(offEnd), I32_GE_U, BR_IF, 1,
+    ...taps(true),
+    // − (lv, lv + dl), then × (inv, inv + dinv); both advance by two scalar additions.
+    ...get(lv), ...simd(F64X2_SPLAT), ...get(lv), ...get(dl), F64_ADD, ...tee(t), ...simd(F64X2_REPLACE), 1,
+    ...get(t), ...get(dl), F64_ADD, ...set(lv),
+    ...simd(F64X2_SUB),
+    ...get(inv), ...simd(F64X2_SPLAT), ...get(inv), ...get(dinv), F64_ADD, ...tee(t), ...simd(F64X2_REPLACE), 1,
+    ...get(t), ...get(dinv), F64_ADD, ...set(inv),
+    ...simd(F64X2_MUL), ...set(V),
+    ...at(out), ...get(V), ...simd(F32X4_DEMOTE), ...simd(V128_STORE64_LANE), ...mem(0), 0,
+    // MX = V > MX ? V : MX, per lane (NaN never replaces MX).
+    ...get(V), ...get(MX), ...get(V), ...get(MX), ...simd(F64X2_GT), ...simd(V128_BITSELECT), ...set(MX),
+    ...get(off), I32_CONST, 8, I32_ADD, ...set(off),
+    BR, 0,
+    END, END,
+    // The lanes' maxima (of the even and odd columns): the larger.
+    ...get(MX), ...simd(F64X2_EXTRACT), 0, ...set(m),
+    ...get(MX), ...simd(F64X2_EXTRACT), 1, ...set(t),
+    ...get(t), ...get(m), ...get(t), ...get(m), F64_GT, SELECT, ...set(m),
+    // Odd length: the last column, scalar.
+    ...get(off), ...get(end), I32_CONST, 2, I32_SHL, I32_LT_U, IF, VOID,
+    ...taps(false), ...get(lv), F64_SUB, ...get(inv), F64_MUL, ...set(v),
+    ...at(out), ...get(v), F32_DEMOTE_F64, F32_STORE, ...mem(0),
+    ...get(v), ...get(m), ...get(v), ...get(m), F64_GT, SELECT, ...set(m),
+    END,
+    ...get(m),
+    END,
+  ];
+  return [...locals, ...code];
+}
+
+function moduleBytes(): Uint8Array {
+  const hType = [0x60, ...vec([[I32], [I32], [I32], [F64], [F64], [F64]]), ...vec([[F64]])];
+  const vType = [0x60, ...vec([...Array<number[]>(8).fill([I32]), ...Array<number[]>(7).fill([F64])]), ...vec([[F64]])];
+  const body = (b: number[]): number[] => [...uleb(b.length), ...b];
+  const bytes = [
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    ...section(1, vec([hType, vType])),
+    ...section(3, vec([[0], [1]])),
+    ...section(5, vec([[0x00, 1]])),
+    ...section(7, vec([
+      [...name('memory'), 0x02, 0],
+      [...name('hpass'), 0x00, 0],
+      [...name('vpass'), 0x00, 1],
+    ])),
+    ...section(10, vec([body(hpassBody()), body(vpassBody())])),
+  ];
+  return Uint8Array.from(bytes);
+}
+
+let kernels: SignificanceKernels | null | undefined;
+
+/** This thread's kernels (compiled on first use), or null where WebAssembly SIMD is unavailable. */
+export function significanceKernels(): SignificanceKernels | null {
+  if (kernels !== undefined) return kernels;
+  try {
+    const wa = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+    const instance = new wa.Instance(new wa.Module(moduleBytes()));
+    const e = instance.exports as unknown as SignificanceKernels;
+    kernels = { memory: e.memory, hpass: e.hpass, vpass: e.vpass };
+  } catch {
+    kernels = null;
+  }
+  return kernels;
+}
