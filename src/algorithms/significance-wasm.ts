@@ -10,15 +10,62 @@
 // this module's business (the caller runs the TypeScript row instead: NaN is filled from the sky).
 // Memory: one exported linear memory, grown to hold the caller's row buffers (O(width)).
 
-/** The part of WebAssembly's API used here (the compiler's libraries here do not declare it). */
-interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-  grow(pages: number): number;
-}
-interface WasmApi {
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object) => { exports: Record<string, unknown> };
-}
+
+import {
+  I32,
+  F64,
+  V128,
+  I32_CONST,
+  I32_ADD,
+  I32_AND,
+  I32_SHL,
+  I32_GE_U,
+  I32_LT_U,
+  F64_CONST,
+  F64_ADD,
+  F64_SUB,
+  F64_MUL,
+  F64_GT,
+  F64_MAX,
+  F64_PROMOTE_F32,
+  F32_DEMOTE_F64,
+  F32_LOAD,
+  F32_STORE,
+  BLOCK,
+  LOOP,
+  IF,
+  BR,
+  BR_IF,
+  END,
+  SELECT,
+  VOID,
+  V128_STORE64_LANE,
+  V128_BITSELECT,
+  F64X2_SPLAT,
+  F64X2_EXTRACT,
+  F64X2_REPLACE,
+  F64X2_GT,
+  F64X2_ADD,
+  F64X2_SUB,
+  F64X2_MUL,
+  F64X2_MAX,
+  F32X4_DEMOTE,
+  uleb,
+  sleb,
+  f64Bytes,
+  simd,
+  get,
+  set,
+  tee,
+  mem,
+  load2,
+  section,
+  vec,
+  name,
+  instantiate,
+  HEADER,
+  type WasmMemory,
+} from './wasm-emit.js';
 
 /** Row kernels over a WebAssembly memory; byte offsets index `memory`. */
 export interface SignificanceKernels {
@@ -36,89 +83,6 @@ export interface SignificanceKernels {
    */
   vpass(a2: number, a1: number, c: number, b1: number, b2: number, out: number, x0: number, end: number, lv: number, dl: number, inv: number, dinv: number, k0: number, k1: number, k2: number): number;
 }
-
-// Opcodes used (core and the 0xFD SIMD prefix).
-const I32 = 0x7f;
-const F64 = 0x7c;
-const V128 = 0x7b;
-const LOCAL_GET = 0x20;
-const LOCAL_SET = 0x21;
-const LOCAL_TEE = 0x22;
-const I32_CONST = 0x41;
-const I32_ADD = 0x6a;
-const I32_AND = 0x71;
-const I32_SHL = 0x74;
-const I32_GE_U = 0x4f;
-const I32_LT_U = 0x49;
-const F64_CONST = 0x44;
-const F64_ADD = 0xa0;
-const F64_SUB = 0xa1;
-const F64_MUL = 0xa2;
-const F64_GT = 0x64;
-const F64_MAX = 0xa5;
-const F64_PROMOTE_F32 = 0xbb;
-const F32_DEMOTE_F64 = 0xb6;
-const F32_LOAD = 0x2a;
-const F32_STORE = 0x38;
-const BLOCK = 0x02;
-const LOOP = 0x03;
-const IF = 0x04;
-const BR = 0x0c;
-const BR_IF = 0x0d;
-const END = 0x0b;
-const SELECT = 0x1b;
-const VOID = 0x40;
-const SIMD = 0xfd;
-const V128_LOAD64_ZERO = 0x5d;
-const V128_STORE64_LANE = 0x5b;
-const V128_BITSELECT = 0x52;
-const F64X2_SPLAT = 0x14;
-const F64X2_EXTRACT = 0x21;
-const F64X2_REPLACE = 0x22;
-const F64X2_GT = 0x4a;
-const F64X2_ADD = 0xf0;
-const F64X2_SUB = 0xf1;
-const F64X2_MUL = 0xf2;
-const F64X2_MAX = 0xf5;
-const F32X4_DEMOTE = 0x5e;
-const F64X2_PROMOTE = 0x5f;
-
-function uleb(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n !== 0) b |= 0x80;
-    out.push(b);
-  } while (n !== 0);
-  return out;
-}
-
-function sleb(n: number): number[] {
-  const out: number[] = [];
-  for (;;) {
-    const b = n & 0x7f;
-    n >>= 7;
-    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) {
-      out.push(b);
-      return out;
-    }
-    out.push(b | 0x80);
-  }
-}
-
-const f64Bytes = (v: number): number[] => [...new Uint8Array(Float64Array.of(v).buffer)];
-const simd = (op: number): number[] => [SIMD, ...uleb(op)];
-const get = (i: number): number[] => [LOCAL_GET, ...uleb(i)];
-const set = (i: number): number[] => [LOCAL_SET, ...uleb(i)];
-const tee = (i: number): number[] => [LOCAL_TEE, ...uleb(i)];
-/** Memory argument: alignment 4 bytes (2^2; the rows are f32 arrays), constant offset. */
-const mem = (offset: number): number[] => [2, ...uleb(offset)];
-/** Two f32 at address (on the stack) + offset, widened to f64x2. */
-const load2 = (offset: number): number[] => [...simd(V128_LOAD64_ZERO), ...mem(offset), ...simd(F64X2_PROMOTE)];
-const section = (id: number, body: number[]): number[] => [id, ...uleb(body.length), ...body];
-const vec = (items: number[][]): number[] => [...uleb(items.length), ...items.flat()];
-const name = (s: string): number[] => vec([...s].map((ch) => [ch.charCodeAt(0)]));
 
 /** hpass(src, dst, w, k0, k1, k2) -> f64. */
 function hpassBody(): number[] {
@@ -237,7 +201,7 @@ function moduleBytes(): Uint8Array {
   const vType = [0x60, ...vec([...Array<number[]>(8).fill([I32]), ...Array<number[]>(7).fill([F64])]), ...vec([[F64]])];
   const body = (b: number[]): number[] => [...uleb(b.length), ...b];
   const bytes = [
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    ...HEADER,
     ...section(1, vec([hType, vType])),
     ...section(3, vec([[0], [1]])),
     ...section(5, vec([[0x00, 1]])),
@@ -257,9 +221,7 @@ let kernels: SignificanceKernels | null | undefined;
 export function significanceKernels(): SignificanceKernels | null {
   if (kernels !== undefined) return kernels;
   try {
-    const wa = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
-    const instance = new wa.Instance(new wa.Module(moduleBytes()));
-    const e = instance.exports as unknown as SignificanceKernels;
+    const e = instantiate(moduleBytes()) as unknown as SignificanceKernels;
     kernels = { memory: e.memory, hpass: e.hpass, vpass: e.vpass };
   } catch {
     kernels = null;
