@@ -26,7 +26,7 @@ import {
   F64_SUB,
   F64_MUL,
   F64_GT,
-  F64_MAX,
+  F64_LT,
   F64_PROMOTE_F32,
   F32_DEMOTE_F64,
   F32_LOAD,
@@ -40,15 +40,17 @@ import {
   SELECT,
   VOID,
   V128_STORE64_LANE,
-  V128_BITSELECT,
   F64X2_SPLAT,
   F64X2_EXTRACT,
   F64X2_REPLACE,
-  F64X2_GT,
   F64X2_ADD,
   F64X2_SUB,
   F64X2_MUL,
-  F64X2_MAX,
+  F64X2_PMAX,
+  F64X2_LT,
+  V128_CONST,
+  V128_AND,
+  I64X2_ALL_TRUE,
   F32X4_DEMOTE,
   uleb,
   sleb,
@@ -73,9 +75,9 @@ export interface SignificanceKernels {
   /**
    * Horizontal pass: for x in [0, w), f32 dst[x] = k0·c + k1·(b + d) + k2·(a + e) with a … e the
    * padded row src[x … x + 4] (src holds the row from byte offset src + 8, two clamped pixels
-   * each side). Returns the maximum of the row's own w pixels, NaN when any is NaN.
+   * each side). Returns 1 when every one of the row's own w pixels is < near (none NaN), else 0.
    */
-  hpass(src: number, dst: number, w: number, k0: number, k1: number, k2: number): number;
+  hpass(src: number, dst: number, w: number, k0: number, k1: number, k2: number, near: number): number;
   /**
    * Vertical pass of columns [x0, end): v = (k0·c + k1·(a1 + b1) + k2·(a2 + b2) − lv)·inv, f32
    * out[x] = v, lv += dl and inv += dinv after each pixel. Rows a2 … b2 are row pointers (row y − 2
@@ -84,28 +86,31 @@ export interface SignificanceKernels {
   vpass(a2: number, a1: number, c: number, b1: number, b2: number, out: number, x0: number, end: number, lv: number, dl: number, inv: number, dinv: number, k0: number, k1: number, k2: number): number;
 }
 
-/** hpass(src, dst, w, k0, k1, k2) -> f64. */
+/** hpass(src, dst, w, k0, k1, k2, near) -> i32. */
 function hpassBody(): number[] {
-  // Params 0 src, 1 dst, 2 w (i32); 3 k0, 4 k1, 5 k2 (f64).
-  // Locals: 6 p, 7 q, 8 qend (i32); 9 K0, 10 K1, 11 K2, 12 MX, 13 C (v128); 14 m, 15 c (f64).
-  const [src, dst, w, k0, k1, k2, p, q, qend, K0, K1, K2, MX, C, m, c] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
+  // Params 0 src, 1 dst, 2 w (i32); 3 k0, 4 k1, 5 k2, 6 near (f64).
+  // Locals: 7 p, 8 q, 9 qend (i32); 10 K0, 11 K1, 12 K2, 13 ALL, 14 C, 15 NEAR (v128); 16 c (f64); 17 ok (i32).
+  const [src, dst, w, k0, k1, k2, near, p, q, qend, K0, K1, K2, ALL, C, NEAR, c, ok] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17];
   const locals = vec([
     [...uleb(3), I32],
-    [...uleb(5), V128],
-    [...uleb(2), F64],
+    [...uleb(6), V128],
+    [...uleb(1), F64],
+    [...uleb(1), I32],
   ]);
   const code = [
     ...get(k0), ...simd(F64X2_SPLAT), ...set(K0),
     ...get(k1), ...simd(F64X2_SPLAT), ...set(K1),
     ...get(k2), ...simd(F64X2_SPLAT), ...set(K2),
-    F64_CONST, ...f64Bytes(-Infinity), ...simd(F64X2_SPLAT), ...set(MX),
+    ...get(near), ...simd(F64X2_SPLAT), ...set(NEAR),
+    ...simd(V128_CONST), ...Array<number>(16).fill(0xff), ...set(ALL),
     ...get(src), ...set(p),
     ...get(dst), ...set(q),
     ...get(dst), ...get(w), I32_CONST, ...sleb(-2), I32_AND, I32_CONST, 2, I32_SHL, I32_ADD, ...set(qend),
     BLOCK, VOID, LOOP, VOID,
     ...get(q), ...get(qend), I32_GE_U, BR_IF, 1,
-    // C = pixels x, x + 1 (padded offset 8 bytes); MX = max(MX, C), NaN-propagating.
-    ...get(p), ...load2(8), ...tee(C), ...get(MX), ...simd(F64X2_MAX), ...set(MX),
+    // C = pixels x, x + 1 (padded offset 8 bytes); ALL keeps the lanes where every pixel < near
+    // (false for NaN, as the scan's !(v < near)).
+    ...get(p), ...load2(8), ...tee(C), ...get(NEAR), ...simd(F64X2_LT), ...get(ALL), ...simd(V128_AND), ...set(ALL),
     ...get(q),
     // ((k0·c + k1·(b + d)) + k2·(a + e)), as the TypeScript evaluates it.
     ...get(K0), ...get(C), ...simd(F64X2_MUL),
@@ -116,7 +121,7 @@ function hpassBody(): number[] {
     ...get(q), I32_CONST, 8, I32_ADD, ...set(q),
     BR, 0,
     END, END,
-    ...get(MX), ...simd(F64X2_EXTRACT), 0, ...get(MX), ...simd(F64X2_EXTRACT), 1, F64_MAX, ...set(m),
+    ...get(ALL), ...simd(I64X2_ALL_TRUE), ...set(ok),
     // Odd width: the last pixel, scalar.
     ...get(w), I32_CONST, 1, I32_AND, IF, VOID,
     ...get(p), F32_LOAD, ...mem(8), F64_PROMOTE_F32, ...set(c),
@@ -125,9 +130,9 @@ function hpassBody(): number[] {
     ...get(k1), ...get(p), F32_LOAD, ...mem(4), F64_PROMOTE_F32, ...get(p), F32_LOAD, ...mem(12), F64_PROMOTE_F32, F64_ADD, F64_MUL, F64_ADD,
     ...get(k2), ...get(p), F32_LOAD, ...mem(0), F64_PROMOTE_F32, ...get(p), F32_LOAD, ...mem(16), F64_PROMOTE_F32, F64_ADD, F64_MUL, F64_ADD,
     F32_DEMOTE_F64, F32_STORE, ...mem(0),
-    ...get(m), ...get(c), F64_MAX, ...set(m),
+    ...get(ok), ...get(c), ...get(near), F64_LT, I32_AND, ...set(ok),
     END,
-    ...get(m),
+    ...get(ok),
     END,
   ];
   return [...locals, ...code];
@@ -175,8 +180,8 @@ function vpassBody(): number[] {
     ...get(t), ...get(dinv), F64_ADD, ...set(inv),
     ...simd(F64X2_MUL), ...set(V),
     ...at(out), ...get(V), ...simd(F32X4_DEMOTE), ...simd(V128_STORE64_LANE), ...mem(0), 0,
-    // MX = V > MX ? V : MX, per lane (NaN never replaces MX).
-    ...get(V), ...get(MX), ...get(V), ...get(MX), ...simd(F64X2_GT), ...simd(V128_BITSELECT), ...set(MX),
+    // MX = V > MX ? V : MX per lane (NaN never replaces MX): pmax(MX, V) is MX < V ? V : MX.
+    ...get(MX), ...get(V), ...simd(F64X2_PMAX), ...set(MX),
     ...get(off), I32_CONST, 8, I32_ADD, ...set(off),
     BR, 0,
     END, END,
@@ -197,7 +202,7 @@ function vpassBody(): number[] {
 }
 
 function moduleBytes(): Uint8Array {
-  const hType = [0x60, ...vec([[I32], [I32], [I32], [F64], [F64], [F64]]), ...vec([[F64]])];
+  const hType = [0x60, ...vec([[I32], [I32], [I32], [F64], [F64], [F64], [F64]]), ...vec([[I32]])];
   const vType = [0x60, ...vec([...Array<number[]>(8).fill([I32]), ...Array<number[]>(7).fill([F64])]), ...vec([[F64]])];
   const body = (b: number[]): number[] => [...uleb(b.length), ...b];
   const bytes = [

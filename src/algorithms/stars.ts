@@ -504,7 +504,7 @@ export function useSignificanceWasm(on: boolean): boolean {
  * is copied into the module's memory with its clamped edges, filtered there into a ring of five
  * rows, and every output row combined there and copied into D. A row holding NaN is filtered by
  * the TypeScript `filterRow` (NaN filled from the sky), and the saturation scan runs over a row
- * in TypeScript only when the row's maximum reaches the scan's window (most rows: never).
+ * in TypeScript only when a pixel of the row reaches the scan's window (most rows: none does).
  */
 function significanceSimd(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan, sampler: BlockSampler | null, k: SignificanceKernels): { D: Float32Array; blocks: SignificanceBlocks } {
   const n = 5;
@@ -539,9 +539,10 @@ function significanceSimd(img: Float32Array, w: number, h: number, bg: Backgroun
       f32[inBase] = f32[inBase + 1] = img[o]!;
       f32[inBase + w + 2] = f32[inBase + w + 3] = img[o + w - 1]!;
       const i = fy % n;
-      const m = k.hpass(inBase * 4, ringBase(i) * 4, w, k0, k1, k2);
-      if (!(m === m)) filterRow(img, o, w, kernel, ring[i]!, (x) => backgroundAt(bg, x, fy), scan);
-      else if (!(m < scan.near)) scanRow(img, o, w, scan);
+      if (k.hpass(inBase * 4, ringBase(i) * 4, w, k0, k1, k2, scan.near) === 0) {
+        if (hasNaN(img, o, w)) filterRow(img, o, w, kernel, ring[i]!, (x) => backgroundAt(bg, x, fy), scan);
+        else scanRow(img, o, w, scan);
+      }
     }
     return ringBase(c % n) * 4;
   };
@@ -577,6 +578,11 @@ export function significanceImage(img: Float32Array, w: number, h: number, bg: B
   const scan = saturationScan(undefined);
   const r = significance(img, w, h, bg, gaussianKernel(filterFwhm), scan, null);
   return { ...r, saturation: saturationResult(scan, w * h).level };
+}
+
+function hasNaN(img: Float32Array, o: number, w: number): boolean {
+  for (let x = 0; x < w; x++) if (!(img[o + x] === img[o + x])) return true;
+  return false;
 }
 
 /** The saturation scan over one row, in order (as `filterRow` runs it). */
