@@ -389,7 +389,7 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
   for (let k = 0; k < kernel.length; k++) g2 += kernel[k]! * kernel[k]!;
   // √(Σ over the 2-D kernel of g²) = Σ over the 1-D kernel of g².
   const norm = g2;
-  const out = significanceBuffer(w * h);
+  const out = new Float32Array(w * h);
   // Maximum of D per row and sky segment, for the candidate search to skip empty stretches.
   const blockMax = new Float32Array(h * seg.count);
   // Ring slot of (clamped) image row yy; rows are filtered once, in order.
@@ -466,25 +466,6 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
   return { D: out, blocks: { start: seg.start, count: seg.count, max: blockMax } };
 }
 
-/** This thread's last significance image, while the collector has not taken it (see `significanceBuffer`). */
-let lastD: WeakRef<Float32Array> | null = null;
-
-/**
- * A Float32Array of n values for D (every value is written before it is read): the previous
- * call's, while it is still alive, else a new one. A fresh 12 MiB array costs ~8 ms of CPU per
- * 2048×1536 frame where the allocator maps large blocks afresh (the CLI's MALLOC_MMAP_THRESHOLD_:
- * page faults and the kernel's zeroing), about as much as computing D. Held only weakly: a
- * thread that stops detecting gives it back at its next full collection, so no phase after
- * detection carries it. D never leaves detectStars, and a call never runs inside another.
- */
-function significanceBuffer(n: number): Float32Array {
-  const held = lastD?.deref();
-  if (held && held.length === n) return held;
-  const fresh = new Float32Array(n);
-  lastD = new WeakRef(fresh);
-  return fresh;
-}
-
 let wasmEnabled = true;
 
 /**
@@ -526,7 +507,7 @@ function significanceSimd(img: Float32Array, w: number, h: number, bg: Backgroun
   const f32 = new Float32Array(k.memory.buffer);
   const ring = Array.from({ length: n }, (_, i) => f32.subarray(ringBase(i), ringBase(i) + w));
   const outRow = f32.subarray(outBase, outBase + w);
-  const out = significanceBuffer(w * h);
+  const out = new Float32Array(w * h);
   const blockMax = new Float32Array(h * seg.count);
   let filtered = -1;
   const slot = (yy: number): number => {
