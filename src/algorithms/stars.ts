@@ -126,6 +126,13 @@ export interface DetectOptions {
    * calibrated frames, whose pixel noise is white).
    */
   resampled?: boolean;
+  /**
+   * Memory for the significance image, the caller's and free for the call (its values are
+   * overwritten; used when it holds at least the detection image's pixels): a frame worker lends
+   * a buffer it holds anyway, sparing a fresh 12 MiB array per 2048×1536 frame (its page faults
+   * cost ~8 ms of CPU where the allocator maps large blocks afresh). Never read, never kept.
+   */
+  scratch?: Float32Array;
 }
 
 export interface DetectionCounts {
@@ -377,10 +384,10 @@ function filterRow(img: Float32Array, o: number, w: number, kernel: Float32Array
  * filtered horizontally into a ring of 2r + 1 row buffers and combined vertically as soon as the
  * ring holds a row's neighbours: the only full-size allocation is D, every access is sequential.
  */
-function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan, sampler: BlockSampler | null): { D: Float32Array; blocks: SignificanceBlocks } {
+function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan, sampler: BlockSampler | null, scratch?: Float32Array): { D: Float32Array; blocks: SignificanceBlocks } {
   const r = kernel.length >> 1;
   const simd = r === 2 && w >= 3 && wasmEnabled ? significanceKernels() : null;
-  if (simd) return significanceSimd(img, w, h, bg, kernel, scan, sampler, simd);
+  if (simd) return significanceSimd(img, w, h, bg, kernel, scan, sampler, simd, scratch);
   const n = 2 * r + 1;
   const { segments: seg, fill } = rowSegments(bg);
   const ring = Array.from({ length: n }, () => new Float32Array(w));
@@ -389,7 +396,7 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
   for (let k = 0; k < kernel.length; k++) g2 += kernel[k]! * kernel[k]!;
   // √(Σ over the 2-D kernel of g²) = Σ over the 1-D kernel of g².
   const norm = g2;
-  const out = new Float32Array(w * h);
+  const out = dBuffer(w * h, scratch);
   // Maximum of D per row and sky segment, for the candidate search to skip empty stretches.
   const blockMax = new Float32Array(h * seg.count);
   // Ring slot of (clamped) image row yy; rows are filtered once, in order.
@@ -466,6 +473,11 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
   return { D: out, blocks: { start: seg.start, count: seg.count, max: blockMax } };
 }
 
+/** D's memory: the caller's scratch when it is large enough, else a fresh array (see DetectOptions.scratch). */
+function dBuffer(n: number, scratch: Float32Array | undefined): Float32Array {
+  return scratch && scratch.length >= n ? scratch.subarray(0, n) : new Float32Array(n);
+}
+
 let wasmEnabled = true;
 
 /**
@@ -487,7 +499,7 @@ export function useSignificanceWasm(on: boolean): boolean {
  * the TypeScript `filterRow` (NaN filled from the sky), and the saturation scan runs over a row
  * in TypeScript only when a pixel of the row reaches the scan's window (most rows: none does).
  */
-function significanceSimd(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan, sampler: BlockSampler | null, k: SignificanceKernels): { D: Float32Array; blocks: SignificanceBlocks } {
+function significanceSimd(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan, sampler: BlockSampler | null, k: SignificanceKernels, scratch?: Float32Array): { D: Float32Array; blocks: SignificanceBlocks } {
   const n = 5;
   const { segments: seg, fill } = rowSegments(bg);
   let g2 = 0;
@@ -507,7 +519,7 @@ function significanceSimd(img: Float32Array, w: number, h: number, bg: Backgroun
   const f32 = new Float32Array(k.memory.buffer);
   const ring = Array.from({ length: n }, (_, i) => f32.subarray(ringBase(i), ringBase(i) + w));
   const outRow = f32.subarray(outBase, outBase + w);
-  const out = new Float32Array(w * h);
+  const out = dBuffer(w * h, scratch);
   const blockMax = new Float32Array(h * seg.count);
   let filtered = -1;
   const slot = (yy: number): number => {
@@ -1572,7 +1584,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const kernel = gaussianKernel(options.filterFwhm ?? (cfa ? 1.5 : 2));
   const flattenBlock = options.flattenBlock ?? Math.max(8, Math.round(32 / scale));
   const sampler = flattenBlock > 0 ? new BlockSampler(w, h, flattenBlock) : null;
-  const { D, blocks } = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan, sampler);
+  const { D, blocks } = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan, sampler, options.scratch);
   const flat = sampler ? flattenSignificance(sampler, blocks, options.resampled ?? false) : null;
   const sig = new Significance(D, w, h, flat);
   // A D offset of L is L·σ·√Σg² of the detection image (significance's normalisation).

@@ -1,7 +1,8 @@
 // The WebAssembly SIMD kernels of star detection's significance image against the TypeScript
 // reference (stars.ts, `useSignificanceWasm(false)`): D, its segment maxima and the saturation
 // scan bit for bit on planes with stars, a sky gradient, NaN and ±Infinity pixels, a clipped
-// plateau, odd and tiny widths; and whole detections (mono and mosaic) identical.
+// plateau, odd and tiny widths; and whole detections (mono and mosaic) identical, also with a
+// lent scratch buffer for D.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -94,6 +95,10 @@ test('detectStars: identical detections with and without the WebAssembly kernels
     if (!ts.ok || !wasm.ok) return;
     assert.ok(ts.stars.length > 50, `stars found (${ts.stars.length})`);
     assert.equal({ ...wasm, timings: null }, { ...ts, timings: null }, cfa ? 'mosaic' : 'mono');
+    // A lent scratch buffer (DetectOptions.scratch, holding garbage) changes nothing.
+    const scratch = new Float32Array(400 * 300).fill(12345);
+    const lent = detectStars(data, 400, 300, { cfa, scratch });
+    assert.equal({ ...lent, timings: null }, { ...wasm, timings: null }, 'with scratch');
   }
 });
 
