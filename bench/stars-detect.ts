@@ -1,7 +1,7 @@
 // Star detection bench: times detectStars on calibrated frames (the bench dataset's, by default)
 // with the options the pipeline's frame measurement uses, and checks results against a baseline.
 //
-//   node dist/bench/stars-detect.js [--reps N] [--dump FILE] [--compare FILE] [--against STARS_JS] [FITS…]
+//   node dist/bench/stars-detect.js [--reps N] [--scratch] [--dump FILE] [--compare FILE] [--against STARS_JS] [FITS…]
 //
 // Prints per frame: median wall ms and CPU ms of detectStars over the reps (after one warm-up),
 // stage timings, star count, median FWHM and the frame metrics. --dump writes every frame's star
@@ -9,8 +9,9 @@
 // difference of matched stars, how many of the brightest 200 are the same stars (within 0.5 px)
 // and the relative change of each frame metric. --against takes another build's compiled
 // dist/src/algorithms/stars.js and times both, interleaved call by call (on a shared machine the
-// only fair comparison), reporting CPU ms per call (min, quartile, median). No asserts: numbers
-// go into bench/RESULTS.md.
+// only fair comparison), reporting CPU ms per call (min, quartile, median). --scratch lends every
+// call one buffer for the significance image, as CALIBRATION's frame workers do (DetectOptions
+// .scratch). No asserts: numbers go into bench/RESULTS.md.
 
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -36,6 +37,7 @@ const { values, positionals } = parseArgs({
     compare: { type: 'string' },
     cfa: { type: 'boolean', default: false },
     against: { type: 'string' },
+    scratch: { type: 'boolean', default: false },
   },
 });
 const files = positionals.length > 0 ? positionals : DEFAULT_FILES;
@@ -77,6 +79,13 @@ if (values.against) {
   process.exit(0);
 }
 
+let lentBuffer = new Float32Array(0);
+/** One buffer for every call (grown when a frame is larger). */
+function lent(n: number): Float32Array {
+  if (lentBuffer.length < n) lentBuffer = new Float32Array(n);
+  return lentBuffer;
+}
+
 const baseline: FrameDump[] | null = values.compare ? (JSON.parse(await readFile(values.compare, 'utf8')) as FrameDump[]) : null;
 const dumps: FrameDump[] = [];
 const allWall: number[] = [];
@@ -87,6 +96,7 @@ for (const file of files) {
   const gain = keys.electronsPerAdu(plane.header);
   const opts = {
     cfa: values.cfa,
+    ...(values.scratch ? { scratch: lent(plane.width * plane.height) } : {}),
     ...(saturation !== undefined && saturation > 0 ? { saturationLevel: saturation } : {}),
     ...(gain !== undefined && gain > 0 ? { gain } : {}),
   };

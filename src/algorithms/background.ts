@@ -28,6 +28,7 @@
 //   level and per-pixel noise (`background_median`, `background_rms` of the frame metrics).
 
 import { MAD_TO_SIGMA, medianInPlace, medianInPlaceF32 } from './robust-stats.js';
+import { selectKernels, selectScratch } from './select-wasm.js';
 
 export interface BackgroundOptions {
   /** Nominal tile edge in px (tiles are spread evenly, so actual sizes differ by < 1 tile / count). Default 64. */
@@ -72,7 +73,7 @@ const DEFAULTS = { tileSize: 64, step: 4, clipSigma: 3, clipRounds: 2, filterSiz
  * spread of neighbour differences, which a gradient across the tile (vignetting, sky glow) does
  * not widen, unlike the spread of the values themselves. Reorders `v`; `dev` is scratch.
  */
-function tileStats(v: Float32Array, nb: Float32Array, n: number, work: Float32Array, dev: Float32Array, clip: number, rounds: number, halfFirst: boolean): [number, number] {
+function tileStats(v: Float32Array, nb: Float32Array, n: number, work: Float32Array, dev: Float32Array, clip: number, rounds: number, halfFirst: boolean, medianOf: MedianOf): [number, number] {
   let med = NaN;
   let lo = -Infinity;
   let hi = Infinity;
@@ -87,10 +88,10 @@ function tileStats(v: Float32Array, nb: Float32Array, n: number, work: Float32Ar
   // Rounds: median; then (but for the last round) MAD-σ and the clip for the next median.
   for (let round = 0; round < rounds; round++) {
     const values = work.subarray(0, count);
-    med = medianInPlaceF32(values);
+    med = medianOf(work, count);
     if (round === rounds - 1) break;
     for (let i = 0; i < count; i++) dev[i] = Math.abs(values[i]! - med);
-    const sigma = MAD_TO_SIGMA * medianInPlaceF32(dev.subarray(0, count));
+    const sigma = MAD_TO_SIGMA * medianOf(dev, count);
     if (!(sigma > 0)) break;
     lo = med - clip * sigma;
     hi = med + clip * sigma;
@@ -112,9 +113,12 @@ function tileStats(v: Float32Array, nb: Float32Array, n: number, work: Float32Ar
     const b = nb[i]!;
     if (a >= lo && a <= hi && b >= lo && b <= hi) dev[m++] = Math.abs(a - b);
   }
-  const noise = m >= 8 ? (MAD_TO_SIGMA * medianInPlaceF32(dev.subarray(0, m))) / Math.SQRT2 : NaN;
+  const noise = m >= 8 ? (MAD_TO_SIGMA * medianOf(dev, m)) / Math.SQRT2 : NaN;
   return [med, noise];
 }
+
+/** Median of a[0 … n), reordering them (medianInPlaceF32's result). */
+type MedianOf = (a: Float32Array, n: number) => number;
 
 function evenEdges(length: number, tiles: number): Int32Array {
   const e = new Int32Array(tiles + 1);
@@ -357,8 +361,11 @@ export function estimateBackground(data: Float32Array, width: number, height: nu
   const colStep = step === 1 ? 1 : step % 2 === 1 ? step : step + 1;
   const maxTile = Math.ceil(width / nx) * Math.ceil(height / ny);
   const scratch = new Float32Array(Math.ceil(maxTile / (rowStep * colStep)) + Math.ceil(width / nx) + Math.ceil(height / ny) + 8);
-  const dev = new Float32Array(scratch.length);
-  const work = new Float32Array(scratch.length);
+  // The selections run in WebAssembly where it exists (select-wasm.ts: the same quickselect,
+  // identical results, ~1.4× faster), on scratch arrays in its memory.
+  const sel = selectKernels();
+  const [work, dev] = sel ? selectScratch(sel, scratch.length) : [new Float32Array(scratch.length), new Float32Array(scratch.length)];
+  const medianOf: MedianOf = sel ? (a, n) => sel.median(a.byteOffset, n) : (a, n) => medianInPlaceF32(a.subarray(0, n));
   const nbs = new Float32Array(scratch.length);
   const pair = Math.max(1, Math.floor(o.pairDistance));
   const rawLevel = new Float32Array(nx * ny);
@@ -377,7 +384,7 @@ export function estimateBackground(data: Float32Array, width: number, height: nu
         rawNoise[k] = NaN;
         continue;
       }
-      const [med, sigma] = tileStats(scratch, nbs, n, work, dev, o.clipSigma, o.clipRounds, o.firstClip !== 'all');
+      const [med, sigma] = tileStats(scratch, nbs, n, work, dev, o.clipSigma, o.clipRounds, o.firstClip !== 'all', medianOf);
       rawLevel[k] = med;
       rawNoise[k] = sigma;
     }

@@ -63,6 +63,7 @@ import { backgroundAt, estimateBackground, noiseAt, rowSegments, type Background
 import { MoffatFitter, moffatUnit, type MoffatFit, type PatchView } from './moffat-fit.js';
 import { medianInPlace } from './robust-stats.js';
 import { BlockSampler, flattenSignificance, levelInRow, rowLevels, Significance, type SignificanceBlocks } from './significance-flatten.js';
+import { significanceKernels, type SignificanceKernels } from './significance-wasm.js';
 
 export interface Star {
   /** Centroid, full-resolution 0-based pixel coordinates. */
@@ -125,6 +126,13 @@ export interface DetectOptions {
    * calibrated frames, whose pixel noise is white).
    */
   resampled?: boolean;
+  /**
+   * Memory for the significance image, the caller's and free for the call (its values are
+   * overwritten; used when it holds at least the detection image's pixels): a frame worker lends
+   * a buffer it holds anyway, sparing a fresh 12 MiB array per 2048×1536 frame (its page faults
+   * cost ~8 ms of CPU where the allocator maps large blocks afresh). Never read, never kept.
+   */
+  scratch?: Float32Array;
 }
 
 export interface DetectionCounts {
@@ -376,8 +384,10 @@ function filterRow(img: Float32Array, o: number, w: number, kernel: Float32Array
  * filtered horizontally into a ring of 2r + 1 row buffers and combined vertically as soon as the
  * ring holds a row's neighbours: the only full-size allocation is D, every access is sequential.
  */
-function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan, sampler: BlockSampler | null): { D: Float32Array; blocks: SignificanceBlocks } {
+function significance(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan, sampler: BlockSampler | null, scratch?: Float32Array): { D: Float32Array; blocks: SignificanceBlocks } {
   const r = kernel.length >> 1;
+  const simd = r === 2 && w >= 3 && wasmEnabled ? significanceKernels() : null;
+  if (simd) return significanceSimd(img, w, h, bg, kernel, scan, sampler, simd, scratch);
   const n = 2 * r + 1;
   const { segments: seg, fill } = rowSegments(bg);
   const ring = Array.from({ length: n }, () => new Float32Array(w));
@@ -386,7 +396,7 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
   for (let k = 0; k < kernel.length; k++) g2 += kernel[k]! * kernel[k]!;
   // √(Σ over the 2-D kernel of g²) = Σ over the 1-D kernel of g².
   const norm = g2;
-  const out = new Float32Array(w * h);
+  const out = dBuffer(w * h, scratch);
   // Maximum of D per row and sky segment, for the candidate search to skip empty stretches.
   const blockMax = new Float32Array(h * seg.count);
   // Ring slot of (clamped) image row yy; rows are filtered once, in order.
@@ -463,6 +473,123 @@ function significance(img: Float32Array, w: number, h: number, bg: BackgroundMod
   return { D: out, blocks: { start: seg.start, count: seg.count, max: blockMax } };
 }
 
+/** D's memory: the caller's scratch when it is large enough, else a fresh array (see DetectOptions.scratch). */
+function dBuffer(n: number, scratch: Float32Array | undefined): Float32Array {
+  return scratch && scratch.length >= n ? scratch.subarray(0, n) : new Float32Array(n);
+}
+
+let wasmEnabled = true;
+
+/**
+ * Whether the significance image may use the WebAssembly SIMD kernels (significance-wasm.ts; on
+ * by default where WebAssembly SIMD exists). Off runs the TypeScript reference: the differential
+ * tests and the benches compare the two. Returns the previous setting.
+ */
+export function useSignificanceWasm(on: boolean): boolean {
+  const was = wasmEnabled;
+  wasmEnabled = on;
+  return was;
+}
+
+/**
+ * `significance` for the 5-tap kernel (r = 2, the detection default) with the row passes in
+ * WebAssembly: the same values bit for bit (significance-wasm.ts states the contract). Each row
+ * is copied into the module's memory with its clamped edges, filtered there into a ring of five
+ * rows, and every output row combined there and copied into D. A row holding NaN is filtered by
+ * the TypeScript `filterRow` (NaN filled from the sky), and the saturation scan runs over a row
+ * in TypeScript only when a pixel of the row reaches the scan's window (most rows: none does).
+ */
+function significanceSimd(img: Float32Array, w: number, h: number, bg: BackgroundModel, kernel: Float32Array, scan: SaturationScan, sampler: BlockSampler | null, k: SignificanceKernels, scratch?: Float32Array): { D: Float32Array; blocks: SignificanceBlocks } {
+  const n = 5;
+  const { segments: seg, fill } = rowSegments(bg);
+  let g2 = 0;
+  for (let i = 0; i < kernel.length; i++) g2 += kernel[i]! * kernel[i]!;
+  const norm = g2;
+  const k0 = kernel[2]!;
+  const k1 = kernel[3]!;
+  const k2 = kernel[4]!;
+  // Layout (f32 indices, 16-byte aligned): padded input row, five ring rows, one output row.
+  const stride = (w + 4 + 3) & ~3;
+  const inBase = 0;
+  const ringBase = (i: number): number => stride * (1 + i);
+  const outBase = stride * (1 + n);
+  const bytes = stride * (2 + n) * 4;
+  const pages = Math.ceil(bytes / 65536) - k.memory.buffer.byteLength / 65536;
+  if (pages > 0) k.memory.grow(pages);
+  const f32 = new Float32Array(k.memory.buffer);
+  const ring = Array.from({ length: n }, (_, i) => f32.subarray(ringBase(i), ringBase(i) + w));
+  const outRow = f32.subarray(outBase, outBase + w);
+  const out = dBuffer(w * h, scratch);
+  const blockMax = new Float32Array(h * seg.count);
+  let filtered = -1;
+  const slot = (yy: number): number => {
+    const c = yy < 0 ? 0 : yy >= h ? h - 1 : yy;
+    while (filtered < c) {
+      filtered++;
+      const fy = filtered;
+      const o = fy * w;
+      f32.set(img.subarray(o, o + w), inBase + 2);
+      f32[inBase] = f32[inBase + 1] = img[o]!;
+      f32[inBase + w + 2] = f32[inBase + w + 3] = img[o + w - 1]!;
+      const i = fy % n;
+      if (k.hpass(inBase * 4, ringBase(i) * 4, w, k0, k1, k2, scan.near) === 0) {
+        if (hasNaN(img, o, w)) filterRow(img, o, w, kernel, ring[i]!, (x) => backgroundAt(bg, x, fy), scan);
+        else scanRow(img, o, w, scan);
+      }
+    }
+    return ringBase(c % n) * 4;
+  };
+  for (let y = 0; y < h; y++) {
+    const b2 = slot(y + 2);
+    const b1 = slot(y + 1);
+    const c = slot(y);
+    const a1 = slot(y - 1);
+    const a2 = slot(y - 2);
+    fill(y);
+    for (let s = 0; s < seg.count; s++) {
+      const x0 = seg.start[s]!;
+      const end = seg.start[s + 1]!;
+      const n0 = seg.noise0[s]! * norm;
+      const n1 = (seg.noise0[s]! + seg.noiseSlope[s]! * (end - x0)) * norm;
+      const inv = n0 > 0 ? 1 / n0 : 0;
+      const dinv = end > x0 && n0 > 0 && n1 > 0 ? (1 / n1 - 1 / n0) / (end - x0) : 0;
+      const mx = k.vpass(a2, a1, c, b1, b2, outBase * 4, x0, end, seg.level0[s]!, seg.levelSlope[s]!, inv, dinv, k0, k1, k2);
+      blockMax[y * seg.count + s] = mx + 1e-6 * Math.abs(mx);
+    }
+    out.set(outRow, y * w);
+    if (sampler) sampler.row(y, out);
+  }
+  return { D: out, blocks: { start: seg.start, count: seg.count, max: blockMax } };
+}
+
+/**
+ * The significance image D of a plane and its per-row segment maxima (mono, default filter,
+ * flattening samples not taken), by whichever implementation `useSignificanceWasm` selects: for
+ * the differential tests and benches of the two.
+ */
+export function significanceImage(img: Float32Array, w: number, h: number, bg: BackgroundModel, filterFwhm = 2): { D: Float32Array; blocks: SignificanceBlocks; saturation: number } {
+  const scan = saturationScan(undefined);
+  const r = significance(img, w, h, bg, gaussianKernel(filterFwhm), scan, null);
+  return { ...r, saturation: saturationResult(scan, w * h).level };
+}
+
+function hasNaN(img: Float32Array, o: number, w: number): boolean {
+  for (let x = 0; x < w; x++) if (!(img[o + x] === img[o + x])) return true;
+  return false;
+}
+
+/** The saturation scan over one row, in order (as `filterRow` runs it). */
+function scanRow(img: Float32Array, o: number, w: number, scan: SaturationScan): void {
+  let near = scan.near;
+  for (let x = 0; x < w; x++) {
+    const v = img[o + x]!;
+    if (!(v < near)) {
+      saturationSlow(scan, v);
+      near = scan.near;
+    }
+  }
+}
+
 interface Candidate {
   /** Integer position of the maximum in the detection image. */
   ix: number;
@@ -514,9 +641,14 @@ function localMaxima(sig: Significance, threshold: number, margin: number, block
       for (let x = xa; x < xb; x++) {
         const v = D[o + x]!;
         if (!(v > floor)) continue;
+        // (The local-maximum test on D itself: the level changes by ~1e-3 σ per pixel. It runs
+        // first: most pixels above the floor are a star's slopes, not maxima, and the level's
+        // interpolation cost as much as the test.)
+        // (isLocalMax written out: a call that V8 does not inline boxes v, ~2 MB of garbage per frame.)
+        const q = o + x;
+        if (!(v > D[q - 1]! && v >= D[q + 1]! && v > D[q - w - 1]! && v > D[q - w]! && v > D[q - w + 1]! && v >= D[q + w - 1]! && v >= D[q + w]! && v >= D[q + w + 1]!)) continue;
         const d = (v - levelInRow(flat, row!, x)) * flat.inv;
-        // (The local-maximum test on D itself: the level changes by ~1e-3 σ per pixel.)
-        if (d > threshold && isLocalMax(D, w, o, x, v)) out.push(candidate(x, y, d));
+        if (d > threshold) out.push(candidate(x, y, d));
       }
     }
   }
@@ -1452,7 +1584,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const kernel = gaussianKernel(options.filterFwhm ?? (cfa ? 1.5 : 2));
   const flattenBlock = options.flattenBlock ?? Math.max(8, Math.round(32 / scale));
   const sampler = flattenBlock > 0 ? new BlockSampler(w, h, flattenBlock) : null;
-  const { D, blocks } = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan, sampler);
+  const { D, blocks } = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan, sampler, options.scratch);
   const flat = sampler ? flattenSignificance(sampler, blocks, options.resampled ?? false) : null;
   const sig = new Significance(D, w, h, flat);
   // A D offset of L is L·σ·√Σg² of the detection image (significance's normalisation).

@@ -75,10 +75,15 @@ export async function calibrateLight(task: CalibrateLightTask): Promise<Calibrat
   } catch (e) {
     return { kind: 'calibrate', ok: false, code: 'calibration_failed', detail: message(e), ...(isFitsError(e) ? { fitsCode: e.code } : {}) };
   }
-  return await calibrateDecoded(task, data, lightHeader, t0);
+  return await calibrateDecoded(task, data, lightHeader, t0, keep ? reusable!.raw : null);
 }
 
-async function calibrateDecoded(task: CalibrateLightTask, data: Float32Array, lightHeader: FitsHeader, t0: number): Promise<CalibrateLightResult> {
+/**
+ * `raw`: the worker's raw-byte buffer, free once the light is decoded; star detection borrows it
+ * (grown to a float32 plane, 12 MiB at 2048×1536) for its significance image instead of mapping a
+ * fresh array per light. Measured: CALIBRATION's peak and CPU in bench/RESULTS.md (issue 22, det22).
+ */
+async function calibrateDecoded(task: CalibrateLightTask, data: Float32Array, lightHeader: FitsHeader, t0: number, raw: { bytes: Uint8Array } | null = null): Promise<CalibrateLightResult> {
   const { width, height } = task;
   const check = detectBlank(data, width, height);
   if (check.blank) return { kind: 'calibrate', ok: false, code: 'blank_frame', detail: check.detail! };
@@ -95,7 +100,12 @@ async function calibrateDecoded(task: CalibrateLightTask, data: Float32Array, li
   }
   const t3 = performance.now();
   // The plane as written: float32 values and the calibrated header (saturation moved).
-  const premeasured = analyzePlane({ data, width, height, header }, task.out, task.analysis, t1 - t0);
+  let scratch: Float32Array | undefined;
+  if (raw) {
+    if (raw.bytes.byteLength < width * height * 4) raw.bytes = new Uint8Array(width * height * 4);
+    scratch = new Float32Array(raw.bytes.buffer, raw.bytes.byteOffset, width * height);
+  }
+  const premeasured = analyzePlane({ data, width, height, header }, task.out, task.analysis, t1 - t0, scratch);
   return { kind: 'calibrate', ok: true, premeasured, ms: { read: t1 - t0, calibrate: t2 - t1, write: t3 - t2, analyze: performance.now() - t3 } };
 }
 

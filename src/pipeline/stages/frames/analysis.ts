@@ -116,7 +116,8 @@ export interface Premeasured {
   channels: ChannelsTaskResult | null;
 }
 
-export function measurePlane(plane: Plane, spec: MeasureSpec, readMs: number): MeasureResult {
+/** `scratch`: memory the caller lends star detection for its significance image (DetectOptions.scratch). */
+export function measurePlane(plane: Plane, spec: MeasureSpec, readMs: number, scratch?: Float32Array): MeasureResult {
   const t1 = performance.now();
   // Header values beat guesses: SATURATE/DATAMAX instead of the plateau search, EGAIN for the
   // shot-noise term of the star SNRs. (GAIN is a camera setting, not e-/ADU.)
@@ -138,6 +139,7 @@ export function measurePlane(plane: Plane, spec: MeasureSpec, readMs: number): M
     cfa: spec.cfa,
     ...(saturation !== undefined && saturation > 0 ? { saturationLevel: saturation } : {}),
     ...(gain !== undefined && gain > 0 ? { gain } : {}),
+    ...(scratch ? { scratch } : {}),
   });
   const ms = { read: readMs, detect: performance.now() - t1 };
   if (!detection.ok) return { kind: 'measure', ok: false, code: 'no_stars', detail: `star detection failed (${detection.code}): ${detection.detail}`, metrics: null, cosmetic, ms };
@@ -193,9 +195,9 @@ export function channelsOfPlane(plane: Plane, file: string, spec: ChannelsSpec, 
  * Both measurements of one plane. Channel statistics first: a frame of the wrong size is not
  * measured for stars (its channels result says why; CFA_CHANNEL_PREP excludes it).
  */
-export function analyzePlane(plane: Plane, source: string, spec: AnalysisSpec, readMs: number): Premeasured {
+export function analyzePlane(plane: Plane, source: string, spec: AnalysisSpec, readMs: number, scratch?: Float32Array): Premeasured {
   const channels = spec.channels ? channelsOfPlane(plane, source, spec.channels, readMs) : null;
-  const measure = spec.measure && (!channels || channels.ok) ? measurePlane(plane, spec.measure, readMs) : null;
+  const measure = spec.measure && (!channels || channels.ok) ? measurePlane(plane, spec.measure, readMs, scratch) : null;
   return { source, measure, channels };
 }
 
