@@ -41,7 +41,7 @@ import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN
 import { channelNames } from '../../stages/stacking/normalization.js';
 import { bandPlanDiagnostics, finalCosmetic, frameDiagnostics, rejectionTotals, round, stackHeader, type StackParameters } from '../stacking-output.js';
 import { ReaderCache } from '../../stages/stacking/readers.js';
-import { channelNoise, planStackBands, readHalo, STACK_WORKING_SET_BYTES, type StackPlan } from '../../stages/stacking/plan.js';
+import { channelNoise, planStackBands, readHalo, stackWorkingSet, type StackPlan } from '../../stages/stacking/plan.js';
 import { shotNoiseK, shotNoiseSource } from '../../stages/stacking/shot-noise.js';
 import { prepareFrames, SetupError, type StackSetup } from '../stacking-setup.js';
 import type { WeightField } from '../../stages/stacking/weightfield.js';
@@ -293,7 +293,7 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
       budgetBytes: c.runtime_limits.memory_budget * MiB - lnBytes,
       // Device stacks aim at a working set; a TypeScript stack still fills the budget, its
       // thinner bands measured 2.2x the CPU at 30 x 2048 px (plan.ts STACK_WORKING_SET_BYTES).
-      workingSetBytes: device && placement.stack ? STACK_WORKING_SET_BYTES : undefined,
+      workingSetBytes: device && placement.stack ? stackWorkingSet(setup.width) : undefined,
       maxBindingBytes: device && placement.stack ? Math.min(placement.stack.limits.maxStorageBufferBindingSize, placement.stack.limits.maxBufferSize) : null,
     });
   let plan: StackPlan;
