@@ -63,12 +63,14 @@ export const STACKING_OPEN_FILES = 64;
  * Overrides for tests: where the pre-mask runs (null: by device kind); how many masked-sample
  * indices the host pre-mask may send to the device per band and channel (null: the engine's
  * capacity; beyond it the band is uploaded whole); owned rows per chunk of that host pre-mask
- * (null: what one readback staging buffer holds).
+ * (null: what one readback staging buffer holds); frames above which that host pre-mask takes
+ * its median on the host (null: the engine's rule).
  */
-export const stackingOptions: { premaskOnDevice: boolean | null; premaskIndexCapacity: number | null; premaskChunkRows: number | null } = {
+export const stackingOptions: { premaskOnDevice: boolean | null; premaskIndexCapacity: number | null; premaskChunkRows: number | null; premaskHostMedianFrames: number | null } = {
   premaskOnDevice: null,
   premaskIndexCapacity: null,
   premaskChunkRows: null,
+  premaskHostMedianFrames: null,
 };
 
 const MiB = 1024 * 1024;
@@ -245,7 +247,7 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
     const refSlot = setup.frames.find((f) => f.record === setup.reference)!;
     const level = refSlot.stats.map((s) => (Number.isFinite(s.location) ? s.location : 0));
     if (sigma.some((row) => row.some((s) => !(s > 0)))) ctx.warn('premask_noise', 'pixel noise could not be measured on some frames; the pre-mask skips them');
-    premask = { sigma, level, onDevice: placement.premaskOnDevice, indexCapacity: stackingOptions.premaskIndexCapacity, chunkRows: stackingOptions.premaskChunkRows };
+    premask = { sigma, level, onDevice: placement.premaskOnDevice, indexCapacity: stackingOptions.premaskIndexCapacity, chunkRows: stackingOptions.premaskChunkRows, hostMedianFrames: stackingOptions.premaskHostMedianFrames };
   }
   let noiseModel: NoiseModel | null = null;
   if (r.noiseModel && ln) {

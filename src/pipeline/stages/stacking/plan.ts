@@ -130,7 +130,7 @@ export const STACK_WORKING_SET_WIDTH = 2048;
  * of 2048-px frames of the same frame count: the fixed rows every frame-band reads, uploads and
  * warps (kernel support, read halo, the pre-mask's growth, the row drift) stay the same share of
  * the band instead of growing with the width. Frames that wide already need a few hundred MB in
- * the phases before STACKING (16 OSC frames of 6248 px: 18 bands of 232 rows instead of 57 of 74,
+ * the phases before STACKING (16 OSC frames of 6248 px: 18 bands of 236 rows instead of 57 of 74,
  * STACKING's peak 1.0 GB against CALIBRATION's 1.2 GB, bench/RESULTS.md "band22"); the budget
  * and the binding stay the bounds, and frame counts at widths ≤ 2048 px plan as before.
  */
