@@ -185,6 +185,37 @@ test('bands: the host pre-mask beside a device stack gives the same image when i
   }
 });
 
+test('bands: the host pre-mask beside a device stack gives the same image when it takes the median on the host (many frames), in chunks and with index-list overflow', async () => {
+  if (oneBand.diagnostics!.device.paths.stack === 'typescript-workers' || oneBand.diagnostics!.device.paths.premask !== 'typescript-workers') return; // not that path here
+  try {
+    stackingOptions.premaskHostMedianFrames = 0; // every frame count takes the host median
+    for (const [chunkRows, capacity] of [
+      [null, null],
+      [5, null],
+      [7, 8],
+    ] as const) {
+      stackingOptions.premaskChunkRows = chunkRows;
+      stackingOptions.premaskIndexCapacity = capacity;
+      for (const budget of [undefined, 3]) {
+        const run = await runStack(ds, runsDir(), config(lights(), cosmetic, budget));
+        assert.is(run.result.status, 'ok');
+        const c = compare(run.image!.data, oneBand.image!.data);
+        assert.is(c.nanMismatch, 0, `chunks of ${chunkRows} rows, capacity ${capacity}, budget ${budget}`);
+        assert.is(c.maxAbs, 0, `host median, chunks of ${chunkRows} rows: max difference ${c.maxAbs} on ${c.differing} samples`);
+        assert.equal(run.diagnostics!.samples, oneBand.diagnostics!.samples);
+        assert.equal(
+          run.diagnostics!.frames.map((f: { rejected: unknown }) => f.rejected),
+          oneBand.diagnostics!.frames.map((f: { rejected: unknown }) => f.rejected),
+        );
+      }
+    }
+  } finally {
+    stackingOptions.premaskHostMedianFrames = null;
+    stackingOptions.premaskChunkRows = null;
+    stackingOptions.premaskIndexCapacity = null;
+  }
+});
+
 test('bands: the TypeScript path (worker pool) gives the device path image, in one band or several', async () => {
   const ts = await runStack(ds, runsDir(), config(lights(), cosmetic), { device: 'cpu' });
   assert.is(ts.result.status, 'ok');

@@ -10,7 +10,7 @@ import { cosmeticCorrect, estimateNoise } from '../../src/pipeline/stages/stacki
 import { normalizationFor } from '../../src/pipeline/stages/stacking/normalization.js';
 import { compactOwned, premaskApply, premaskFlag, GROW } from '../../src/cpu/premask.js';
 import { ReaderCache } from '../../src/pipeline/stages/stacking/readers.js';
-import { planStackBands, STACK_WORKING_SET_BYTES, toCells, type StackFrame } from '../../src/pipeline/stages/stacking/plan.js';
+import { planStackBands, STACK_WORKING_SET_BYTES, stackWorkingSet, toCells, type StackFrame } from '../../src/pipeline/stages/stacking/plan.js';
 import { stackRows, superpixelRows } from '../../src/pipeline/stages/stacking/row-kernels.js';
 import { stack } from '../../src/cpu/stack.js';
 import { phaseChannels } from '../../src/pipeline/stages/frames/channel-stats.js';
@@ -101,6 +101,21 @@ test('band plan: with the working-set target (device stacks), 1000 frames hold a
   assert.ok(1000 * dev.maxWorkRows * 1024 * 4 <= 128 * MiB);
   // 2048 px: 12 rows would fit, under STACK_BINDING_MIN_ROWS: refused (the caller stacks on the host).
   assert.throws(() => plan(1000, 2048, 1536, 128 * MiB), (e: Error) => /storage-binding limit/.test(e.message));
+});
+
+test('band plan: the working set grows with the width beyond 2048 px only (16 OSC frames of 6248 px: 18 bands, not 57)', () => {
+  const MiB = 1024 * 1024;
+  assert.is(stackWorkingSet(1024), STACK_WORKING_SET_BYTES);
+  assert.is(stackWorkingSet(2048), STACK_WORKING_SET_BYTES);
+  assert.is(stackWorkingSet(4096), 2 * STACK_WORKING_SET_BYTES);
+  // osc-large on llvmpipe's 128 MiB binding, host pre-mask (5 B) beside the device stack.
+  const osc = (target: number) =>
+    planStackBands({ width: 6248, height: 4176, frameWidth: 6248, frameHeight: 4176, binning: 1, frames: frames(16), channels: 3, kernel: 'lanczos3', prefetch: 2, readHalo: 3, haloRows: GROW, extraBytesPerFramePixel: 5, extraBytesPerPixel: 4, budgetBytes: 1024 * MiB, workingSetBytes: target, maxBindingBytes: 128 * MiB });
+  const before = osc(STACK_WORKING_SET_BYTES);
+  const after = osc(stackWorkingSet(6248));
+  assert.is(before.bands.length, 57);
+  assert.is(after.bands.length, 18);
+  assert.ok(after.maxWorkRows * 16 * 6248 * 17 <= stackWorkingSet(6248));
 });
 
 test('reader cache: at most `capacity` files open, every read right, LRU reuse', async () => {

@@ -41,7 +41,7 @@ import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN
 import { channelNames } from '../../stages/stacking/normalization.js';
 import { bandPlanDiagnostics, finalCosmetic, frameDiagnostics, rejectionTotals, round, stackHeader, type StackParameters } from '../stacking-output.js';
 import { ReaderCache } from '../../stages/stacking/readers.js';
-import { channelNoise, planStackBands, readHalo, STACK_WORKING_SET_BYTES, type StackPlan } from '../../stages/stacking/plan.js';
+import { channelNoise, planStackBands, readHalo, stackWorkingSet, type StackPlan } from '../../stages/stacking/plan.js';
 import { shotNoiseK, shotNoiseSource } from '../../stages/stacking/shot-noise.js';
 import { prepareFrames, SetupError, type StackSetup } from '../stacking-setup.js';
 import type { WeightField } from '../../stages/stacking/weightfield.js';
@@ -63,12 +63,14 @@ export const STACKING_OPEN_FILES = 64;
  * Overrides for tests: where the pre-mask runs (null: by device kind); how many masked-sample
  * indices the host pre-mask may send to the device per band and channel (null: the engine's
  * capacity; beyond it the band is uploaded whole); owned rows per chunk of that host pre-mask
- * (null: what one readback staging buffer holds).
+ * (null: what one readback staging buffer holds); frames above which that host pre-mask takes
+ * its median on the host (null: the engine's rule).
  */
-export const stackingOptions: { premaskOnDevice: boolean | null; premaskIndexCapacity: number | null; premaskChunkRows: number | null } = {
+export const stackingOptions: { premaskOnDevice: boolean | null; premaskIndexCapacity: number | null; premaskChunkRows: number | null; premaskHostMedianFrames: number | null } = {
   premaskOnDevice: null,
   premaskIndexCapacity: null,
   premaskChunkRows: null,
+  premaskHostMedianFrames: null,
 };
 
 const MiB = 1024 * 1024;
@@ -245,7 +247,7 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
     const refSlot = setup.frames.find((f) => f.record === setup.reference)!;
     const level = refSlot.stats.map((s) => (Number.isFinite(s.location) ? s.location : 0));
     if (sigma.some((row) => row.some((s) => !(s > 0)))) ctx.warn('premask_noise', 'pixel noise could not be measured on some frames; the pre-mask skips them');
-    premask = { sigma, level, onDevice: placement.premaskOnDevice, indexCapacity: stackingOptions.premaskIndexCapacity, chunkRows: stackingOptions.premaskChunkRows };
+    premask = { sigma, level, onDevice: placement.premaskOnDevice, indexCapacity: stackingOptions.premaskIndexCapacity, chunkRows: stackingOptions.premaskChunkRows, hostMedianFrames: stackingOptions.premaskHostMedianFrames };
   }
   let noiseModel: NoiseModel | null = null;
   if (r.noiseModel && ln) {
@@ -293,7 +295,7 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
       budgetBytes: c.runtime_limits.memory_budget * MiB - lnBytes,
       // Device stacks aim at a working set; a TypeScript stack still fills the budget, its
       // thinner bands measured 2.2x the CPU at 30 x 2048 px (plan.ts STACK_WORKING_SET_BYTES).
-      workingSetBytes: device && placement.stack ? STACK_WORKING_SET_BYTES : undefined,
+      workingSetBytes: device && placement.stack ? stackWorkingSet(setup.width) : undefined,
       maxBindingBytes: device && placement.stack ? Math.min(placement.stack.limits.maxStorageBufferBindingSize, placement.stack.limits.maxBufferSize) : null,
     });
   let plan: StackPlan;

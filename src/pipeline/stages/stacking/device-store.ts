@@ -7,6 +7,10 @@
 // warp one ln_apply dispatch per channel normalises the band's slots in place. Sigma and winsor with the noise model end in reject_noise
 // instead of the stack kernel, started from the median pass (copied to `centre` on the device)
 // with the reference's sky of the owned rows (`background`, written per band and channel).
+// The host pre-mask's median: the device's bisection while the stack kernel holds a pixel's
+// samples in registers (frames <= RESIDENT_MAX_FRAMES), else the host's selection on the rows
+// each chunk brings back anyway (hostMedian below): the same exact median, but beyond that
+// frame count the kernel re-reads every sample from memory in each of its 32 steps.
 
 import type { StackMethod } from '../../../cpu/stack.js';
 import { sharedFloat32, type WorkerPool } from '../../../cpu/worker-pool.js';
@@ -15,13 +19,14 @@ import { debayerBilinearResident } from '../../../gpu/kernels/debayer.js';
 import { lnApplyResident } from '../../../gpu/kernels/ln-apply.js';
 import { packRejectFrames, rejectNoiseResident } from '../../../gpu/kernels/reject-noise.js';
 import { packPremaskNoiseFrames, premaskMaskBytes, premaskResident, scatterNanResident } from '../../../gpu/kernels/premask.js';
-import { stackResident, type SrcLayout } from '../../../gpu/kernels/stack.js';
+import { RESIDENT_MAX_FRAMES, stackResident, type SrcLayout } from '../../../gpu/kernels/stack.js';
 import { warpBilinearResident, warpLanczos3Resident, type WarpLn } from '../../../gpu/kernels/warp.js';
 import { lnRowTable } from '../../../cpu/ln-apply.js';
 import { ALPHA as PREMASK_ALPHA, GROW as PREMASK_GROW } from '../../../cpu/premask.js';
 import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
-import { HostScratch, hostSource, nanIndexCapacity, frameNorm, noiseParams, noiseRejects, premaskChunkRows, premaskHost, sharedU32, skyRows, stackParams, sharedU64, sharedU8, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
+import { STACK_ROWS, stackRows } from './row-kernels.js';
+import { HostScratch, hostSource, stackArgs, nanIndexCapacity, frameNorm, noiseParams, noiseRejects, premaskChunkRows, premaskHost, sharedU32, skyRows, stackParams, sharedU64, sharedU8, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
 
 export class DeviceStore implements SlotStore {
   private readonly slots: GPUBuffer[];
@@ -48,8 +53,19 @@ export class DeviceStore implements SlotStore {
   private readonly hostMask: Uint8Array | null;
   private readonly chunkRows: number;
   private fullBand: { band: Float32Array; mask: Uint8Array } | null = null;
-  private readonly hostMedian: Float32Array | null;
+  private readonly hostMedianRows: Float32Array | null;
   private readonly hostPremaskRejected: Uint32Array[];
+  /**
+   * Host pre-mask of more frames than the stack kernel holds in registers: the median is taken
+   * on the host, row by row as the chunks come back (1000 frames of 1024 px on llvmpipe: the
+   * device's median pass was ~45 % of STACKING's band loop, bench/RESULTS.md "band22"); the
+   * tallies of that median stack (unused) go to medianRejected/medianCounts.
+   */
+  private readonly hostMedian: boolean;
+  private readonly medianRejected: Uint32Array;
+  private readonly medianCounts: BigUint64Array;
+  /** ms the host median took (premask_median). */
+  private medianMs = 0;
   private readonly hostPremaskCounts: BigUint64Array[];
   /**
    * Host pre-mask with the stack on the device: the masked samples' slot indices (host, filled by
@@ -117,7 +133,10 @@ export class DeviceStore implements SlotStore {
     const chunkWorkRows = Math.min(o.maxWorkRows, this.chunkRows + 2 * PREMASK_GROW);
     this.hostBand = onHost ? f32(N * chunkWorkRows * W) : null;
     this.hostMask = onHost ? sharedU8(N * chunkWorkRows * W, sh) : null;
-    this.hostMedian = onHost ? f32(o.maxWorkRows * W) : null;
+    this.hostMedianRows = onHost ? f32(o.maxWorkRows * W) : null;
+    this.hostMedian = onHost && N > (o.premask?.hostMedianFrames ?? RESIDENT_MAX_FRAMES);
+    this.medianRejected = sharedU32(this.hostMedian ? 2 * N : 0, sh);
+    this.medianCounts = sharedU64(this.hostMedian ? 2 : 0, sh);
     this.hostPremaskRejected = Array.from({ length: C }, () => sharedU32(2 * N, sh));
     this.hostPremaskCounts = Array.from({ length: C }, () => sharedU64(2, sh));
     const nanCapacity = onHost ? (o.premask?.indexCapacity ?? nanIndexCapacity(N, o.maxOwnedRows, W)) : 0;
@@ -224,6 +243,20 @@ export class DeviceStore implements SlotStore {
   }
 
   /**
+   * The host median (hostMedian) of channel `c` on rows [from, rows) of `band` (frames × rows ×
+   * width, host memory) into `out` (rows × width): the stack's median on the worker pool, as
+   * HostStore takes it.
+   */
+  private async medianRows(c: number, band: Float32Array, rows: number, out: Float32Array, from: number): Promise<void> {
+    if (from >= rows) return;
+    const t = performance.now();
+    const args = stackArgs(this.o, c, band, rows, 'median', out, this.medianRejected, this.medianCounts);
+    if (this.pool) await this.pool.run(STACK_ROWS, args, from, rows, { minChunk: 4, reused: true });
+    else stackRows(args, from, rows);
+    this.medianMs += performance.now() - t;
+  }
+
+  /**
    * Host pre-mask of channel `c`'s work band (`src`, its slots on the device), chunk by chunk:
    * each chunk's owned rows with GROW halo rows (all a pixel's mask depends on: seeds are per
    * sample, growth reaches GROW px) of every frame come back, are flagged and applied, and the
@@ -243,6 +276,8 @@ export class DeviceStore implements SlotStore {
     const nan = { index: this.nanIndex!, count: this.nanCount!, of: { plane: w.rows * W, row0: 0 } };
     this.nanCount![0] = 0;
     let transfer = 0;
+    // Host median: work rows below `medianEnd` are done (chunks overlap by the growth halo).
+    let medianEnd = 0;
     const end = w.ownedY0 + w.ownedRows;
     const chunks = Math.ceil(w.ownedRows / this.chunkRows);
     const step = Math.ceil(w.ownedRows / chunks);
@@ -261,6 +296,10 @@ export class DeviceStore implements SlotStore {
       transfer += performance.now() - t;
       nan.of.row0 = r0;
       const chunk: Work = { y0: w.y0 + r0, rows, ownedY0: a - r0, ownedRows: b - a };
+      if (this.hostMedian) {
+        await this.medianRows(c, band, rows, median.subarray(r0 * W, (r0 + rows) * W), Math.max(0, medianEnd - r0));
+        medianEnd = r0 + rows;
+      }
       await premaskHost(o, c, chunk, band, median.subarray(r0 * W, (r0 + rows) * W), this.hostMask!, rejected, counts, this.pool, nan, this.sky);
     }
     if (this.nanCount![0]! <= this.nanIndex!.length) return transfer;
@@ -274,6 +313,7 @@ export class DeviceStore implements SlotStore {
     await this.ctx.readInto(src, band);
     transfer += performance.now() - t;
     this.nanCount![0] = 0;
+    if (this.hostMedian) await this.medianRows(c, band, w.rows, median, 0);
     await premaskHost(o, c, w, band, median, this.fullBand.mask, rejected, counts, this.pool, { index: this.nanIndex!, count: this.nanCount! }, this.sky);
     // Keep nanCount over capacity so the caller uploads the band even if this pass listed fewer.
     this.nanCount![0] = Math.max(this.nanCount![0]!, this.nanIndex!.length + 1);
@@ -299,7 +339,8 @@ export class DeviceStore implements SlotStore {
 
   /**
    * Encodes the noise-model rejection of channel `c`'s owned rows from `src` into mean/count:
-   * the centre is the median pass's owned rows (still in `mean`: the pre-mask only read it), or
+   * the centre is the median pass's owned rows (still in `mean`: the pre-mask only read it; the
+   * host's rows with hostMedian), or
    * NaN without a pre-mask (the weighted mean then starts); the sky rows go up first.
    */
   private async reject(c: number, w: Work, src: GPUBuffer, layout: SrcLayout, encoder: GPUCommandEncoder): Promise<void> {
@@ -309,7 +350,8 @@ export class DeviceStore implements SlotStore {
     const N = o.frames.length;
     const plane = w.ownedRows * W;
     ctx.write(this.background!, skyRows(o.noiseModel!, c, w.y0 + w.ownedY0, w.ownedRows, this.sky!));
-    if (o.premask) encoder.copyBufferToBuffer(this.mean, w.ownedY0 * W * 4, this.centre!, 0, plane * 4);
+    if (this.hostMedian) ctx.write(this.centre!, this.hostMedianRows!.subarray(w.ownedY0 * W, w.ownedY0 * W + plane));
+    else if (o.premask) encoder.copyBufferToBuffer(this.mean, w.ownedY0 * W * 4, this.centre!, 0, plane * 4);
     else ctx.write(this.centre!, this.nan.subarray(0, plane));
     const p = { ...stackParams(o, c, w.ownedRows, 'sigma'), method: o.rejection.method as 'sigma' | 'winsor', ...noiseParams(o, c), srcRows: layout.rows, srcRow0: layout.row0 };
     await rejectNoiseResident(
@@ -380,8 +422,9 @@ export class DeviceStore implements SlotStore {
   }
 
   /**
-   * Host pre-mask of channel `c` beside the device stack: the median pass on the device, then the
-   * channel's slots come to the host for the mask (premaskChunks); the masked samples (their slot
+   * Host pre-mask of channel `c` beside the device stack: the median pass on the device (or on
+   * the host, chunk by chunk: hostMedian), then the channel's slots come to the host for the
+   * mask (premaskChunks); the masked samples (their slot
    * indices) go back and are NaN'd on the device into `next` (no compaction, no re-upload of the
    * band), or the whole band when they are too many to list.
    */
@@ -391,12 +434,15 @@ export class DeviceStore implements SlotStore {
     const N = o.frames.length;
     const src = this.slots[c]!;
     const t0 = performance.now();
-    await this.stack(c, src, w.rows, 'median', this.rejected[o.channels]!, encoder);
-    ctx.submit(encoder);
-    await ctx.done();
+    const median0 = this.medianMs;
+    const median = this.hostMedianRows!.subarray(0, w.rows * o.width);
+    if (!this.hostMedian) {
+      await this.stack(c, src, w.rows, 'median', this.rejected[o.channels]!, encoder);
+      ctx.submit(encoder);
+      await ctx.done();
+    }
     const t1 = performance.now();
-    const median = this.hostMedian!.subarray(0, w.rows * o.width);
-    await ctx.readInto(this.mean, median);
+    if (!this.hostMedian) await ctx.readInto(this.mean, median);
     const t2 = performance.now();
     const transfer = await this.premaskChunks(c, w, src, median);
     const t3 = performance.now();
@@ -409,9 +455,10 @@ export class DeviceStore implements SlotStore {
       ctx.write(src, this.fullBand!.band.subarray(0, N * w.rows * o.width)); // too many to list: the whole (pre-masked) work band
     }
     const t4 = performance.now();
-    timings.premask_median += t1 - t0;
+    const hostMedian = this.medianMs - median0;
+    timings.premask_median += t1 - t0 + hostMedian;
     timings.premask_transfer += t2 - t1 + transfer + (t4 - t3);
-    timings.premask_mask += t3 - t2 - transfer;
+    timings.premask_mask += t3 - t2 - transfer - hostMedian;
     timings.premask += t4 - t0;
     return band;
   }

@@ -71,8 +71,10 @@ export interface EngineOptions {
    * `onDevice`: run it as WGSL on the device (a hardware GPU); false runs it in TypeScript, with
    * one round trip of a channel's slots when the stack runs on the device (on llvmpipe the
    * branchy WGSL is ~7× slower than that round trip plus the TypeScript, measured).
+   * `hostMedianFrames`: that host pre-mask takes its median on the host above this frame count
+   * (default RESIDENT_MAX_FRAMES, device-store.ts hostMedian).
    */
-  premask: { sigma: number[][]; level: number[]; onDevice: boolean; indexCapacity?: number | null; chunkRows?: number | null } | null;
+  premask: { sigma: number[][]; level: number[]; onDevice: boolean; indexCapacity?: number | null; chunkRows?: number | null; hostMedianFrames?: number | null } | null;
   perFrameCosmetic: { sigma: number } | null;
   /**
    * Local normalization (local-norm.ts; null: off): each slot sample is written as a·v + b with

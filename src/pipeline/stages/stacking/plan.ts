@@ -105,7 +105,7 @@ export interface StackPlanInput {
   /** Largest storage binding when the stack runs on the device (each channel has its own buffer), else null. */
   maxBindingBytes: number | null;
   /**
-   * Bytes of the frames' band slices aimed at (STACK_WORKING_SET_BYTES), the budget staying the
+   * Bytes of the frames' band slices aimed at (stackWorkingSet), the budget staying the
    * bound; absent: bands fill the budget.
    */
   workingSetBytes?: number;
@@ -122,6 +122,19 @@ export interface StackPlanInput {
  * count"), a per-band cost not yet found.
  */
 export const STACK_WORKING_SET_BYTES = 128 * MiB;
+/** Frame width up to which the working set is STACK_WORKING_SET_BYTES; wider frames scale it (stackWorkingSet). */
+export const STACK_WORKING_SET_WIDTH = 2048;
+/**
+ * The working set a device stack of frames `width` px wide aims at: STACK_WORKING_SET_BYTES up to
+ * STACK_WORKING_SET_WIDTH, in proportion to the width beyond. So a band holds as many rows as one
+ * of 2048-px frames of the same frame count: the fixed rows every frame-band reads, uploads and
+ * warps (kernel support, read halo, the pre-mask's growth, the row drift) stay the same share of
+ * the band instead of growing with the width. Frames that wide already need a few hundred MB in
+ * the phases before STACKING (16 OSC frames of 6248 px: 18 bands of 236 rows instead of 57 of 74,
+ * STACKING's peak 1.0 GB against CALIBRATION's 1.2 GB, bench/RESULTS.md "band22"); the budget
+ * and the binding stay the bounds, and frame counts at widths ≤ 2048 px plan as before.
+ */
+export const stackWorkingSet = (width: number): number => Math.round(STACK_WORKING_SET_BYTES * Math.max(1, width / STACK_WORKING_SET_WIDTH));
 /**
  * Smallest band when a device binding is the limit: the slots of a channel are one binding, so
  * many frames of a wide image get thin bands on the device rather than a TypeScript stack
