@@ -51,7 +51,8 @@ const notePeak = (): void => {
   peakKiB = Math.max(peakKiB, hwmKiB() ?? process.resourceUsage().maxRSS);
 };
 // SKYSTACK_BENCH_SAMPLE=1: every 20 ms a process.memoryUsage() sample; at each phase end the
-// phase's largest-RSS sample (heap, external, array buffers) goes to stderr (memory profiling).
+// phase's largest-RSS sample (heap, external, array buffers) and the memory at the phase's end
+// (what it hands the next phase) go to stderr, which runChild then echoes (memory profiling).
 type Sample = NodeJS.MemoryUsage;
 let top: Sample | null = null;
 const sampler = process.env.SKYSTACK_BENCH_SAMPLE === '1'
@@ -77,10 +78,12 @@ const result = await runRawStack(parsed.config, {
       phasePeaks[line.phase] = canReset ? hwmKiB() : null;
       const c = process.cpuUsage(phaseCpu0);
       phaseCpu[line.phase] = Math.round((c.user + c.system) / 1000);
-      if (sampler && top) {
-        const m: Sample = top;
+      if (sampler) {
         const mb = (b: number) => Math.round(b / 2 ** 20);
-        console.error(`[sample] ${line.phase}: rss ${mb(m.rss)} heapUsed ${mb(m.heapUsed)} heapTotal ${mb(m.heapTotal)} external ${mb(m.external)} arrayBuffers ${mb(m.arrayBuffers)} MiB`);
+        const show = (m: Sample) => `rss ${mb(m.rss)} heapUsed ${mb(m.heapUsed)} heapTotal ${mb(m.heapTotal)} external ${mb(m.external)} arrayBuffers ${mb(m.arrayBuffers)} MiB`;
+        if (top) console.error(`[sample] ${line.phase}: ${show(top)}`);
+        // What the phase leaves to the next one (no collection forced: what the run carries).
+        console.error(`[boundary] after ${line.phase}: ${show(process.memoryUsage())}`);
       }
       top = null;
     }

@@ -102,7 +102,12 @@ export function runChild(config: Record<string, unknown>, runsDir: string, env: 
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      const text = d.toString();
+      err += text;
+      // Memory profiling lines of SKYSTACK_BENCH_SAMPLE=1 (rawstack-child.ts), as they come.
+      if (process.env.SKYSTACK_BENCH_SAMPLE === '1') for (const l of text.split('\n')) if (/^\[(sample|boundary)\]/.test(l)) console.error(l);
+    });
     child.on('error', reject);
     child.on('close', (code) => {
       const line = out.trim().split('\n').pop() ?? '';

@@ -24,6 +24,8 @@ export interface KernelPipeline {
 export interface ShaderVariant {
   key: string;
   transform: (source: string) => string;
+  /** Bindings the rewrite adds after the registry's (e.g. a stack kernel's further source windows). */
+  extraBindings?: GPUBufferBindingType[];
 }
 
 export type BindingResource = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
@@ -115,7 +117,7 @@ export class GpuContext {
     const spec = KERNELS[id];
     const layout = this.device.createBindGroupLayout({
       label: id,
-      entries: spec.bindings.map((type, binding) => ({ binding, visibility: GPUShaderStage.COMPUTE, buffer: { type } })),
+      entries: [...spec.bindings, ...(variant?.extraBindings ?? [])].map((type, binding) => ({ binding, visibility: GPUShaderStage.COMPUTE, buffer: { type } })),
     });
     const module = variant
       ? this.device.createShaderModule({ code: variant.transform(loadShader(spec.shader)), label: `${spec.shader} [${variant.key}]` })

@@ -9,7 +9,7 @@
 import * as assert from 'uvu/assert';
 import { test } from 'uvu';
 import { stack } from '../../src/cpu/stack.js';
-import { packPremaskNoiseFrames, premaskMaskBytes, premaskResident, scatterNanResident } from '../../src/gpu/kernels/premask.js';
+import { packPremaskNoiseFrames, premaskMaskBytes, premaskResident, scatterNanListed, scatterNanResident } from '../../src/gpu/kernels/premask.js';
 import { ALPHA, compactOwned, premaskApply, premaskFlag } from '../../src/cpu/premask.js';
 import { gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom } from '../helpers/tmp.js';
@@ -230,6 +230,33 @@ for (const c of cases) {
     assert.is(diff, 0, `${diff} of ${want.out.length} samples differ`);
   });
 }
+
+gpuTest('scatter_nan over a target larger than the binding (windows, forced small): NaN at exactly the listed indices, the host list unchanged', async () => {
+  const ctx = gpu.ctx!;
+  const n = 5000;
+  const values = Float32Array.from({ length: n }, (_, i) => i + 0.5);
+  const rnd = seededRandom(10);
+  // Unordered, window ends included.
+  const list = Uint32Array.from(new Set([...Array.from({ length: 400 }, () => Math.floor(rnd() * n)), 0, 1023, 1024, 4999]));
+  const host = list.slice();
+  const indices = ctx.storage(4 * list.length);
+  const dst = ctx.upload(values);
+  try {
+    const encoder = ctx.device.createCommandEncoder();
+    await scatterNanListed(ctx, host, list.length, indices, dst, n, encoder, 4096); // windows of 1024 values
+    ctx.submit(encoder);
+    const got = await ctx.readFloat32(dst, n);
+    const listed = new Set(list);
+    for (let i = 0; i < n; i++) {
+      if (listed.has(i)) assert.ok(Number.isNaN(got[i]!), `index ${i} not NaN`);
+      else assert.is(got[i], values[i]);
+    }
+    assert.equal(Array.from(host), Array.from(list));
+  } finally {
+    ctx.pool.release(indices);
+    ctx.pool.release(dst);
+  }
+});
 
 gpuTest('scatter_nan: NaN at exactly the listed indices, the rest untouched; the host pre-mask lists what it masked', async () => {
   const ctx = gpu.ctx!;

@@ -18,6 +18,7 @@ import { rejectNoiseModel, type NoiseRejectParams, type NoiseRejectPixels } from
 import { stack, type StackResult } from '../../src/cpu/stack.js';
 import { expandRejectNoiseTemplate, REJECT_RESIDENT_MAX_FRAMES, rejectNoiseGpu, rejectResident, rejectTableInUniform } from '../../src/gpu/kernels/reject-noise.js';
 import type { DeviceInfo } from '../../src/gpu/device.js';
+import { splitSrc } from '../../src/gpu/kernels/src-ranges.js';
 import { loadShader } from '../../src/gpu/shaders.js';
 import { gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom } from '../helpers/tmp.js';
@@ -154,6 +155,34 @@ for (const [method, shape] of [['sigma', 'resident'], ['winsor', 'resident'], ['
     }
     assert.ok(rejected > 100, `the data exercises rejection (${rejected} samples rejected)`);
     assert.ok((ctx.dispatches.get('reject_noise') ?? 0) >= before + CASES.length, 'the WGSL kernel ran');
+    assert.equal(ctx.uncapturedErrors, []);
+  });
+}
+
+// A band larger than one binding is bound as frame ranges (src-ranges.ts), forced here with a
+// small binding size: every case gives the one-binding result bit for bit, so the reference's.
+const RANGE_CASES: Case[] = [
+  { n: 33, width: 45, rows: 13, srcRows: 17, srcRow0: 4, note: 'N=33 in larger slots, 3 ranges' },
+  { n: 40, width: 64, rows: 9, srcRows: 12, srcRow0: 3, note: 'N=40, vector loads, in larger slots, 3 ranges' },
+  { n: REJECT_RESIDENT_MAX_FRAMES + 2, width: 13, rows: 3, srcRows: 4, srcRow0: 1, note: `N=${REJECT_RESIDENT_MAX_FRAMES + 2}, streaming, 3 ranges` },
+];
+for (const [method, shape] of [['sigma', 'resident'], ['winsor', 'resident'], ['sigma', 'streaming'], ['winsor', 'streaming']] as const) {
+  gpuTest(`GPU reject_noise ${method} (${shape}) over several frame ranges (bindings) equals the one-binding run and the reference`, async () => {
+    const ctx = gpu.ctx!;
+    const align = ctx.limits.minStorageBufferOffsetAlignment;
+    for (const c of RANGE_CASES) {
+      const { frames, p, px } = dataset(c, 100 * c.n + c.width);
+      const params = { ...p, method };
+      const frameBytes = c.srcRows * c.width * 4;
+      const maxBindingBytes = Math.ceil(c.n / 3) * frameBytes + align;
+      assert.is(splitSrc({ buffer: {} as GPUBuffer, offset: 0, size: c.n * frameBytes }, c.n, c.srcRows * c.width, maxBindingBytes, align, 8).count, 3, `${c.note}: windows`);
+      const one = await rejectNoiseGpu(ctx, frames, params, px, shape);
+      const got = await rejectNoiseGpu(ctx, frames, params, px, shape, maxBindingBytes);
+      assert.ok(got.mean.every((v, i) => Object.is(v, one.mean[i])), `${c.note}: means differ from the one-binding run`);
+      assert.equal(Array.from(got.count), Array.from(one.count), `${c.note}: counts`);
+      assert.equal([...got.rejectedLow, ...got.rejectedHigh], [...one.rejectedLow, ...one.rejectedHigh], `${c.note}: tallies`);
+      compare(`${method} ${shape} ${c.note}`, frames, params, px, got, rejectNoiseModel(frames, params, px));
+    }
     assert.equal(ctx.uncapturedErrors, []);
   });
 }

@@ -7,6 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { minKeep, stack, STACK_METHODS, winsorCorrection, type StackMethod, type StackParams, type StackResult } from '../../src/cpu/stack.js';
 import { expandStackTemplate, maxStackFrames, stackGpu, stackResident, type StackGpuOptions } from '../../src/gpu/kernels/stack.js';
+import { splitSrc } from '../../src/gpu/kernels/src-ranges.js';
 import { loadShader } from '../../src/gpu/shaders.js';
 import { gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom } from '../helpers/tmp.js';
@@ -360,6 +361,78 @@ gpuTest('GPU stack: rows inside larger frame slots (layout rows/row0) give the c
     let error: Error | undefined;
     await stackResident(ctx, src, mean, count, rejected, p, undefined, { layout: { rows: slotRows, row0: 6 } }).catch((e: Error) => (error = e));
     assert.match(error?.message ?? '', /outside the 11 rows per frame/);
+  } finally {
+    for (const b of [src, mean, count, rejected]) ctx.pool.release(b);
+  }
+});
+
+/** A binding size that makes a band of n frames of frameBytes need `ranges` frame-range windows. */
+function bindingFor(n: number, frameBytes: number, ranges: number, align: number): number {
+  return Math.ceil(n / ranges) * frameBytes + align;
+}
+
+const sameResult = (label: string, got: StackResult, want: StackResult) => {
+  assert.ok(got.mean.every((v, i) => Object.is(v, want.mean[i])), `${label}: means differ from the one-binding run`);
+  assert.equal(Array.from(got.count), Array.from(want.count), `${label}: counts`);
+  assert.equal([...got.rejectedLow, ...got.rejectedHigh], [...want.rejectedLow, ...want.rejectedHigh], `${label}: tallies`);
+};
+
+// A band larger than one binding is bound as frame ranges (src-ranges.ts): forced here with a
+// small binding size, every method and shape gives the one-binding result bit for bit (same f32
+// sums in frame order) and so the reference's.
+const RANGE_CASES: Case[] = [
+  { n: 33, width: 45, rows: 13, note: 'N=33 scalar I/O, 3 ranges' },
+  { n: 40, width: 64, rows: 9, note: 'N=40 vector I/O, 3 ranges' },
+  { n: 5, width: 38, rows: 5, options: { shape: { k: 2 } }, note: 'N=5 K=2 vector I/O, 3 ranges' },
+  { n: 70, width: 68, rows: 5, options: { shape: { resident: false, rpi: 1 } }, note: 'N=70 streaming, 3 ranges' },
+];
+for (const method of STACK_METHODS) {
+  gpuTest(`GPU stack ${method} over several frame ranges (bindings) equals the one-binding run and the reference`, async () => {
+    const ctx = gpu.ctx!;
+    const align = ctx.limits.minStorageBufferOffsetAlignment;
+    for (const c of RANGE_CASES) {
+      const { frames, p } = dataset(c.width, c.rows, c.n, 1000 * c.n + c.width);
+      const params = { ...p, method: method as StackMethod };
+      const frameBytes = c.rows * c.width * 4;
+      const maxBindingBytes = bindingFor(c.n, frameBytes, 3, align);
+      const split = splitSrc({ buffer: {} as GPUBuffer, offset: 0, size: c.n * frameBytes }, c.n, c.rows * c.width, maxBindingBytes, align, 8);
+      assert.is(split.count, 3, `${c.note}: windows`);
+      const one = await stackGpu(ctx, frames, params, c.options);
+      const got = await stackGpu(ctx, frames, params, { ...c.options, maxBindingBytes });
+      sameResult(`${method} ${c.note}`, got, one);
+      compare(`${method} ${c.note}`, frames, params, got, stack(frames, params));
+    }
+    assert.equal(ctx.uncapturedErrors, []);
+  });
+}
+
+gpuTest('GPU stack: frame ranges with rows inside larger frame slots (the engine\'s layout), windows not on frame boundaries', async () => {
+  const ctx = gpu.ctx!;
+  // 37 px x 11 rows = 1628 B per frame: window starts fall between alignment boundaries.
+  const W = 37;
+  const slotRows = 11;
+  const row0 = 3;
+  const rows = 6;
+  const N = 23;
+  const rnd = seededRandom(13);
+  const slots = Float32Array.from({ length: N * slotRows * W }, () => (rnd() < 0.03 ? NaN : rnd() < 0.02 ? 5000 : 100 + 10 * rnd()));
+  const p: StackParams = { width: W, rows, frames: N, method: 'sigma', low: 2.5, high: 2.5, maxIters: 3, minFraction: 0.4, scale: Array.from({ length: N }, () => 0.9 + 0.2 * rnd()), offset: Array.from({ length: N }, () => rnd()), weight: Array.from({ length: N }, () => 0.5 + rnd()) };
+  const src = ctx.upload(slots);
+  const mean = ctx.storage(rows * W * 4);
+  const count = ctx.storage(rows * W * 4);
+  const rejected = ctx.storage(2 * N * 4);
+  const run = async (maxBindingBytes?: number): Promise<StackResult> => {
+    ctx.write(rejected, new Uint32Array(2 * N));
+    await stackResident(ctx, { buffer: src, offset: 0, size: N * slotRows * W * 4 }, mean, count, rejected, p, undefined, { layout: { rows: slotRows, row0 }, maxBindingBytes });
+    const t = new Uint32Array(await ctx.readback(rejected, 2 * N * 4));
+    return { mean: await ctx.readFloat32(mean, rows * W), count: new Uint32Array(await ctx.readback(count, rows * W * 4)), rejectedLow: t.slice(0, N), rejectedHigh: t.slice(N) };
+  };
+  try {
+    const one = await run();
+    for (const ranges of [2, 4, 7]) sameResult(`${ranges} ranges`, await run(bindingFor(N, slotRows * W * 4, ranges, ctx.limits.minStorageBufferOffsetAlignment)), one);
+    let error: Error | undefined;
+    await run(slotRows * W * 4).catch((e: Error) => (error = e));
+    assert.match(error?.message ?? '', /storage bindings/);
   } finally {
     for (const b of [src, mean, count, rejected]) ctx.pool.release(b);
   }

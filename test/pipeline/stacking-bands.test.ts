@@ -216,6 +216,32 @@ test('bands: the host pre-mask beside a device stack gives the same image when i
   }
 });
 
+test('bands: a channel\'s slots over several storage bindings (frame ranges, forced by a small binding size) give the one-band image, tallies included', async () => {
+  if (oneBand.diagnostics!.device.paths.stack === 'typescript-workers') return; // no device stack here
+  // 256 KiB holds 20 rows of 10 frames x 320 px x 4 B: one binding would allow 16-row bands (less
+  // the pre-mask halo); counted as frame ranges the plan takes far taller ones.
+  const maxBindingBytes = 256 * 1024;
+  stackingOptions.maxBindingBytes = maxBindingBytes;
+  try {
+    const run = await runStack(ds, runsDir(), config(lights(), cosmetic));
+    assert.is(run.result.status, 'ok');
+    const plan = run.diagnostics!.band_plan;
+    assert.is(plan.limited_by, 'binding');
+    const perFrame = (plan.rows_per_band + 2 * plan.halo_rows) * 320 * 4;
+    assert.ok(10 * perFrame > 2 * maxBindingBytes, `${plan.rows_per_band}-row bands need several bindings per channel`);
+    const c = compare(run.image!.data, oneBand.image!.data);
+    assert.is(c.nanMismatch, 0);
+    assert.is(c.maxAbs, 0, `max difference ${c.maxAbs} on ${c.differing} samples`);
+    assert.equal(run.diagnostics!.samples, oneBand.diagnostics!.samples);
+    assert.equal(
+      run.diagnostics!.frames.map((f: { rejected: unknown }) => f.rejected),
+      oneBand.diagnostics!.frames.map((f: { rejected: unknown }) => f.rejected),
+    );
+  } finally {
+    stackingOptions.maxBindingBytes = null;
+  }
+});
+
 test('bands: the TypeScript path (worker pool) gives the device path image, in one band or several', async () => {
   const ts = await runStack(ds, runsDir(), config(lights(), cosmetic), { device: 'cpu' });
   assert.is(ts.result.status, 'ok');

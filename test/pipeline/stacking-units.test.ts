@@ -10,7 +10,8 @@ import { cosmeticCorrect, estimateNoise } from '../../src/pipeline/stages/stacki
 import { normalizationFor } from '../../src/pipeline/stages/stacking/normalization.js';
 import { compactOwned, premaskApply, premaskFlag, GROW } from '../../src/cpu/premask.js';
 import { ReaderCache } from '../../src/pipeline/stages/stacking/readers.js';
-import { planStackBands, STACK_WORKING_SET_BYTES, stackWorkingSet, toCells, type StackFrame } from '../../src/pipeline/stages/stacking/plan.js';
+import { planStackBands, rangesBindingBytes, STACK_WORKING_SET_BYTES, stackWorkingSet, toCells, type StackFrame } from '../../src/pipeline/stages/stacking/plan.js';
+import { splitSrc } from '../../src/gpu/kernels/src-ranges.js';
 import { stackRows, superpixelRows } from '../../src/pipeline/stages/stacking/row-kernels.js';
 import { stack } from '../../src/cpu/stack.js';
 import { phaseChannels } from '../../src/pipeline/stages/frames/channel-stats.js';
@@ -116,6 +117,36 @@ test('band plan: the working set grows with the width beyond 2048 px only (16 OS
   assert.is(before.bands.length, 57);
   assert.is(after.bands.length, 18);
   assert.ok(after.maxWorkRows * 16 * 6248 * 17 <= stackWorkingSet(6248));
+});
+
+test('band plan: slots bound as frame ranges (stack kernels, src-ranges.ts) put 1000 × 2048 px on the device, every window within the binding', () => {
+  const MiB = 1024 * 1024;
+  const binding = 128 * MiB;
+  const ranges = 8; // llvmpipe: 16 storage bindings per stage, reject_noise takes 6 besides its windows
+  const plan = (n: number, width: number, height: number) =>
+    planStackBands({ width, height, frameWidth: width, frameHeight: height, binning: 1, frames: frames(n), channels: 1, kernel: 'lanczos3', prefetch: 2, readHalo: 3, haloRows: GROW, extraBytesPerFramePixel: 5, extraBytesPerPixel: Math.ceil(n / 4), budgetBytes: 1024 * MiB, workingSetBytes: STACK_WORKING_SET_BYTES, maxBindingBytes: binding, bindingRanges: ranges, maxBufferBytes: 2048 * MiB, bindingAlign: 256 });
+  for (const [n, width, height] of [[1000, 2048, 1536], [1000, 1024, 768], [30, 2048, 1536]] as const) {
+    const p = plan(n, width, height);
+    // The working set's 32-row floor, not the binding, sizes these bands now.
+    assert.ok(p.rowsPerBand >= 32, `${n} x ${width}: ${p.rowsPerBand} rows`);
+    const slot = p.maxWorkRows * width * 4;
+    const split = splitSrc({ buffer: {} as GPUBuffer, offset: 0, size: n * slot }, n, slot / 4, binding, 256, ranges);
+    assert.ok(split.count <= ranges);
+    for (const w of split.windows) assert.ok(w.size <= binding, `window of ${w.size} B`);
+    // The windows cover the band without gaps: from 0 to its end, each starting where (or, by the alignment, just before) the last ended.
+    if (split.count > 1) {
+      assert.is(split.windows[0]!.offset, 0);
+      const last = split.windows[split.count - 1]!;
+      assert.is(last.offset + last.size, n * slot);
+      for (let k = 1; k < split.count; k++) {
+        const end = split.windows[k - 1]!.offset + split.windows[k - 1]!.size;
+        assert.ok(split.windows[k]!.offset <= end && end - split.windows[k]!.offset < 256, `window ${k}`);
+      }
+    }
+  }
+  // One binding of 1000 × 2048 px leaves 12 rows: refused as before (the caller stacks on the host).
+  assert.is(rangesBindingBytes(binding, 1000, 1), binding);
+  assert.throws(() => planStackBands({ width: 2048, height: 1536, frameWidth: 2048, frameHeight: 1536, binning: 1, frames: frames(1000), channels: 1, kernel: 'lanczos3', prefetch: 2, readHalo: 3, haloRows: GROW, extraBytesPerFramePixel: 5, budgetBytes: 1024 * MiB, workingSetBytes: STACK_WORKING_SET_BYTES, maxBindingBytes: binding }), (e: Error) => /storage-binding limit/.test(e.message));
 });
 
 test('reader cache: at most `capacity` files open, every read right, LRU reuse', async () => {

@@ -107,17 +107,18 @@ export async function premaskResident(
 const SCATTER_WG = 256;
 
 /**
- * Encodes NaN stores into `dst` at the first `count` u32 indices of `indices` (the host
- * pre-mask's masked samples; shaders/premask/scatter_nan.wgsl). `dstValues`: f32 values `dst`
- * holds (every index must be below it; the caller's list comes from a band of that size).
+ * Encodes NaN stores into `dst` at the u32 indices `from .. count` of `indices` (the host
+ * pre-mask's masked samples; shaders/premask/scatter_nan.wgsl). `dstValues`: f32 values of `dst`
+ * from value `dstOffset` on, the window bound (every index must be below dstValues; the caller's
+ * list comes from a band of that size).
  */
-export async function scatterNanResident(ctx: GpuContext, indices: GPUBuffer, count: number, dst: GPUBuffer, dstValues: number, encoder: GPUCommandEncoder): Promise<void> {
-  if (count === 0) return;
+export async function scatterNanResident(ctx: GpuContext, indices: GPUBuffer, count: number, dst: GPUBuffer, dstValues: number, encoder: GPUCommandEncoder, from = 0, dstOffset = 0): Promise<void> {
+  if (count <= from) return;
   if (indices.size < 4 * count) throw new GpuError('BAD_ARGUMENT', `scatter_nan: index buffer of ${indices.size} B for ${count} indices`);
-  if (dst.size < 4 * dstValues) throw new GpuError('BAD_ARGUMENT', `scatter_nan: target of ${dst.size} B, ${dstValues} values expected`);
+  if (dst.size < 4 * (dstOffset + dstValues)) throw new GpuError('BAD_ARGUMENT', `scatter_nan: target of ${dst.size} B, ${dstValues} values from ${dstOffset} expected`);
   const kernel = await ctx.pipeline('scatter_nan', { WG: SCATTER_WG });
   const perDispatch = ctx.limits.maxComputeWorkgroupsPerDimension * SCATTER_WG;
-  for (let first = 0; first < count; first += perDispatch) {
+  for (let first = from; first < count; first += perDispatch) {
     const uniform = ctx.uniform(
       packUniform([
         ['u32', count],
@@ -126,6 +127,39 @@ export async function scatterNanResident(ctx: GpuContext, indices: GPUBuffer, co
     );
     ctx.retire(uniform);
     const groups = Math.ceil(Math.min(perDispatch, count - first) / SCATTER_WG);
-    ctx.dispatch('scatter_nan', kernel, ctx.bindGroup(kernel, [uniform, { buffer: indices, offset: 0, size: 4 * count }, { buffer: dst, offset: 0, size: 4 * dstValues }]), [groups, 1, 1], encoder);
+    ctx.dispatch('scatter_nan', kernel, ctx.bindGroup(kernel, [uniform, { buffer: indices, offset: 0, size: 4 * count }, { buffer: dst, offset: 4 * dstOffset, size: 4 * dstValues }]), [groups, 1, 1], encoder);
+  }
+}
+
+/**
+ * Uploads the first `count` indices of `host` into `indices` and encodes their NaN stores into
+ * the `dstValues` f32 values of `dst`. A target larger than one storage binding (a band of many
+ * frames: the stack kernels bind it as frame ranges, src-ranges.ts) is cut into aligned windows
+ * of at most `maxBindingBytes`; the indices go up ordered by window and rebased to it, and one
+ * scatter per window stores them. The host list is left as it was.
+ */
+export async function scatterNanListed(ctx: GpuContext, host: Uint32Array, count: number, indices: GPUBuffer, dst: GPUBuffer, dstValues: number, encoder: GPUCommandEncoder, maxBindingBytes = ctx.limits.maxStorageBufferBindingSize): Promise<void> {
+  if (count === 0) return;
+  if (4 * dstValues <= maxBindingBytes) {
+    ctx.write(indices, host.subarray(0, count));
+    await scatterNanResident(ctx, indices, count, dst, dstValues, encoder);
+    return;
+  }
+  const alignElems = Math.max(1, ctx.limits.minStorageBufferOffsetAlignment / 4);
+  const span = Math.floor(maxBindingBytes / 4 / alignElems) * alignElems;
+  const windows = Math.ceil(dstValues / span);
+  const start = new Uint32Array(windows + 1);
+  for (let i = 0; i < count; i++) start[Math.floor(host[i]! / span) + 1]!++;
+  for (let k = 0; k < windows; k++) start[k + 1]! += start[k]!;
+  const next = start.slice(0, windows);
+  const ordered = new Uint32Array(count);
+  for (let i = 0; i < count; i++) {
+    const v = host[i]!;
+    const k = Math.floor(v / span);
+    ordered[next[k]!++] = v - k * span;
+  }
+  ctx.write(indices, ordered);
+  for (let k = 0; k < windows; k++) {
+    await scatterNanResident(ctx, indices, start[k + 1]!, dst, Math.min(span, dstValues - k * span), encoder, start[k]!, k * span);
   }
 }

@@ -4,6 +4,8 @@
 // the stack kernel's unroller). Contract and TypeScript reference: src/cpu/reject-noise.ts.
 // Invariant: the rejected-count buffer is only ever added to, so a caller zeroes it once and
 // runs every band of an image into it (as with the stack kernel).
+// A band larger than one storage binding is bound as several frame ranges (src-ranges.ts; the
+// extra windows at bindings 8..), so the rejection stays global over all N frames.
 
 import { frameParams, type StackResult } from '../../cpu/stack.js';
 import { noiseFrameParams, validateNoiseReject, type NoiseRejectParams, type NoiseRejectPixels } from '../../cpu/reject-noise.js';
@@ -11,6 +13,7 @@ import type { BindingResource, GpuContext, ShaderVariant } from '../context.js';
 import { packUniform } from '../dispatch.js';
 import { GpuError } from '../errors.js';
 import { RESIDENT_MAX_FRAMES, unrollLoops } from './stack.js';
+import { expandSrcRanges, extraSrcBindings, maxSrcRanges, REJECT_OTHER_STORAGE, splitSrc, type SrcRanges } from './src-ranges.js';
 
 export const REJECT_NOISE_WG = 64;
 const METHOD: Record<NoiseRejectParams['method'], number> = { sigma: 0, winsor: 1 };
@@ -94,8 +97,16 @@ export function expandRejectNoiseTemplate(source: string, n: number, vectorSrc: 
   return out;
 }
 
-function variant(n: number, vectorSrc: boolean, tableInUniform: boolean, resident: boolean): ShaderVariant {
-  return { key: `N=${n},vector-src=${vectorSrc},table-u=${tableInUniform},resident=${resident}`, transform: (source) => expandRejectNoiseTemplate(source, n, vectorSrc, tableInUniform, resident) };
+/** Binding of the kernel's second source window (bindings 1-7 are taken). */
+const REJECT_SRC_BINDING = 8;
+
+function variant(n: number, vectorSrc: boolean, tableInUniform: boolean, resident: boolean, ranges: Pick<SrcRanges, 'count' | 'framesPerRange' | 'alignElems'>): ShaderVariant {
+  const split = ranges.count > 1 ? `,ranges=${ranges.count}x${ranges.framesPerRange}/${ranges.alignElems}` : '';
+  return {
+    key: `N=${n},vector-src=${vectorSrc},table-u=${tableInUniform},resident=${resident}${split}`,
+    transform: (source) => expandSrcRanges(expandRejectNoiseTemplate(source, n, vectorSrc, tableInUniform, resident), ranges, REJECT_SRC_BINDING, 'VF', 'reject_noise.wgsl'),
+    extraBindings: extraSrcBindings(ranges.count),
+  };
 }
 
 /** Uniform header bytes before the frame table (12 scalars). */
@@ -131,6 +142,8 @@ export async function rejectNoiseResident(
   p: NoiseRejectParams,
   encoder?: GPUCommandEncoder,
   shape: RejectShape = 'auto',
+  /** The storage-binding size the source windows must fit (tests force several ranges with it). */
+  maxBindingBytes = ctx.limits.maxStorageBufferBindingSize,
 ): Promise<void> {
   check(p);
   const max = ctx.limits.maxComputeWorkgroupsPerDimension;
@@ -141,7 +154,8 @@ export async function rejectNoiseResident(
   // here from p, the same values the caller put in `frames`. Resident shapes (N <= 128) always fit.
   const tableU = rejectTableInUniform(p.frames, ctx.limits);
   const table = new Uint8Array(tableU ? packRejectFrames(p).buffer : new ArrayBuffer(16));
-  const kernel = await ctx.pipeline('reject_noise', { WG: REJECT_NOISE_WG, METHOD: METHOD[p.method] }, variant(p.frames, p.width % 4 === 0, tableU, tableU && rejectResident(ctx, p.frames, shape)));
+  const ranges = splitSrc(src, p.frames, (p.srcRows ?? p.rows) * p.width, maxBindingBytes, ctx.limits.minStorageBufferOffsetAlignment, maxSrcRanges(ctx.limits, REJECT_OTHER_STORAGE));
+  const kernel = await ctx.pipeline('reject_noise', { WG: REJECT_NOISE_WG, METHOD: METHOD[p.method] }, variant(p.frames, p.width % 4 === 0, tableU, tableU && rejectResident(ctx, p.frames, shape), ranges));
   const own = encoder ?? ctx.device.createCommandEncoder({ label: 'reject_noise' });
   for (let rowBase = 0; rowBase < p.rows; rowBase += max) {
     const header = packUniform([
@@ -163,15 +177,16 @@ export async function rejectNoiseResident(
     block.set(table, header.byteLength);
     const uniform = ctx.uniform(block);
     ctx.retire(uniform);
-    ctx.dispatch('reject_noise', kernel, ctx.bindGroup(kernel, [uniform, src, frames, centre, background, mean, count, rejected]), [groupsX, Math.min(max, p.rows - rowBase)], own);
+    const bindings = ranges.count === 1 ? [uniform, src, frames, centre, background, mean, count, rejected] : [uniform, ranges.windows[0]!, frames, centre, background, mean, count, rejected, ...ranges.windows.slice(1)];
+    ctx.dispatch('reject_noise', kernel, ctx.bindGroup(kernel, bindings), [groupsX, Math.min(max, p.rows - rowBase)], own);
   }
   if (!encoder) ctx.submit(own);
 }
 
-/** Host to host, one band (must fit one storage binding): the reference's result from the device. */
-export async function rejectNoiseGpu(ctx: GpuContext, band: Float32Array, p: NoiseRejectParams, px: NoiseRejectPixels, shape: RejectShape = 'auto'): Promise<StackResult> {
+/** Host to host, one band (bound as several frame ranges where it exceeds maxBindingBytes): the reference's result from the device. */
+export async function rejectNoiseGpu(ctx: GpuContext, band: Float32Array, p: NoiseRejectParams, px: NoiseRejectPixels, shape: RejectShape = 'auto', maxBindingBytes = ctx.limits.maxStorageBufferBindingSize): Promise<StackResult> {
   validateNoiseReject(p, band.length, px);
-  if (band.byteLength > ctx.limits.maxStorageBufferBindingSize) throw new GpuError('BAD_ARGUMENT', `reject_noise: band of ${band.byteLength} B exceeds one storage binding`);
+  if (band.byteLength > ctx.limits.maxBufferSize) throw new GpuError('BAD_ARGUMENT', `reject_noise: band of ${band.byteLength} B exceeds one buffer`);
   const plane = p.width * p.rows;
   const held: GPUBuffer[] = [];
   const keep = (b: GPUBuffer) => (held.push(b), b);
@@ -183,7 +198,7 @@ export async function rejectNoiseGpu(ctx: GpuContext, band: Float32Array, p: Noi
     const mean = keep(ctx.storage(plane * 4, 'reject mean'));
     const count = keep(ctx.storage(plane * 4, 'reject count'));
     const rejected = keep(ctx.upload(new Uint32Array(2 * p.frames)));
-    await rejectNoiseResident(ctx, src, frames, centre, background, mean, count, rejected, p, undefined, shape);
+    await rejectNoiseResident(ctx, src, frames, centre, background, mean, count, rejected, p, undefined, shape, maxBindingBytes);
     const m = await ctx.readFloat32(mean, plane);
     const c = new Uint32Array(await ctx.readback(count, plane * 4));
     const tallies = new Uint32Array(await ctx.readback(rejected, 2 * p.frames * 4));

@@ -6,6 +6,8 @@
 //   uniform and storage-binding limits allow stays exact (slower, but no private array).
 // Invariant: the rejected-count buffer is only ever added to, so a caller can zero it once and
 // run every band of an image into it.
+// A band larger than one storage binding is bound as several frame ranges (src-ranges.ts; the
+// extra windows at bindings 5..), so the rejection stays global over all N frames.
 //
 // Why this file compiles the module itself: GpuContext.pipeline() loads shader files verbatim and
 // caches by kernel id + overrides; a templated source needs its own cache key. Bind groups,
@@ -16,6 +18,7 @@ import { planBands } from '../band-planner.js';
 import type { BindingResource, GpuContext, KernelPipeline } from '../context.js';
 import { packUniform } from '../dispatch.js';
 import { GpuError } from '../errors.js';
+import { expandSrcRanges, extraSrcBindings, maxSrcRanges, splitSrc, STACK_OTHER_STORAGE, type SrcRanges } from './src-ranges.js';
 
 /** Invocations per workgroup (32..256 measured within +-5% on llvmpipe). */
 export const STACK_WG = 64;
@@ -137,10 +140,15 @@ export function unrollLoops(lines: string[], counts: Record<'N' | 'RPI', number>
  * The stack pipeline for N frames, method and shape (cached per context). `vectorIo` (one
  * vector access per K pixels) needs width % K == 0 so every row starts on a vector boundary.
  */
-export function stackPipeline(ctx: GpuContext, n: number, method: StackParams['method'], shape: StackShape, vectorIo: boolean): Promise<KernelPipeline> {
-  const key = `N=${n},resident=${shape.resident},K=${shape.k},RPI=${shape.rpi},vectorIo=${vectorIo}`;
-  return ctx.pipeline('stack', { WG: shape.wg, METHOD: METHOD_CODE[method] }, { key, transform: (source) => expandStackTemplate(source, n, shape, vectorIo) });
+export function stackPipeline(ctx: GpuContext, n: number, method: StackParams['method'], shape: StackShape, vectorIo: boolean, ranges: Pick<SrcRanges, 'count' | 'framesPerRange' | 'alignElems'> = ONE_RANGE): Promise<KernelPipeline> {
+  const split = ranges.count > 1 ? `,ranges=${ranges.count}x${ranges.framesPerRange}/${ranges.alignElems}` : '';
+  const key = `N=${n},resident=${shape.resident},K=${shape.k},RPI=${shape.rpi},vectorIo=${vectorIo}${split}`;
+  return ctx.pipeline('stack', { WG: shape.wg, METHOD: METHOD_CODE[method] }, { key, transform: (source) => expandSrcRanges(expandStackTemplate(source, n, shape, vectorIo), ranges, STACK_SRC_BINDING, 'VF', 'stack.wgsl'), extraBindings: extraSrcBindings(ranges.count) });
 }
+
+const ONE_RANGE = { count: 1, framesPerRange: 0, alignElems: 1 };
+/** Binding of the stack kernel's second source window (bindings 1-4 are taken). */
+const STACK_SRC_BINDING = 5;
 
 /** The uniform block: header, then scale[N], offset[N], weight[N] as f32 in vec4 slots. */
 export function packStackUniform(p: StackParams, rowOffset: number, layout: SrcLayout = { rows: p.rows, row0: 0 }): Uint8Array {
@@ -187,6 +195,8 @@ export interface StackGpuOptions {
   bandRows?: number;
   /** stackResident only: the band's rows inside larger frame slots. */
   layout?: SrcLayout;
+  /** stackResident only: the storage-binding size the source windows must fit (tests force several ranges with it). */
+  maxBindingBytes?: number;
 }
 
 /**
@@ -215,7 +225,9 @@ export async function stackResident(
   if (!(Number.isInteger(layout.rows) && Number.isInteger(layout.row0) && layout.row0 >= 0 && layout.row0 + params.rows <= layout.rows)) {
     throw new GpuError('BAD_ARGUMENT', `stack: band rows ${layout.row0}..${layout.row0 + params.rows} outside the ${layout.rows} rows per frame of src`);
   }
-  const kernel = await stackPipeline(ctx, n, params.method, shape, params.width % shape.k === 0);
+  const maxBinding = options.maxBindingBytes ?? ctx.limits.maxStorageBufferBindingSize;
+  const ranges = splitSrc(src, n, layout.rows * params.width, maxBinding, ctx.limits.minStorageBufferOffsetAlignment, maxSrcRanges(ctx.limits, STACK_OTHER_STORAGE));
+  const kernel = await stackPipeline(ctx, n, params.method, shape, params.width % shape.k === 0, ranges);
   const maxGroups = ctx.limits.maxComputeWorkgroupsPerDimension;
   const groupsX = Math.ceil(Math.ceil(params.width / shape.k) / shape.wg);
   if (groupsX > maxGroups) throw new GpuError('BAD_ARGUMENT', `stack: width ${params.width} needs ${groupsX} workgroups per row, over ${maxGroups}`);
@@ -225,7 +237,7 @@ export async function stackResident(
   for (let row0 = 0; row0 < params.rows; row0 += rowsPerDispatch) {
     const uniform = ctx.uniform(packStackUniform(params, row0, layout));
     ctx.retire(uniform);
-    const group = ctx.bindGroup(kernel, [uniform, src, mean, count, rejected]);
+    const group = ctx.bindGroup(kernel, ranges.count === 1 ? [uniform, src, mean, count, rejected] : [uniform, ranges.windows[0]!, mean, count, rejected, ...ranges.windows.slice(1)]);
     ctx.dispatch('stack', kernel, group, [groupsX, Math.ceil(Math.min(rowsPerDispatch, params.rows - row0) / shape.rpi)], own);
   }
   if (!encoder) ctx.submit(own);

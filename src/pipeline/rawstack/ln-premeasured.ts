@@ -11,8 +11,11 @@
 //   and the global normalization stay in the setup pass, so the fit is the same.
 // - Memory: the planes are small (~256 blocks on the long side, ~200 KB per mono frame at
 //   2048 px), held from QUALITY_ANALYSIS until STACKING's setup takes them (taken planes are
-//   dropped); at most memory_budget / PREMEASURED_BUDGET_DIVISOR bytes in all — frames past
-//   that cap are simply read by the setup pass. Kept beside the state (a WeakMap), not in it:
+//   dropped); at most min(memory_budget / PREMEASURED_BUDGET_DIVISOR, PREMEASURED_MAX_BYTES)
+//   bytes in all — frames past that cap are simply read by the setup pass. The fixed part keeps
+//   a run of many frames from carrying more through QUALITY_ANALYSIS and FRAME_FILTERING than a
+//   run of few (issue 22 item 3: at 1000 frames of 1024 px the share of the budget, 128 MiB,
+//   was the largest thing the process held between the phases; bench/RESULTS.md). Kept beside the state (a WeakMap), not in it:
 //   nothing to serialise (no checkpoint carries them), and a resumed run just reads.
 
 import type { BinnedPlane } from '../../algorithms/binned-plane.js';
@@ -24,6 +27,12 @@ import { pixelSource, type FrameRecord, type RawStackState } from './state.js';
 
 /** Share of runtime_limits.memory_budget the held planes may take. */
 export const PREMEASURED_BUDGET_DIVISOR = 8;
+/**
+ * Most bytes of held planes whatever the budget: ~160 frames of ~200 KB (a mono plane at any
+ * frame size, ~256 blocks on the long side), so runs of up to ~120 frames keep every frame's
+ * planes (and STACKING's deferred fits) as before.
+ */
+export const PREMEASURED_MAX_BYTES = 32 * 1024 * 1024;
 
 interface Entry {
   spec: LnBinSpec;
@@ -40,7 +49,7 @@ const stores = new WeakMap<RawStackState, Store>();
 
 function storeOf(state: RawStackState): Store {
   let s = stores.get(state);
-  if (!s) stores.set(state, (s = { bySource: new Map(), bytes: 0, cap: (state.config.runtime_limits.memory_budget * 1024 * 1024) / PREMEASURED_BUDGET_DIVISOR }));
+  if (!s) stores.set(state, (s = { bySource: new Map(), bytes: 0, cap: Math.min((state.config.runtime_limits.memory_budget * 1024 * 1024) / PREMEASURED_BUDGET_DIVISOR, PREMEASURED_MAX_BYTES) }));
   return s;
 }
 

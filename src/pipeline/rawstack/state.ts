@@ -6,7 +6,6 @@
 import type { Premeasured } from '../stages/frames/analysis.js';
 import type { Affine } from '../../algorithms/affine.js';
 import type { FrameMetrics } from '../../algorithms/frame-metrics.js';
-import type { StarPoint } from '../../algorithms/match.js';
 import type { RawStackConfig } from '../../config/rawstack.js';
 import type { PipelineBase } from '../run.js';
 import type { ColorMode, FrameInfo } from '../stages/scan/scan.js';
@@ -75,8 +74,14 @@ export interface FrameRecord {
   calibratedFile: string | null;
   /** Which dark was used (file or group) when dark auto-select picked one. */
   darkUsed: string | null;
-  /** Stars in full-resolution frame pixel coordinates (brightest first). */
-  stars: StarPoint[] | null;
+  /**
+   * Stars in full-resolution frame pixel coordinates, brightest first, packed as the measuring
+   * task returns them: (x, y, flux) triplets (packStars' layout, what REGISTRATION's workers
+   * take) and their shapes (unpackStars gives StarPoints): ~72 KB for 1500 stars against
+   * ~0.3 MB of star objects, held by every frame from REFERENCE_SELECTION to QUALITY_ANALYSIS
+   * (issue 22 item 3: 289 MiB of heap at 1000 frames of 2048 px).
+   */
+  stars: { xyf: Float64Array; shapes: Float64Array } | null;
   metrics: FrameMetrics | null;
   registration: {
     ok: boolean;

@@ -32,7 +32,7 @@ import { selectReference, type ReferenceCandidate } from '../../../algorithms/re
 import { failed, ok } from '../../phase.js';
 import type { RawStackPhase } from '../reasons.js';
 import { MAX_STORED_STARS } from '../../stages/frames/analysis.js';
-import { unpackStars, type MeasureResult } from '../../stages/frames/tasks.js';
+import { type MeasureResult } from '../../stages/frames/tasks.js';
 import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { measureSpecOf, takeMeasure } from '../premeasure.js';
 import { filterGroups, referenceFilter } from '../queue.js';
@@ -111,7 +111,7 @@ export const referenceSelectionPhase: RawStackPhase = {
             cosmeticCold.push(r.cosmetic.cold);
           }
           if (r.ok) {
-            f.stars = unpackStars(r.stars, r.shapes);
+            f.stars = { xyf: r.stars, shapes: r.shapes };
             f.metrics = r.metrics;
             streaks.set(f.index, r.streaks);
             ctx.frame(f.index, f.name, 'ok', undefined, { ...metricsView(r.metrics), streak_points: r.streaks });

@@ -17,7 +17,7 @@ import { failed, ok } from '../../phase.js';
 import type { RawStackPhase } from '../reasons.js';
 import { medianOf } from '../quality-artifacts.js';
 import { registrationJsonPath, writeRegistrationJson } from '../registration-artifact.js';
-import { packStars, type RegisterTaskResult } from '../../stages/frames/tasks.js';
+import { type RegisterTaskResult } from '../../stages/frames/tasks.js';
 import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { exclude, includedFrames, type FrameRecord } from '../state.js';
 
@@ -38,7 +38,7 @@ export const registrationPhase: RawStackPhase = {
     const residuals: number[] = [];
     let registered = 0;
     let done = 0;
-    const refPacked = packStars(reference.stars);
+    const refPacked = reference.stars.xyf;
     const others = frames.filter((f) => f !== reference && f.stars).length;
     const workers = new FrameWorkers(Math.min(state.config.runtime_limits.parallel_workers, Math.max(1, others)));
     // Each frame's outcome, in input order (mapFrames hands results back in order).
@@ -64,11 +64,11 @@ export const registrationPhase: RawStackPhase = {
         async (f): Promise<RegisterTaskResult | null> => {
           if (f === reference || !f.stars) return null;
           if (!workers.threaded) await yieldToLoop(); // a cancel is seen between frames
-          return (await workers.run({ kind: 'register', reference: refPacked, stars: packStars(f.stars) })) as RegisterTaskResult;
+          return (await workers.run({ kind: 'register', reference: refPacked, stars: f.stars.xyf })) as RegisterTaskResult;
         },
         (f, task) => {
           if (f === reference) {
-            f.registration = { ok: true, matrix: identity(), matched: reference.stars!.length, residual_rms_px: 0 };
+            f.registration = { ok: true, matrix: identity(), matched: reference.stars!.xyf.length / 3, residual_rms_px: 0 };
           } else if (!task) {
             // Cannot happen after REFERENCE_SELECTION (frames without stars are excluded there).
             f.registration = { ok: false, matrix: null, matched: 0, residual_rms_px: null, code: 'too_few_stars', detail: 'the frame has no star list' };

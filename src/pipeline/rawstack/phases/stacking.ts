@@ -26,6 +26,7 @@
 
 import { isFitsError, writeFits } from '../../../fits/index.js';
 import { GpuError } from '../../../gpu/errors.js';
+import { stackSrcRanges } from '../../../gpu/kernels/src-ranges.js';
 import type { GpuContext } from '../../../gpu/context.js';
 import type { WarpKernel } from '../../../cpu/warp.js';
 import type { StackMethod } from '../../../cpu/stack.js';
@@ -64,10 +65,12 @@ export const STACKING_OPEN_FILES = 64;
  * indices the host pre-mask may send to the device per band and channel (null: the engine's
  * capacity; beyond it the band is uploaded whole); owned rows per chunk of that host pre-mask
  * (null: what one readback staging buffer holds); frames above which that host pre-mask takes
- * its median on the host (null: the engine's rule).
+ * its median on the host (null: the engine's rule); the device's storage-binding size for the
+ * band plan and the stack kernels (null: the adapter's; smaller forces frame ranges).
  */
-export const stackingOptions: { premaskOnDevice: boolean | null; premaskIndexCapacity: number | null; premaskChunkRows: number | null; premaskHostMedianFrames: number | null } = {
+export const stackingOptions: { premaskOnDevice: boolean | null; premaskIndexCapacity: number | null; premaskChunkRows: number | null; premaskHostMedianFrames: number | null; maxBindingBytes: number | null } = {
   premaskOnDevice: null,
+  maxBindingBytes: null,
   premaskIndexCapacity: null,
   premaskChunkRows: null,
   premaskHostMedianFrames: null,
@@ -296,7 +299,13 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
       // Device stacks aim at a working set; a TypeScript stack still fills the budget, its
       // thinner bands measured 2.2x the CPU at 30 x 2048 px (plan.ts STACK_WORKING_SET_BYTES).
       workingSetBytes: device && placement.stack ? stackWorkingSet(setup.width) : undefined,
-      maxBindingBytes: device && placement.stack ? Math.min(placement.stack.limits.maxStorageBufferBindingSize, placement.stack.limits.maxBufferSize) : null,
+      maxBindingBytes: device && placement.stack ? Math.min(stackingOptions.maxBindingBytes ?? placement.stack.limits.maxStorageBufferBindingSize, placement.stack.limits.maxBufferSize) : null,
+      // The stack kernels bind a channel's slots as frame ranges where one binding is too small
+      // (1000 frames x 2048 px on llvmpipe's 128 MiB); the device pre-mask and LN after a
+      // bilinear device warp bind the whole band, so there one binding stays the limit.
+      bindingRanges: device && placement.stack && !placement.premaskOnDevice && !(ln?.tables && r.kernel !== 'lanczos3' && placement.warp) ? stackSrcRanges(placement.stack.limits) : 1,
+      maxBufferBytes: placement.stack?.limits.maxBufferSize,
+      bindingAlign: placement.stack?.limits.minStorageBufferOffsetAlignment,
     });
   let plan: StackPlan;
   try {
@@ -464,6 +473,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
     maxOwnedRows: plan.rowsPerBand,
     maxSourceRows: plan.maxSourceRows,
     maxReadRows: plan.maxReadRows,
+    maxBindingBytes: stackingOptions.maxBindingBytes ?? undefined,
     kernel: r.kernel,
     readHalo: layout.halo,
     rejection: { method: r.method, low: c.rejection.low, high: c.rejection.high, maxIters: c.rejection.max_iters, minFraction: c.rejection.min_fraction },

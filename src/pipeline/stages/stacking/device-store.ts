@@ -18,7 +18,7 @@ import type { GpuContext } from '../../../gpu/context.js';
 import { debayerBilinearResident } from '../../../gpu/kernels/debayer.js';
 import { lnApplyResident } from '../../../gpu/kernels/ln-apply.js';
 import { packRejectFrames, rejectNoiseResident } from '../../../gpu/kernels/reject-noise.js';
-import { packPremaskNoiseFrames, premaskMaskBytes, premaskResident, scatterNanResident } from '../../../gpu/kernels/premask.js';
+import { packPremaskNoiseFrames, premaskMaskBytes, premaskResident, scatterNanListed } from '../../../gpu/kernels/premask.js';
 import { RESIDENT_MAX_FRAMES, stackResident, type SrcLayout } from '../../../gpu/kernels/stack.js';
 import { warpBilinearResident, warpLanczos3Resident, type WarpLn } from '../../../gpu/kernels/warp.js';
 import { lnRowTable } from '../../../cpu/ln-apply.js';
@@ -333,7 +333,7 @@ export class DeviceStore implements SlotStore {
       rejected,
       stackParams(o, c, rows, method),
       encoder,
-      { layout },
+      { layout, maxBindingBytes: o.maxBindingBytes },
     );
   }
 
@@ -365,6 +365,8 @@ export class DeviceStore implements SlotStore {
       this.rejected[c]!,
       p,
       encoder,
+      'auto',
+      o.maxBindingBytes,
     );
   }
 
@@ -449,8 +451,7 @@ export class DeviceStore implements SlotStore {
     const band = next();
     const masked = this.nanCount![0]!;
     if (masked <= this.nanIndex!.length) {
-      ctx.write(this.nanIndexBuffer!, this.nanIndex!.subarray(0, masked));
-      await scatterNanResident(ctx, this.nanIndexBuffer!, masked, src, N * w.rows * o.width, band);
+      await scatterNanListed(ctx, this.nanIndex!, masked, this.nanIndexBuffer!, src, N * w.rows * o.width, band, o.maxBindingBytes);
     } else {
       ctx.write(src, this.fullBand!.band.subarray(0, N * w.rows * o.width)); // too many to list: the whole (pre-masked) work band
     }

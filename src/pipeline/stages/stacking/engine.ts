@@ -63,6 +63,11 @@ export interface EngineOptions {
   maxOwnedRows: number;
   maxSourceRows: number;
   maxReadRows: number;
+  /**
+   * The storage-binding size the device stack kernels' source windows must fit (default: the
+   * adapter's; tests force several frame ranges with a smaller one, as the plan was made for).
+   */
+  maxBindingBytes?: number;
   kernel: WarpKernel;
   readHalo: number;
   rejection: { method: StackMethod; low: number; high: number; maxIters: number; minFraction: number };

@@ -105,6 +105,16 @@ export interface StackPlanInput {
   /** Largest storage binding when the stack runs on the device (each channel has its own buffer), else null. */
   maxBindingBytes: number | null;
   /**
+   * Storage bindings the stack kernels may bind a channel's slots as (frame ranges,
+   * gpu/kernels/src-ranges.ts), 1 where a kernel binds the whole band (device pre-mask, LN
+   * applied after a bilinear device warp); default 1. The slots stay one buffer, so
+   * maxBufferBytes bounds them too.
+   */
+  bindingRanges?: number;
+  maxBufferBytes?: number;
+  /** The binding offset alignment in bytes (a window may start that much before its first frame). */
+  bindingAlign?: number;
+  /**
    * Bytes of the frames' band slices aimed at (stackWorkingSet), the budget staying the
    * bound; absent: bands fill the budget.
    */
@@ -141,6 +151,17 @@ export const stackWorkingSet = (width: number): number => Math.round(STACK_WORKI
  * (1000 × 1024 px on llvmpipe's 128 MiB binding: 28 rows instead of the host fallback).
  */
 export const STACK_BINDING_MIN_ROWS = 16;
+
+/**
+ * The one-binding size that stands for R frame-range windows of `maxBinding` bytes: windows hold
+ * whole frames (ceil(N / R) each) and may start up to align - 4 bytes early, so slices of s bytes
+ * fit when ceil(N / R) * s + align <= maxBinding, which R (B - a) N / (N + R) >= N s guarantees
+ * (ceil(N / R) <= (N + R) / R); and the one buffer holding them all must fit maxBuffer.
+ */
+export function rangesBindingBytes(maxBinding: number, frames: number, ranges: number, maxBuffer = Number.MAX_SAFE_INTEGER, align = 256): number {
+  if (ranges <= 1) return maxBinding;
+  return Math.min(maxBuffer, Math.floor((ranges * (maxBinding - align) * frames) / (frames + ranges)));
+}
 
 export interface StackPlan extends BandPlan {
   /** Bytes reserved besides bytesPerBand (which already holds the per-row scratch): the source rows' drift part and small fixed buffers. */
@@ -199,7 +220,7 @@ export function planStackBands(input: StackPlanInput): StackPlan {
       // Each channel's slots are one binding, 4 B per frame pixel; the pre-mask's bytes are
       // host memory or buffers of their own (device pre-mask: its compacted owned rows and mask,
       // each no larger than the slots).
-      maxBindingBytes: input.maxBindingBytes === null ? Number.MAX_SAFE_INTEGER : input.maxBindingBytes,
+      maxBindingBytes: input.maxBindingBytes === null ? Number.MAX_SAFE_INTEGER : rangesBindingBytes(input.maxBindingBytes, N, input.bindingRanges ?? 1, input.maxBufferBytes, input.bindingAlign ?? 256),
       bindingBytesPerPixel: 4,
       bindingMinRows: STACK_BINDING_MIN_ROWS,
       targetBytes: input.workingSetBytes,

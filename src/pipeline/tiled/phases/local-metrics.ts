@@ -39,7 +39,7 @@ import { tileMetricsGpu } from '../../../gpu/kernels/tile-metrics.js';
 import { gpuFor } from '../../device-policy.js';
 import { failed, ok } from '../../phase.js';
 import { pixelSource } from '../../rawstack/state.js';
-import { tileMetricsFrame, type LnBinSpec, type TileMetricsTask, type TileMetricsTaskResult } from '../../stages/frames/tasks.js';
+import { tileMetricsFrame, unpackStars, type LnBinSpec, type TileMetricsTask, type TileMetricsTaskResult } from '../../stages/frames/tasks.js';
 import { FrameWorkers, mapFrames } from '../../stages/frames/workers.js';
 import { dropLnPlanes, lnWanted, rememberLnPlanes, wantedLnBinSpec } from '../../rawstack/ln-premeasured.js';
 import type { FrameRecord } from '../../rawstack/state.js';
@@ -162,7 +162,7 @@ function framePlan(f: FrameRecord, g: TileGrid, W: number, H: number, osc: boole
   const sky = f.metrics?.background_median ?? NaN;
   // Stars on the reference grid, into every tile that holds them.
   const stars: PooledStar[] = [];
-  for (const st of f.stars ?? []) {
+  for (const st of f.stars ? unpackStars(f.stars.xyf, f.stars.shapes) : []) {
     if (!(st.fwhm !== undefined && Number.isFinite(st.fwhm))) continue;
     const [x, y] = applyAffine(toRef, st.x, st.y);
     stars.push({ x, y, fwhm: st.fwhm, round: Math.sqrt(1 - Math.min(1, (st.eccentricity ?? 0) ** 2)), contrast: noise > 0 ? (st.peak ?? NaN) / noise : NaN });
