@@ -231,6 +231,16 @@ for (const c of cases) {
   });
 }
 
+
+/** got is values with NaN at exactly the listed indices. */
+function assertNanExactlyAt(got: Float32Array, values: Float32Array, list: ArrayLike<number>): void {
+  const listed = new Set(Array.from(list));
+  for (let i = 0; i < values.length; i++) {
+    if (listed.has(i)) assert.ok(Number.isNaN(got[i]!), `index ${i} not NaN`);
+    else assert.is(got[i], values[i]);
+  }
+}
+
 gpuTest('scatter_nan over a target larger than the binding (windows, forced small): NaN at exactly the listed indices, the host list unchanged', async () => {
   const ctx = gpu.ctx!;
   const n = 5000;
@@ -245,12 +255,7 @@ gpuTest('scatter_nan over a target larger than the binding (windows, forced smal
     const encoder = ctx.device.createCommandEncoder();
     await scatterNanListed(ctx, host, list.length, indices, dst, n, encoder, 4096); // windows of 1024 values
     ctx.submit(encoder);
-    const got = await ctx.readFloat32(dst, n);
-    const listed = new Set(list);
-    for (let i = 0; i < n; i++) {
-      if (listed.has(i)) assert.ok(Number.isNaN(got[i]!), `index ${i} not NaN`);
-      else assert.is(got[i], values[i]);
-    }
+    assertNanExactlyAt(await ctx.readFloat32(dst, n), values, list);
     assert.equal(Array.from(host), Array.from(list));
   } finally {
     ctx.pool.release(indices);
@@ -270,12 +275,7 @@ gpuTest('scatter_nan: NaN at exactly the listed indices, the rest untouched; the
     const encoder = ctx.device.createCommandEncoder();
     await scatterNanResident(ctx, indices, list.length, dst, n, encoder);
     ctx.submit(encoder);
-    const got = await ctx.readFloat32(dst, n);
-    const listed = new Set(list);
-    for (let i = 0; i < n; i++) {
-      if (listed.has(i)) assert.ok(Number.isNaN(got[i]!), `index ${i} not NaN`);
-      else assert.is(got[i], values[i]);
-    }
+    assertNanExactlyAt(await ctx.readFloat32(dst, n), values, list);
   } finally {
     ctx.pool.release(indices);
     ctx.pool.release(dst);

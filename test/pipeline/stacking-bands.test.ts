@@ -156,63 +156,45 @@ test('bands: the host pre-mask beside a device stack gives the same image whethe
   }
 });
 
-test('bands: the host pre-mask beside a device stack gives the same image when it masks each band in row chunks (with and without index-list overflow)', async () => {
-  if (oneBand.diagnostics!.device.paths.stack === 'typescript-workers' || oneBand.diagnostics!.device.paths.premask !== 'typescript-workers') return; // not that path here
+/** A run's image, sample tallies and per-frame rejections are exactly the one-band run's. */
+function assertLikeOneBand(run: StackRun, label: string): void {
+  assert.is(run.result.status, 'ok', label);
+  const c = compare(run.image!.data, oneBand.image!.data);
+  assert.is(c.nanMismatch, 0, label);
+  assert.is(c.maxAbs, 0, `${label}: max difference ${c.maxAbs} on ${c.differing} samples`);
+  assert.equal(run.diagnostics!.samples, oneBand.diagnostics!.samples);
+  assert.equal(
+    run.diagnostics!.frames.map((f: { rejected: unknown }) => f.rejected),
+    oneBand.diagnostics!.frames.map((f: { rejected: unknown }) => f.rejected),
+  );
+}
+
+/** The host pre-mask in row chunks of each [rows, index capacity] (null: the default), in one band and in several. */
+async function assertChunkedLikeOneBand(variants: readonly (readonly [number | null, number | null])[], label: string): Promise<void> {
   try {
-    for (const [chunkRows, capacity] of [
-      [5, null],
-      [16, null],
-      [7, 8],
-    ] as const) {
+    for (const [chunkRows, capacity] of variants) {
       stackingOptions.premaskChunkRows = chunkRows;
       stackingOptions.premaskIndexCapacity = capacity;
-      for (const budget of [undefined, 3]) {
-        const run = await runStack(ds, runsDir(), config(lights(), cosmetic, budget));
-        assert.is(run.result.status, 'ok');
-        const c = compare(run.image!.data, oneBand.image!.data);
-        assert.is(c.nanMismatch, 0, `chunks of ${chunkRows} rows, capacity ${capacity}, budget ${budget}`);
-        assert.is(c.maxAbs, 0, `chunks of ${chunkRows} rows: max difference ${c.maxAbs} on ${c.differing} samples`);
-        assert.equal(run.diagnostics!.samples, oneBand.diagnostics!.samples);
-        assert.equal(
-          run.diagnostics!.frames.map((f: { rejected: unknown }) => f.rejected),
-          oneBand.diagnostics!.frames.map((f: { rejected: unknown }) => f.rejected),
-        );
-      }
+      for (const budget of [undefined, 3]) assertLikeOneBand(await runStack(ds, runsDir(), config(lights(), cosmetic, budget)), `${label}, chunks of ${chunkRows} rows, capacity ${capacity}, budget ${budget}`);
     }
   } finally {
     stackingOptions.premaskChunkRows = null;
     stackingOptions.premaskIndexCapacity = null;
   }
+}
+
+test('bands: the host pre-mask beside a device stack gives the same image when it masks each band in row chunks (with and without index-list overflow)', async () => {
+  if (oneBand.diagnostics!.device.paths.stack === 'typescript-workers' || oneBand.diagnostics!.device.paths.premask !== 'typescript-workers') return; // not that path here
+  await assertChunkedLikeOneBand([[5, null], [16, null], [7, 8]], 'device median');
 });
 
 test('bands: the host pre-mask beside a device stack gives the same image when it takes the median on the host (many frames), in chunks and with index-list overflow', async () => {
   if (oneBand.diagnostics!.device.paths.stack === 'typescript-workers' || oneBand.diagnostics!.device.paths.premask !== 'typescript-workers') return; // not that path here
+  stackingOptions.premaskHostMedianFrames = 0; // every frame count takes the host median
   try {
-    stackingOptions.premaskHostMedianFrames = 0; // every frame count takes the host median
-    for (const [chunkRows, capacity] of [
-      [null, null],
-      [5, null],
-      [7, 8],
-    ] as const) {
-      stackingOptions.premaskChunkRows = chunkRows;
-      stackingOptions.premaskIndexCapacity = capacity;
-      for (const budget of [undefined, 3]) {
-        const run = await runStack(ds, runsDir(), config(lights(), cosmetic, budget));
-        assert.is(run.result.status, 'ok');
-        const c = compare(run.image!.data, oneBand.image!.data);
-        assert.is(c.nanMismatch, 0, `chunks of ${chunkRows} rows, capacity ${capacity}, budget ${budget}`);
-        assert.is(c.maxAbs, 0, `host median, chunks of ${chunkRows} rows: max difference ${c.maxAbs} on ${c.differing} samples`);
-        assert.equal(run.diagnostics!.samples, oneBand.diagnostics!.samples);
-        assert.equal(
-          run.diagnostics!.frames.map((f: { rejected: unknown }) => f.rejected),
-          oneBand.diagnostics!.frames.map((f: { rejected: unknown }) => f.rejected),
-        );
-      }
-    }
+    await assertChunkedLikeOneBand([[null, null], [5, null], [7, 8]], 'host median');
   } finally {
     stackingOptions.premaskHostMedianFrames = null;
-    stackingOptions.premaskChunkRows = null;
-    stackingOptions.premaskIndexCapacity = null;
   }
 });
 
@@ -229,14 +211,7 @@ test('bands: a channel\'s slots over several storage bindings (frame ranges, for
     assert.is(plan.limited_by, 'binding');
     const perFrame = (plan.rows_per_band + 2 * plan.halo_rows) * 320 * 4;
     assert.ok(10 * perFrame > 2 * maxBindingBytes, `${plan.rows_per_band}-row bands need several bindings per channel`);
-    const c = compare(run.image!.data, oneBand.image!.data);
-    assert.is(c.nanMismatch, 0);
-    assert.is(c.maxAbs, 0, `max difference ${c.maxAbs} on ${c.differing} samples`);
-    assert.equal(run.diagnostics!.samples, oneBand.diagnostics!.samples);
-    assert.equal(
-      run.diagnostics!.frames.map((f: { rejected: unknown }) => f.rejected),
-      oneBand.diagnostics!.frames.map((f: { rejected: unknown }) => f.rejected),
-    );
+    assertLikeOneBand(run, 'frame ranges');
   } finally {
     stackingOptions.maxBindingBytes = null;
   }
