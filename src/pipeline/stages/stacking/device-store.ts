@@ -313,7 +313,9 @@ export class DeviceStore implements SlotStore {
     await this.ctx.readInto(src, band);
     transfer += performance.now() - t;
     this.nanCount![0] = 0;
-    if (this.hostMedian) await this.medianRows(c, band, w.rows, median, 0);
+    // The chunks above took the median of the work rows they covered from the same (still
+    // unmasked) samples: only rows they did not reach are left.
+    if (this.hostMedian && medianEnd < w.rows) await this.medianRows(c, band, w.rows, median, medianEnd);
     await premaskHost(o, c, w, band, median, this.fullBand.mask, rejected, counts, this.pool, { index: this.nanIndex!, count: this.nanCount! }, this.sky);
     // Keep nanCount over capacity so the caller uploads the band even if this pass listed fewer.
     this.nanCount![0] = Math.max(this.nanCount![0]!, this.nanIndex!.length + 1);

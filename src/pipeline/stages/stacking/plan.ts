@@ -123,8 +123,10 @@ export interface StackPlanInput {
 
 /**
  * The frames' band slices (as planned: slots and pre-mask bytes) a device stack aims at, whatever
- * the frame count: bands of many frames get thinner instead of filling the budget, so a
- * 1000-frame stack holds about what a 30-frame one does. 128 MiB is the working set llvmpipe's
+ * the frame count: bands of many frames get thinner instead of filling the budget, down to the
+ * band planner's 32-row floor (1000 frames of 2048 px: ~295 MB of slots there, against ~60 MB
+ * for 30 frames, so the stack's memory is not yet flat in the frame count: bench/RESULTS.md,
+ * "end of session 28"). 128 MiB is the working set llvmpipe's
  * 128 MiB binding imposed on the runs bench/RESULTS.md recorded before it became a target (30 ×
  * 2048 px: 238-row bands, 30 × 1024 px: 481, 120 × 1024 px: 117), so on that adapter those plans
  * stay as measured. Not applied to a TypeScript stack (HostStore), which still fills the budget:
