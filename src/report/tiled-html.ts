@@ -13,11 +13,11 @@
 import { escapeHtml as h } from './escape.js';
 import type { ReportTiled } from './model.js';
 import { svgMarkup } from '../shared/frame-plot-svg.js';
-import { fmtTile, gridRects, tileGridSvg, tileScale } from '../shared/tile-grid-svg.js';
+import { fmtTile, gridRects, tileGridSvg, tileScale, type TileGridOptions } from '../shared/tile-grid-svg.js';
 
 const fmt = fmtTile;
 
-function gridSvg(t: ReportTiled, values: (number | null)[], opts: { width: number; preview?: string; label: string; lo: number; hi: number; showValues: boolean; invert?: boolean; digits?: number }): string {
+function gridSvg(t: ReportTiled, values: (number | null)[], opts: Omit<TileGridOptions, 'imageHref'> & { preview?: string }): string {
   const model = { image: t.image, tiles: gridRects(t.tile.origins_x, t.tile.origins_y, t.tile.size_x, t.tile.size_y), types: t.tile.types };
   const { preview, ...rest } = opts;
   const svg = tileGridSvg(model, values, { ...rest, ...(preview ? { imageHref: `data:image/png;base64,${preview}` } : {}) });
@@ -62,7 +62,7 @@ export function tiledHtml(t: ReportTiled | null | undefined, preview?: string): 
   const rSpan = Math.max(0.05, ...rFin.map((x) => Math.abs(x - 1)));
   const rMed = rFin.length ? [...rFin].sort((a, b) => a - b)[rFin.length >> 1]! : NaN;
   const vsGlobal = ratio && rFin.length
-    ? `<figure>${gridSvg(t, ratio, { width: 640, label: 'FWHM of this stack over a global-weighted stack, per tile', lo: 1 - rSpan, hi: 1 + rSpan, showValues: true, digits: 2 })}<figcaption>FWHM of this stack over a stack with the global weights G only, per tile (expected from the frames' star FWHM in the tile; below 1, blue: sharper; above 1, red: softer); median ${fmt(rMed, 3)}, ${fmt(Math.min(...rFin), 3)}–${fmt(Math.max(...rFin), 3)}</figcaption></figure>`
+    ? `<figure>${gridSvg(t, ratio, { width: 640, label: 'FWHM of this stack over a global-weighted stack, per tile', lo: 1 - rSpan, hi: 1 + rSpan, showValues: true, digits: 2, palette: 'diverging' })}<figcaption>FWHM of this stack over a stack with the global weights G only, per tile (expected from the frames' star FWHM in the tile; below 1, blue: sharper; grey: the same; above 1, red: softer); median ${fmt(rMed, 3)}, ${fmt(Math.min(...rFin), 3)}–${fmt(Math.max(...rFin), 3)}</figcaption></figure>`
     : '';
   const v = t.validation;
   const checks = v

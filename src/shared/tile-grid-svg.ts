@@ -33,6 +33,12 @@ export interface TileGridOptions {
   showValues: boolean;
   /** Invert the colour scale (for N_eff: few frames = warm). */
   invert?: boolean;
+  /**
+   * 'heat' (default) for magnitudes (N_eff, L); 'diverging' for ratios centred on the scale's
+   * middle (FWHM against a reference): the middle is a neutral grey, so "no difference" does not
+   * read as a strong colour.
+   */
+  palette?: 'heat' | 'diverging';
   /** Decimals of the written values (1) and of the tooltips (2). */
   digits?: number;
 }
@@ -48,6 +54,20 @@ export function heat(t: number): string {
   const g = Math.round(200 * (x < 0.5 ? 0.4 + 1.2 * x : 2 * (1 - x)));
   const b = Math.round(255 * Math.max(0, 1 - 2 * x));
   return `rgb(${r},${g},${b})`;
+}
+
+/**
+ * A colour for t in [0, 1] of a scale centred on 0.5: blue below, neutral grey at the centre, red
+ * above, each end as saturated as heat's. A light grey rather than white so the maps' white labels
+ * (black outline) stay legible, and lighter than a missing tile's #777.
+ */
+export function diverging(t: number): string {
+  const x = Math.max(0, Math.min(1, Number.isFinite(t) ? t : 0.5));
+  const mid = [185, 185, 185];
+  const end = x < 0.5 ? [40, 90, 220] : [215, 45, 35];
+  const f = Math.abs(2 * x - 1);
+  const c = mid.map((m, i) => Math.round(m + f * (end[i]! - m)));
+  return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
 /**
@@ -99,7 +119,7 @@ export function tileGridSvg(m: TileGridModel, values: readonly (number | null)[]
     rects.push(
       el(
         'rect',
-        { x: (r.x * scale).toFixed(1), y: (r.y * scale).toFixed(1), width: (r.w * scale).toFixed(1), height: (r.h * scale).toFixed(1), fill: missing ? '#777' : heat(o.invert ? 1 - u : u), 'fill-opacity': o.imageHref ? 0.28 : 0.85, stroke: '#fff', 'stroke-opacity': 0.8, 'stroke-width': 1, 'data-tile': k },
+        { x: (r.x * scale).toFixed(1), y: (r.y * scale).toFixed(1), width: (r.w * scale).toFixed(1), height: (r.h * scale).toFixed(1), fill: missing ? '#777' : (o.palette === 'diverging' ? diverging : heat)(o.invert ? 1 - u : u), 'fill-opacity': o.imageHref ? 0.28 : 0.85, stroke: '#fff', 'stroke-opacity': 0.8, 'stroke-width': 1, 'data-tile': k },
         el('title', {}, `tile ${k}${type ? ` (${type})` : ''}: ${fmtTile(v, o.digits ?? 2)}`),
       ),
     );

@@ -3,7 +3,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { gridRects, heat, LOCAL_SHOWN, mostVariedFrames, tileGridSvg, tileScale } from '../../src/shared/tile-grid-svg.js';
+import { diverging, gridRects, heat, LOCAL_SHOWN, mostVariedFrames, tileGridSvg, tileScale } from '../../src/shared/tile-grid-svg.js';
 import type { SvgNode } from '../../src/shared/frame-plot-svg.js';
 
 test('mostVariedFrames: largest max/min of the finite L first, ties by index, frames without L left out, at most LOCAL_SHOWN', () => {
@@ -57,6 +57,19 @@ test('tileGridSvg: one rectangle per tile in grid order, values written when ask
   assert.equal(rects.map((r) => r.attrs.x), ['0.0', '100.0', '0.0', '100.0']);
   assert.is(rects[3]!.attrs.fill, '#777', 'no value: grey');
   assert.equal(texts, ['1.0', '2.0', '3.0', '–']);
+});
+
+
+test('diverging palette: neutral grey at the centre (a ratio of 1.00 is no difference), blue below, red above, missing still #777', () => {
+  assert.is(diverging(0.5), 'rgb(185,185,185)');
+  assert.is(diverging(0), 'rgb(40,90,220)');
+  assert.is(diverging(1), 'rgb(215,45,35)');
+  assert.is(diverging(NaN), diverging(0.5), 'a non-finite position is neutral');
+  const tiles = gridRects([0, 50, 100], [0], 50, 50);
+  const svg = tileGridSvg({ image: { width: 150, height: 50 }, tiles, types: null }, [0.9, 1, NaN], { width: 150, label: 'r', lo: 0.9, hi: 1.1, showValues: false, palette: 'diverging' });
+  const fills = svg.children.filter((c): c is SvgNode => typeof c !== 'string' && c.tag === 'rect').map((r) => r.attrs.fill);
+  assert.equal(fills, [diverging(0), 'rgb(185,185,185)', '#777']);
+  assert.is.not(fills[1], heat(0.5), 'the default palette would paint 1.00 yellow');
 });
 
 test.run();
