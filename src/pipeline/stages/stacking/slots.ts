@@ -43,7 +43,13 @@ export interface Work {
 /** Where a band's frame slots live and how they are stacked. */
 export interface SlotStore {
   putEmpty(f: StackFrame, w: Work): Promise<void>;
-  putFrame(f: StackFrame, w: Work, raw: RawRead, mosaic: Float32Array, timings: Timings): Promise<void>;
+  /**
+   * Starts frame f's host source ahead of its putFrame (which then takes `ready`), so it runs
+   * beside the previous frame's putFrame; null (or absent): this store does not prepare ahead.
+   * The rows `raw` and `mosaic` must stay untouched until that putFrame has resolved.
+   */
+  prepare?(f: StackFrame, w: Work, raw: RawRead, mosaic: Float32Array): Promise<Source> | null;
+  putFrame(f: StackFrame, w: Work, raw: RawRead, mosaic: Float32Array, timings: Timings, ready?: Promise<Source> | null): Promise<void>;
   stackChannel(c: number, w: Work, totals: EngineTotals, timings: Timings): Promise<Float32Array>;
   finish(totals: EngineTotals): Promise<void>;
   dispose(): void;
@@ -55,14 +61,36 @@ export interface SlotStore {
  * (shared, so workers can read them) and the debayered planes.
  */
 export class HostScratch {
-  readonly mosaic: Float32Array;
+  private mosaicRows: Float32Array | null = null;
   readonly planes: Float32Array[];
 
-  constructor(o: EngineOptions, shared: boolean) {
+  constructor(
+    private readonly o: EngineOptions,
+    private readonly shared: boolean,
+  ) {
     const alloc = (n: number) => (shared ? sharedFloat32(n) : new Float32Array(n));
-    this.mosaic = shared ? alloc(o.maxReadRows * o.frameWidth) : new Float32Array(0);
     this.planes = o.channels === 3 ? Array.from({ length: 3 }, () => alloc(o.maxSourceRows * o.width)) : [];
   }
+
+  /**
+   * The shared copy of read rows that are not in shared memory themselves (allocated on first
+   * use: the engine reads into shared row buffers when it has a worker pool, so usually never).
+   */
+  get mosaic(): Float32Array {
+    this.mosaicRows ??= this.shared ? sharedFloat32(this.o.maxReadRows * this.o.frameWidth) : new Float32Array(0);
+    return this.mosaicRows;
+  }
+}
+
+/**
+ * Host source sets a device store keeps: 2 where frame i + 1's host debayer (or superpixel
+ * cells) runs on the worker pool while the device warps frame i (engine.ts: a device warp, a
+ * host debayer, a pool), else 1. On a software adapter the warp runs inside submit on llvmpipe's
+ * threads and the main thread waits there, so without the second set the pool and the device
+ * took turns. The band plan counts the second set (plan.ts, hostSourceSets input).
+ */
+export function hostSourceSets(p: { channels: number; workers: number; deviceStack: boolean; deviceWarp: boolean; deviceDebayer: boolean }): 1 | 2 {
+  return p.channels === 3 && p.workers > 1 && p.deviceStack && p.deviceWarp && !p.deviceDebayer ? 2 : 1;
 }
 
 /**
