@@ -26,7 +26,7 @@ import { ALPHA as PREMASK_ALPHA, GROW as PREMASK_GROW } from '../../../cpu/prema
 import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
 import { STACK_ROWS, stackRows } from './row-kernels.js';
-import { HostScratch, hostSource, hostSourceSets, stackArgs, nanIndexCapacity, frameNorm, noiseParams, noiseRejects, premaskChunkRows, premaskHost, sharedU32, skyRows, stackParams, sharedU64, sharedU8, warpOnHost, warpParams, type RawRead, type SlotStore, type Source, type Work } from './slots.js';
+import { HostScratch, hostSource, hostSourceSets, ScreenScratch, stackArgs, nanIndexCapacity, frameNorm, noiseParams, noiseRejects, premaskChunkRows, premaskHost, sharedU32, skyRows, stackParams, sharedU64, sharedU8, warpOnHost, warpParams, type RawRead, type SlotStore, type Source, type Work } from './slots.js';
 
 export class DeviceStore implements SlotStore {
   private readonly slots: GPUBuffer[];
@@ -54,6 +54,7 @@ export class DeviceStore implements SlotStore {
   private readonly chunkRows: number;
   private fullBand: { band: Float32Array; mask: Uint8Array } | null = null;
   private readonly hostMedianRows: Float32Array | null;
+  private readonly screen: ScreenScratch;
   private readonly hostPremaskRejected: Uint32Array[];
   /**
    * Host pre-mask of more frames than the stack kernel holds in registers: the median is taken
@@ -139,6 +140,7 @@ export class DeviceStore implements SlotStore {
     this.hostBand = onHost ? f32(N * chunkWorkRows * W) : null;
     this.hostMask = onHost ? sharedU8(N * chunkWorkRows * W, sh) : null;
     this.hostMedianRows = onHost ? f32(o.maxWorkRows * W) : null;
+    this.screen = new ScreenScratch(sh);
     this.hostMedian = onHost && N > (o.premask?.hostMedianFrames ?? RESIDENT_MAX_FRAMES);
     this.medianRejected = sharedU32(this.hostMedian ? 2 * N : 0, sh);
     this.medianCounts = sharedU64(this.hostMedian ? 2 : 0, sh);
@@ -323,7 +325,7 @@ export class DeviceStore implements SlotStore {
         await this.medianRows(c, band, rows, median.subarray(r0 * W, (r0 + rows) * W), Math.max(0, medianEnd - r0));
         medianEnd = r0 + rows;
       }
-      await premaskHost(o, c, chunk, band, median.subarray(r0 * W, (r0 + rows) * W), this.hostMask!, rejected, counts, this.pool, nan, this.sky);
+      await premaskHost(o, c, chunk, band, median.subarray(r0 * W, (r0 + rows) * W), this.hostMask!, rejected, counts, this.pool, nan, this.sky, this.screen);
     }
     if (this.nanCount![0]! <= this.nanIndex!.length) return transfer;
     // Overflow: the device band is still unmasked; mask all of it on the host.
@@ -339,7 +341,7 @@ export class DeviceStore implements SlotStore {
     // The chunks above took the median of the work rows they covered from the same (still
     // unmasked) samples: only rows they did not reach are left.
     if (this.hostMedian && medianEnd < w.rows) await this.medianRows(c, band, w.rows, median, medianEnd);
-    await premaskHost(o, c, w, band, median, this.fullBand.mask, rejected, counts, this.pool, { index: this.nanIndex!, count: this.nanCount! }, this.sky);
+    await premaskHost(o, c, w, band, median, this.fullBand.mask, rejected, counts, this.pool, { index: this.nanIndex!, count: this.nanCount! }, this.sky, this.screen);
     // Keep nanCount over capacity so the caller uploads the band even if this pass listed fewer.
     this.nanCount![0] = Math.max(this.nanCount![0]!, this.nanIndex!.length + 1);
     return transfer;

@@ -5,7 +5,7 @@
 
 import { fillGridRows } from '../../../algorithms/local-normalization.js';
 import { debayerBilinear, resolveDebayer, ROWS_KERNEL as DEBAYER_ROWS, type DebayerPlanes } from '../../../cpu/debayer.js';
-import { compactOwned, GROW as PREMASK_GROW, PREMASK_APPLY, PREMASK_FLAG, premaskApply, premaskFlag, type PremaskArgs } from '../../../cpu/premask.js';
+import { compactOwned, GROW as PREMASK_GROW, PREMASK_APPLY, PREMASK_FLAG, PREMASK_SCREEN, premaskApply, premaskFlag, type PremaskArgs } from '../../../cpu/premask.js';
 import type { StackMethod } from '../../../cpu/stack.js';
 import type { WarpParams } from '../../../cpu/warp.js';
 import { isShared, sharedFloat32, type WorkerPool } from '../../../cpu/worker-pool.js';
@@ -206,6 +206,25 @@ export const sharedU64 = (n: number, shared: boolean) => (shared ? new BigUint64
 export const sharedU8 = (n: number, shared: boolean) => (shared ? new Uint8Array(new SharedArrayBuffer(n)) : new Uint8Array(n));
 
 /**
+ * The host pre-mask's per-pixel screen and signal (PremaskArgs.screen), made once per band or
+ * chunk on the worker pool instead of by each flag call; grown on demand to the largest band
+ * asked for (a chunk's rows, or a whole work band), kept by its store.
+ */
+export class ScreenScratch {
+  private screen: Float32Array = new Float32Array(0);
+  private signal: Float32Array = new Float32Array(0);
+
+  constructor(private readonly shared: boolean) {}
+
+  views(n: number, signal: boolean): { screen: Float32Array; signal?: Float32Array } {
+    const alloc = (k: number) => (this.shared ? sharedFloat32(k) : new Float32Array(k));
+    if (this.screen.length < n) this.screen = alloc(n);
+    if (signal && this.signal.length < n) this.signal = alloc(n);
+    return { screen: this.screen.subarray(0, n), ...(signal ? { signal: this.signal.subarray(0, n) } : {}) };
+  }
+}
+
+/**
  * Host part of the pre-mask for one channel's work band (`band`, frames × work rows × width,
  * host memory): seeds and growth per frame, the keep rule and NaN per owned pixel, then the
  * owned rows compacted to the front. Returns the compact view (frames × owned rows × width).
@@ -224,11 +243,13 @@ export async function premaskHost(
   pool: WorkerPool | null,
   nan: { index: Uint32Array; count: Uint32Array; of?: { plane: number; row0: number } } | null = null,
   sky: Float32Array | null = null,
+  screen: ScreenScratch | null = null,
 ): Promise<Float32Array> {
   const N = o.frames.length;
   const pm = o.premask!;
   const nm = o.noiseModel;
   mask.fill(0, 0, N * w.rows * o.width);
+  const scr = pool && screen ? screen.views(w.rows * o.width, nm !== null && sky !== null) : null;
   const args: PremaskArgs = {
     band: band.subarray(0, N * w.rows * o.width),
     median: median.subarray(0, w.rows * o.width),
@@ -252,8 +273,11 @@ export async function premaskHost(
     countValid: false,
     ...(nan ? { nanIndex: nan.index, nanCount: nan.count } : {}),
     ...(nan?.of ? { nanIndexOf: nan.of } : {}),
+    ...(scr ?? {}),
   };
   if (pool) {
+    // The screen once over the band's rows, then the frames' flags read it (PremaskArgs.screen).
+    if (scr) await pool.run(PREMASK_SCREEN, args, 0, w.rows, { minChunk: 8, reused: true });
     await pool.run(PREMASK_FLAG, args, 0, N, { chunksPerWorker: 2, reused: true });
     await pool.run(PREMASK_APPLY, args, w.ownedY0, w.ownedY0 + w.ownedRows, { minChunk: 8, reused: true });
   } else {
