@@ -89,6 +89,16 @@ export interface PremaskArgs {
   nanIndexOf?: { plane: number; row0: number };
   /** Seeds by the noise model's bound instead of κσ_f + α·|M − L| (NoiseModelSeeds). */
   noiseModel?: NoiseModelSeeds | null;
+  /**
+   * The per-pixel screen premaskScreen filled for every row of the band from all frames' bounds
+   * (rows × width), and with the noise model the signal S beside it: premaskFlag calls then read
+   * it instead of each computing its own over the whole plane (with the frames split across
+   * workers, that per-call screen cost as much as the samples' own test, measured). Absent: each
+   * call computes its own from its frames. Either screen only lets through samples that the
+   * exact rule then decides, so the mask is the same.
+   */
+  screen?: Float32Array;
+  signal?: Float32Array;
 }
 
 /**
@@ -141,17 +151,8 @@ export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
   // rounding of at most 2^-24 · t). Samples the screen does not clear go through the exact f32
   // rule, so the result is the same. One f32 per pixel (the only per-call scratch, reused per
   // thread: screenOf).
-  let kMax = 0;
-  for (let f = f0; f < f1; f++) {
-    const sig = a.sigma[f]!;
-    if (sig > 0) kMax = Math.max(kMax, f32(a.kHigh * sig), f32(a.kLow * sig));
-  }
-  const screen = screenOf(plane);
-  for (let i = 0; i < plane; i++) {
-    const m = M[i]!;
-    const t = f32(alpha * f32(Math.abs(f32(m - level))));
-    screen[i] = t - 2e-6 * (Math.abs(m) + 2 * (kMax + t)); // NaN median: NaN, the screen never passes
-  }
+  const screen = a.screen ?? screenOf(plane);
+  if (!a.screen) fillScreen(a, f0, f1, 0, R, screen);
   for (let f = f0; f < f1; f++) {
     const sc = f32(a.scale[f]!);
     const of = f32(a.offset[f]!);
@@ -189,6 +190,66 @@ export function premaskFlag(a: PremaskArgs, f0: number, f1: number): void {
 }
 
 /**
+ * The plain rule's screen of rows [r0, r1) from the bounds of frames [f0, f1) (premaskFlag's
+ * comment): kMax is the largest of those frames' thresholds, so a screen from more frames is
+ * only wider, never lets a seed through.
+ */
+function fillScreen(a: PremaskArgs, f0: number, f1: number, r0: number, r1: number, screen: Float32Array): void {
+  const f32 = Math.fround;
+  const alpha = f32(ALPHA);
+  const level = f32(a.level);
+  const M = a.median;
+  let kMax = 0;
+  for (let f = f0; f < f1; f++) {
+    const sig = a.sigma[f]!;
+    if (sig > 0) kMax = Math.max(kMax, f32(a.kHigh * sig), f32(a.kLow * sig));
+  }
+  for (let i = r0 * a.width, end = r1 * a.width; i < end; i++) {
+    const m = M[i]!;
+    const t = f32(alpha * f32(Math.abs(f32(m - level))));
+    screen[i] = t - 2e-6 * (Math.abs(m) + 2 * (kMax + t)); // NaN median: NaN, the screen never passes
+  }
+}
+
+/**
+ * The noise-model screen and signal of rows [r0, r1) from the smallest bound of frames [f0, f1)
+ * (premaskFlagNoise): a screen from more frames is only lower, never lets a seed through.
+ */
+function fillScreenNoise(a: PremaskArgs, nm: NoiseModelSeeds, f0: number, f1: number, r0: number, r1: number, screen: Float32Array, signal: Float32Array): void {
+  let s2Min = Infinity;
+  let kMin = Infinity;
+  let a2Min = Infinity;
+  for (let f = f0; f < f1; f++) {
+    const sig = a.sigma[f]!;
+    if (!(sig > 0)) continue;
+    s2Min = Math.min(s2Min, sig * sig);
+    kMin = Math.min(kMin, nm.poisson[f]!);
+    a2Min = Math.min(a2Min, nm.seeing[f]! * nm.seeing[f]!);
+  }
+  const kk = Math.min(a.kLow, a.kHigh);
+  const M = a.median;
+  const B = nm.background;
+  for (let i = r0 * a.width, end = r1 * a.width; i < end; i++) {
+    const m = M[i]!;
+    const b = B[i]!;
+    const S = b === b ? Math.max(m - b, 0) : 0;
+    signal[i] = S;
+    // Below the smallest bound of any frame, with a margin for f32 storage: no seed. (No frame
+    // with a noise: Infinity; premaskFlagNoise then flags nothing anyway.)
+    screen[i] = kk * Math.sqrt(s2Min + kMin * S + a2Min * S * S) * (1 - 1e-6);
+  }
+}
+
+/**
+ * Fills `a.screen` (and `a.signal` with the noise model) on rows [r0, r1) from every frame's
+ * bounds, for the premaskFlag calls that follow (PremaskArgs.screen).
+ */
+export function premaskScreen(a: PremaskArgs, r0: number, r1: number): void {
+  if (a.noiseModel) fillScreenNoise(a, a.noiseModel, 0, a.frames, r0, r1, a.screen!, a.signal!);
+  else fillScreen(a, 0, a.frames, r0, r1, a.screen!);
+}
+
+/**
  * Growth in raster order of the strong seeds (the list is in raster order); grown cells never
  * become seeds themselves.
  */
@@ -214,29 +275,12 @@ function growStrong(mask: Uint8Array, base: number, strong: number[], W: number,
 function premaskFlagNoise(a: PremaskArgs, nm: NoiseModelSeeds, f0: number, f1: number): void {
   const { width: W, rows: R, band, median: M, mask } = a;
   const plane = W * R;
-  const B = nm.background;
-  let s2Min = Infinity;
-  let kMin = Infinity;
-  let a2Min = Infinity;
-  for (let f = f0; f < f1; f++) {
-    const sig = a.sigma[f]!;
-    if (!(sig > 0)) continue;
-    s2Min = Math.min(s2Min, sig * sig);
-    kMin = Math.min(kMin, nm.poisson[f]!);
-    a2Min = Math.min(a2Min, nm.seeing[f]! * nm.seeing[f]!);
-  }
-  if (s2Min === Infinity) return;
-  const kk = Math.min(a.kLow, a.kHigh);
-  const screen = screenOf(plane);
-  const signal = signalOf(plane);
-  for (let i = 0; i < plane; i++) {
-    const m = M[i]!;
-    const b = B[i]!;
-    const S = b === b ? Math.max(m - b, 0) : 0;
-    signal[i] = S;
-    // Below the smallest bound of any frame, with a margin for f32 storage: no seed.
-    screen[i] = kk * Math.sqrt(s2Min + kMin * S + a2Min * S * S) * (1 - 1e-6);
-  }
+  let any = false;
+  for (let f = f0; f < f1; f++) if (a.sigma[f]! > 0) any = true;
+  if (!any) return;
+  const screen = a.screen ?? screenOf(plane);
+  const signal = a.signal ?? signalOf(plane);
+  if (!a.screen) fillScreenNoise(a, nm, f0, f1, 0, R, screen, signal);
   for (let f = f0; f < f1; f++) {
     const sc = a.scale[f]!;
     const of = a.offset[f]!;
@@ -398,5 +442,6 @@ export function compactOwned(band: Float32Array, width: number, rows: number, fr
 }
 
 /** premaskFlag and premaskApply as worker-pool handles (the stacking engine runs them over frames and rows). */
+export const PREMASK_SCREEN: PoolKernel = { module: import.meta.url, name: 'premaskScreen' satisfies keyof typeof import('./premask.js') };
 export const PREMASK_FLAG: PoolKernel = { module: import.meta.url, name: 'premaskFlag' satisfies keyof typeof import('./premask.js') };
 export const PREMASK_APPLY: PoolKernel = { module: import.meta.url, name: 'premaskApply' satisfies keyof typeof import('./premask.js') };

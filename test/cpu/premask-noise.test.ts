@@ -7,7 +7,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { premaskFlag, SEED_HIGH, SEED_LOW, STRONG_HIGH, STRONG_LOW, type PremaskArgs } from '../../src/cpu/premask.js';
+import { premaskFlag, premaskScreen, SEED_HIGH, SEED_LOW, STRONG_HIGH, STRONG_LOW, type PremaskArgs } from '../../src/cpu/premask.js';
 import { stack } from '../../src/cpu/stack.js';
 import { seededRandom } from '../helpers/tmp.js';
 
@@ -83,6 +83,22 @@ test('noise-model seeds: the screened rule equals a brute-force evaluation of ev
       }
     }
     assert.ok(seeds > 30, `${seeds} seeds (the trail at least)`);
+  }
+});
+
+test('noise-model seeds: a screen made once from every frame (premaskScreen) flags as each call\'s own', () => {
+  for (const seed of [1, 2]) {
+    const { data, sigma, bg } = band(seed);
+    const own = args(data, sigma, bg, true);
+    premaskFlag(own, 0, 4);
+    premaskFlag(own, 4, N);
+    const once = { ...args(data, sigma, bg, true), screen: new Float32Array(W * R), signal: new Float32Array(W * R) };
+    premaskScreen(once, 0, 7);
+    premaskScreen(once, 7, R);
+    premaskFlag(once, 0, 4);
+    premaskFlag(once, 4, N);
+    assert.equal(Array.from(once.mask), Array.from(own.mask), `seed ${seed}`);
+    assert.ok(own.mask.some((m) => m !== 0), 'some seeds');
   }
 });
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { isFitsError, writeFits } from '../../src/fits/index.js';
 import { cosmeticCorrect, estimateNoise } from '../../src/pipeline/stages/stacking/cosmetic.js';
 import { normalizationFor } from '../../src/pipeline/stages/stacking/normalization.js';
-import { compactOwned, premaskApply, premaskFlag, GROW } from '../../src/cpu/premask.js';
+import { compactOwned, premaskApply, premaskFlag, premaskScreen, GROW } from '../../src/cpu/premask.js';
 import { ReaderCache } from '../../src/pipeline/stages/stacking/readers.js';
 import { planStackBands, rangesBindingBytes, STACK_WORKING_SET_BYTES, stackWorkingSet, toCells, type StackFrame } from '../../src/pipeline/stages/stacking/plan.js';
 import { splitSrc } from '../../src/gpu/kernels/src-ranges.js';
@@ -405,6 +405,17 @@ test('pre-mask: the f64 screen and the sparse apply give exactly the plain f32 r
   assert.ok(got.band.every((v, i) => Object.is(v, want.band[i])), 'pre-masked bands differ');
   assert.equal(Array.from(got.rejected), Array.from(want.rejected));
   assert.is(got.counts[1], want.counts[1]);
+  // The screen made once from every frame (premaskScreen, in two row ranges), read by flag calls
+  // over frame ranges: the same mask and result.
+  const shared = { ...mk(band.slice()), screen: new Float32Array(plane) };
+  premaskScreen(shared, 0, 10);
+  premaskScreen(shared, 10, R);
+  premaskFlag(shared, 0, 3);
+  premaskFlag(shared, 3, N);
+  premaskApply(shared, 0, R);
+  assert.equal(Array.from(shared.mask), Array.from(want.mask));
+  assert.ok(shared.band.every((v, i) => Object.is(v, want.band[i])), 'pre-masked bands differ (shared screen)');
+  assert.equal(Array.from(shared.rejected), Array.from(want.rejected));
 });
 
 test('stackRows: tiles of whole rows or of column blocks (many frames) give the whole-band result', () => {

@@ -42,6 +42,7 @@ import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN
 import { channelNames } from '../../stages/stacking/normalization.js';
 import { bandPlanDiagnostics, finalCosmetic, frameDiagnostics, rejectionTotals, round, stackHeader, type StackParameters } from '../stacking-output.js';
 import { ReaderCache } from '../../stages/stacking/readers.js';
+import { hostSourceSets } from '../../stages/stacking/slots.js';
 import { channelNoise, planStackBands, readHalo, stackWorkingSet, type StackPlan } from '../../stages/stacking/plan.js';
 import { shotNoiseK, shotNoiseSource } from '../../stages/stacking/shot-noise.js';
 import { prepareFrames, SetupError, type StackSetup } from '../stacking-setup.js';
@@ -282,6 +283,7 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
       channels: C,
       kernel: r.kernel,
       prefetch: Math.max(1, workers),
+      hostSourceSets: hostSourceSets({ channels: C, workers, deviceStack: device && placement.stack !== null, deviceWarp: placement.warp !== null, deviceDebayer: placement.debayer !== null }),
       readHalo: halo,
       haloRows: premask ? PREMASK_GROW : 0,
       // The pre-mask's mask byte, and on the device path its compacted copy of one channel's

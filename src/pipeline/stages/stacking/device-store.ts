@@ -26,7 +26,7 @@ import { ALPHA as PREMASK_ALPHA, GROW as PREMASK_GROW } from '../../../cpu/prema
 import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
 import { STACK_ROWS, stackRows } from './row-kernels.js';
-import { HostScratch, hostSource, stackArgs, nanIndexCapacity, frameNorm, noiseParams, noiseRejects, premaskChunkRows, premaskHost, sharedU32, skyRows, stackParams, sharedU64, sharedU8, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
+import { HostScratch, hostSource, hostSourceSets, ScreenScratch, stackArgs, nanIndexCapacity, frameNorm, noiseParams, noiseRejects, premaskChunkRows, premaskHost, sharedU32, skyRows, stackParams, sharedU64, sharedU8, warpOnHost, warpParams, type RawRead, type SlotStore, type Source, type Work } from './slots.js';
 
 export class DeviceStore implements SlotStore {
   private readonly slots: GPUBuffer[];
@@ -54,6 +54,7 @@ export class DeviceStore implements SlotStore {
   private readonly chunkRows: number;
   private fullBand: { band: Float32Array; mask: Uint8Array } | null = null;
   private readonly hostMedianRows: Float32Array | null;
+  private readonly screen: ScreenScratch;
   private readonly hostPremaskRejected: Uint32Array[];
   /**
    * Host pre-mask of more frames than the stack kernel holds in registers: the median is taken
@@ -82,6 +83,9 @@ export class DeviceStore implements SlotStore {
   /** Host side: a frame's warped planes when the warp runs on the host. */
   private readonly hostWarp: Float32Array | null;
   private readonly source: HostScratch;
+  /** The second host source set (hostSourceSets): frames prepared ahead alternate between the two. */
+  private readonly sourceAhead: HostScratch | null;
+  private aheadNext = 0;
   private readonly hostMean: Float32Array;
   private readonly hostCount: Uint32Array;
   /** Per channel: the local-normalization coefficient table (device warp only; else the host warp applies it). */
@@ -107,6 +111,8 @@ export class DeviceStore implements SlotStore {
     const C = o.channels;
     const sh = pool !== null;
     this.source = new HostScratch(o, sh);
+    const sets = hostSourceSets({ channels: C, workers: pool ? pool.size : 1, deviceStack: true, deviceWarp: o.gpu.warp !== null, deviceDebayer: o.gpu.debayer !== null });
+    this.sourceAhead = sets === 2 ? new HostScratch(o, sh) : null;
     this.hostMean = new Float32Array(o.maxWorkRows * W);
     this.hostCount = new Uint32Array(o.maxWorkRows * W);
     const take = (bytes: number, label: string) => {
@@ -134,6 +140,7 @@ export class DeviceStore implements SlotStore {
     this.hostBand = onHost ? f32(N * chunkWorkRows * W) : null;
     this.hostMask = onHost ? sharedU8(N * chunkWorkRows * W, sh) : null;
     this.hostMedianRows = onHost ? f32(o.maxWorkRows * W) : null;
+    this.screen = new ScreenScratch(sh);
     this.hostMedian = onHost && N > (o.premask?.hostMedianFrames ?? RESIDENT_MAX_FRAMES);
     this.medianRejected = sharedU32(this.hostMedian ? 2 * N : 0, sh);
     this.medianCounts = sharedU64(this.hostMedian ? 2 : 0, sh);
@@ -183,7 +190,20 @@ export class DeviceStore implements SlotStore {
     for (const s of this.slots) this.ctx.write(s, this.nan.subarray(0, plane), f.slot * plane * 4);
   }
 
-  async putFrame(f: StackFrame, w: Work, raw: RawRead, data: Float32Array, timings: Timings): Promise<void> {
+  /**
+   * Frame f's host debayer (or superpixel cells) started on the worker pool into the next of the
+   * two host source sets, for a putFrame that follows the previous frame's (whose warp then runs
+   * on the device beside it); null where there is one set (hostSourceSets).
+   */
+  prepare(f: StackFrame, _w: Work, raw: RawRead, data: Float32Array): Promise<Source> | null {
+    if (!this.sourceAhead) return null;
+    const set = this.aheadNext === 0 ? this.source : this.sourceAhead;
+    this.aheadNext ^= 1;
+    // Its time is what putFrame waits for it (timings.debayer there), not its span beside the warp.
+    return hostSource(this.o, f, raw, data, { debayer: 0 } as Timings, this.pool, set, false);
+  }
+
+  async putFrame(f: StackFrame, w: Work, raw: RawRead, data: Float32Array, timings: Timings, ready: Promise<Source> | null = null): Promise<void> {
     const o = this.o;
     const ctx = this.ctx;
     const W = o.width;
@@ -213,7 +233,12 @@ export class DeviceStore implements SlotStore {
       timings.debayer += performance.now() - t;
       planes = this.debayered;
     } else {
-      const src = await hostSource(o, f, raw, data, timings, this.pool, this.source, false);
+      let src: Source;
+      if (ready) {
+        const t = performance.now();
+        src = await ready;
+        timings.debayer += performance.now() - t;
+      } else src = await hostSource(o, f, raw, data, timings, this.pool, this.source, false);
       for (let c = 0; c < o.channels; c++) ctx.write(this.sources[c]!, src.planes[c]!);
       planes = this.sources;
     }
@@ -300,7 +325,7 @@ export class DeviceStore implements SlotStore {
         await this.medianRows(c, band, rows, median.subarray(r0 * W, (r0 + rows) * W), Math.max(0, medianEnd - r0));
         medianEnd = r0 + rows;
       }
-      await premaskHost(o, c, chunk, band, median.subarray(r0 * W, (r0 + rows) * W), this.hostMask!, rejected, counts, this.pool, nan, this.sky);
+      await premaskHost(o, c, chunk, band, median.subarray(r0 * W, (r0 + rows) * W), this.hostMask!, rejected, counts, this.pool, nan, this.sky, this.screen);
     }
     if (this.nanCount![0]! <= this.nanIndex!.length) return transfer;
     // Overflow: the device band is still unmasked; mask all of it on the host.
@@ -316,7 +341,7 @@ export class DeviceStore implements SlotStore {
     // The chunks above took the median of the work rows they covered from the same (still
     // unmasked) samples: only rows they did not reach are left.
     if (this.hostMedian && medianEnd < w.rows) await this.medianRows(c, band, w.rows, median, medianEnd);
-    await premaskHost(o, c, w, band, median, this.fullBand.mask, rejected, counts, this.pool, { index: this.nanIndex!, count: this.nanCount! }, this.sky);
+    await premaskHost(o, c, w, band, median, this.fullBand.mask, rejected, counts, this.pool, { index: this.nanIndex!, count: this.nanCount! }, this.sky, this.screen);
     // Keep nanCount over capacity so the caller uploads the band even if this pass listed fewer.
     this.nanCount![0] = Math.max(this.nanCount![0]!, this.nanIndex!.length + 1);
     return transfer;

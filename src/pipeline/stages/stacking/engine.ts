@@ -9,7 +9,9 @@
 // - reading and per-frame cosmetic correction: host (TypeScript), reads prefetched
 //   `parallel_workers` frames ahead so file I/O overlaps the compute of the current frame;
 // - debayer: bilinear on the device when gpuFor('debayer') (hardware GPU), else TypeScript
-//   (worker pool); superpixel cells always on the host;
+//   (worker pool); superpixel cells always on the host. Beside a device warp the pool debayers
+//   frame i + 1 while the device warps frame i (SlotStore.prepare; llvmpipe runs the warp inside
+//   submit, so the pool and the device otherwise took turns);
 // - warp: device when gpuFor('warp_<kernel>'), else TypeScript rows on the worker pool;
 // - stack and the pre-mask's median pass: device when gpuFor('stack') and the frame count fits
 //   one dispatch, else TypeScript rows on the worker pool;
@@ -34,7 +36,7 @@
 import type { GridSurface } from '../../../algorithms/local-normalization.js';
 import type { StackMethod } from '../../../cpu/stack.js';
 import { sourceRowsFor, type WarpKernel } from '../../../cpu/warp.js';
-import { sharedPool, type WorkerPool } from '../../../cpu/worker-pool.js';
+import { sharedFloat32, sharedPool, type WorkerPool } from '../../../cpu/worker-pool.js';
 import type { GpuContext } from '../../../gpu/context.js';
 import type { Band } from '../../../gpu/band-planner.js';
 import { cosmeticCorrect } from './cosmetic.js';
@@ -43,7 +45,7 @@ import { HostStore } from './host-store.js';
 import type { LnPending, LnTables } from './local-norm.js';
 import type { ReaderCache } from './readers.js';
 import type { StackFrame } from './plan.js';
-import type { RawRead, SlotStore, Work } from './slots.js';
+import type { RawRead, SlotStore, Source, Work } from './slots.js';
 import type { WeightField } from './weightfield.js';
 
 export type KernelPath = 'gpu' | 'software-gpu' | 'typescript' | 'typescript-workers';
@@ -211,7 +213,10 @@ export class BandEngine {
   private startRead(f: StackFrame, w: Work): Promise<RawRead | null> {
     const r = this.readRange(f, w);
     if (r.srcRows === 0) return Promise.resolve(null);
-    const target = this.rowBuffers.pop() ?? new Float32Array(this.o.maxReadRows * this.o.frameWidth);
+    // Shared memory when a pool's workers will read the rows (debayer, host warp): no copy of
+    // every read into a shared buffer on the main thread.
+    const n = this.o.maxReadRows * this.o.frameWidth;
+    const target = this.rowBuffers.pop() ?? (this.pool ? sharedFloat32(n) : new Float32Array(n));
     const p = this.o.readers.readRowsInto(f.source, r.readY0, r.readRows, target).then(
       (data) => ({ readY0: r.readY0, data, srcY0: r.srcY0, srcRows: r.srcRows, buffer: target }),
       (e: unknown) => {
@@ -246,6 +251,17 @@ export class BandEngine {
     let nextRead = 0;
     const prefetch = (upTo: number) => {
       for (; nextRead <= upTo && nextRead < N; nextRead++) if (!reads.has(nextRead)) reads.set(nextRead, this.startRead(o.frames[nextRead]!, w));
+    };
+    // A frame the store prepares ahead (SlotStore.prepare: its host debayer on the pool) is put
+    // after the next frame's preparation has started, so the two overlap; its read's buffer is
+    // recycled once it is put.
+    let held: { f: StackFrame; raw: RawRead; data: Float32Array; ready: Promise<Source> } | null = null;
+    const putHeld = async () => {
+      if (!held) return;
+      const h = held;
+      held = null;
+      await this.store.putFrame(h.f, w, h.raw, h.data, this.timings, h.ready);
+      this.rowBuffers.push(h.raw.buffer);
     };
     for (let i = 0; i < N; i++) {
       between(i);
@@ -282,9 +298,18 @@ export class BandEngine {
         this.totals.corrected.cold += fixed.cold;
         this.timings.cosmetic += performance.now() - t;
       }
+      const ready = this.store.prepare?.(f, w, raw, data) ?? null;
+      if (ready) {
+        // Keep a failure of this preparation from going unhandled while the previous frame is put.
+        ready.catch(() => undefined);
+        await putHeld();
+        held = { f, raw, data, ready };
+        continue;
+      }
       await this.store.putFrame(f, w, raw, data, this.timings);
       this.rowBuffers.push(raw.buffer);
     }
+    await putHeld();
     if (next) {
       // The next band's first reads overlap this band's pre-mask and stack (at most `ahead`
       // reads in flight, as within a band), so its frame loop does not start by waiting on I/O.

@@ -12,7 +12,7 @@ import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
 import { rejectRows, REJECT_ROWS, stackRows, STACK_ROWS, type RejectRowsArgs, type StackRowsArgs } from './row-kernels.js';
 import { rejectFieldGpu, rejectFieldRows, REJECT_FIELD_ROWS, stackFieldGpu, stackFieldRows, STACK_FIELD_ROWS, type RejectFieldRowsArgs, type StackFieldRowsArgs, type WeightField } from './weightfield.js';
-import { HostScratch, hostSource, lnOf, noiseRejects, premaskHost, rejectArgs, sharedU32, sharedU64, sharedU8, skyRows, stackArgs, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
+import { HostScratch, hostSource, ScreenScratch, lnOf, noiseRejects, premaskHost, rejectArgs, sharedU32, sharedU64, sharedU8, skyRows, stackArgs, warpOnHost, warpParams, type RawRead, type SlotStore, type Work } from './slots.js';
 
 export class HostStore implements SlotStore {
   private readonly bands: Float32Array[];
@@ -28,6 +28,7 @@ export class HostStore implements SlotStore {
   private readonly scratch: BigUint64Array;
   private readonly scratchRejected: Uint32Array;
   private readonly source: HostScratch;
+  private readonly screen: ScreenScratch;
   /** The reference's sky under the band's work rows (noise model), shared with the workers. */
   private readonly sky: Float32Array | null;
 
@@ -39,6 +40,7 @@ export class HostStore implements SlotStore {
     const N = o.frames.length;
     const sh = pool !== null;
     this.source = new HostScratch(o, sh);
+    this.screen = new ScreenScratch(sh);
     const alloc = (n: number) => (sh ? sharedFloat32(n) : new Float32Array(n));
     this.bands = Array.from({ length: C }, () => alloc(N * o.maxWorkRows * o.width));
     this.mean = alloc(o.maxWorkRows * o.width);
@@ -112,7 +114,7 @@ export class HostStore implements SlotStore {
       const t = performance.now();
       await this.runStack(stackArgs(o, c, band, w.rows, 'median', this.median!, this.scratchRejected, this.scratch));
       const t1 = performance.now();
-      band = await premaskHost(o, c, w, band, this.median!, this.mask!, this.premaskRejected[c]!, this.premaskCounts[c]!, this.pool, null, this.sky);
+      band = await premaskHost(o, c, w, band, this.median!, this.mask!, this.premaskRejected[c]!, this.premaskCounts[c]!, this.pool, null, this.sky, this.screen);
       const t2 = performance.now();
       timings.premask_median += t1 - t;
       timings.premask_mask += t2 - t1;

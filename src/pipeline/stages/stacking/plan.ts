@@ -94,6 +94,11 @@ export interface StackPlanInput {
   kernel: WarpKernel;
   /** Frames whose source bands are read ahead (runtime_limits.parallel_workers). */
   prefetch: number;
+  /**
+   * Host source sets (slots.ts hostSourceSets; default 1): with 2, a frame's read rows and
+   * debayered planes are held while the next frame's are made.
+   */
+  hostSourceSets?: number;
   readHalo: number;
   /** Halo rows of every band (the pre-mask's growth reach), 0 without it. */
   haloRows: number;
@@ -185,9 +190,10 @@ export interface StackPlan extends BandPlan {
  *                      + (24 + 4C)·W    mean, count, median and warp output buffers, their
  *                                       read-back staging, host result rows
  *                      + Y·W            Y = extraBytesPerPixel (the host pre-mask's index lists)
- *   per source row:      (P + 1)·4·B·Wf  P reads in flight and the cosmetic copy (B frame rows of
- *                                       Wf pixels per source row: B = 2 for superpixel, else 1)
- *                      + 2C·4·W         the source planes on the host and on the device
+ *   per source row:      (P + H)·4·B·Wf  P reads in flight and the cosmetic copy (B frame rows of
+ *                                       Wf pixels per source row: B = 2 for superpixel, else 1),
+ *                                       H = hostSourceSets: a held frame's read besides
+ *                      + (H + 1)C·4·W   the source planes on the host (H sets) and on the device
  * where a band of R rows needs at most S·R + E source rows (S = largest |a11|, E = the drift of
  * a row across the width, |a10|·(W − 1), plus kernel support, read halo and alignment). The E part
  * is reserved up front, the S part per owned row. This bounds host and device use together (the
@@ -204,7 +210,8 @@ export function planStackBands(input: StackPlanInput): StackPlan {
     drift = Math.max(drift, Math.abs(f.toFrame[3]!) * (W - 1));
   }
   const E = Math.ceil(drift) + support.before + support.after + 2 + 2 * input.readHalo + 2 + Math.ceil(2 * input.haloRows * S);
-  const perSourceRow = (input.prefetch + 1) * 4 * input.binning * input.frameWidth + 2 * C * 4 * W;
+  const sets = input.hostSourceSets ?? 1;
+  const perSourceRow = (input.prefetch + sets) * 4 * input.binning * input.frameWidth + (sets + 1) * C * 4 * W;
   const fixed = E * perSourceRow + 2 * N * C * 4 + 64 * 1024;
   const budget = input.budgetBytes - fixed;
   const bytesPerPixel = 4 * C + input.extraBytesPerFramePixel;

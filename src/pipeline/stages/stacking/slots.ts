@@ -5,7 +5,7 @@
 
 import { fillGridRows } from '../../../algorithms/local-normalization.js';
 import { debayerBilinear, resolveDebayer, ROWS_KERNEL as DEBAYER_ROWS, type DebayerPlanes } from '../../../cpu/debayer.js';
-import { compactOwned, GROW as PREMASK_GROW, PREMASK_APPLY, PREMASK_FLAG, premaskApply, premaskFlag, type PremaskArgs } from '../../../cpu/premask.js';
+import { compactOwned, GROW as PREMASK_GROW, PREMASK_APPLY, PREMASK_FLAG, PREMASK_SCREEN, premaskApply, premaskFlag, type PremaskArgs } from '../../../cpu/premask.js';
 import type { StackMethod } from '../../../cpu/stack.js';
 import type { WarpParams } from '../../../cpu/warp.js';
 import { isShared, sharedFloat32, type WorkerPool } from '../../../cpu/worker-pool.js';
@@ -43,7 +43,13 @@ export interface Work {
 /** Where a band's frame slots live and how they are stacked. */
 export interface SlotStore {
   putEmpty(f: StackFrame, w: Work): Promise<void>;
-  putFrame(f: StackFrame, w: Work, raw: RawRead, mosaic: Float32Array, timings: Timings): Promise<void>;
+  /**
+   * Starts frame f's host source ahead of its putFrame (which then takes `ready`), so it runs
+   * beside the previous frame's putFrame; null (or absent): this store does not prepare ahead.
+   * The rows `raw` and `mosaic` must stay untouched until that putFrame has resolved.
+   */
+  prepare?(f: StackFrame, w: Work, raw: RawRead, mosaic: Float32Array): Promise<Source> | null;
+  putFrame(f: StackFrame, w: Work, raw: RawRead, mosaic: Float32Array, timings: Timings, ready?: Promise<Source> | null): Promise<void>;
   stackChannel(c: number, w: Work, totals: EngineTotals, timings: Timings): Promise<Float32Array>;
   finish(totals: EngineTotals): Promise<void>;
   dispose(): void;
@@ -55,14 +61,36 @@ export interface SlotStore {
  * (shared, so workers can read them) and the debayered planes.
  */
 export class HostScratch {
-  readonly mosaic: Float32Array;
+  private mosaicRows: Float32Array | null = null;
   readonly planes: Float32Array[];
 
-  constructor(o: EngineOptions, shared: boolean) {
+  constructor(
+    private readonly o: EngineOptions,
+    private readonly shared: boolean,
+  ) {
     const alloc = (n: number) => (shared ? sharedFloat32(n) : new Float32Array(n));
-    this.mosaic = shared ? alloc(o.maxReadRows * o.frameWidth) : new Float32Array(0);
     this.planes = o.channels === 3 ? Array.from({ length: 3 }, () => alloc(o.maxSourceRows * o.width)) : [];
   }
+
+  /**
+   * The shared copy of read rows that are not in shared memory themselves (allocated on first
+   * use: the engine reads into shared row buffers when it has a worker pool, so usually never).
+   */
+  get mosaic(): Float32Array {
+    this.mosaicRows ??= this.shared ? sharedFloat32(this.o.maxReadRows * this.o.frameWidth) : new Float32Array(0);
+    return this.mosaicRows;
+  }
+}
+
+/**
+ * Host source sets a device store keeps: 2 where frame i + 1's host debayer (or superpixel
+ * cells) runs on the worker pool while the device warps frame i (engine.ts: a device warp, a
+ * host debayer, a pool), else 1. On a software adapter the warp runs inside submit on llvmpipe's
+ * threads and the main thread waits there, so without the second set the pool and the device
+ * took turns. The band plan counts the second set (plan.ts, hostSourceSets input).
+ */
+export function hostSourceSets(p: { channels: number; workers: number; deviceStack: boolean; deviceWarp: boolean; deviceDebayer: boolean }): 1 | 2 {
+  return p.channels === 3 && p.workers > 1 && p.deviceStack && p.deviceWarp && !p.deviceDebayer ? 2 : 1;
 }
 
 /**
@@ -178,6 +206,25 @@ export const sharedU64 = (n: number, shared: boolean) => (shared ? new BigUint64
 export const sharedU8 = (n: number, shared: boolean) => (shared ? new Uint8Array(new SharedArrayBuffer(n)) : new Uint8Array(n));
 
 /**
+ * The host pre-mask's per-pixel screen and signal (PremaskArgs.screen), made once per band or
+ * chunk on the worker pool instead of by each flag call; grown on demand to the largest band
+ * asked for (a chunk's rows, or a whole work band), kept by its store.
+ */
+export class ScreenScratch {
+  private screen: Float32Array = new Float32Array(0);
+  private signal: Float32Array = new Float32Array(0);
+
+  constructor(private readonly shared: boolean) {}
+
+  views(n: number, signal: boolean): { screen: Float32Array; signal?: Float32Array } {
+    const alloc = (k: number) => (this.shared ? sharedFloat32(k) : new Float32Array(k));
+    if (this.screen.length < n) this.screen = alloc(n);
+    if (signal && this.signal.length < n) this.signal = alloc(n);
+    return { screen: this.screen.subarray(0, n), ...(signal ? { signal: this.signal.subarray(0, n) } : {}) };
+  }
+}
+
+/**
  * Host part of the pre-mask for one channel's work band (`band`, frames × work rows × width,
  * host memory): seeds and growth per frame, the keep rule and NaN per owned pixel, then the
  * owned rows compacted to the front. Returns the compact view (frames × owned rows × width).
@@ -196,11 +243,13 @@ export async function premaskHost(
   pool: WorkerPool | null,
   nan: { index: Uint32Array; count: Uint32Array; of?: { plane: number; row0: number } } | null = null,
   sky: Float32Array | null = null,
+  screen: ScreenScratch | null = null,
 ): Promise<Float32Array> {
   const N = o.frames.length;
   const pm = o.premask!;
   const nm = o.noiseModel;
   mask.fill(0, 0, N * w.rows * o.width);
+  const scr = pool && screen ? screen.views(w.rows * o.width, nm !== null && sky !== null) : null;
   const args: PremaskArgs = {
     band: band.subarray(0, N * w.rows * o.width),
     median: median.subarray(0, w.rows * o.width),
@@ -224,8 +273,11 @@ export async function premaskHost(
     countValid: false,
     ...(nan ? { nanIndex: nan.index, nanCount: nan.count } : {}),
     ...(nan?.of ? { nanIndexOf: nan.of } : {}),
+    ...(scr ?? {}),
   };
   if (pool) {
+    // The screen once over the band's rows, then the frames' flags read it (PremaskArgs.screen).
+    if (scr) await pool.run(PREMASK_SCREEN, args, 0, w.rows, { minChunk: 8, reused: true });
     await pool.run(PREMASK_FLAG, args, 0, N, { chunksPerWorker: 2, reused: true });
     await pool.run(PREMASK_APPLY, args, w.ownedY0, w.ownedY0 + w.ownedRows, { minChunk: 8, reused: true });
   } else {
