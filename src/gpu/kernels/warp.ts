@@ -182,9 +182,33 @@ function separableUniform(params: WarpParams, irows: number, ln: WarpLn | null):
 }
 
 /**
- * The separable Lanczos-3 path (src/cpu/warp.ts warpLanczos3Separable): the row pass into a
- * pooled intermediate (irows × width vec4f, returned to the pool once the commands are
- * submitted), then the column pass into `out`.
+ * The separable path's intermediate planes, one pair per context, grown when a band needs more
+ * and otherwise reused by every call: dispatches run in submission order, so calls recorded into
+ * one encoder (a frame's channels) can share it. (Pooled pairs retired at each submit held one
+ * pair per channel of a frame and one set per band height.)
+ */
+const scratch = new WeakMap<GpuContext, { inter: GPUBuffer; aux: GPUBuffer; bytes: number }>();
+
+function scratchFor(ctx: GpuContext, bytes: number): { inter: GPUBuffer; aux: GPUBuffer } {
+  const have = scratch.get(ctx);
+  if (have && have.bytes >= bytes) return have;
+  if (have) {
+    ctx.retire(have.inter);
+    ctx.retire(have.aux);
+  }
+  const next = { inter: ctx.storage(bytes, 'warp intermediate'), aux: ctx.storage(bytes, 'warp intermediate aux'), bytes };
+  scratch.set(ctx, next);
+  return next;
+}
+
+function separableFits(ctx: GpuContext, params: WarpParams): boolean {
+  return separableRows(params.affine, params.rows) * params.width * 4 <= Math.min(ctx.limits.maxStorageBufferBindingSize, ctx.limits.maxBufferSize);
+}
+
+/**
+ * The separable Lanczos-3 path (src/cpu/warp.ts warpLanczos3Separable): the row pass into the
+ * context's intermediate planes (scratchFor: irows × width words each), then the column pass
+ * into `out`.
  */
 async function warpSeparable(ctx: GpuContext, src: GPUBuffer, out: WarpTarget, params: WarpParams, ln: WarpLn | null, encoder?: GPUCommandEncoder): Promise<void> {
   const irows = separableRows(params.affine, params.rows);
@@ -193,14 +217,11 @@ async function warpSeparable(ctx: GpuContext, src: GPUBuffer, out: WarpTarget, p
   const rowsPipe = await ctx.pipeline(SEPARABLE.rows, { WG: SEPARABLE.WG_ROWS });
   const colsPipe = await ctx.pipeline(SEPARABLE.cols, { WG: SEPARABLE.WG_COLS, LN: ln ? 1 : 0 });
   const uniform = ctx.uniform(separableUniform(params, irows, ln));
-  const inter = ctx.storage(planeBytes, 'warp intermediate');
-  const aux = ctx.storage(planeBytes, 'warp intermediate aux');
+  const { inter, aux } = scratchFor(ctx, planeBytes);
   const own = encoder ?? ctx.device.createCommandEncoder({ label: 'warp separable' });
   ctx.dispatch(SEPARABLE.rows, rowsPipe, ctx.bindGroup(rowsPipe, [uniform, src, inter, aux]), [Math.ceil(params.width / (SEPARABLE.GROUP * SEPARABLE.WG_ROWS)), irows], own);
   ctx.dispatch(SEPARABLE.cols, colsPipe, ctx.bindGroup(colsPipe, [uniform, inter, aux, out, ln ? ln.table : inter]), [Math.ceil(params.width / SEPARABLE.WG_COLS), Math.ceil(((params.y0 % SEPARABLE.GROUP) + params.rows) / SEPARABLE.GROUP)], own);
   ctx.retire(uniform);
-  ctx.retire(inter);
-  ctx.retire(aux);
   if (!encoder) ctx.submit(own);
 }
 
@@ -223,7 +244,8 @@ async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer,
   } else {
     const mode = options.lanczosShape ?? 'auto';
     if (mode === 'separable' && !separableValid(params)) throw new GpuError('BAD_ARGUMENT', `${id}: the separable path does not apply to [${params.affine.join(', ')}]`);
-    if (mode === 'separable' || (mode === 'auto' && separableValid(params))) {
+    // (An intermediate plane past the binding limit, rows + ~8 of the output's width, takes the 2-D kernel.)
+    if (mode === 'separable' || (mode === 'auto' && separableValid(params) && separableFits(ctx, params))) {
       const ln = options.ln ?? null;
       if (ln) checkLn(id, params, ln);
       return warpSeparable(ctx, src, out, params, ln, encoder);
