@@ -1,9 +1,9 @@
 // Benchmarks of the warp kernels (warp_bilinear, warp_lanczos3) on a 4096×2048 f32 star field
 // (1024×512 with --quick) under a registration-like transform:
 // rotation 0.5°, scale 1.001 about the centre, shift (12.3, −7.7). Lanczos uses the default
-// deringing ('undershoot') and is measured in both WGSL shapes: the grouped one the wrapper picks
-// for such transforms, and one pixel per invocation (what rotations beyond ~19° other than
-// flips get). GPU paths report kernel time (data resident, submit → done) and end to end
+// deringing ('undershoot') and is measured in three WGSL paths: the separable two-pass one the
+// wrapper picks for such transforms, the 2-D kernel's grouped shape (rotations beyond ~2°) and
+// one pixel per invocation (what rotations beyond ~19° other than flips get). GPU paths report kernel time (data resident, submit → done) and end to end
 // (upload + kernel + readback); the CPU path times the TypeScript reference.
 
 import type { BenchCase, BenchEnv, BenchResult } from '../harness.js';
@@ -48,9 +48,10 @@ function transform(W: number, H: number): Affine {
   return [c, -n, cx - c * cx + n * cy + 12.3, n, c, cy - n * cx - c * cy - 7.7];
 }
 
-function benchCase(kernel: WarpKernel, single = false): BenchCase {
+function benchCase(kernel: WarpKernel, shape: 'best' | 'single' | 'separable' = 'best'): BenchCase {
   const id = `warp_${kernel}`;
-  const name = single ? `${id} one-pixel shape` : id;
+  const single = shape === 'single';
+  const name = single ? `${id} one-pixel shape` : shape === 'separable' ? `${id} separable` : id;
   return {
     kernel: id,
     async run(env: BenchEnv): Promise<BenchResult[]> {
@@ -62,14 +63,15 @@ function benchCase(kernel: WarpKernel, single = false): BenchCase {
       const reps = env.quick ? 2 : 5;
       const { ctx } = env;
       if (!ctx) {
-        if (single) return []; // the TypeScript path has one shape
+        if (single) return []; // the TypeScript path has one shape (the separable one is a reference only)
+        if (shape === 'separable') return [];
         const run = kernel === 'bilinear' ? warpBilinear : warpLanczos3;
         const time = await measure(() => run(src, params), { warmup: 1, reps: env.quick ? 1 : 3 });
         return [result(env, { name: `${id} typescript`, timing: 'end_to_end', unit: 'Mpix/s', size, megaUnits: mpix, time })];
       }
       const input = ctx.upload(src);
       const out = ctx.storage(W * H * 4, 'warped');
-      const options: WarpGpuOptions = { lanczosShape: single ? 'single' : 'auto' };
+      const options: WarpGpuOptions = { lanczosShape: single ? 'single' : shape === 'separable' ? 'separable' : '2d' };
       const resident = (encoder: GPUCommandEncoder) => (kernel === 'bilinear' ? warpBilinearResident(ctx, input, out, params, encoder) : warpLanczos3Resident(ctx, input, out, params, encoder, options));
       const host = () => (kernel === 'bilinear' ? warpBilinearGpu(ctx, src, params) : warpLanczos3Gpu(ctx, src, params, options));
       try {
@@ -95,4 +97,4 @@ function benchCase(kernel: WarpKernel, single = false): BenchCase {
   };
 }
 
-export const cases: BenchCase[] = [benchCase('bilinear'), benchCase('lanczos3'), benchCase('lanczos3', true)];
+export const cases: BenchCase[] = [benchCase('bilinear'), benchCase('lanczos3'), benchCase('lanczos3', 'single'), benchCase('lanczos3', 'separable')];

@@ -483,6 +483,184 @@ function lanczosSlow(src: Float32Array, ix: number, iy: number, wx: Float64Array
   return v;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Separable Lanczos-3 (two 1-D passes) for near-identity transforms
+//
+// The affine map is split into a row pass and a column pass (the standard decomposition into two
+// 1-D resamplings): the row pass samples source row v at u(x, v), the point of that row which
+// output column x maps to (u = sx where sy = v: u = b00·x + b01·v + b02 with b01 = a01/a11,
+// b00 = a00 − a01·a10/a11, b02 = a02 − a01·a12/a11), into an intermediate band at the output's
+// columns; the column pass samples column x of it at the 2-D kernel's exact sy. Six taps per
+// pass instead of 36, and each pass shares its window between 8 pixels (shaders/warp/
+// lanczos3_rows.wgsl, lanczos3_cols.wgsl). Same rules as the 2-D kernel: positions in fixed
+// point (the row pass's u with coefficients rounded to 2^-32 like D's), NaN where (sx, sy)'s
+// nearest pixel is outside the source, per-axis edge renormalisation, non-finite taps dropped
+// with the 2-D rule (the row pass keeps Σ w·v over the finite taps and Σ w over the dropped
+// ones, in 2^-20 steps; the column pass combines them into exactly the 2-D sums' form), and the
+// 'undershoot' deringing against the finite nearest pairs of the two nearest rows (each row's
+// pair around its own u, which differs from sx by at most |a01/a11| px; a row with a dropped
+// tap contributes no pair); 'range' deringing takes the 2-D kernel. The result differs from the
+// 2-D kernel's only in that row v's taps sit at u(x, v) instead of sx (a shear of |a01/a11| px
+// per row): both are Lanczos-3 interpolations of the same samples, with the same error against
+// an analytic star field, flux, FWHM and noise (bench/warp-accuracy.ts, bench/RESULTS.md); a
+// pixel whose dropped weight sits at min_weight may turn NaN in one and not the other.
+//
+// Intermediate layout: irows × width; column x's row r holds source row blockBase(x & ~7) + r,
+// where blockBase is two rows above the lowest snapped floor(sy) on output row y0 over the
+// 8-column block (so an 8-column row-pass group reads one source row).
+
+/** Largest |a01| and |a10| the separable path takes (~2° of rotation; see separableValid). */
+export const SEPARABLE_MAX_SHEAR = 0.035;
+/** Pixels per group of either pass (the shared-window width). */
+const SEP_GROUP = 8;
+
+/** Row-pass displacement u − x = e00·x + e01·(v + 8) + e02 in units of 2^-32 px. */
+export function separableRowDisplacement(affine: WarpParams['affine']): [number, number, number] {
+  displacement(affine);
+  const [a00, a01, a02, a10, a11, a12] = affine as Affine;
+  const b01 = a01 / a11;
+  const e00 = Math.round((a00 - b01 * a10 - 1) * FIX);
+  const e01 = Math.round(b01 * FIX);
+  const e02 = Math.round((a02 - b01 * a12) * FIX) - 8 * e01;
+  return [e00, e01, e02];
+}
+
+/**
+ * Whether the separable path applies (the wrapper falls back to the 2-D kernel otherwise):
+ * |a01|, |a10| <= SEPARABLE_MAX_SHEAR (near-identity: the two-pass result stays within the
+ * 2-D kernel's accuracy, measured up to 2°), and both passes' 8-pixel groups fit their 14-tap
+ * windows and the 8-column blocks share a base row: 7·|a10|, 7·|u's x-step − 1|, 7·|a11 − 1|
+ * below 1 (less the snapping), so no flips, no large scale changes.
+ */
+export function separableValid(params: Pick<WarpParams, 'affine' | 'clamp'>): boolean {
+  if (params.clamp === 'range') return false;
+  const [, a01, , a10] = params.affine as Affine;
+  if (!(Math.abs(a01) <= SEPARABLE_MAX_SHEAR && Math.abs(a10) <= SEPARABLE_MAX_SHEAR)) return false;
+  const q = displacement(params.affine).q;
+  const e = separableRowDisplacement(params.affine);
+  const ok = (v: number) => (SEP_GROUP - 1) * Math.abs(v / FIX) + 2 * SNAP < 1;
+  return ok(q[3]) && ok(q[4]) && ok(e[0]);
+}
+
+/** Intermediate rows per column for an output band of `rows` rows (see the bound in the head comment of lanczos3_cols' wrapper). */
+export function separableRows(affine: WarpParams['affine'], rows: number): number {
+  const q11 = displacement(affine).q[4];
+  // Taps of output row y0 + i lie at most i·(1 + |d11|) + 1 rows below row y0's, which lie at
+  // most 3 rows below the block's base (one for the block, two for the taps above), plus 3 taps below.
+  return rows + Math.ceil(Math.max(rows - 1, 0) * Math.abs(q11 / FIX)) + 8;
+}
+
+/** Snapped floor of the fixed-point value F (pixels), as split_snap in WGSL. */
+function floorSnapped(F: number): number {
+  return splitFixed(F, true)[0];
+}
+
+/** First source row of the intermediate for the 8-column block from xb (block_base in WGSL). */
+export function blockBase(disp: Displacement, xb: number, width: number, y0: number): number {
+  const q = disp.q;
+  const xe = Math.min(xb + SEP_GROUP - 1, width - 1);
+  const c = q[4] * y0 + q[5];
+  return y0 + Math.min(floorSnapped(q[3] * xb + c), floorSnapped(q[3] * xe + c)) - 2;
+}
+
+/**
+ * Separable Lanczos-3 warp of one output band (the two passes of shaders/warp/lanczos3_rows.wgsl
+ * and lanczos3_cols.wgsl, in f64 with exact weights); requires separableValid(params).
+ */
+export function warpLanczos3Separable(src: Float32Array, params: WarpParams): Float32Array {
+  const { disp, clamp, minWeight } = resolveWarpParams(params);
+  checkSource('lanczos3', src, params);
+  if (!separableValid(params)) throw new RangeError(`warp: the separable Lanczos path does not apply to [${params.affine.join(', ')}] (separableValid)`);
+  const { width, y0, rows, srcWidth: W, srcHeight: H, srcY0, srcRows } = params;
+  const out = new Float32Array(rows * width);
+  if (rows === 0) return out;
+  const irows = separableRows(params.affine, rows);
+  const [e00, e01, e02] = separableRowDisplacement(params.affine);
+  const acc = new Float64Array(irows * width);
+  const miss = new Float64Array(irows * width);
+  const lo = new Float64Array(irows * width).fill(Infinity);
+  const w = new Float64Array(6);
+  // Row pass.
+  for (let xb = 0; xb < width; xb += SEP_GROUP) {
+    const base = blockBase(disp, xb, width, y0);
+    for (let r = 0; r < irows; r++) {
+      const v = base + r;
+      if (v < 0 || v >= H) continue; // weight 0 in the column pass; out of the nearest pairs
+      const rb = (Math.min(Math.max(v - srcY0, 0), Math.max(srcRows - 1, 0))) * W;
+      for (let x = xb; x < Math.min(xb + SEP_GROUP, width); x++) {
+        const [fl, k] = splitFixed(e00 * x + e01 * (v + 8) + e02, true);
+        const ix = x + fl;
+        lanczos3Weights(k * T_UNIT, w);
+        edgeWeights(w, ix - 2, W);
+        let a = 0;
+        let m = 0;
+        for (let j = 0; j < 6; j++) {
+          const val = src[rb + Math.min(Math.max(ix - 2 + j, 0), W - 1)]!;
+          if (isFinite(val)) a += w[j]! * val;
+          else m += w[j]!;
+        }
+        const i = r * width + x;
+        acc[i] = a;
+        // The kernels carry the dropped weight in 2^-20 steps and keep no minimum beside it.
+        miss[i] = Math.sign(m) * Math.round(Math.min(Math.abs(m), 1.99) * 2 ** 20) * 2 ** -20;
+        if (m !== 0) continue;
+        for (let c = ix; c <= ix + 1; c++) {
+          const val = src[rb + Math.min(Math.max(c, 0), W - 1)]!;
+          if (isFinite(val)) lo[i] = Math.min(lo[i]!, val);
+        }
+      }
+    }
+  }
+  // Column pass ('range' deringing never comes here: separableValid).
+  const clampLow = clamp !== 'off';
+  const bases = new Int32Array(Math.ceil(width / SEP_GROUP));
+  for (let b = 0; b < bases.length; b++) bases[b] = blockBase(disp, b * SEP_GROUP, width, y0);
+  for (let r = 0; r < rows; r++) {
+    for (let x = 0; x < width; x++) {
+      const base = bases[x >> 3]!;
+      const { ix, tx, iy, ty } = samplePosition(disp, x, y0 + r, true);
+      const nx = tx >= 0.5 ? ix + 1 : ix;
+      const ny = ty >= 0.5 ? iy + 1 : iy;
+      if (nx < 0 || nx >= W || ny < 0 || ny >= H) {
+        out[r * width + x] = NaN;
+        continue;
+      }
+      lanczos3Weights(ty, w);
+      edgeWeights(w, iy - 2, H);
+      let a = 0;
+      let m = 0;
+      const j0 = iy - 2 - base;
+      for (let j = 0; j < 6; j++) {
+        if (w[j] === 0) continue;
+        const i = (j0 + j) * width + x;
+        a += w[j]! * acc[i]!;
+        m += w[j]! * miss[i]!;
+      }
+      const n0 = (j0 + 2) * width + x;
+      const l = Math.min(lo[n0]!, lo[n0 + width]!);
+      let val: number;
+      if (m !== 0 && !(1 - m >= minWeight)) val = NaN;
+      else {
+        val = m === 0 ? a : a / (1 - m);
+        if (clampLow && l !== Infinity && val < l) val = l; // Infinity: no finite nearest pixel
+      }
+      out[r * width + x] = val;
+    }
+  }
+  return out;
+}
+
+/** Zeroes the weights of taps first … first+5 outside [0, n) and renormalises the rest. */
+function edgeWeights(w: Float64Array, first: number, n: number): void {
+  if (first >= 0 && first + 5 < n) return;
+  let s = 0;
+  for (let j = 0; j < 6; j++) {
+    if (first + j < 0 || first + j >= n) w[j] = 0;
+    s += w[j]!;
+  }
+  for (let j = 0; j < 6; j++) w[j] = w[j]! / s;
+}
+
 /** Dispatches on the kernel name (used by callers that pick the method from configuration). */
 export function warp(kernel: WarpKernel, src: Float32Array, params: WarpParams): Float32Array {
   return kernel === 'bilinear' ? warpBilinear(src, params) : warpLanczos3(src, params);

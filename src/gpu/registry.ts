@@ -31,6 +31,9 @@ export const KERNELS = {
   // warp: affine resampling
   warp_bilinear: { shader: 'warp/bilinear.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
   warp_lanczos3: { shader: 'warp/lanczos3.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'read-only-storage'] },
+  // separable Lanczos-3 for near-identity transforms: row pass into an intermediate, column pass out
+  warp_lanczos3_rows: { shader: 'warp/lanczos3_rows.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage'] },
+  warp_lanczos3_cols: { shader: 'warp/lanczos3_cols.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'storage', 'read-only-storage'] },
   // stack: per-pixel normalisation, rejection and weighted mean over N frames
   stack: { shader: 'stack/stack.wgsl', bindings: ['uniform', 'read-only-storage', 'storage', 'storage', 'storage'] },
   // tiled workflow: the same stack with per-pixel weights from a smooth tile weight field

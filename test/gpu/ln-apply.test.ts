@@ -134,7 +134,7 @@ gpuTest('GPU Lanczos warp with local normalization fused into its store equals t
         const need = sourceRowsFor(affine, y0, rows, W, H, 'lanczos3');
         const params: WarpParams = { affine, width: W, y0, rows, srcWidth: W, srcHeight: H, srcY0: need.y0, srcRows: need.rows };
         const frame = 2 + (k % 2);
-        for (const shape of ['auto', 'group4', 'single'] as const) {
+        for (const shape of ['auto', '2d', 'group4', 'single'] as const) {
           const plain = await deviceWarp(src, params, { lanczosShape: shape });
           const fused = await deviceWarp(src, params, { lanczosShape: shape, ln: { table: tables[frame - 2]!, grid: p.grid, row0: 14, rows: 40 } });
           const want = plain.slice();

@@ -1,12 +1,15 @@
-// Wrappers for shaders/warp/bilinear.wgsl and shaders/warp/lanczos3.wgsl: uniform layout,
-// dispatch math, the choice of the Lanczos kernel shape and the source-band check. The contract
+// Wrappers for shaders/warp/bilinear.wgsl, shaders/warp/lanczos3.wgsl (2-D Lanczos-3) and
+// shaders/warp/lanczos3_rows.wgsl + lanczos3_cols.wgsl (separable Lanczos-3, two passes):
+// uniform layouts, dispatch math, the choice of the Lanczos path (separable where
+// separableValid(), i.e. near-identity transforms; else the 2-D kernel's shape) and the
+// source-band check. The contract
 // (geometry, NaN and deringing rules, fixed-point displacement) is defined by the TypeScript reference
 // in src/cpu/warp.ts.
 // Invariants: a dispatch never reads outside the bound buffers (indices are clamped in WGSL);
 // the source band covers sourceRowsFor() of the output band (refused otherwise, as in the
 // reference); the grouped Lanczos shape is only used for transforms it is valid for.
 
-import { CLAMP_CODE, FIX, SNAP, checkBandCoverage, resolveWarpParams, sourceRowsFor, type WarpKernel, type WarpParams } from '../../cpu/warp.js';
+import { CLAMP_CODE, FIX, SNAP, checkBandCoverage, resolveWarpParams, separableRowDisplacement, separableRows, separableValid, sourceRowsFor, type WarpKernel, type WarpParams } from '../../cpu/warp.js';
 import type { GridGeometry } from '../../algorithms/local-normalization.js';
 import type { GpuContext } from '../context.js';
 import { packUniform, type UniformField } from '../dispatch.js';
@@ -26,6 +29,7 @@ export type { Affine, WarpClamp, WarpKernel, WarpParams } from '../../cpu/warp.j
  */
 const BILINEAR = { id: 'warp_bilinear' as KernelId, WG: 256, PX: 4 };
 const LANCZOS = { id: 'warp_lanczos3' as KernelId, WG_GROUP: { 4: 64, 8: 128 }, WG_SINGLE: 256 };
+const SEPARABLE = { rows: 'warp_lanczos3_rows' as KernelId, cols: 'warp_lanczos3_cols' as KernelId, WG_ROWS: 64, WG_COLS: 64, GROUP: 8 };
 
 /**
  * Lanczos kernel shape: `group` 8 or 4 = that many adjacent output pixels share one 7×14 or
@@ -118,10 +122,12 @@ export interface WarpLn {
 
 export interface WarpGpuOptions {
   /**
-   * Lanczos only: force the one-pixel shape, or groups of at most 4 (tests, benchmarks); default
-   * picks lanczosShape().
+   * Lanczos only: force the one-pixel shape, groups of at most 4, the 2-D kernel's best shape
+   * ('2d') or the separable two-pass kernels ('separable', refused where separableValid() is
+   * false) (tests, benchmarks); default ('auto') picks the separable path where it is valid, else
+   * lanczosShape().
    */
-  lanczosShape?: 'auto' | 'group4' | 'single';
+  lanczosShape?: 'auto' | 'group4' | 'single' | '2d' | 'separable';
   /** Lanczos only: local normalization applied as each output value is stored (WarpLn). */
   ln?: WarpLn | null;
   /**
@@ -140,8 +146,84 @@ function coverage(kernel: WarpKernel, params: WarpParams): void {
   }
 }
 
+function checkLn(id: KernelId, params: WarpParams, ln: WarpLn): void {
+  if (!(ln.row0 <= params.y0 && ln.row0 + ln.rows >= params.y0 + params.rows && ln.rows * ln.grid.nx * 8 <= ln.table.size)) throw new GpuError('BAD_ARGUMENT', `${id}: local-normalization row table (rows ${ln.row0}..${ln.row0 + ln.rows}, ${ln.table.size} bytes) does not cover output rows ${params.y0}..${params.y0 + params.rows}`);
+  if (ln.grid.width !== params.width) throw new GpuError('BAD_ARGUMENT', `${id}: local-normalization grid of width ${ln.grid.width} for an output of width ${params.width}`);
+}
+
 /** Where a warp writes: a whole buffer, or a range of one (e.g. a frame's slot of a band). */
 export type WarpTarget = GPUBuffer | { buffer: GPUBuffer; offset: number; size: number };
+
+/** The separable kernels' uniform block (lanczos3_rows.wgsl's Params). */
+function separableUniform(params: WarpParams, irows: number, ln: WarpLn | null): Uint8Array {
+  const { disp, clamp, minWeight } = resolveWarpParams(params);
+  return packUniform([
+    ...disp.q.flatMap(words),
+    ...separableRowDisplacement(params.affine).flatMap(words),
+    ['i32', 0],
+    ['u32', 0],
+    ['f32', minWeight],
+    ['u32', CLAMP_CODE[clamp]],
+    ['u32', params.width],
+    ['u32', params.y0],
+    ['u32', params.rows],
+    ['u32', params.srcWidth],
+    ['u32', params.srcHeight],
+    ['u32', params.srcY0],
+    ['u32', params.srcRows],
+    ['u32', irows],
+    ['u32', ln?.grid.nx ?? 1],
+    ['u32', ln?.rows ?? 1],
+    ['u32', ln?.row0 ?? 0],
+    ['u32', 0],
+    ['f32', ln?.grid.x0 ?? 0],
+    ['f32', ln?.grid.dx ?? 1],
+  ]);
+}
+
+/**
+ * The separable path's intermediate planes, one pair per context, grown when a band needs more
+ * and otherwise reused by every call: dispatches run in submission order, so calls recorded into
+ * one encoder (a frame's channels) can share it. (Pooled pairs retired at each submit held one
+ * pair per channel of a frame and one set per band height.)
+ */
+const scratch = new WeakMap<GpuContext, { inter: GPUBuffer; aux: GPUBuffer; bytes: number }>();
+
+function scratchFor(ctx: GpuContext, bytes: number): { inter: GPUBuffer; aux: GPUBuffer } {
+  const have = scratch.get(ctx);
+  if (have && have.bytes >= bytes) return have;
+  if (have) {
+    ctx.retire(have.inter);
+    ctx.retire(have.aux);
+  }
+  const next = { inter: ctx.storage(bytes, 'warp intermediate'), aux: ctx.storage(bytes, 'warp intermediate aux'), bytes };
+  scratch.set(ctx, next);
+  return next;
+}
+
+function separableFits(ctx: GpuContext, params: WarpParams): boolean {
+  return separableRows(params.affine, params.rows) * params.width * 4 <= Math.min(ctx.limits.maxStorageBufferBindingSize, ctx.limits.maxBufferSize);
+}
+
+/**
+ * The separable Lanczos-3 path (src/cpu/warp.ts warpLanczos3Separable): the row pass into the
+ * context's intermediate planes (scratchFor: irows × width words each), then the column pass
+ * into `out`.
+ */
+async function warpSeparable(ctx: GpuContext, src: GPUBuffer, out: WarpTarget, params: WarpParams, ln: WarpLn | null, encoder?: GPUCommandEncoder): Promise<void> {
+  const irows = separableRows(params.affine, params.rows);
+  const planeBytes = irows * params.width * 4;
+  if (planeBytes > Math.min(ctx.limits.maxStorageBufferBindingSize, ctx.limits.maxBufferSize)) throw new GpuError('BAD_ARGUMENT', `${SEPARABLE.rows}: intermediate of ${planeBytes} bytes exceeds the storage binding limit`);
+  const rowsPipe = await ctx.pipeline(SEPARABLE.rows, { WG: SEPARABLE.WG_ROWS });
+  const colsPipe = await ctx.pipeline(SEPARABLE.cols, { WG: SEPARABLE.WG_COLS, LN: ln ? 1 : 0 });
+  const uniform = ctx.uniform(separableUniform(params, irows, ln));
+  const { inter, aux } = scratchFor(ctx, planeBytes);
+  const own = encoder ?? ctx.device.createCommandEncoder({ label: 'warp separable' });
+  ctx.dispatch(SEPARABLE.rows, rowsPipe, ctx.bindGroup(rowsPipe, [uniform, src, inter, aux]), [Math.ceil(params.width / (SEPARABLE.GROUP * SEPARABLE.WG_ROWS)), irows], own);
+  ctx.dispatch(SEPARABLE.cols, colsPipe, ctx.bindGroup(colsPipe, [uniform, inter, aux, out, ln ? ln.table : inter]), [Math.ceil(params.width / SEPARABLE.WG_COLS), Math.ceil(((params.y0 % SEPARABLE.GROUP) + params.rows) / SEPARABLE.GROUP)], own);
+  ctx.retire(uniform);
+  if (!encoder) ctx.submit(own);
+}
 
 async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer, out: WarpTarget, params: WarpParams, encoder?: GPUCommandEncoder, options: WarpGpuOptions = {}, checked = false): Promise<void> {
   resolveWarpParams(params);
@@ -160,6 +242,14 @@ async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer,
     overrides = { WG: BILINEAR.WG, PX: BILINEAR.PX };
     perInvocation = BILINEAR.PX * BILINEAR.WG;
   } else {
+    const mode = options.lanczosShape ?? 'auto';
+    if (mode === 'separable' && !separableValid(params)) throw new GpuError('BAD_ARGUMENT', `${id}: the separable path does not apply to [${params.affine.join(', ')}]`);
+    // (An intermediate plane past the binding limit, rows + ~8 of the output's width, takes the 2-D kernel.)
+    if (mode === 'separable' || (mode === 'auto' && separableValid(params) && separableFits(ctx, params))) {
+      const ln = options.ln ?? null;
+      if (ln) checkLn(id, params, ln);
+      return warpSeparable(ctx, src, out, params, ln, encoder);
+    }
     const shape: LanczosShape = options.lanczosShape === 'single' ? { group: 1, flip: false } : lanczosShape(params, options.lanczosShape === 'group4' ? 4 : 8);
     const WG = shape.group === 1 ? LANCZOS.WG_SINGLE : LANCZOS.WG_GROUP[shape.group];
     overrides = { WG, GROUP: shape.group, LN: lnMode(options.ln ?? null, shape.group) };
@@ -169,10 +259,7 @@ async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer,
   const pipeline = await ctx.pipeline(id, overrides);
   if (options.ln && kernel !== 'lanczos3') throw new GpuError('BAD_ARGUMENT', `${id}: local normalization is fused into the Lanczos warp only`);
   const ln = options.ln ?? null;
-  if (ln) {
-    if (!(ln.row0 <= params.y0 && ln.row0 + ln.rows >= params.y0 + params.rows && ln.rows * ln.grid.nx * 8 <= ln.table.size)) throw new GpuError('BAD_ARGUMENT', `${id}: local-normalization row table (rows ${ln.row0}..${ln.row0 + ln.rows}, ${ln.table.size} bytes) does not cover output rows ${params.y0}..${params.y0 + params.rows}`);
-    if (ln.grid.width !== params.width) throw new GpuError('BAD_ARGUMENT', `${id}: local-normalization grid of width ${ln.grid.width} for an output of width ${params.width}`);
-  }
+  if (ln) checkLn(id, params, ln);
   const uniform = ctx.uniform(uniformBlock(params, flip, ln));
   ctx.retire(uniform);
   const workgroups: [number, number] = [Math.ceil(params.width / perInvocation), params.rows];

@@ -1,0 +1,358 @@
+// warp/lanczos3_cols: second (column) pass of the separable Lanczos-3 warp: resamples the
+// intermediate band of lanczos3_rows.wgsl along y into the output band. Contract and TypeScript
+// reference: src/cpu/warp.ts (warpLanczos3Separable); wrapper: src/gpu/kernels/warp.ts.
+// Geometry: output pixel (x, y) takes the 2-D kernel's exact source position (sx, sy)
+// (fixed point, lanczos3.wgsl's disp_at); its six taps are the intermediate's column x at source
+// rows floor(sy) − 2 … floor(sy) + 3, weighted by Lanczos-3 of sy's fraction (rows outside the
+// image weigh 0, renormalised).
+// Bindings: 0 uniform Params (lanczos3_rows.wgsl's); 1 read-only array<f32> intermediate sums;
+//           2 read-only array<u32> intermediate aux words (lanczos3_rows.wgsl's encode());
+//           3 read_write array<f32> output band (rows × width); 4 read-only array<vec2f> local-
+//           normalization row table (LN = 1: each value stored as a·v + b, the column's node pair
+//           mixed by ln_apply.wgsl's rule, each row's own (a, b); LN = 0: any buffer, unread).
+// No-data (lanczos3.wgsl's rule): NaN where the nearest pixel of (sx, sy) is outside the source;
+//          the finite sums and dropped weights of the row pass combine to Σ w·v over the finite
+//          2-D taps and the weight of the dropped ones, so the result is renormalised over the
+//          rest if their weight sum >= min_weight, else NaN (the dropped weight carried in 2^-20
+//          steps). Deringing: clamp_mode 1 = not below the minimum of the finite nearest pairs of
+//          the two nearest rows (each row's pair at its own u; a row with a dropped tap
+//          contributes none), 0 = off; 'range' (2) takes the 2-D kernel (the wrapper's rule).
+// Workgroup: WG x 1 x 1; grid x = ⌈width / WG⌉, y = ⌈(y0 mod 8 + rows) / 8⌉: each invocation does 8 output
+//            rows of one column from a shared 14-row window of the intermediate (needs
+//            7·|d11| < 1; the wrapper checks).
+// 64-bit fixed point: value = hi·2^32 + lo (in units of 2^-32 px), as in lanczos3.wgsl.
+struct Fix {
+  hi: i32,
+  lo: u32,
+}
+
+fn fix(words: vec2u) -> Fix {
+  return Fix(bitcast<i32>(words.x), words.y);
+}
+
+fn fix_add(a: Fix, b: Fix) -> Fix {
+  let lo = a.lo + b.lo;
+  return Fix(a.hi + b.hi + select(0, 1, lo < a.lo), lo);
+}
+
+// c·v for 0 <= v < 2^16 (|c| < 4, so the high word cannot overflow).
+fn fix_mul(c: Fix, v: u32) -> Fix {
+  let p1 = (c.lo & 0xffffu) * v;
+  let p2 = (c.lo >> 16u) * v;
+  let lo = p1 + (p2 << 16u);
+  return Fix(c.hi * i32(v) + i32((p2 >> 16u) + select(0u, 1u, lo < p1)), lo);
+}
+
+// Both passes share this block (one struct, one uniform layout: src/gpu/kernels/warp.ts).
+// (vec2u words: x = hi as i32 bits, y = lo.)
+struct Params {
+  d00: vec2u, d01: vec2u, d02: vec2u,   // 2-D displacement (dx, dy) = D · (x, y, 1), as lanczos3.wgsl
+  d10: vec2u, d11: vec2u, d12: vec2u,
+  e00: vec2u, e01: vec2u, e02: vec2u,   // row pass: u − x = e00·x + e01·(v + 8) + e02 on source row v
+  e_pad: vec2u,
+  min_weight: f32,                 // least finite-tap weight sum for a value
+  clamp_mode: u32,                 // 0 off, 1 undershoot, 2 range
+  width: u32,                      // output width (= intermediate and output row stride)
+  y0: u32,                         // first output row of the band (full-image row)
+  rows: u32,                       // output rows in the band
+  src_width: u32,                  // source width (= source band row stride)
+  src_height: u32,                 // full source height
+  src_y0: u32,                     // first source row held in `src`
+  src_rows: u32,                   // source rows held in `src`
+  irows: u32,                      // intermediate rows per column
+  ln_nx: u32,                      // LN = 1: nodes per row (node i at x = ln_x0 + i·ln_dx)
+  ln_rows: u32,                    //         rows of the row table, from image row ln_row0
+  ln_row0: u32,
+  ln_pad0: u32,
+  ln_x0: f32,
+  ln_dx: f32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+
+// Quiet-NaN bits; a private variable because WGSL rejects NaN in constant expressions.
+var<private> NAN_BITS: u32 = 0x7fc00000u;
+
+const PI_3: f32 = 1.0471975511965979;
+const SQRT3_2: f32 = 0.8660254037844386;
+const SNAP: f32 = 9.5367431640625e-7; // 2^-20
+const T_UNIT: f32 = 5.9604644775390625e-8; // 2^-24
+const BIG: f32 = 3.40282346638528859812e+38; // f32 max: stands in for a dropped tap in min/max
+
+fn nan() -> f32 {
+  return bitcast<f32>(NAN_BITS);
+}
+
+// Normalised weights of taps k = −2, −1, 0 (lo) and 1, 2, 3 (hi) (lanczos3.wgsl's identities).
+struct Taps {
+  lo: vec3f,
+  hi: vec3f,
+}
+
+fn lanczos3(t: f32) -> Taps {
+  let a = t * PI_3;
+  let s = sin(a);
+  let c = cos(a);
+  let n = vec3f(SQRT3_2 * c - 0.5 * s, -(0.5 * s + SQRT3_2 * c), s) * t;
+  let dl = vec3f(t + 2.0, t + 1.0, t);
+  let dh = vec3f(t - 1.0, t - 2.0, t - 3.0);
+  let lo = n / (dl * dl);
+  let hi = n / (dh * dh);
+  let inv = 1.0 / (lo.x + lo.y + lo.z + hi.x + hi.y + hi.z);
+  let snap = t < SNAP;
+  return Taps(select(lo * inv, vec3f(0.0, 0.0, 1.0), snap), select(hi * inv, vec3f(0.0), snap));
+}
+
+// Zeroes the weights of taps outside [0, n) (taps first .. first+5) and rescales the rest to sum 1.
+fn edge(w: Taps, first: i32, n: i32) -> Taps {
+  let klo = vec3i(first, first + 1, first + 2);
+  let khi = klo + vec3i(3);
+  let oklo = (klo >= vec3i(0)) & (klo < vec3i(n));
+  let okhi = (khi >= vec3i(0)) & (khi < vec3i(n));
+  let lo = select(vec3f(0.0), w.lo, oklo);
+  let hi = select(vec3f(0.0), w.hi, okhi);
+  let inv = select(1.0 / (lo.x + lo.y + lo.z + hi.x + hi.y + hi.z), 1.0, all(oklo) && all(okhi));
+  return Taps(lo * inv, hi * inv);
+}
+
+// Six tap weights placed at window positions shift .. shift+5 of 7 (a: 0..3, b: 4..6).
+struct W7 {
+  a: vec4f,
+  b: vec3f,
+}
+
+fn place(w: Taps, shift: bool) -> W7 {
+  return W7(select(vec4f(w.lo, w.hi.x), vec4f(0.0, w.lo), shift), select(vec3f(w.hi.yz, 0.0), w.hi, shift));
+}
+
+fn dot7(w: W7, v: vec4f, u: vec3f) -> f32 {
+  return dot(w.a, v) + dot(w.b, u);
+}
+
+// Integer part and fraction (units of 2^-24) of a fixed-point displacement, snapped to the
+// integer within 2^-20 (= 16 units).
+fn split_snap(d: Fix) -> vec2i {
+  let k = i32(d.lo >> 8u);
+  let up = k >= (1 << 24u) - 16;
+  return vec2i(select(d.hi, d.hi + 1, up), select(select(k, 0, k < 16), 0, up));
+}
+
+// First source row held for the 8-column block from xb: two rows above the lowest snapped
+// floor(sy) of the block's columns on output row y0 (the extremes of an affine map are at the
+// block's ends). Both passes index the intermediate from it.
+fn block_base(xb: u32) -> i32 {
+  let xe = min(xb + 7u, params.width - 1u);
+  let c = fix_add(fix_mul(fix(params.d11), params.y0), fix(params.d12));
+  let a = split_snap(fix_add(fix_mul(fix(params.d10), xb), c)).x;
+  let b = split_snap(fix_add(fix_mul(fix(params.d10), xe), c)).x;
+  return i32(params.y0) + min(a, b) - 2;
+}
+
+@group(0) @binding(1) var<storage, read> inter: array<f32>;
+@group(0) @binding(2) var<storage, read> aux: array<u32>;
+@group(0) @binding(3) var<storage, read_write> dst: array<f32>;
+@group(0) @binding(4) var<storage, read> ln_coef: array<vec2<f32>>;
+
+override WG: u32 = 64;
+override LN: u32 = 0;
+
+// Local normalization's node index and weight along one axis (ln_apply.wgsl's rule).
+fn ln_axis(p: f32, origin: f32, step: f32, n: u32) -> vec2<f32> {
+  if (n == 1u) {
+    return vec2<f32>(0.0, 0.0);
+  }
+  let f = clamp((p - origin) / step, -0.5, f32(n) - 0.5);
+  let i = clamp(floor(f), 0.0, f32(n - 2u));
+  return vec2<f32>(i, f - i);
+}
+
+// Final value from the sum over finite taps and the weight of the dropped ones, deringed
+// (clamp_mode 1) against lo (BIG: no finite nearest pixel, left alone).
+fn resolve(acc: f32, miss: f32, lo: f32) -> f32 {
+  let wsum = 1.0 - miss;
+  if (miss != 0.0 && !(wsum >= params.min_weight)) {
+    return nan();
+  }
+  let v = select(acc / wsum, acc, miss == 0.0);
+  return select(v, max(v, lo), params.clamp_mode == 1u && lo < BIG);
+}
+
+fn is_boxed(w: vec4u) -> vec4<bool> {
+  return (w & vec4u(0x7fc00000u)) == vec4u(0x7fc00000u);
+}
+
+// The dropped weight of an aux word (lanczos3_rows.wgsl's encode): 0 unless a NaN box.
+fn miss_of(w: vec4u) -> vec4f {
+  let mag = vec4f(w & vec4u(0x1fffffu)) * 9.5367431640625e-7;
+  return select(vec4f(0.0), select(mag, -mag, (w & vec4u(0x200000u)) != vec4u(0u)), is_boxed(w));
+}
+
+// The nearest-pair minimum of an aux word: BIG (none kept) for a NaN box.
+fn lo_of(w: vec4u) -> vec4f {
+  return select(bitcast<vec4f>(w), vec4f(BIG), is_boxed(w));
+}
+
+struct Pix {
+  iy: i32,      // snapped floor(sy)
+  ty: f32,      // fraction
+  inside: bool, // nearest pixel of (sx, sy) inside the source
+}
+
+fn pix(dx: Fix, dy: Fix, x: u32, y: u32) -> Pix {
+  let sx = split_snap(dx);
+  let sy = split_snap(dy);
+  let ix = i32(x) + sx.x;
+  let iy = i32(y) + sy.x;
+  let nx = ix + select(0, 1, sx.y >= (1 << 23u));
+  let ny = iy + select(0, 1, sy.y >= (1 << 23u));
+  let inside = nx >= 0 && nx < i32(params.src_width) && ny >= 0 && ny < i32(params.src_height);
+  return Pix(iy, f32(sy.y) * T_UNIT, inside);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3u) {
+  // Groups of 8 rows are aligned to image rows (multiples of 8), not to the band: a pixel's group,
+  // window placement and so its f32 rounding are the same whatever band it falls in, so a stack
+  // in several bands equals the one-band stack exactly.
+  let x = gid.x;
+  let y = (params.y0 & ~7u) + gid.y * 8u;
+  let end = params.y0 + params.rows;
+  if (x >= params.width || y >= end) {
+    return;
+  }
+  let H = i32(params.src_height);
+  let base = block_base(x & ~7u);
+  // Displacements of (x, y .. y + 7): each next row adds (d01, d11) exactly.
+  let sx = fix(params.d01);
+  let sy = fix(params.d11);
+  let dx0 = fix_add(fix_mul(fix(params.d00), x), fix_add(fix_mul(sx, y), fix(params.d02)));
+  let dy0 = fix_add(fix_mul(fix(params.d10), x), fix_add(fix_mul(sy, y), fix(params.d12)));
+  let dx1 = fix_add(dx0, sx);
+  let dy1 = fix_add(dy0, sy);
+  let dx2 = fix_add(dx1, sx);
+  let dy2 = fix_add(dy1, sy);
+  let dx3 = fix_add(dx2, sx);
+  let dy3 = fix_add(dy2, sy);
+  let dx4 = fix_add(dx3, sx);
+  let dy4 = fix_add(dy3, sy);
+  let dx5 = fix_add(dx4, sx);
+  let dy5 = fix_add(dy4, sy);
+  let dx6 = fix_add(dx5, sx);
+  let dy6 = fix_add(dy5, sy);
+  let dx7 = fix_add(dx6, sx);
+  let dy7 = fix_add(dy6, sy);
+  let p0 = pix(dx0, dy0, x, y);
+  let p1 = pix(dx1, dy1, x, y + 1u);
+  let p2 = pix(dx2, dy2, x, y + 2u);
+  let p3 = pix(dx3, dy3, x, y + 3u);
+  let p4 = pix(dx4, dy4, x, y + 4u);
+  let p5 = pix(dx5, dy5, x, y + 5u);
+  let p6 = pix(dx6, dy6, x, y + 6u);
+  let p7 = pix(dx7, dy7, x, y + 7u);
+  // Intermediate row of pixel k's first tap, less k: the window starts at the lowest.
+  let e_0 = vec4i(p0.iy, p1.iy - 1, p2.iy - 2, p3.iy - 3) - vec4i(base + 2);
+  let e_1 = vec4i(p4.iy - 4, p5.iy - 5, p6.iy - 6, p7.iy - 7) - vec4i(base + 2);
+  let em = min(e_0, e_1);
+  let e0 = min(min(em.x, em.y), min(em.z, em.w));
+  let dyo0 = e_0 - vec4i(e0);
+  let dyo1 = e_1 - vec4i(e0);
+  let fits = all(dyo0 <= vec4i(1)) && all(dyo1 <= vec4i(1));
+  let sh0 = dyo0 == vec4i(1);
+  let sh1 = dyo1 == vec4i(1);
+  let w0 = place(edge(lanczos3(p0.ty), p0.iy - 2, H), sh0.x);
+  let w1 = place(edge(lanczos3(p1.ty), p1.iy - 2, H), sh0.y);
+  let w2 = place(edge(lanczos3(p2.ty), p2.iy - 2, H), sh0.z);
+  let w3 = place(edge(lanczos3(p3.ty), p3.iy - 2, H), sh0.w);
+  let w4 = place(edge(lanczos3(p4.ty), p4.iy - 2, H), sh1.x);
+  let w5 = place(edge(lanczos3(p5.ty), p5.iy - 2, H), sh1.y);
+  let w6 = place(edge(lanczos3(p6.ty), p6.iy - 2, H), sh1.z);
+  let w7 = place(edge(lanczos3(p7.ty), p7.iy - 2, H), sh1.w);
+  // Window rows e0 .. e0 + 13 of column x (clamped; rows past the intermediate weigh 0).
+  let last = i32(params.irows) - 1;
+  let W = params.width;
+  let ra = vec4u(clamp(vec4i(e0, e0 + 1, e0 + 2, e0 + 3), vec4i(0), vec4i(last))) * W + vec4u(x);
+  let rbb = vec4u(clamp(vec4i(e0 + 4, e0 + 5, e0 + 6, e0 + 7), vec4i(0), vec4i(last))) * W + vec4u(x);
+  let rc = vec4u(clamp(vec4i(e0 + 8, e0 + 9, e0 + 10, e0 + 11), vec4i(0), vec4i(last))) * W + vec4u(x);
+  let rd = vec2u(clamp(vec2i(e0 + 12, e0 + 13), vec2i(0), vec2i(last))) * W + vec2u(x);
+  let sa = vec4f(inter[ra.x], inter[ra.y], inter[ra.z], inter[ra.w]);
+  let sb = vec4f(inter[rbb.x], inter[rbb.y], inter[rbb.z], inter[rbb.w]);
+  let sc = vec4f(inter[rc.x], inter[rc.y], inter[rc.z], inter[rc.w]);
+  let sd = vec2f(inter[rd.x], inter[rd.y]);
+  let xa = vec4u(aux[ra.x], aux[ra.y], aux[ra.z], aux[ra.w]);
+  let xb = vec4u(aux[rbb.x], aux[rbb.y], aux[rbb.z], aux[rbb.w]);
+  let xc = vec4u(aux[rc.x], aux[rc.y], aux[rc.z], aux[rc.w]);
+  let xd = vec2u(aux[rd.x], aux[rd.y]);
+  // Dropped weights (ma..md) and nearest-pair minima (la..lc) by row, from the aux words.
+  let ma = miss_of(xa);
+  let mb = miss_of(xb);
+  let mc = miss_of(xc);
+  let md = miss_of(vec4u(xd, 0u, 0u)).xy;
+  let la = lo_of(xa);
+  let lb = lo_of(xb);
+  let lc = lo_of(xc);
+  // Rows 0..13 = a.xyzw b.xyzw c.xyzw d.xy; pixel k covers rows k .. k+6.
+  let acc0 = vec4f(
+    dot7(w0, vec4f(sa.x, sa.y, sa.z, sa.w), vec3f(sb.x, sb.y, sb.z)),
+    dot7(w1, vec4f(sa.y, sa.z, sa.w, sb.x), vec3f(sb.y, sb.z, sb.w)),
+    dot7(w2, vec4f(sa.z, sa.w, sb.x, sb.y), vec3f(sb.z, sb.w, sc.x)),
+    dot7(w3, vec4f(sa.w, sb.x, sb.y, sb.z), vec3f(sb.w, sc.x, sc.y)));
+  let acc1 = vec4f(
+    dot7(w4, vec4f(sb.x, sb.y, sb.z, sb.w), vec3f(sc.x, sc.y, sc.z)),
+    dot7(w5, vec4f(sb.y, sb.z, sb.w, sc.x), vec3f(sc.y, sc.z, sc.w)),
+    dot7(w6, vec4f(sb.z, sb.w, sc.x, sc.y), vec3f(sc.z, sc.w, sd.x)),
+    dot7(w7, vec4f(sb.w, sc.x, sc.y, sc.z), vec3f(sc.w, sd.x, sd.y)));
+  let miss0 = vec4f(
+    dot7(w0, vec4f(ma.x, ma.y, ma.z, ma.w), vec3f(mb.x, mb.y, mb.z)),
+    dot7(w1, vec4f(ma.y, ma.z, ma.w, mb.x), vec3f(mb.y, mb.z, mb.w)),
+    dot7(w2, vec4f(ma.z, ma.w, mb.x, mb.y), vec3f(mb.z, mb.w, mc.x)),
+    dot7(w3, vec4f(ma.w, mb.x, mb.y, mb.z), vec3f(mb.w, mc.x, mc.y)));
+  let miss1 = vec4f(
+    dot7(w4, vec4f(mb.x, mb.y, mb.z, mb.w), vec3f(mc.x, mc.y, mc.z)),
+    dot7(w5, vec4f(mb.y, mb.z, mb.w, mc.x), vec3f(mc.y, mc.z, mc.w)),
+    dot7(w6, vec4f(mb.z, mb.w, mc.x, mc.y), vec3f(mc.z, mc.w, md.x)),
+    dot7(w7, vec4f(mb.w, mc.x, mc.y, mc.z), vec3f(mc.w, md.x, md.y)));
+  // Nearest rows of pixel k: k+2, k+3 (k+3, k+4 when shifted).
+  let lo0 = select(min(vec4f(la.z, la.w, lb.x, lb.y), vec4f(la.w, lb.x, lb.y, lb.z)), min(vec4f(la.w, lb.x, lb.y, lb.z), vec4f(lb.x, lb.y, lb.z, lb.w)), sh0);
+  let lo1 = select(min(vec4f(lb.z, lb.w, lc.x, lc.y), vec4f(lb.w, lc.x, lc.y, lc.z)), min(vec4f(lb.w, lc.x, lc.y, lc.z), vec4f(lc.x, lc.y, lc.z, lc.w)), sh1);
+  let r0 = vec4f(resolve(acc0.x, miss0.x, lo0.x), resolve(acc0.y, miss0.y, lo0.y), resolve(acc0.z, miss0.z, lo0.z), resolve(acc0.w, miss0.w, lo0.w));
+  let r1 = vec4f(resolve(acc1.x, miss1.x, lo1.x), resolve(acc1.y, miss1.y, lo1.y), resolve(acc1.z, miss1.z, lo1.z), resolve(acc1.w, miss1.w, lo1.w));
+  let out0 = select(vec4f(nan()), r0, vec4<bool>(p0.inside, p1.inside, p2.inside, p3.inside) & vec4<bool>(fits));
+  let out1 = select(vec4f(nan()), r1, vec4<bool>(p4.inside, p5.inside, p6.inside, p7.inside) & vec4<bool>(fits));
+  // Local normalization: the column's node pair is the same for all 8 rows; each row its own (a, b).
+  var i0 = 0u;
+  var i1 = 0u;
+  var f = 0.0;
+  if (LN != 0u) {
+    let ax = ln_axis(f32(x), params.ln_x0, params.ln_dx, params.ln_nx);
+    i0 = u32(ax.x);
+    i1 = min(i0 + 1u, params.ln_nx - 1u);
+    f = ax.y;
+  }
+  store(x, y, 0u, i0, i1, f, out0.x);
+  store(x, y, 1u, i0, i1, f, out0.y);
+  store(x, y, 2u, i0, i1, f, out0.z);
+  store(x, y, 3u, i0, i1, f, out0.w);
+  store(x, y, 4u, i0, i1, f, out1.x);
+  store(x, y, 5u, i0, i1, f, out1.y);
+  store(x, y, 6u, i0, i1, f, out1.z);
+  store(x, y, 7u, i0, i1, f, out1.w);
+}
+
+// Stores v of pixel (x, y + k) when that row is in the band.
+fn store(x: u32, y: u32, k: u32, i0: u32, i1: u32, f: f32, v: f32) {
+  let row = y + k;
+  if (row >= params.y0 && row < params.y0 + params.rows) {
+    put((row - params.y0) * params.width + x, k, i0, i1, f, y, v);
+  }
+}
+
+// Stores v of row y + k at dst[i], as a·v + b from the row table when LN != 0 (NaN stays NaN).
+fn put(i: u32, k: u32, i0: u32, i1: u32, f: f32, y: u32, v: f32) {
+  if (LN == 0u) {
+    dst[i] = v;
+    return;
+  }
+  let r = min(y + k - params.ln_row0, params.ln_rows - 1u) * params.ln_nx;
+  let ab = mix(ln_coef[r + i0], ln_coef[r + i1], f);
+  dst[i] = ab.x * v + ab.y;
+}
