@@ -125,6 +125,24 @@ gpuTest('shared context records how it was acquired; pool reuses buffers and enf
   assert.is(pool.stats.inUseBytes, inUse);
 });
 
+gpuTest('pooled buffers are zero where a first write did not reach (OpenGL ES: zeroed through a mapping at creation)', async () => {
+  const ctx = gpu.ctx!;
+  // A fresh size class, so the pool creates the buffer (a reused one holds old data by design).
+  const n = (3 << 20) / 4 + 64 * 7;
+  const b = ctx.storage(4 * n, 'zero test');
+  try {
+    ctx.write(b, new Float32Array([1, 2, 3]), 4 * 1000);
+    const got = new Float32Array(n);
+    await ctx.readInto(b, got);
+    let nonzero = 0;
+    for (let i = 0; i < n; i++) if (got[i] !== 0 && !(i >= 1000 && i < 1003)) nonzero++;
+    assert.is(nonzero, 0);
+    assert.equal(Array.from(got.subarray(1000, 1003)), [1, 2, 3]);
+  } finally {
+    ctx.pool.release(b);
+  }
+});
+
 gpuTest('readManyInto: a read over READBACK_CHUNK_BYTES comes back whole through chunk-sized staging, beside small reads', async () => {
   const ctx = gpu.ctx!;
   const n = READBACK_CHUNK_BYTES / 4 + 12345; // one full chunk and a partial one
