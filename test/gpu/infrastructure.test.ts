@@ -58,6 +58,8 @@ test('band planner: a working-set target sizes the bands, the budget bounds them
   // 64 MiB / (1000 × 1024 × 9 B) = 7 rows, under the 32-row minimum: the minimum is taken.
   const thin = planBands({ ...input, targetBytes: 64 * MiB });
   assert.equal([thin.rowsPerBand, thin.limitedBy], [32, 'working-set']);
+  // A lower floor for the working set alone: 7 rows of slices less the 2 × 2 halo, then the floor.
+  assert.equal([planBands({ ...input, targetBytes: 64 * MiB, targetMinRows: 16 }).rowsPerBand, planBands({ ...input, targetBytes: 64 * MiB, targetMinRows: 2 }).rowsPerBand], [16, 3]);
   const mid = planBands({ ...input, targetBytes: 512 * MiB });
   // 512 MiB / 9 216 000 B per row = 58 rows including 2 × 2 halo rows.
   assert.equal([mid.rowsPerBand, mid.limitedBy], [54, 'working-set']);
