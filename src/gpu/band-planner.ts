@@ -34,6 +34,11 @@ export interface BandPlanInput {
    * Bands are as tall as this allows but at least minRows; the budget stays the bound. Default: the budget.
    */
   targetBytes?: number;
+  /**
+   * Smallest band when targetBytes is the limit (default minRows): a caller whose per-band cost
+   * is small may let the working set, not the floor, bound the bands of many frames.
+   */
+  targetMinRows?: number;
   /** Copies of the band input held at once (2 when uploads of band k+1 overlap work on band k). Default 1. */
   inFlight?: number;
   /** Smallest useful band (bands below ~32 rows waste dispatch overhead). Default 32. */
@@ -79,12 +84,13 @@ export function planBands(input: BandPlanInput): BandPlan {
   const byBinding = Math.floor(maxBindingBytes / bindingBytesPerRow) - 2 * haloRows;
   const minRows = Math.min(height, Math.max(align, input.minRows ?? 32));
   const bindingMinRows = Math.min(minRows, Math.max(align, input.bindingMinRows ?? minRows));
-  const byTarget = input.targetBytes === undefined ? Number.MAX_SAFE_INTEGER : Math.max(minRows, Math.floor(input.targetBytes / (inputBytesPerRow * inFlight)) - 2 * haloRows);
+  const targetMinRows = Math.min(minRows, Math.max(align, input.targetMinRows ?? minRows));
+  const byTarget = input.targetBytes === undefined ? Number.MAX_SAFE_INTEGER : Math.max(targetMinRows, Math.floor(input.targetBytes / (inputBytesPerRow * inFlight)) - 2 * haloRows);
   let rows = Math.min(height, byBudget, byBinding, byTarget);
   const limitedBy: BandPlan['limitedBy'] =
     rows === height ? 'height' : rows === byBudget && byBudget <= byBinding ? 'budget' : rows === byBinding ? 'binding' : 'working-set';
   if (rows < height) rows -= rows % align;
-  if (rows < (limitedBy === 'binding' ? bindingMinRows : minRows)) {
+  if (rows < (limitedBy === 'binding' ? bindingMinRows : limitedBy === 'working-set' ? targetMinRows : minRows)) {
     const need = bytesFor(minRows);
     if (byBinding < bindingMinRows) {
       throw new GpuError(

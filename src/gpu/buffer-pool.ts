@@ -2,6 +2,13 @@
 // allocates once and then recycles; the byte counts feed the memory budget, and a pool limit
 // turns an over-budget plan into a typed error instead of a driver out-of-memory.
 // Invariant: allocatedBytes = inUseBytes + free bytes; every acquire is paired with a release.
+// Buffers are zero when created (WebGPU's rule). On Dawn's OpenGL ES backend (Mesa llvmpipe,
+// device memory = process memory) a buffer is zeroed lazily at its first use, and a first use
+// that covers only part of it (a frame's slice of a band's slots) makes Dawn fill the whole
+// buffer from a zero vector of the buffer's size: a transient as large as the buffer (a 300 MiB
+// buffer: peak RSS +300 MiB, measured). There the pool creates buffers mapped at creation, which
+// that backend zeroes in place (it maps the buffer's own storage); other backends would stage
+// such a mapping in a host buffer of the same size, so they keep the lazy zeroing.
 
 import { GpuError } from './errors.js';
 
@@ -25,6 +32,8 @@ export class BufferPool {
     private readonly device: GPUDevice,
     /** Upper bound on bytes held by this pool (free and in use). */
     public limitBytes = Number.POSITIVE_INFINITY,
+    /** Zero new buffers through a mapping at creation (Dawn's OpenGL ES backend; head comment). */
+    private readonly zeroMapped = false,
   ) {}
 
   static roundSize(bytes: number): number {
@@ -47,7 +56,8 @@ export class BufferPool {
         `buffer of ${size} bytes would take the pool to ${this.stats.allocatedBytes + size} bytes, over its ${this.limitBytes}-byte limit`,
       );
     }
-    const buffer = this.device.createBuffer({ size, usage, label });
+    const buffer = this.device.createBuffer({ size, usage, label, mappedAtCreation: this.zeroMapped });
+    if (this.zeroMapped) buffer.unmap();
     this.sizes.set(buffer, { key, size });
     this.stats.allocatedBytes += size;
     this.stats.inUseBytes += size;

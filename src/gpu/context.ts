@@ -60,7 +60,7 @@ export class GpuContext {
     readonly info: DeviceInfo,
     poolLimitBytes = Number.POSITIVE_INFINITY,
   ) {
-    this.pool = new BufferPool(device, poolLimitBytes);
+    this.pool = new BufferPool(device, poolLimitBytes, info.backend === 'opengles');
     device.lost.then((lost) => {
       if (!this.destroyed) this.lostReason = `${lost.reason}: ${lost.message}`;
     });

@@ -58,6 +58,8 @@ test('band planner: a working-set target sizes the bands, the budget bounds them
   // 64 MiB / (1000 × 1024 × 9 B) = 7 rows, under the 32-row minimum: the minimum is taken.
   const thin = planBands({ ...input, targetBytes: 64 * MiB });
   assert.equal([thin.rowsPerBand, thin.limitedBy], [32, 'working-set']);
+  // A lower floor for the working set alone: 7 rows of slices less the 2 × 2 halo, then the floor.
+  assert.equal([planBands({ ...input, targetBytes: 64 * MiB, targetMinRows: 16 }).rowsPerBand, planBands({ ...input, targetBytes: 64 * MiB, targetMinRows: 2 }).rowsPerBand], [16, 3]);
   const mid = planBands({ ...input, targetBytes: 512 * MiB });
   // 512 MiB / 9 216 000 B per row = 58 rows including 2 × 2 halo rows.
   assert.equal([mid.rowsPerBand, mid.limitedBy], [54, 'working-set']);
@@ -123,6 +125,24 @@ gpuTest('shared context records how it was acquired; pool reuses buffers and enf
     pool.limitBytes = saved;
   }
   assert.is(pool.stats.inUseBytes, inUse);
+});
+
+gpuTest('pooled buffers are zero where a first write did not reach (OpenGL ES: zeroed through a mapping at creation)', async () => {
+  const ctx = gpu.ctx!;
+  // A fresh size class, so the pool creates the buffer (a reused one holds old data by design).
+  const n = (3 << 20) / 4 + 64 * 7;
+  const b = ctx.storage(4 * n, 'zero test');
+  try {
+    ctx.write(b, new Float32Array([1, 2, 3]), 4 * 1000);
+    const got = new Float32Array(n);
+    await ctx.readInto(b, got);
+    let nonzero = 0;
+    for (let i = 0; i < n; i++) if (got[i] !== 0 && !(i >= 1000 && i < 1003)) nonzero++;
+    assert.is(nonzero, 0);
+    assert.equal(Array.from(got.subarray(1000, 1003)), [1, 2, 3]);
+  } finally {
+    ctx.pool.release(b);
+  }
 });
 
 gpuTest('readManyInto: a read over READBACK_CHUNK_BYTES comes back whole through chunk-sized staging, beside small reads', async () => {

@@ -10,7 +10,7 @@ import { cosmeticCorrect, estimateNoise } from '../../src/pipeline/stages/stacki
 import { normalizationFor } from '../../src/pipeline/stages/stacking/normalization.js';
 import { compactOwned, premaskApply, premaskFlag, premaskScreen, GROW } from '../../src/cpu/premask.js';
 import { ReaderCache } from '../../src/pipeline/stages/stacking/readers.js';
-import { planStackBands, rangesBindingBytes, STACK_WORKING_SET_BYTES, stackWorkingSet, toCells, type StackFrame } from '../../src/pipeline/stages/stacking/plan.js';
+import { planStackBands, rangesBindingBytes, STACK_WORKING_SET_BYTES, STACK_WORKING_SET_MIN_ROWS, stackWorkingSet, toCells, type StackFrame } from '../../src/pipeline/stages/stacking/plan.js';
 import { splitSrc } from '../../src/gpu/kernels/src-ranges.js';
 import { stackRows, superpixelRows } from '../../src/pipeline/stages/stacking/row-kernels.js';
 import { stack } from '../../src/cpu/stack.js';
@@ -89,16 +89,16 @@ test('band plan: with the working-set target (device stacks), 1000 frames hold a
     const x = binding === null ? 1 : 5;
     const p30 = plan(30, 1024, 768, binding);
     const p1000 = plan(1000, 1024, 768, binding);
-    // At most the target, or the 32-row minimum band where that is more (host: 36 rows of 5 B).
-    const floor = (32 + 2 * GROW) * 1000 * 1024 * (4 + x);
+    // At most the target, or the working set's minimum band where that is more.
+    const floor = (STACK_WORKING_SET_MIN_ROWS + 2 * GROW) * 1000 * 1024 * (4 + x);
     assert.ok(slices(p1000, 1000, 1024, x) <= Math.max(STACK_WORKING_SET_BYTES, floor), `${binding}: ${slices(p1000, 1000, 1024, x)}`);
     assert.ok(slices(p30, 30, 1024, x) <= STACK_WORKING_SET_BYTES);
     assert.ok(p1000.bytesPerBand + p1000.scratchBytes < 512 * MiB, `${p1000.bytesPerBand}`);
   }
-  // On the device: 1000 frames × 1024 px × 4 B of slots leave 28 rows under 128 MiB (the
-  // pre-mask's 5 B are not in that binding), a device plan instead of the TypeScript fallback.
+  // On the device: 1000 frames × 1024 px × 4 B of slots would allow 28 rows under 128 MiB (the
+  // pre-mask's 5 B are not in that binding); the working set's floor, 16 rows, is what sizes them.
   const dev = plan(1000, 1024, 768, 128 * MiB);
-  assert.equal([dev.rowsPerBand, dev.limitedBy], [28, 'binding']);
+  assert.equal([dev.rowsPerBand, dev.limitedBy], [STACK_WORKING_SET_MIN_ROWS, 'working-set']);
   assert.ok(1000 * dev.maxWorkRows * 1024 * 4 <= 128 * MiB);
   // 2048 px: 12 rows would fit, under STACK_BINDING_MIN_ROWS: refused (the caller stacks on the host).
   assert.throws(() => plan(1000, 2048, 1536, 128 * MiB), (e: Error) => /storage-binding limit/.test(e.message));
@@ -127,8 +127,9 @@ test('band plan: slots bound as frame ranges (stack kernels, src-ranges.ts) put 
     planStackBands({ width, height, frameWidth: width, frameHeight: height, binning: 1, frames: frames(n), channels: 1, kernel: 'lanczos3', prefetch: 2, readHalo: 3, haloRows: GROW, extraBytesPerFramePixel: 5, extraBytesPerPixel: Math.ceil(n / 4), budgetBytes: 1024 * MiB, workingSetBytes: STACK_WORKING_SET_BYTES, maxBindingBytes: binding, bindingRanges: ranges, maxBufferBytes: 2048 * MiB, bindingAlign: 256 });
   for (const [n, width, height] of [[1000, 2048, 1536], [1000, 1024, 768], [30, 2048, 1536]] as const) {
     const p = plan(n, width, height);
-    // The working set's 32-row floor, not the binding, sizes these bands now.
-    assert.ok(p.rowsPerBand >= 32, `${n} x ${width}: ${p.rowsPerBand} rows`);
+    // The working set (down to its 16-row floor), not the binding, sizes these bands now.
+    assert.ok(p.rowsPerBand >= STACK_WORKING_SET_MIN_ROWS, `${n} x ${width}: ${p.rowsPerBand} rows`);
+    if (n === 1000 && width === 2048) assert.is(p.rowsPerBand, STACK_WORKING_SET_MIN_ROWS);
     const slot = p.maxWorkRows * width * 4;
     const split = splitSrc({ buffer: {} as GPUBuffer, offset: 0, size: n * slot }, n, slot / 4, binding, 256, ranges);
     assert.ok(split.count <= ranges);

@@ -128,10 +128,10 @@ export interface StackPlanInput {
 
 /**
  * The frames' band slices (as planned: slots and pre-mask bytes) a device stack aims at, whatever
- * the frame count: bands of many frames get thinner instead of filling the budget, down to the
- * band planner's 32-row floor (1000 frames of 2048 px: ~295 MB of slots there, against ~60 MB
+ * the frame count: bands of many frames get thinner instead of filling the budget, down to
+ * STACK_WORKING_SET_MIN_ROWS (1000 frames of 2048 px: ~164 MB of slots there, against ~60 MB
  * for 30 frames, so the stack's memory is not yet flat in the frame count: bench/RESULTS.md,
- * "end of session 28"). 128 MiB is the working set llvmpipe's
+ * "mem22c"). 128 MiB is the working set llvmpipe's
  * 128 MiB binding imposed on the runs bench/RESULTS.md recorded before it became a target (30 ×
  * 2048 px: 238-row bands, 30 × 1024 px: 481, 120 × 1024 px: 117), so on that adapter those plans
  * stay as measured. Not applied to a TypeScript stack (HostStore), which still fills the budget:
@@ -152,6 +152,13 @@ export const STACK_WORKING_SET_WIDTH = 2048;
  * and the binding stay the bounds, and frame counts at widths ≤ 2048 px plan as before.
  */
 export const stackWorkingSet = (width: number): number => Math.round(STACK_WORKING_SET_BYTES * Math.max(1, width / STACK_WORKING_SET_WIDTH));
+/**
+ * Smallest band of a device stack when the working set is the limit (the band planner's own
+ * floor is 32 rows): beyond ~200 frames of 2048 px, ~400 of 1024 px. At 1000 × 2048 px the
+ * 32-row floor held 1000 × 36 rows × 2048 px × 4 B = 295 MB of slots; 16 rows hold 164 MB, for
+ * more of the rows each frame-band warps and reads beyond its own (growth halo, kernel support).
+ */
+export const STACK_WORKING_SET_MIN_ROWS = 16;
 /**
  * Smallest band when a device binding is the limit: the slots of a channel are one binding, so
  * many frames of a wide image get thin bands on the device rather than a TypeScript stack
@@ -233,6 +240,7 @@ export function planStackBands(input: StackPlanInput): StackPlan {
       bindingBytesPerPixel: 4,
       bindingMinRows: STACK_BINDING_MIN_ROWS,
       targetBytes: input.workingSetBytes,
+      targetMinRows: STACK_WORKING_SET_MIN_ROWS,
     });
   } catch (e) {
     if (!(e instanceof GpuError) || e.code !== 'BUDGET_TOO_SMALL') throw e;
