@@ -1,9 +1,10 @@
 // warp/lanczos3_separable_common: declarations both passes of the separable Lanczos-3 warp
 // (lanczos3_rows.wgsl, lanczos3_cols.wgsl) share, spliced into each by its `//!include` line
-// (src/gpu/shaders.ts): the 64-bit fixed-point arithmetic, the one uniform block both passes
-// bind at @binding(0) (one layout: src/gpu/kernels/warp.ts), the Lanczos-3 tap weights with edge
-// renormalisation, the 7-tap window placement, the snapped split of a fixed-point position and
-// the intermediate's block base. No entry point; bindings 1.. are each pass's own.
+// (src/gpu/shaders.ts): the one uniform block both passes bind at @binding(0) (one layout:
+// src/gpu/kernels/warp.ts), the 7-tap window placement, the snapped split of a fixed-point
+// position and the intermediate's block base, with the fixed-point arithmetic (fixed_point.wgsl)
+// and the tap weights (lanczos3_taps.wgsl) they build on. No entry point; bindings 1.. are each
+// pass's own.
 // 64-bit fixed point: value = hi·2^32 + lo (in units of 2^-32 px), as in lanczos3.wgsl.
 //!include warp/fixed_point.wgsl
 
@@ -37,9 +38,6 @@ struct Params {
 // Quiet-NaN bits; a private variable because WGSL rejects NaN in constant expressions.
 var<private> NAN_BITS: u32 = 0x7fc00000u;
 
-const PI_3: f32 = 1.0471975511965979;
-const SQRT3_2: f32 = 0.8660254037844386;
-const SNAP: f32 = 9.5367431640625e-7; // 2^-20
 const T_UNIT: f32 = 5.9604644775390625e-8; // 2^-24
 const BIG: f32 = 3.40282346638528859812e+38; // f32 max: stands in for a dropped tap in min/max
 
@@ -47,37 +45,7 @@ fn nan() -> f32 {
   return bitcast<f32>(NAN_BITS);
 }
 
-// Normalised weights of taps k = −2, −1, 0 (lo) and 1, 2, 3 (hi) (lanczos3.wgsl's identities).
-struct Taps {
-  lo: vec3f,
-  hi: vec3f,
-}
-
-fn lanczos3(t: f32) -> Taps {
-  let a = t * PI_3;
-  let s = sin(a);
-  let c = cos(a);
-  let n = vec3f(SQRT3_2 * c - 0.5 * s, -(0.5 * s + SQRT3_2 * c), s) * t;
-  let dl = vec3f(t + 2.0, t + 1.0, t);
-  let dh = vec3f(t - 1.0, t - 2.0, t - 3.0);
-  let lo = n / (dl * dl);
-  let hi = n / (dh * dh);
-  let inv = 1.0 / (lo.x + lo.y + lo.z + hi.x + hi.y + hi.z);
-  let snap = t < SNAP;
-  return Taps(select(lo * inv, vec3f(0.0, 0.0, 1.0), snap), select(hi * inv, vec3f(0.0), snap));
-}
-
-// Zeroes the weights of taps outside [0, n) (taps first .. first+5) and rescales the rest to sum 1.
-fn edge(w: Taps, first: i32, n: i32) -> Taps {
-  let klo = vec3i(first, first + 1, first + 2);
-  let khi = klo + vec3i(3);
-  let oklo = (klo >= vec3i(0)) & (klo < vec3i(n));
-  let okhi = (khi >= vec3i(0)) & (khi < vec3i(n));
-  let lo = select(vec3f(0.0), w.lo, oklo);
-  let hi = select(vec3f(0.0), w.hi, okhi);
-  let inv = select(1.0 / (lo.x + lo.y + lo.z + hi.x + hi.y + hi.z), 1.0, all(oklo) && all(okhi));
-  return Taps(lo * inv, hi * inv);
-}
+//!include warp/lanczos3_taps.wgsl
 
 // Six tap weights placed at window positions shift .. shift+5 of 7 (a: 0..3, b: 4..6).
 struct W7 {
