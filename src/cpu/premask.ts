@@ -278,9 +278,11 @@ function premaskFlagNoise(a: PremaskArgs, nm: NoiseModelSeeds, f0: number, f1: n
   let any = false;
   for (let f = f0; f < f1; f++) if (a.sigma[f]! > 0) any = true;
   if (!any) return;
-  const screen = a.screen ?? screenOf(plane);
-  const signal = a.signal ?? signalOf(plane);
-  if (!a.screen) fillScreenNoise(a, nm, f0, f1, 0, R, screen, signal);
+  // A given screen is used only with its signal (premaskScreen fills both); else this call's own.
+  const given = a.screen !== undefined && a.signal !== undefined;
+  const screen = given ? a.screen! : screenOf(plane);
+  const signal = given ? a.signal! : signalOf(plane);
+  if (!given) fillScreenNoise(a, nm, f0, f1, 0, R, screen, signal);
   for (let f = f0; f < f1; f++) {
     const sc = a.scale[f]!;
     const of = a.offset[f]!;

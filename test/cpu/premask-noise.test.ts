@@ -99,6 +99,14 @@ test('noise-model seeds: a screen made once from every frame (premaskScreen) fla
     premaskFlag(once, 4, N);
     assert.equal(Array.from(once.mask), Array.from(own.mask), `seed ${seed}`);
     assert.ok(own.mask.some((m) => m !== 0), 'some seeds');
+    // A screen without its signal is not used (the call makes its own): a zero screen would let
+    // every sample through to the exact rule with S = 0 read from it.
+    // (Another band flagged first leaves its own S in the per-thread scratch.)
+    const other = band(seed + 10);
+    premaskFlag(args(other.data, other.sigma, other.bg.map((b) => b - 3000), true), 0, N);
+    const noSignal = { ...args(data, sigma, bg, true), screen: new Float32Array(W * R) };
+    premaskFlag(noSignal, 0, N);
+    assert.equal(Array.from(noSignal.mask), Array.from(own.mask), `seed ${seed}: screen without signal`);
   }
 });
 

@@ -249,7 +249,9 @@ export async function premaskHost(
   const pm = o.premask!;
   const nm = o.noiseModel;
   mask.fill(0, 0, N * w.rows * o.width);
-  const scr = pool && screen ? screen.views(w.rows * o.width, nm !== null && sky !== null) : null;
+  const noiseModel = nm && sky ? { background: skyRows(nm, c, w.y0, w.rows, sky), poisson: o.frames.map((f) => nm.poisson[f.slot]![c]!), seeing: o.frames.map((f) => nm.seeing[f.slot]!) } : null;
+  // The noise model's screen comes with its signal S (premaskScreen fills both).
+  const scr = pool && screen ? screen.views(w.rows * o.width, noiseModel !== null) : null;
   const args: PremaskArgs = {
     band: band.subarray(0, N * w.rows * o.width),
     median: median.subarray(0, w.rows * o.width),
@@ -260,7 +262,7 @@ export async function premaskHost(
     scale: o.frames.map((f) => frameNorm(o, f, c)[0]),
     offset: o.frames.map((f) => frameNorm(o, f, c)[1]),
     sigma: o.frames.map((f) => pm.sigma[f.slot]![c]!),
-    noiseModel: nm && sky ? { background: skyRows(nm, c, w.y0, w.rows, sky), poisson: o.frames.map((f) => nm.poisson[f.slot]![c]!), seeing: o.frames.map((f) => nm.seeing[f.slot]!) } : null,
+    noiseModel,
     kLow: o.rejection.low,
     kHigh: o.rejection.high,
     level: pm.level[c]!,
