@@ -3,46 +3,10 @@
 // 2-D kernel's (warpLanczos3): same no-data rule, near-identical values, same star photometry.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { separableValid, warpLanczos3, warpLanczos3Separable, type Affine, type WarpParams } from '../../src/cpu/warp.js';
+import { separableValid, warpLanczos3, warpLanczos3Separable, type Affine } from '../../src/cpu/warp.js';
 import { warpLanczos3Gpu } from '../../src/gpu/kernels/warp.js';
 import { compareArrays, gpu, gpuTest } from '../helpers/gpu.js';
-import { seededRandom } from '../helpers/tmp.js';
-
-/** Sky 1000 ADU with a gradient and ±10 noise, Gaussian stars up to ~4000 ADU, two hot pixels. */
-function starField(W: number, H: number, seed: number): Float32Array {
-  const rnd = seededRandom(seed);
-  const img = new Float32Array(W * H);
-  for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) img[y * W + x] = 1000 + (0.2 * x) / W + (30 * y) / H + 20 * (rnd() - 0.5);
-  const stars = Math.max(3, Math.floor((W * H) / 400));
-  for (let s = 0; s < stars; s++) {
-    const cx = rnd() * W;
-    const cy = rnd() * H;
-    const sigma = 1.1 + 1.4 * rnd();
-    const amp = 200 + 3800 * rnd() ** 2;
-    const r = Math.ceil(4 * sigma);
-    for (let y = Math.max(0, Math.floor(cy - r)); y <= Math.min(H - 1, Math.ceil(cy + r)); y++) {
-      for (let x = Math.max(0, Math.floor(cx - r)); x <= Math.min(W - 1, Math.ceil(cx + r)); x++) {
-        img[y * W + x] = img[y * W + x]! + amp * Math.exp(-((x - cx) ** 2 + (y - cy) ** 2) / (2 * sigma * sigma));
-      }
-    }
-  }
-  img[Math.floor(H / 3) * W + Math.floor(W / 3)] = 12000;
-  img[Math.floor((2 * H) / 3) * W + Math.floor((2 * W) / 3)] = 12000;
-  return img;
-}
-
-function similarity(W: number, H: number, deg: number, s: number, shiftX: number, shiftY: number): Affine {
-  const a = (deg * Math.PI) / 180;
-  const c = s * Math.cos(a);
-  const n = s * Math.sin(a);
-  const cx = (W - 1) / 2;
-  const cy = (H - 1) / 2;
-  return [c, -n, cx - c * cx + n * cy + shiftX, n, c, cy - n * cx - c * cy + shiftY];
-}
-
-function full(W: number, H: number, affine: Affine, extra: Partial<WarpParams> = {}): WarpParams {
-  return { affine, width: W, y0: 0, rows: H, srcWidth: W, srcHeight: H, srcY0: 0, srcRows: H, ...extra };
-}
+import { full, similarity, starField } from '../helpers/warp-fields.js';
 
 /** GPU against the separable reference: f32 trig weights and sums against f64 (3e-6 of the peak, as the 2-D kernel's test). */
 const TOL = 3e-6;
