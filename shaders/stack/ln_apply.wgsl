@@ -44,15 +44,8 @@ struct Params {
 
 override WG: u32 = 64;
 
-// Node index and weight along one axis (see the head comment).
-fn axis(p: f32, origin: f32, step: f32, n: u32) -> vec2<f32> {
-  if (n == 1u) {
-    return vec2<f32>(0.0, 0.0);
-  }
-  let f = clamp((p - origin) / step, -0.5, f32(n) - 0.5);
-  let i = clamp(floor(f), 0.0, f32(n - 2u));
-  return vec2<f32>(i, f - i);
-}
+// Local normalization's node index and weight along one axis (ln_axis).
+//!include stack/ln_axis.wgsl
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u) {
@@ -63,8 +56,8 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   }
   // Nodes and weights once per pixel; then every frame's sample (frame-major: adjacent
   // invocations touch adjacent addresses of each frame).
-  let ax = axis(f32(x), params.gx0, params.gdx, params.nx);
-  let ay = axis(f32(params.y0 + r), params.gy0, params.gdy, params.ny);
+  let ax = ln_axis(f32(x), params.gx0, params.gdx, params.nx);
+  let ay = ln_axis(f32(params.y0 + r), params.gy0, params.gdy, params.ny);
   let i = u32(ax.x);
   let j = u32(ay.x);
   let i1 = min(i + 1u, params.nx - 1u);

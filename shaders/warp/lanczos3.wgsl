@@ -83,15 +83,8 @@ override LN: u32 = 0;
 
 @group(0) @binding(3) var<storage, read> ln_coef: array<vec2<f32>>;
 
-// Local normalization's node index and weight along one axis (ln_apply.wgsl's rule).
-fn ln_axis(p: f32, origin: f32, step: f32, n: u32) -> vec2<f32> {
-  if (n == 1u) {
-    return vec2<f32>(0.0, 0.0);
-  }
-  let f = clamp((p - origin) / step, -0.5, f32(n) - 0.5);
-  let i = clamp(floor(f), 0.0, f32(n - 2u));
-  return vec2<f32>(i, f - i);
-}
+// Local normalization's node index and weight along one axis (ln_axis).
+//!include stack/ln_axis.wgsl
 
 // (a, b) of the local normalization at pixel (x, y): the row's two nodes around x, mixed.
 fn ln_at(x: u32, y: u32) -> vec2<f32> {

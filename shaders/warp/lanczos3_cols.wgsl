@@ -31,15 +31,8 @@
 override WG: u32 = 64;
 override LN: u32 = 0;
 
-// Local normalization's node index and weight along one axis (ln_apply.wgsl's rule).
-fn ln_axis(p: f32, origin: f32, step: f32, n: u32) -> vec2<f32> {
-  if (n == 1u) {
-    return vec2<f32>(0.0, 0.0);
-  }
-  let f = clamp((p - origin) / step, -0.5, f32(n) - 0.5);
-  let i = clamp(floor(f), 0.0, f32(n - 2u));
-  return vec2<f32>(i, f - i);
-}
+// Local normalization's node index and weight along one axis (ln_axis).
+//!include stack/ln_axis.wgsl
 
 // Final value from the sum over finite taps and the weight of the dropped ones, deringed
 // (clamp_mode 1) against lo (BIG: no finite nearest pixel, left alone).
