@@ -7,9 +7,12 @@
 // image weigh 0, renormalised).
 // Bindings: 0 uniform Params (lanczos3_rows.wgsl's); 1 read-only array<f32> intermediate sums;
 //           2 read-only array<u32> intermediate aux words (lanczos3_rows.wgsl's encode());
-//           3 read_write array<f32> output band (rows × width); 4 read-only array<vec2f> local-
-//           normalization row table (LN = 1: each value stored as a·v + b, the column's node pair
-//           mixed by ln_apply.wgsl's rule, each row's own (a, b); LN = 0: any buffer, unread).
+//           3 read_write array<f32> output band (rows × width); 4 read-only array<vec4f> local-
+//           normalization column table (LN = 1: src/cpu/ln-apply.ts lnColumnTable, per linear
+//           piece p of the grid's y axis and column, (a, b) at u = p and per unit of u; each value
+//           stored as a·v + b, ln_apply.wgsl's bilinear (a, b) to f32 rounding; the wrapper
+//           takes this path only where node rows are >= 8 px apart, so a group of 8 rows meets at
+//           most two pieces; LN = 0: any buffer, unread).
 // No-data (lanczos3.wgsl's rule): NaN where the nearest pixel of (sx, sy) is outside the source;
 //          the finite sums and dropped weights of the row pass combine to Σ w·v over the finite
 //          2-D taps and the weight of the dropped ones, so the result is renormalised over the
@@ -26,13 +29,10 @@
 @group(0) @binding(1) var<storage, read> inter: array<f32>;
 @group(0) @binding(2) var<storage, read> aux: array<u32>;
 @group(0) @binding(3) var<storage, read_write> dst: array<f32>;
-@group(0) @binding(4) var<storage, read> ln_coef: array<vec2<f32>>;
+@group(0) @binding(4) var<storage, read> ln_col: array<vec4<f32>>;
 
 override WG: u32 = 64;
 override LN: u32 = 0;
-
-// Local normalization's node index and weight along one axis (ln_axis).
-//!include stack/ln_axis.wgsl
 
 // Final value from the sum over finite taps and the weight of the dropped ones, deringed
 // (clamp_mode 1) against lo (BIG: no finite nearest pixel, left alone).
@@ -186,41 +186,83 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   let r1 = vec4f(resolve(acc1.x, miss1.x, lo1.x), resolve(acc1.y, miss1.y, lo1.y), resolve(acc1.z, miss1.z, lo1.z), resolve(acc1.w, miss1.w, lo1.w));
   let out0 = select(vec4f(nan()), r0, vec4<bool>(p0.inside, p1.inside, p2.inside, p3.inside) & vec4<bool>(fits));
   let out1 = select(vec4f(nan()), r1, vec4<bool>(p4.inside, p5.inside, p6.inside, p7.inside) & vec4<bool>(fits));
-  // Local normalization: the column's node pair is the same for all 8 rows; each row its own (a, b).
-  var i0 = 0u;
-  var i1 = 0u;
-  var f = 0.0;
-  if (LN != 0u) {
-    let ax = ln_axis(f32(x), params.ln_x0, params.ln_dx, params.ln_nx);
-    i0 = u32(ax.x);
-    i1 = min(i0 + 1u, params.ln_nx - 1u);
-    f = ax.y;
-  }
-  store(x, y, 0u, i0, i1, f, out0.x);
-  store(x, y, 1u, i0, i1, f, out0.y);
-  store(x, y, 2u, i0, i1, f, out0.z);
-  store(x, y, 3u, i0, i1, f, out0.w);
-  store(x, y, 4u, i0, i1, f, out1.x);
-  store(x, y, 5u, i0, i1, f, out1.y);
-  store(x, y, 6u, i0, i1, f, out1.z);
-  store(x, y, 7u, i0, i1, f, out1.w);
-}
-
-// Stores v of pixel (x, y + k) when that row is in the band.
-fn store(x: u32, y: u32, k: u32, i0: u32, i1: u32, f: f32, v: f32) {
-  let row = y + k;
-  if (row >= params.y0 && row < params.y0 + params.rows) {
-    put((row - params.y0) * params.width + x, k, i0, i1, f, y, v);
-  }
-}
-
-// Stores v of row y + k at dst[i], as a·v + b from the row table when LN != 0 (NaN stays NaN).
-fn put(i: u32, k: u32, i0: u32, i1: u32, f: f32, y: u32, v: f32) {
   if (LN == 0u) {
-    dst[i] = v;
+    store(x, y, 0u, out0.x);
+    store(x, y, 1u, out0.y);
+    store(x, y, 2u, out0.z);
+    store(x, y, 3u, out0.w);
+    store(x, y, 4u, out1.x);
+    store(x, y, 5u, out1.y);
+    store(x, y, 6u, out1.z);
+    store(x, y, 7u, out1.w);
     return;
   }
-  let r = min(y + k - params.ln_row0, params.ln_rows - 1u) * params.ln_nx;
-  let ab = mix(ln_coef[r + i0], ln_coef[r + i1], f);
-  dst[i] = ab.x * v + ab.y;
+  // Local normalization: (a, b) is a straight line along the column inside each linear piece of
+  // the grid's y axis, and the group's rows meet at most two (node rows are >= 8 px apart): two
+  // table loads give the 8 pixels' (a, b), whichever piece each row is in (no branch: llvmpipe
+  // runs both sides of an `if`, and each indexed load is a loop over the lanes).
+  let piece_a = ln_piece(max(y, params.y0));
+  let piece_b = ln_piece(min(y + 7u, end - 1u));
+  let a = Line(ln_col[ln_index(piece_a) * params.width + x], ln_listed(piece_a));
+  let b = Line(ln_col[ln_index(piece_b) * params.width + x], ln_listed(piece_b));
+  put(x, y, 0u, piece_a, a, b, out0.x);
+  put(x, y, 1u, piece_a, a, b, out0.y);
+  put(x, y, 2u, piece_a, a, b, out0.z);
+  put(x, y, 3u, piece_a, a, b, out0.w);
+  put(x, y, 4u, piece_a, a, b, out1.x);
+  put(x, y, 5u, piece_a, a, b, out1.y);
+  put(x, y, 6u, piece_a, a, b, out1.z);
+  put(x, y, 7u, piece_a, a, b, out1.w);
+}
+
+// A column table entry and the piece it belongs to (its u origin).
+struct Line {
+  e: vec4<f32>,
+  p: f32,
+}
+
+fn in_band(row: u32) -> bool {
+  return row >= params.y0 && row < params.y0 + params.rows;
+}
+
+// Stores v of pixel (x, y + k) when that row is in the band (LN = 0).
+fn store(x: u32, y: u32, k: u32, v: f32) {
+  let row = y + k;
+  if (in_band(row)) {
+    dst[(row - params.y0) * params.width + x] = v;
+  }
+}
+
+// The linear piece of the grid's y axis image row `row` falls in (src/cpu/ln-apply.ts lnPiece, in
+// f32): −1 below the low clamp and for one node row, ln_ny − 1 above the high clamp, else the cell.
+// A row on a boundary may fall either way: the lines meet there.
+fn ln_piece(row: u32) -> i32 {
+  let n = f32(params.ln_ny);
+  let u = (f32(row) - params.ln_y0) / params.ln_dy;
+  let cell = i32(clamp(floor(u), 0.0, max(n - 2.0, 0.0)));
+  return select(select(cell, i32(params.ln_ny) - 1, u > n - 0.5), -1, u < -0.5 || params.ln_ny == 1u);
+}
+
+// A piece's entry in the column table, and the piece that entry is (the same unless the piece
+// is not listed: the table holds one more piece each side of the band's, so only a rounding the
+// other way at its edge could get there, and the neighbour's line meets it at that row).
+fn ln_index(piece: i32) -> u32 {
+  return u32(clamp(piece - params.ln_first_piece, 0, i32(params.ln_pieces) - 1));
+}
+
+fn ln_listed(piece: i32) -> f32 {
+  return f32(params.ln_first_piece + i32(ln_index(piece)));
+}
+
+// Stores v of row y + k (in the band) as a·v + b, (a, b) on the line of its piece (a clamp's zw
+// is 0, so its u origin does not matter; NaN stays NaN).
+fn put(x: u32, y: u32, k: u32, piece_a: i32, a: Line, b: Line, v: f32) {
+  let row = y + k;
+  if (in_band(row)) {
+    let on_a = ln_piece(row) == piece_a;
+    let e = select(b.e, a.e, on_a);
+    let u = (f32(row) - params.ln_y0) / params.ln_dy;
+    let ab = e.xy + e.zw * (u - select(b.p, a.p, on_a));
+    dst[(row - params.y0) * params.width + x] = ab.x * v + ab.y;
+  }
 }

@@ -25,12 +25,14 @@ struct Params {
   src_y0: u32,                     // first source row held in `src`
   src_rows: u32,                   // source rows held in `src`
   irows: u32,                      // intermediate rows per column
-  ln_nx: u32,                      // LN = 1: nodes per row (node i at x = ln_x0 + i·ln_dx)
-  ln_rows: u32,                    //         rows of the row table, from image row ln_row0
-  ln_row0: u32,
-  ln_pad0: u32,
+  ln_nx: u32,                      // LN = 1 (column pass): the grid's nodes per row and node
+  ln_ny: u32,                      //   rows (node (i, j) at (ln_x0 + i·ln_dx, ln_y0 + j·ln_dy)),
+  ln_first_piece: i32,             //   the band's first linear piece of the y axis and its
+  ln_pieces: u32,                  //   pieces (src/cpu/ln-apply.ts lnPiece, lnColumnTable)
   ln_x0: f32,
   ln_dx: f32,
+  ln_y0: f32,
+  ln_dy: f32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

@@ -138,3 +138,101 @@ export function lnRowTable(grid: GridGeometry, frameCoefficients: ArrayLike<numb
   }
   return table;
 }
+
+/** Per column of a grid's image: node pair and weight in x (the axis rule), kept per grid object. */
+const columnAxes = new WeakMap<GridGeometry, { i0: Int32Array; i1: Int32Array; tx: Float64Array }>();
+
+function columnAxis(grid: GridGeometry): { i0: Int32Array; i1: Int32Array; tx: Float64Array } {
+  let a = columnAxes.get(grid);
+  if (!a) {
+    const W = grid.width;
+    a = { i0: new Int32Array(W), i1: new Int32Array(W), tx: new Float64Array(W) };
+    for (let x = 0; x < W; x++) {
+      const [i, t] = axis(x, f32(grid.x0), f32(grid.dx), grid.nx);
+      a.i0[x] = i;
+      a.i1[x] = Math.min(i + 1, grid.nx - 1);
+      a.tx[x] = t;
+    }
+    columnAxes.set(grid, a);
+  }
+  return a;
+}
+
+/**
+ * The linear piece of the grid's y axis image row `y` falls in, by the axis rule above: −1 below
+ * the low clamp (and for a one-row grid), ny − 1 above the high clamp, else the cell
+ * clamp(⌊u⌋, 0, ny − 2), u = (y − y0)/dy (the outer cells reach the clamps). Ids are consecutive,
+ * and (a, b) is linear in y inside each piece and continuous across them. The separable warp's
+ * column pass computes the same in f32 (lanczos3_cols.wgsl ln_piece).
+ */
+export function lnPiece(grid: GridGeometry, y: number): number {
+  const n = grid.ny;
+  if (n === 1) return -1;
+  const u = (y - f32(grid.y0)) / f32(grid.dy);
+  if (u < -0.5) return -1;
+  if (u > n - 0.5) return n - 1;
+  return Math.min(Math.max(Math.floor(u), 0), n - 2);
+}
+
+/** Most pieces lnColumnTable lists for a band of `rows` rows, wherever it lies. */
+export function lnMaxPieces(grid: GridGeometry, rows: number): number {
+  return grid.ny === 1 ? 1 : Math.min(grid.ny + 1, Math.ceil(rows / f32(grid.dy)) + 4);
+}
+
+/** Floats of lnColumnTable for a band of `rows` rows and `width` columns, wherever it lies. */
+export function lnColumnTableFloats(grid: GridGeometry, rows: number, width: number): number {
+  return lnMaxPieces(grid, rows) * width * 4;
+}
+
+/**
+ * One frame's model along each column as straight lines, for the pieces of the grid's y axis a
+ * band [y0, y0 + rows) meets (lnPiece; one more on each side, so that a boundary row the shader
+ * rounds the other way still finds its line): entry (p − firstPiece)·width + x holds, for piece p
+ * and column x, (a, b) at u = p and their change per unit of u = (y − y0)/dy, so that
+ * (a, b)(x, y) = entry.xy + (u − p)·entry.zw inside a cell (a clamp's entry is its constant, zw
+ * = 0): lnApply's bilinear value (x step first, in f64, rounded to f32 once per entry). Entries
+ * do not depend on the band, so a pixel's value is the same whatever band it is warped in. What
+ * the separable warp's column pass reads (shaders/warp/lanczos3_cols.wgsl): a group of 8 rows
+ * meets at most two pieces, so two loads give its 8 pixels' (a, b).
+ */
+export function lnColumnTable(grid: GridGeometry, frameCoefficients: ArrayLike<number>, y0: number, rows: number, out?: Float32Array): { table: Float32Array; firstPiece: number; pieces: number } {
+  const { nx, ny, width: W } = grid;
+  const firstPiece = Math.max(lnPiece(grid, y0) - 1, -1);
+  const pieces = (ny === 1 ? -1 : Math.min(lnPiece(grid, y0 + rows - 1) + 1, ny - 1)) - firstPiece + 1;
+  const table = out ? out.subarray(0, pieces * W * 4) : new Float32Array(pieces * W * 4);
+  const { i0, i1, tx } = columnAxis(grid);
+  const c = frameCoefficients;
+  for (let k = 0; k < pieces; k++) {
+    const p = firstPiece + k;
+    // Node rows j, j + 1 and the weight of j + 1: a cell's line starts at w = 0 (u = j) and moves
+    // by N_{j+1} − N_j per unit of u; a clamp is the outer cell's line at w = −0.5 or 1.5.
+    let j = 0;
+    let w0 = 0;
+    let cell = false;
+    if (ny > 1) {
+      if (p === -1) w0 = -0.5;
+      else if (p === ny - 1) {
+        j = ny - 2;
+        w0 = 1.5;
+      } else {
+        j = p;
+        cell = true;
+      }
+    }
+    const ja = j * nx;
+    const jb = Math.min(j + 1, ny - 1) * nx;
+    for (let x = 0; x < W; x++) {
+      const i = i0[x]!;
+      const j1 = i1[x]!;
+      const t = tx[x]!;
+      const o = (k * W + x) * 4;
+      for (let q = 0; q < 2; q++) {
+        const na = (1 - t) * c[(ja + i) * 2 + q]! + t * c[(ja + j1) * 2 + q]!;
+        const nb = (1 - t) * c[(jb + i) * 2 + q]! + t * c[(jb + j1) * 2 + q]!;
+        table[o + q] = (1 - w0) * na + w0 * nb;
+        table[o + 2 + q] = cell ? nb - na : 0;
+      }
+    }
+  }
+  return { table, firstPiece, pieces };
+}

@@ -16,7 +16,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { binPlane, PlaneBinner, warpBinned } from '../../src/algorithms/binned-plane.js';
 import { compactModel, composeGlobal, fitLocalNormalization, fitReferenceBackground, gridValueAt, lnBinFactor, lnGrid, type LnModel } from '../../src/algorithms/local-normalization.js';
-import { lnApply, packLnCoefficients } from '../../src/cpu/ln-apply.js';
+import { lnApply, lnColumnTable, lnPiece, packLnCoefficients } from '../../src/cpu/ln-apply.js';
 import { renderScene, skyLikeStars } from '../helpers/synthetic-sky.js';
 
 const W = 768;
@@ -198,6 +198,45 @@ test('warpBinned follows the affine; grid interpolation rule; composeGlobal', ()
   const c = composeGlobal(m, 2, 3);
   // 1.1·(2v + 3) + 5 = 2.2v + 8.3.
   assert.ok(Math.abs(c.a[0]! - 2.2) < 1e-12 && Math.abs(c.b[0]! - 8.3) < 1e-12);
+});
+
+
+test('column lines (lnColumnTable, the separable warp\'s layout) give lnApply\'s bilinear value on every row of any band, the same entries whatever band lists them', () => {
+  let seed = 3;
+  const rnd = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0), seed / 4294967296);
+  // Grids: node rows inside the image with both clamps reachable, two node rows, one node row.
+  for (const g of [
+    { width: 97, height: 120, nx: 5, ny: 4, x0: 9.5, y0: 14.5, dx: 19.4, dy: 30 },
+    { width: 97, height: 120, nx: 3, ny: 2, x0: 10, y0: 40, dx: 40, dy: 35 },
+    { width: 97, height: 120, nx: 4, ny: 1, x0: 12, y0: 60, dx: 24, dy: 120 },
+  ]) {
+    const coefficients = new Float32Array(g.nx * g.ny * 2).map((_, k) => (k % 2 === 0 ? 0.9 + 0.2 * rnd() : -60 + 120 * rnd()));
+    const want = new Float32Array(g.width * g.height).fill(1);
+    const wantB = new Float32Array(g.width * g.height).fill(0);
+    lnApply(want, { width: g.width, rows: g.height, frames: 1, y0: 0, grid: g, coefficients });
+    lnApply(wantB, { width: g.width, rows: g.height, frames: 1, y0: 0, grid: g, coefficients });
+    const entries = new Map<string, number[]>();
+    for (const [y0, rows] of [[0, 120], [0, 17], [13, 40], [50, 70], [119, 1]] as const) {
+      const t = lnColumnTable(g, coefficients, y0, rows);
+      for (let y = y0; y < y0 + rows; y++) {
+        const p = lnPiece(g, y);
+        assert.ok(p >= t.firstPiece && p < t.firstPiece + t.pieces, `row ${y}: piece ${p} listed`);
+        const k = p - t.firstPiece;
+        const u = (y - Math.fround(g.y0)) / Math.fround(g.dy);
+        for (let x = 0; x < g.width; x++) {
+          const e = t.table.subarray((k * g.width + x) * 4, (k * g.width + x) * 4 + 4);
+          const a = e[0]! + (u - p) * e[2]!;
+          const b = e[1]! + (u - p) * e[3]!;
+          // lnApply on v = 1 gives a + b, on v = 0 gives b.
+          assert.ok(Math.abs(b - wantB[y * g.width + x]!) <= 1e-4 && Math.abs(a + b - want[y * g.width + x]!) <= 1e-4, `grid ${g.nx}×${g.ny}, band ${y0}+${rows}, (${x}, ${y}): ${a}, ${b} vs ${want[y * g.width + x]! - wantB[y * g.width + x]!}, ${wantB[y * g.width + x]}`);
+          const key = `${g.ny}:${p}:${x}`;
+          const seen = entries.get(key);
+          if (seen) assert.equal(Array.from(e), seen, 'an entry does not depend on the band');
+          else entries.set(key, Array.from(e));
+        }
+      }
+    }
+  }
 });
 
 test.run();

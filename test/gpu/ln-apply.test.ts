@@ -10,9 +10,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { GridGeometry } from '../../src/algorithms/local-normalization.js';
-import { lnApply, lnRowTable, type LnApplyParams } from '../../src/cpu/ln-apply.js';
+import { lnApply, type LnApplyParams } from '../../src/cpu/ln-apply.js';
 import { lnApplyGpu } from '../../src/gpu/kernels/ln-apply.js';
-import { lnMode, warpLanczos3Resident, type WarpGpuOptions } from '../../src/gpu/kernels/warp.js';
+import { lnMode, lnTableBytes, warpLanczos3Resident, type WarpGpuOptions, type WarpLn } from '../../src/gpu/kernels/warp.js';
 import { sourceRowsFor, type WarpParams } from '../../src/cpu/warp.js';
 import { gpu, gpuTest } from '../helpers/gpu.js';
 import { seededRandom } from '../helpers/tmp.js';
@@ -110,7 +110,7 @@ async function deviceWarp(src: Float32Array, params: WarpParams, options: WarpGp
   }
 }
 
-gpuTest('GPU Lanczos warp with local normalization fused into its store equals the warp followed by lnApply (every group shape, a frame deep in the table, grids of 1, 2, 7 and 40 node columns: nodes per group or per pixel)', async () => {
+gpuTest('GPU Lanczos warp with local normalization fused into its store equals the warp followed by lnApply (every group shape and the separable pass, a frame deep in the table, grids of 1, 2, 7 and 40 node columns: nodes per group or per pixel; node rows inside the band and clamps in it, one node row, rows finer than a group)', async () => {
   const ctx = gpu.ctx!;
   const W = 203;
   const H = 90;
@@ -120,12 +120,22 @@ gpuTest('GPU Lanczos warp with local normalization fused into its store equals t
   let worst = 0;
   // 7 columns: 29 px apart (groups load their nodes once, lnMode 1); 40: 5 px apart (finer
   // than a group of 8: each pixel looks its nodes up, lnMode 2); 1 and 2: the clamped ends.
-  for (const nx of [7, 40, 2, 1]) {
-    const { p } = setup({ width: W, rows: 1, frames: 4, y0: 0, srcRows: 1, srcRow0: 0, nx, ny: 3, height: H, seed: 5 + nx });
+  // Rows: 3 nodes 30 px apart (one node row inside the band); 4 nodes 12 px apart from y = 30
+  // (the low clamp at y = 24 and two node rows inside the band: the separable pass's groups
+  // of 8 rows meet a clamp or a node); 1 node row; 20 rows 4.5 px apart (finer than a group of
+  // 8 rows: the separable pass does not apply, 'auto' takes the 2-D kernel).
+  const colsBefore = ctx.dispatches.get('warp_lanczos3_cols') ?? 0;
+  const grids: { nx: number; ny: number; y0?: number; dy?: number }[] = [{ nx: 7, ny: 3 }, { nx: 40, ny: 3 }, { nx: 2, ny: 3 }, { nx: 1, ny: 3 }, { nx: 7, ny: 4, y0: 30, dy: 12 }, { nx: 7, ny: 1 }, { nx: 7, ny: 20 }];
+  for (const gr of grids) {
+    const nx = gr.nx;
+    const { p } = setup({ width: W, rows: 1, frames: 4, y0: 0, srcRows: 1, srcRow0: 0, nx, ny: gr.ny, height: H, seed: 5 + nx + 100 * gr.ny });
+    if (gr.y0 !== undefined) p.grid = { ...p.grid, y0: gr.y0, dy: gr.dy! };
     const nodes = p.grid.nx * p.grid.ny;
-    // The frame's row table from 3 rows above the band (a table may start before the band).
-    const tables = [2, 3].map((f) => ctx.upload(lnRowTable(p.grid, p.coefficients.subarray(f * nodes * 2, (f + 1) * nodes * 2), 14, 40)));
-    assert.is(lnMode({ table: tables[0]!, grid: p.grid, row0: 14, rows: 40 }, 8), nx === 40 ? 2 : 1);
+    const rowsFine = Math.fround(p.grid.dy) < 8 && p.grid.ny > 1;
+    // Frames 2 and 3 of the table, each with its own buffer for the warp's table.
+    const tables = [2, 3].map(() => ctx.storage(lnTableBytes(p.grid, 29, W), 'ln table'));
+    const lnOf = (frame: number): WarpLn => ({ table: tables[frame - 2]!, grid: p.grid, coefficients: p.coefficients.subarray(frame * nodes * 2, (frame + 1) * nodes * 2) });
+    assert.is(lnMode(lnOf(2), 8), nx === 40 ? 2 : 1);
     try {
       // A shift (groups of 8), a small rotation (groups of 4 or 8) and a larger one (single pixels).
       for (const [k, affine] of [[1, 0, 1.3, 0, 1, -2.6], [0.9995, -0.03, 2.2, 0.03, 0.9995, 1.1], [0.94, -0.34, 20, 0.34, 0.94, -15]].entries()) {
@@ -134,9 +144,17 @@ gpuTest('GPU Lanczos warp with local normalization fused into its store equals t
         const need = sourceRowsFor(affine, y0, rows, W, H, 'lanczos3');
         const params: WarpParams = { affine, width: W, y0, rows, srcWidth: W, srcHeight: H, srcY0: need.y0, srcRows: need.rows };
         const frame = 2 + (k % 2);
-        for (const shape of ['auto', '2d', 'group4', 'single'] as const) {
-          const plain = await deviceWarp(src, params, { lanczosShape: shape });
-          const fused = await deviceWarp(src, params, { lanczosShape: shape, ln: { table: tables[frame - 2]!, grid: p.grid, row0: 14, rows: 40 } });
+        const separable = k < 2;
+        if (separable && rowsFine) {
+          let refused = '';
+          await deviceWarp(src, params, { lanczosShape: 'separable', ln: lnOf(frame) }).catch((e: Error) => (refused = e.message));
+          assert.match(refused, /node rows at least 8 px apart/);
+        }
+        for (const shape of separable && !rowsFine ? (['auto', 'separable', '2d', 'group4', 'single'] as const) : (['auto', '2d', 'group4', 'single'] as const)) {
+          // (With rows finer than a group, 'auto' warps with LN on the 2-D kernel, and without
+          // on the separable pair where it applies: compare with the 2-D kernel's plain warp.)
+          const plain = await deviceWarp(src, params, { lanczosShape: rowsFine && shape === 'auto' ? '2d' : shape });
+          const fused = await deviceWarp(src, params, { lanczosShape: shape, ln: lnOf(frame) });
           const want = plain.slice();
           lnApply(want, { width: W, rows, frames: 1, y0, grid: p.grid, coefficients: p.coefficients.subarray(frame * nodes * 2, (frame + 1) * nodes * 2) });
           let changed = 0;
@@ -147,7 +165,7 @@ gpuTest('GPU Lanczos warp with local normalization fused into its store equals t
             }
             const err = Math.abs(fused[i]! - want[i]!) / (1.1 * Math.abs(plain[i]!) + 60);
             worst = Math.max(worst, err);
-            assert.ok(err <= 2e-6, `nx ${nx}, transform ${k} (${shape}) at ${i}: fused ${fused[i]} vs warp + lnApply ${want[i]}`);
+            assert.ok(err <= 2e-6, `grid ${nx}×${gr.ny}, transform ${k} (${shape}) at ${i}: fused ${fused[i]} vs warp + lnApply ${want[i]}`);
             if (Math.abs(want[i]! - plain[i]!) > 1) changed++;
           }
           assert.ok(changed > want.length / 2, 'the normalisation changed the samples');
@@ -157,6 +175,7 @@ gpuTest('GPU Lanczos warp with local normalization fused into its store equals t
       for (const t of tables) ctx.pool.release(t);
     }
   }
+  assert.ok((ctx.dispatches.get('warp_lanczos3_cols') ?? 0) >= colsBefore + 6 * 2 * 2 * 2, 'the separable column pass ran with and without LN');
   assert.equal(ctx.uncapturedErrors, []);
   console.log(`  [warp_lanczos3 + LN] worst relative difference ${worst.toExponential(2)}`);
 });

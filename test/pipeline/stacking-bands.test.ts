@@ -123,7 +123,7 @@ test('bands: the WGSL pre-mask with the noise-model seed bound (the default boun
   stackingOptions.premaskOnDevice = true;
   try {
     const dev = await runStack(ds, runsDir(), config(lights(), cosmetic, 3));
-    assert.is(dev.result.status, 'ok');
+    assert.is(dev.result.status, 'ok', String(stackingEnd(dev.events)?.message));
     assert.not.equal(dev.diagnostics!.device.paths.premask, 'typescript-workers');
     assert.is(dev.diagnostics!.parameters.premask.seeds, 'noise_model');
     // τ is f32 on the device and f64 on the host: a sample within rounding distance of its bound

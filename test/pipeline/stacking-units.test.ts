@@ -12,6 +12,8 @@ import { compactOwned, premaskApply, premaskFlag, premaskScreen, GROW } from '..
 import { ReaderCache } from '../../src/pipeline/stages/stacking/readers.js';
 import { planStackBands, rangesBindingBytes, STACK_WORKING_SET_BYTES, STACK_WORKING_SET_MIN_ROWS, stackWorkingSet, toCells, type StackFrame } from '../../src/pipeline/stages/stacking/plan.js';
 import { splitSrc } from '../../src/gpu/kernels/src-ranges.js';
+import { lnTableBound, lnTableBytes } from '../../src/gpu/kernels/warp.js';
+import { lnColumnTable } from '../../src/cpu/ln-apply.js';
 import { stackRows, superpixelRows } from '../../src/pipeline/stages/stacking/row-kernels.js';
 import { stack } from '../../src/cpu/stack.js';
 import { phaseChannels } from '../../src/pipeline/stages/frames/channel-stats.js';
@@ -148,6 +150,24 @@ test('band plan: slots bound as frame ranges (stack kernels, src-ranges.ts) put 
   // One binding of 1000 × 2048 px leaves 12 rows: refused as before (the caller stacks on the host).
   assert.is(rangesBindingBytes(binding, 1000, 1), binding);
   assert.throws(() => planStackBands({ width: 2048, height: 1536, frameWidth: 2048, frameHeight: 1536, binning: 1, frames: frames(1000), channels: 1, kernel: 'lanczos3', prefetch: 2, readHalo: 3, haloRows: GROW, extraBytesPerFramePixel: 5, budgetBytes: 1024 * MiB, workingSetBytes: STACK_WORKING_SET_BYTES, maxBindingBytes: binding }), (e: Error) => /storage-binding limit/.test(e.message));
+});
+
+test('band plan: the device Lanczos warp\'s local-normalization table stays within the linear bound the plan reserves (lnTableBound), for any band rows and grid', () => {
+  for (const g of [
+    { width: 2048, height: 1536, nx: 16, ny: 12, x0: 63.5, y0: 63.5, dx: 128, dy: 128 },
+    { width: 6248, height: 4176, nx: 16, ny: 11, x0: 194.75, y0: 189.3, dx: 390.5, dy: 379.6 },
+    { width: 320, height: 240, nx: 16, ny: 12, x0: 9.5, y0: 9.5, dx: 20, dy: 20 },
+    { width: 300, height: 64, nx: 40, ny: 9, x0: 3.25, y0: 3.1, dx: 7.5, dy: 7.1 },
+    { width: 97, height: 120, nx: 5, ny: 1, x0: 9.5, y0: 59.5, dx: 19.4, dy: 120 },
+  ]) {
+    const bound = lnTableBound(g, g.width);
+    for (const rows of [1, 7, 8, 16, 33, 100, 238, g.height]) {
+      const need = lnTableBytes(g, rows, g.width);
+      assert.ok(need <= bound.fixed + rows * g.width * bound.perPixel, `${g.width}×${g.height}, ${rows} rows: ${need} B over the bound`);
+      // Every band of those rows really fits the size lnTableBytes gives.
+      for (const y0 of [0, Math.floor((g.height - rows) / 2), g.height - rows]) assert.ok(lnColumnTable(g, new Float32Array(g.nx * g.ny * 2), y0, rows).table.length * 4 <= need);
+    }
+  }
 });
 
 test('reader cache: at most `capacity` files open, every read right, LRU reuse', async () => {

@@ -11,6 +11,7 @@
 
 import { CLAMP_CODE, FIX, SNAP, checkBandCoverage, resolveWarpParams, separableRowDisplacement, separableRows, separableValid, sourceRowsFor, type WarpKernel, type WarpParams } from '../../cpu/warp.js';
 import type { GridGeometry } from '../../algorithms/local-normalization.js';
+import { lnColumnTable, lnColumnTableFloats, lnRowTable } from '../../cpu/ln-apply.js';
 import type { GpuContext } from '../context.js';
 import { packUniform, type UniformField } from '../dispatch.js';
 import { GpuError } from '../errors.js';
@@ -72,6 +73,15 @@ function words(v: number): UniformField[] {
 }
 
 /**
+ * Whether the separable column pass can fuse `ln`: it interpolates a group's 8 rows from their
+ * linear pieces of the grid's y axis and assumes at most two (one node row inside the group), so
+ * node rows must be at least a group apart (grids finer than that take the 2-D kernel).
+ */
+export function separableLnValid(ln: WarpLn | null): boolean {
+  return !ln || ln.grid.ny === 1 || Math.fround(ln.grid.dy) >= SEPARABLE.GROUP;
+}
+
+/**
  * The shader's LN override: 0 off; 1 when a group's pixels span at most two node intervals
  * (node spacing >= GROUP: over GROUP − 1 pixels the node coordinate moves by < 1), so the group
  * loads its three nodes once; 2 (finer grids, or one pixel per invocation) looks up each pixel's.
@@ -81,7 +91,7 @@ export function lnMode(ln: WarpLn | null, group: number): 0 | 1 | 2 {
   return group > 1 && Math.fround(ln.grid.dx) >= group ? 1 : 2;
 }
 
-function uniformBlock(params: WarpParams, flip: boolean, ln: WarpLn | null = null): Uint8Array {
+function uniformBlock(params: WarpParams, flip: boolean, ln: WarpLn | null = null, rows: { row0: number; rows: number } | null = null): Uint8Array {
   const { disp, clamp, minWeight } = resolveWarpParams(params);
   return packUniform([
     ...disp.q.flatMap(words),
@@ -97,8 +107,8 @@ function uniformBlock(params: WarpParams, flip: boolean, ln: WarpLn | null = nul
     ['u32', flip ? 1 : 0],
     // Lanczos' local-normalization fields (the bilinear struct ends before them).
     ['u32', ln?.grid.nx ?? 1],
-    ['u32', ln?.rows ?? 1],
-    ['u32', ln?.row0 ?? 0],
+    ['u32', rows?.rows ?? 1],
+    ['u32', rows?.row0 ?? 0],
     ['u32', 0],
     ['f32', ln?.grid.x0 ?? 0],
     ['f32', ln?.grid.dx ?? 1],
@@ -108,16 +118,56 @@ function uniformBlock(params: WarpParams, flip: boolean, ln: WarpLn | null = nul
 }
 
 /**
- * Local normalization fused into the Lanczos warp's store (shaders/warp/lanczos3.wgsl, LN = 1):
- * `table` holds the frame's model interpolated to image rows [row0, row0 + rows)
- * (src/cpu/ln-apply.ts lnRowTable), which must cover the output band; same result as the warp
- * followed by lnApply of the band.
+ * Local normalization fused into the Lanczos warp's store: the frame's model on its grid and a
+ * device buffer of at least lnTableBytes() for the band, into which the warp writes the table
+ * its kernel reads (queue order: the write lands before the dispatch; the buffer may be reused
+ * by the next call recorded after this one's submit). The 2-D kernel reads the model interpolated
+ * to each output row (src/cpu/ln-apply.ts lnRowTable; shaders/warp/lanczos3.wgsl, LN = 1, 2), the
+ * separable column pass the straight lines along each column (lnColumnTable). Same result as the
+ * warp followed by lnApply of the band, to f32 rounding.
  */
 export interface WarpLn {
-  table: GPUBuffer;
   grid: GridGeometry;
-  row0: number;
-  rows: number;
+  /** One frame's (a, b) per node, row-major: nx × ny × 2 (a frame's slice of packLnCoefficients). */
+  coefficients: ArrayLike<number>;
+  table: GPUBuffer;
+}
+
+/** Bytes of the table a warp of `rows` output rows, `width` wide, writes (either kernel's). */
+export function lnTableBytes(grid: GridGeometry, rows: number, width: number): number {
+  return 4 * Math.max(rows * grid.nx * 2, lnColumnTableFloats(grid, rows, width));
+}
+
+/**
+ * A linear bound of lnTableBytes for the band planner: at most `fixed` + rows·width·`perPixel`
+ * bytes for a band of any rows (the row table's rows·nx·8, the column table's pieces, at most
+ * rows/dy + 5 of width·16 bytes; lnMaxPieces).
+ */
+export function lnTableBound(grid: GridGeometry, width: number): { fixed: number; perPixel: number } {
+  return { fixed: 5 * width * 16, perPixel: (8 * grid.nx) / width + 16 / Math.fround(grid.dy) };
+}
+
+/** Host scratch for the tables, one per context (written to the device at once, then reused). */
+const lnHost = new WeakMap<GpuContext, Float32Array>();
+
+function lnHostScratch(ctx: GpuContext, floats: number): Float32Array {
+  let a = lnHost.get(ctx);
+  if (!a || a.length < floats) lnHost.set(ctx, (a = new Float32Array(floats)));
+  return a;
+}
+
+/** Writes the 2-D kernel's row table for the output band; returns its (row0, rows). */
+function writeLnRows(ctx: GpuContext, params: WarpParams, ln: WarpLn): { row0: number; rows: number } {
+  const table = lnRowTable(ln.grid, ln.coefficients, params.y0, params.rows, lnHostScratch(ctx, params.rows * ln.grid.nx * 2));
+  ctx.write(ln.table, table);
+  return { row0: params.y0, rows: params.rows };
+}
+
+/** Writes the separable column pass's column table for the output band; returns its pieces. */
+function writeLnColumns(ctx: GpuContext, params: WarpParams, ln: WarpLn): { firstPiece: number; pieces: number } {
+  const t = lnColumnTable(ln.grid, ln.coefficients, params.y0, params.rows, lnHostScratch(ctx, lnColumnTableFloats(ln.grid, params.rows, params.width)));
+  ctx.write(ln.table, t.table);
+  return { firstPiece: t.firstPiece, pieces: t.pieces };
 }
 
 export interface WarpGpuOptions {
@@ -147,15 +197,17 @@ function coverage(kernel: WarpKernel, params: WarpParams): void {
 }
 
 function checkLn(id: KernelId, params: WarpParams, ln: WarpLn): void {
-  if (!(ln.row0 <= params.y0 && ln.row0 + ln.rows >= params.y0 + params.rows && ln.rows * ln.grid.nx * 8 <= ln.table.size)) throw new GpuError('BAD_ARGUMENT', `${id}: local-normalization row table (rows ${ln.row0}..${ln.row0 + ln.rows}, ${ln.table.size} bytes) does not cover output rows ${params.y0}..${params.y0 + params.rows}`);
   if (ln.grid.width !== params.width) throw new GpuError('BAD_ARGUMENT', `${id}: local-normalization grid of width ${ln.grid.width} for an output of width ${params.width}`);
+  if (ln.coefficients.length < ln.grid.nx * ln.grid.ny * 2) throw new GpuError('BAD_ARGUMENT', `${id}: ${ln.coefficients.length} local-normalization coefficients for ${ln.grid.nx}×${ln.grid.ny} nodes`);
+  const need = lnTableBytes(ln.grid, params.rows, params.width);
+  if (ln.table.size < need) throw new GpuError('BAD_ARGUMENT', `${id}: local-normalization table buffer of ${ln.table.size} bytes, the band needs ${need}`);
 }
 
 /** Where a warp writes: a whole buffer, or a range of one (e.g. a frame's slot of a band). */
 export type WarpTarget = GPUBuffer | { buffer: GPUBuffer; offset: number; size: number };
 
 /** The separable kernels' uniform block (lanczos3_rows.wgsl's Params). */
-function separableUniform(params: WarpParams, irows: number, ln: WarpLn | null): Uint8Array {
+function separableUniform(params: WarpParams, irows: number, ln: WarpLn | null, cols: { firstPiece: number; pieces: number } | null): Uint8Array {
   const { disp, clamp, minWeight } = resolveWarpParams(params);
   return packUniform([
     ...disp.q.flatMap(words),
@@ -173,11 +225,13 @@ function separableUniform(params: WarpParams, irows: number, ln: WarpLn | null):
     ['u32', params.srcRows],
     ['u32', irows],
     ['u32', ln?.grid.nx ?? 1],
-    ['u32', ln?.rows ?? 1],
-    ['u32', ln?.row0 ?? 0],
-    ['u32', 0],
+    ['u32', ln?.grid.ny ?? 1],
+    ['i32', cols?.firstPiece ?? 0],
+    ['u32', cols?.pieces ?? 1],
     ['f32', ln?.grid.x0 ?? 0],
     ['f32', ln?.grid.dx ?? 1],
+    ['f32', ln?.grid.y0 ?? 0],
+    ['f32', ln?.grid.dy ?? 1],
   ]);
 }
 
@@ -216,7 +270,7 @@ async function warpSeparable(ctx: GpuContext, src: GPUBuffer, out: WarpTarget, p
   if (planeBytes > Math.min(ctx.limits.maxStorageBufferBindingSize, ctx.limits.maxBufferSize)) throw new GpuError('BAD_ARGUMENT', `${SEPARABLE.rows}: intermediate of ${planeBytes} bytes exceeds the storage binding limit`);
   const rowsPipe = await ctx.pipeline(SEPARABLE.rows, { WG: SEPARABLE.WG_ROWS });
   const colsPipe = await ctx.pipeline(SEPARABLE.cols, { WG: SEPARABLE.WG_COLS, LN: ln ? 1 : 0 });
-  const uniform = ctx.uniform(separableUniform(params, irows, ln));
+  const uniform = ctx.uniform(separableUniform(params, irows, ln, ln ? writeLnColumns(ctx, params, ln) : null));
   const { inter, aux } = scratchFor(ctx, planeBytes);
   const own = encoder ?? ctx.device.createCommandEncoder({ label: 'warp separable' });
   ctx.dispatch(SEPARABLE.rows, rowsPipe, ctx.bindGroup(rowsPipe, [uniform, src, inter, aux]), [Math.ceil(params.width / (SEPARABLE.GROUP * SEPARABLE.WG_ROWS)), irows], own);
@@ -243,10 +297,11 @@ async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer,
     perInvocation = BILINEAR.PX * BILINEAR.WG;
   } else {
     const mode = options.lanczosShape ?? 'auto';
+    const ln = options.ln ?? null;
     if (mode === 'separable' && !separableValid(params)) throw new GpuError('BAD_ARGUMENT', `${id}: the separable path does not apply to [${params.affine.join(', ')}]`);
+    if (mode === 'separable' && !separableLnValid(ln)) throw new GpuError('BAD_ARGUMENT', `${id}: the separable path's fused local normalization needs node rows at least ${SEPARABLE.GROUP} px apart (grid dy ${ln!.grid.dy})`);
     // (An intermediate plane past the binding limit, rows + ~8 of the output's width, takes the 2-D kernel.)
-    if (mode === 'separable' || (mode === 'auto' && separableValid(params) && separableFits(ctx, params))) {
-      const ln = options.ln ?? null;
+    if (mode === 'separable' || (mode === 'auto' && separableValid(params) && separableLnValid(ln) && separableFits(ctx, params))) {
       if (ln) checkLn(id, params, ln);
       return warpSeparable(ctx, src, out, params, ln, encoder);
     }
@@ -260,7 +315,7 @@ async function warpResident(kernel: WarpKernel, ctx: GpuContext, src: GPUBuffer,
   if (options.ln && kernel !== 'lanczos3') throw new GpuError('BAD_ARGUMENT', `${id}: local normalization is fused into the Lanczos warp only`);
   const ln = options.ln ?? null;
   if (ln) checkLn(id, params, ln);
-  const uniform = ctx.uniform(uniformBlock(params, flip, ln));
+  const uniform = ctx.uniform(uniformBlock(params, flip, ln, ln ? writeLnRows(ctx, params, ln) : null));
   ctx.retire(uniform);
   const workgroups: [number, number] = [Math.ceil(params.width / perInvocation), params.rows];
   // Lanczos' binding 3 (the table) is statically used, so it is always bound: the source stands in when LN = 0 (never read).

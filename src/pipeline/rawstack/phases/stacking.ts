@@ -27,6 +27,7 @@
 import { isFitsError, writeFits } from '../../../fits/index.js';
 import { GpuError } from '../../../gpu/errors.js';
 import { stackSrcRanges } from '../../../gpu/kernels/src-ranges.js';
+import { lnTableBound } from '../../../gpu/kernels/warp.js';
 import type { GpuContext } from '../../../gpu/context.js';
 import type { WarpKernel } from '../../../cpu/warp.js';
 import type { StackMethod } from '../../../cpu/stack.js';
@@ -267,9 +268,12 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
     };
   }
   // Local normalization's coefficient tables (host, and a device copy per channel), reserved
-  // from the budget before the bands are planned; the noise model's per-pixel rows below.
-  // Fits deferred into the band loop hold the frames' binned planes through the first band.
-  const lnBytes = (ln?.tables ? ln.tables.coefficients.reduce((a, t) => a + t.byteLength, 0) * 2 : 0) + (ln?.pending?.bytes ?? 0);
+  // from the budget before the bands are planned, with the fixed part of a device Lanczos
+  // warp's per-channel table (its per-row part goes with the band rows below); the noise
+  // model's per-pixel rows below. Fits deferred into the band loop hold the frames' binned
+  // planes through the first band.
+  const lnWarp = ln?.tables && r.kernel === 'lanczos3' && placement.warp ? lnTableBound(ln.tables.grid, setup.width) : null;
+  const lnBytes = (ln?.tables ? ln.tables.coefficients.reduce((a, t) => a + t.byteLength, 0) * 2 : 0) + C * (lnWarp?.fixed ?? 0) + (ln?.pending?.bytes ?? 0);
   const workers = c.runtime_limits.parallel_workers;
   let extraBytes = 0;
   const planFor = (device: boolean): StackPlan =>
@@ -296,7 +300,8 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
       // Host pre-mask beside a device stack: the masked samples' index lists (host and device,
       // u32 for 1/32 of a band's owned samples each: nanIndexCapacity).
       // Noise model: the sky rows on the host, and on a device stack its centre and sky rows.
-      extraBytesPerPixel: (premask && !premask.onDevice && device && placement.stack ? Math.ceil(N / 4) : 0) + (noiseModel ? (device && placement.stack ? (premask?.onDevice ? 16 : 12) : 4) : 0),
+      // Local normalization in a device Lanczos warp: its table's bytes per band row.
+      extraBytesPerPixel: (premask && !premask.onDevice && device && placement.stack ? Math.ceil(N / 4) : 0) + (noiseModel ? (device && placement.stack ? (premask?.onDevice ? 16 : 12) : 4) : 0) + C * (lnWarp?.perPixel ?? 0),
       budgetBytes: c.runtime_limits.memory_budget * MiB - lnBytes,
       // Device stacks aim at a working set; a TypeScript stack still fills the budget, its
       // thinner bands measured 2.2x the CPU at 30 x 2048 px (plan.ts STACK_WORKING_SET_BYTES).

@@ -20,8 +20,7 @@ import { lnApplyResident } from '../../../gpu/kernels/ln-apply.js';
 import { packRejectFrames, rejectNoiseResident } from '../../../gpu/kernels/reject-noise.js';
 import { packPremaskNoiseFrames, premaskMaskBytes, premaskResident, scatterNanListed } from '../../../gpu/kernels/premask.js';
 import { RESIDENT_MAX_FRAMES, stackResident, type SrcLayout } from '../../../gpu/kernels/stack.js';
-import { warpBilinearResident, warpLanczos3Resident, type WarpLn } from '../../../gpu/kernels/warp.js';
-import { lnRowTable } from '../../../cpu/ln-apply.js';
+import { lnTableBytes, warpBilinearResident, warpLanczos3Resident, type WarpLn } from '../../../gpu/kernels/warp.js';
 import { ALPHA as PREMASK_ALPHA, GROW as PREMASK_GROW } from '../../../cpu/premask.js';
 import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
@@ -90,9 +89,8 @@ export class DeviceStore implements SlotStore {
   private readonly hostCount: Uint32Array;
   /** Per channel: the local-normalization coefficient table (device warp only; else the host warp applies it). */
   private readonly lnTables: GPUBuffer[];
-  /** Per channel: the current frame's local-normalization row table (Lanczos warp), and its host staging. */
-  private readonly lnRows: GPUBuffer[];
-  private readonly lnRowHost: Float32Array;
+  /** Per channel: the buffer the Lanczos warp writes the current frame's local-normalization table into (WarpLn). */
+  private readonly lnWarpTables: GPUBuffer[];
   /** Noise model: per channel the reject_noise frame table; the centre and sky of the owned rows; host sky rows. */
   private readonly rejectFrames: GPUBuffer[];
   private readonly centre: GPUBuffer | null;
@@ -158,11 +156,11 @@ export class DeviceStore implements SlotStore {
       return b;
     };
     // Local normalization after a device warp: per channel the whole coefficient table (bilinear:
-    // a pass of its own), or a row table rewritten per frame (Lanczos: fused into its store).
+    // a pass of its own), or a buffer the Lanczos warp rewrites with the frame's table for its
+    // kernel (fused into its store: rows for the 2-D kernel, column lines for the separable pass).
     const lnDevice = o.ln !== null && o.gpu.warp !== null;
     this.lnTables = lnDevice && o.kernel !== 'lanczos3' ? o.ln!.coefficients.map((t, c) => upload(t, `ln coefficients ${c}`)) : [];
-    this.lnRows = lnDevice && o.kernel === 'lanczos3' ? Array.from({ length: C }, (_, c) => take(o.maxWorkRows * o.ln!.grid.nx * 8, `ln rows ${c}`)) : [];
-    this.lnRowHost = new Float32Array(this.lnRows.length > 0 ? o.maxWorkRows * o.ln!.grid.nx * 2 : 0);
+    this.lnWarpTables = lnDevice && o.kernel === 'lanczos3' ? Array.from({ length: C }, (_, c) => take(lnTableBytes(o.ln!.grid, o.maxWorkRows, o.width), `ln table ${c}`)) : [];
     const nm = o.noiseModel !== null;
     this.rejectFrames = nm ? Array.from({ length: C }, (_, c) => upload(packRejectFrames({ ...stackParams(o, c, 1, 'sigma'), method: 'sigma', ...noiseParams(o, c) }), `reject frames ${c}`)) : [];
     this.centre = nm ? take(o.maxOwnedRows * W * 4, 'reject centre') : null;
@@ -251,13 +249,12 @@ export class DeviceStore implements SlotStore {
     for (let c = 0; c < o.channels; c++) {
       const out = direct ? { buffer: this.slots[c]!, offset, size: plane * 4 } : this.warpOut;
       // Lanczos stores a·v + b straight away (local normalization fused into the warp), reading
-      // the frame's model interpolated to the band's rows (a small table per frame and channel).
+      // the frame's model laid out for its kernel (a small table per frame and channel, written
+      // by the warp into the channel's buffer).
       let ln: WarpLn | null = null;
-      if (this.lnRows.length > 0) {
+      if (this.lnWarpTables.length > 0) {
         const n = 2 * o.ln!.nodes;
-        const rowsTable = lnRowTable(o.ln!.grid, o.ln!.coefficients[c]!.subarray(f.slot * n, (f.slot + 1) * n), w.y0, w.rows, this.lnRowHost);
-        ctx.write(this.lnRows[c]!, rowsTable);
-        ln = { table: this.lnRows[c]!, grid: o.ln!.grid, row0: w.y0, rows: w.rows };
+        ln = { table: this.lnWarpTables[c]!, grid: o.ln!.grid, coefficients: o.ln!.coefficients[c]!.subarray(f.slot * n, (f.slot + 1) * n) };
       }
       if (o.kernel === 'lanczos3') await warpLanczos3Resident(ctx, planes[c]!, out, params, encoder, { ln });
       else await warpBilinearResident(ctx, planes[c]!, out, params, encoder);
