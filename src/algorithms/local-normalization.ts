@@ -642,14 +642,25 @@ function starMask(p: BinnedPlane, c: Cells, g: GridGeometry, o: Required<LnFitOp
 }
 
 function resolve(options: LnFitOptions): Required<LnFitOptions> {
-  const o = { ...LN_DEFAULTS, ...options };
+  // One literal, so every resolved options object has one shape: a spread's shape follows the
+  // keys the caller passed, and the fits' optimised code deoptimised on each new one (a run's
+  // first dozen fits ran two to eight times slower; see docs/stacking-quality.md).
+  const o: Required<LnFitOptions> = {
+    cells: options.cells ?? LN_DEFAULTS.cells,
+    maskSigma: options.maskSigma ?? LN_DEFAULTS.maskSigma,
+    maskGrowPx: options.maskGrowPx ?? LN_DEFAULTS.maskGrowPx,
+    scale: options.scale ?? LN_DEFAULTS.scale,
+    minCellFraction: options.minCellFraction ?? LN_DEFAULTS.minCellFraction,
+  };
   if (!(Number.isInteger(o.cells) && o.cells >= 1)) throw new RangeError(`local normalization: cells = ${o.cells} must be a positive integer`);
   if (!(o.maskSigma > 0) || !(o.maskGrowPx >= 0)) throw new RangeError('local normalization: maskSigma must be > 0 and maskGrowPx >= 0');
   if (o.scale !== 'none' && o.scale !== 'plane') throw new RangeError(`local normalization: unknown scale mode ${String(o.scale)}`);
   return o;
 }
 
-const minCount = (c: Cells, p: BinnedPlane, f: number) => Math.max(8, Math.floor((f * p.width * p.height) / (c.ncx * c.ncy)));
+function minCount(c: Cells, p: BinnedPlane, f: number): number {
+  return Math.max(8, Math.floor((f * p.width * p.height) / (c.ncx * c.ncy)));
+}
 
 /**
  * The reference's own background surface on the LN grid (its star-masked cell medians, smoothed
@@ -927,6 +938,43 @@ export function prepareReference(ref: BinnedPlane, options: LnFitOptions = {}): 
 }
 
 /**
+ * The scale tilt (a = 1 + x·u + y·v, its mean not applied) from the stars' flux ratios, by a
+ * robust plane: the first pass unweighted (one bright star cannot steer it: a saturated core,
+ * clipped more in the sharper image, reads 10–20 % off), each later pass weighted and without
+ * the stars beyond 3 robust σ of the previous fit. No tilt below MIN_SCALE_STARS stars. (Its own
+ * function: the arrays it makes stay out of the fit's frame, whose optimised code deoptimised on
+ * their shapes at every fit.)
+ */
+function scaleTilt(phot: StarRatio[]): { x: number; y: number; stars: number; fluxRatio: number | null } {
+  const fluxRatio = phot.length > 0 ? medianInPlace(Float64Array.from(phot, (s) => s.ratio)) : null;
+  if (phot.length < MIN_SCALE_STARS) return { x: 0, y: 0, stars: 0, fluxRatio };
+  const r = phot.map((s) => s.ratio);
+  const u = phot.map((s) => s.u);
+  const v = phot.map((s) => s.v);
+  const w = phot.map((s) => s.weight);
+  let keep = r.map(() => true);
+  let p: [number, number, number] | null = null;
+  let stars = 0;
+  for (let pass = 0; pass < 3; pass++) {
+    const idx = keep.map((k, i) => (k ? i : -1)).filter((i) => i >= 0);
+    if (idx.length < MIN_SCALE_STARS) break;
+    const q = planeFit(
+      idx.map((i) => r[i]!),
+      idx.map((i) => u[i]!),
+      idx.map((i) => v[i]!),
+      idx.map((i) => (pass === 0 ? 1 : w[i]!)),
+    );
+    if (!q) break;
+    p = q;
+    stars = idx.length;
+    const res = r.map((ri, i) => ri - (q[0] + q[1] * u[i]! + q[2] * v[i]!));
+    const mad = medianInPlace(Float64Array.from(idx.map((i) => Math.abs(res[i]!)))) * MAD_TO_SIGMA;
+    keep = res.map((x) => Math.abs(x) <= 3 * mad || mad === 0);
+  }
+  return p && p[0] > 0 ? { x: p[1] / p[0], y: p[2] / p[0], stars, fluxRatio } : { x: 0, y: 0, stars, fluxRatio };
+}
+
+/**
  * Fits the local normalization of `frame` to `ref` (binned planes of one channel in the same
  * geometry, the frame already globally normalised). See the head comment for the steps.
  */
@@ -978,41 +1026,9 @@ export function fitLocalNormalization(ref: BinnedPlane, frame: BinnedPlane, opti
   const frameBg = repairNodes(bgFrame.values, grid.nx, grid.ny);
 
   // Relative photometry of the reference's isolated stars in both images (starPhotometry).
-  const phot = o.scale === 'plane' ? starPhotometry(ref, frame, refMask.seeds, frameMask.seeds, mask, noiseRef, o) : [];
-  const r = phot.map((s) => s.ratio);
-  const u = phot.map((s) => s.u);
-  const v = phot.map((s) => s.v);
-  const w = phot.map((s) => s.weight);
-  let tiltX = 0;
-  let tiltY = 0;
-  let scaleStars = 0;
-  if (o.scale === 'plane' && r.length >= MIN_SCALE_STARS) {
-    // Robust plane: the first pass unweighted (one bright star cannot steer it: a saturated core,
-    // clipped more in the sharper image, reads 10–20 % off), each later pass weighted and
-    // without the stars beyond 3 robust σ of the previous fit.
-    let keep = r.map(() => true);
-    let p: [number, number, number] | null = null;
-    for (let pass = 0; pass < 3; pass++) {
-      const idx = keep.map((k, i) => (k ? i : -1)).filter((i) => i >= 0);
-      if (idx.length < MIN_SCALE_STARS) break;
-      const q = planeFit(
-        idx.map((i) => r[i]!),
-        idx.map((i) => u[i]!),
-        idx.map((i) => v[i]!),
-        idx.map((i) => (pass === 0 ? 1 : w[i]!)),
-      );
-      if (!q) break;
-      p = q;
-      scaleStars = idx.length;
-      const res = r.map((ri, i) => ri - (q[0] + q[1] * u[i]! + q[2] * v[i]!));
-      const mad = medianInPlace(Float64Array.from(idx.map((i) => Math.abs(res[i]!)))) * MAD_TO_SIGMA;
-      keep = res.map((x) => Math.abs(x) <= 3 * mad || mad === 0);
-    }
-    if (p && p[0] > 0) {
-      tiltX = p[1] / p[0];
-      tiltY = p[2] / p[0];
-    }
-  }
+  const tilt = scaleTilt(o.scale === 'plane' ? starPhotometry(ref, frame, refMask.seeds, frameMask.seeds, mask, noiseRef, o) : []);
+  const tiltX = tilt.x;
+  const tiltY = tilt.y;
   const n = grid.nx * grid.ny;
   const a = new Array<number>(n);
   const b = new Array<number>(n);
@@ -1043,10 +1059,10 @@ export function fitLocalNormalization(ref: BinnedPlane, frame: BinnedPlane, opti
       masked_fraction: valid > 0 ? masked / valid : 0,
       noise_frame: noiseFrame,
       noise_ref: noiseRef,
-      flux_ratio: r.length > 0 ? medianInPlace(Float64Array.from(r)) : null,
+      flux_ratio: tilt.fluxRatio,
       tilt_x: tiltX,
       tilt_y: tiltY,
-      scale_stars: scaleStars,
+      scale_stars: tilt.stars,
       offset_range: bMax - bMin,
     },
   };
