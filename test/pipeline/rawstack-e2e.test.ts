@@ -76,9 +76,11 @@ for (const c of CASES) {
         JSON.parse(await readFile(join(art, f), 'utf8'));
       }
       // Local normalization's binned planes of every stacked frame came from QUALITY_ANALYSIS's
-      // read (same binning and CFA sites): STACKING's setup read none of them again.
-      const diag = JSON.parse(await readFile(join(art, 'stacking_diagnostics.json'), 'utf8')) as { frames_used: number; local_normalization: { premeasured_frames: number } };
+      // read (same binning and CFA sites): STACKING's setup read none of them again, and their
+      // fits ran on the fit worker beside the band loop.
+      const diag = JSON.parse(await readFile(join(art, 'stacking_diagnostics.json'), 'utf8')) as { frames_used: number; local_normalization: { premeasured_frames: number; fits_on_worker: number } };
       assert.is(diag.local_normalization.premeasured_frames, diag.frames_used);
+      assert.is(diag.local_normalization.fits_on_worker, diag.frames_used);
       const csv = (await readFile(join(art, 'frame_quality.csv'), 'utf8')).trim().split('\n');
       assert.is(csv[0], CSV_HEADER);
       assert.is(csv.length, 11);

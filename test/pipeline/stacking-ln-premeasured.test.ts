@@ -12,6 +12,7 @@ import { makeCcProxy } from '../../src/algorithms/registration-cc.js';
 import { writeFits } from '../../src/fits/index.js';
 import { ccProxyAndBins, ccProxyOfFile } from '../../src/pipeline/stages/frames/tasks.js';
 import { lnSetupBinning, setupLocalNormalization, type LnBinning, type LnSetup } from '../../src/pipeline/stages/stacking/local-norm.js';
+import { lnFitWorkerTesting } from '../../src/pipeline/stages/stacking/ln-fit-worker.js';
 import { ReaderCache } from '../../src/pipeline/stages/stacking/readers.js';
 import { toCells, type StackFrame } from '../../src/pipeline/stages/stacking/plan.js';
 import type { BinnedPlane } from '../../src/algorithms/binned-plane.js';
@@ -79,12 +80,12 @@ function stackFrames(files: string[], channels: 1 | 3, binning: 1 | 2): StackFra
   });
 }
 
-async function setup(frames: StackFrame[], channels: 1 | 3, binning: 1 | 2, premeasured?: (f: StackFrame, s: LnBinning) => BinnedPlane[] | null, deferFits = false): Promise<LnSetup> {
+async function setup(frames: StackFrame[], channels: 1 | 3, binning: 1 | 2, premeasured?: (f: StackFrame, s: LnBinning) => BinnedPlane[] | null, deferFits = false, fitWorker = true): Promise<LnSetup> {
   const readers = new ReaderCache(8);
   try {
     const ow = Math.floor(W / binning);
     const oh = Math.floor(H / binning);
-    return await setupLocalNormalization({ width: ow, height: oh, frameWidth: W, frameHeight: H, binning, channels, frames, referenceSlot: 0, readers, fit: true, cells: 8, scale: 'none', deferFits, ...(premeasured ? { premeasured } : {}) });
+    return await setupLocalNormalization({ width: ow, height: oh, frameWidth: W, frameHeight: H, binning, channels, frames, referenceSlot: 0, readers, fit: true, cells: 8, scale: 'none', deferFits, fitWorker, ...(premeasured ? { premeasured } : {}) });
   } finally {
     await readers.closeAll();
   }
@@ -140,11 +141,27 @@ for (const [channels, binning] of [
       assert.ok(deferred.pending!.bytes >= planeBytes, `held planes reserved (${deferred.pending!.bytes} of ${planeBytes} B)`);
       assert.is(deferred.premeasured, files.length);
       assert.ok(deferred.tables!.coefficients.every((t) => t.every((v) => v === 0)) && deferred.models!.every((m) => m === undefined), 'no fit yet');
-      deferred.pending!.upTo(1);
+      await deferred.pending!.upTo(1);
       assert.ok(deferred.models![1] && !deferred.models![2], 'frames 0 and 1 fitted, frame 2 not yet');
-      deferred.pending!.finish();
-      deferred.pending!.upTo(0); // (already fitted: no-op)
+      await deferred.pending!.finish();
+      await deferred.pending!.upTo(0); // (already fitted: no-op)
       assertSame(deferred, read);
+      assert.is(deferred.pending!.onWorker, files.length, 'every frame fitted on the worker');
+      // The same on this thread (no fit worker), and with a worker that dies after one fit
+      // (the frames it left are fitted here).
+      const here = await setup(frames, channels, binning, (f) => held.get(f.source) ?? null, true, false);
+      await here.pending!.finish();
+      assertSame(here, read);
+      assert.is(here.pending!.onWorker, 0);
+      lnFitWorkerTesting.exitAfterFits = 1;
+      try {
+        const dying = await setup(frames, channels, binning, (f) => held.get(f.source) ?? null, true);
+        await dying.pending!.finish();
+        assertSame(dying, read);
+        assert.is(dying.pending!.onWorker, 1, 'one fit on the worker, the rest here');
+      } finally {
+        lnFitWorkerTesting.exitAfterFits = null;
+      }
       // One frame to read: everything is fitted before the setup returns.
       const mixed = await setup(frames, channels, binning, (f) => (f.slot === 2 ? null : (held.get(f.source) ?? null)), true);
       assert.is(mixed.pending, null);

@@ -46,18 +46,24 @@ async function outputsOf(runDir: string): Promise<Map<string, Buffer>> {
   for (const n of (await readdir(join(runDir, 'outputs'))).filter((n) => n.endsWith('.fits'))) m.set(`outputs/${n}`, await readFile(join(runDir, 'outputs', n)));
   m.set('artifacts/validation.json', await readFile(join(runDir, 'artifacts', 'validation.json')));
   // The stacking diagnostics apart from their timings (milliseconds of this machine's clock),
-  // from how many frames' LN planes LOCAL_METRICS binned (a resumed STACKING reads them itself;
-  // lnPlanesSource checks that count) and from the bands' share of the budget (a run holding
-  // premeasured planes reserves them while their fits wait in the band loop; the plan is the same).
+  // from how many frames' LN planes LOCAL_METRICS binned and how many fits ran on the fit worker
+  // (a resumed STACKING reads the planes itself and fits on its own thread; lnPlanesSource checks
+  // both counts) and from the bands' share of the budget (a run holding premeasured planes
+  // reserves them while their fits wait in the band loop; the plan is the same).
   const untimed = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(untimed) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => !/timings|_ms$|^premeasured_frames$|^memory_budget_bytes$/.test(k)).map(([k, x]) => [k, untimed(x)])) : v;
+    Array.isArray(v) ? v.map(untimed) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => !/timings|_ms$|^premeasured_frames$|^fits_on_worker$|^memory_budget_bytes$/.test(k)).map(([k, x]) => [k, untimed(x)])) : v;
   m.set('artifacts/stacking_diagnostics.json', Buffer.from(JSON.stringify(untimed(JSON.parse(await readFile(join(runDir, 'artifacts', 'stacking_diagnostics.json'), 'utf8'))))));
   return m;
 }
 
-/** How many frames' LN planes STACKING took from LOCAL_METRICS's read (stacking_diagnostics.json). */
+/**
+ * How many frames' LN planes STACKING took from LOCAL_METRICS's read (stacking_diagnostics.json);
+ * those fits wait for the band loop and run on the fit worker, the others before it on the main thread.
+ */
 async function lnPlanesSource(runDir: string): Promise<number> {
-  return (JSON.parse(await readFile(join(runDir, 'artifacts', 'stacking_diagnostics.json'), 'utf8')) as { local_normalization: { premeasured_frames: number } }).local_normalization.premeasured_frames;
+  const ln = (JSON.parse(await readFile(join(runDir, 'artifacts', 'stacking_diagnostics.json'), 'utf8')) as { local_normalization: { premeasured_frames: number; fits_on_worker: number } }).local_normalization;
+  assert.is(ln.fits_on_worker, ln.premeasured_frames, 'deferred fits on the fit worker, eager ones here');
+  return ln.premeasured_frames;
 }
 
 const refusal = async (p: Promise<unknown>): Promise<ResumeRefused> => {

@@ -36,7 +36,7 @@ import { stackingPlacement, withStackOnHost, type StackingPlacement } from '../.
 import { CancelledError, failed, ok, type PhaseContext } from '../../phase.js';
 import type { RawStackPhase, RawStackOutcome } from '../reasons.js';
 import { BandEngine, type EngineOptions, type NoiseModel } from '../../stages/stacking/engine.js';
-import { setupLocalNormalization, type LnSetup } from '../../stages/stacking/local-norm.js';
+import { setupLocalNormalization, type LnPending, type LnSetup } from '../../stages/stacking/local-norm.js';
 import { dropLnPlanes, takeLnPlanes } from '../ln-premeasured.js';
 import { seeingTolerances } from '../../../cpu/reject-noise.js';
 import { GROW as PREMASK_GROW, ALPHA as PREMASK_ALPHA, MIN_FRAMES as PREMASK_MIN_FRAMES } from '../../../cpu/premask.js';
@@ -83,6 +83,8 @@ const MiB = 1024 * 1024;
 interface Live {
   readers: ReaderCache;
   engine: BandEngine | null;
+  /** Deferred LN fits (their worker thread), closed when the phase ends whatever happened. */
+  lnPending: LnPending | null;
 }
 const live = new WeakMap<RawStackState, Live>();
 
@@ -165,6 +167,7 @@ export const stackingPhase: RawStackPhase = {
     const l = live.get(ctx.state);
     live.delete(ctx.state);
     if (!l) return;
+    await l.lnPending?.close();
     await l.engine?.dispose();
     await l.readers.closeAll();
   },
@@ -350,9 +353,12 @@ function localNormalizationDiagnostics(ln: LnSetup, setup: StackSetup, names: st
     interpolation: 'bilinear, outer cells extended linearly to the image edge',
     coefficients: "frame' = a * frame + b per node, row-major ny x nx, on the globally normalised frame",
     reference_sky: Object.fromEntries(names.map((n, ch) => [n, ln.background[ch]!.values.map(r)])),
+    // fit: the wall time the fits took this thread (deferred ones: waiting for the fit worker included).
     timings_ms: { read_bin: Math.round(ln.ms.read_bin), fit: Math.round(ln.ms.fit) },
     // Frames whose binned planes came from QUALITY_ANALYSIS's (tiled: LOCAL_METRICS's) read (not read again here).
     premeasured_frames: ln.premeasured,
+    // Deferred fits made on the fit worker thread (the others on the main thread).
+    fits_on_worker: ln.pending?.onWorker ?? 0,
     frames: ln.models
       ? setup.frames.map((f) => ({
           index: f.record.index,
@@ -414,7 +420,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   const c = state.config;
   const started = performance.now();
   const readers = new ReaderCache(STACKING_OPEN_FILES);
-  const l: Live = { readers, engine: null };
+  const l: Live = { readers, engine: null, lnPending: null };
   live.set(state, l);
 
   // 1. What the configuration asks, and the per-frame records (stacking-setup.ts).
@@ -458,6 +464,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
           deferFits: r.kernel === 'lanczos3',
         })
       : null;
+  l.lnPending = ln?.pending ?? null;
   // Planes of frames this stack does not use (excluded since QUALITY_ANALYSIS) are not needed
   // beside the band buffers; a run queue keeps the other groups' until their turn.
   if (!sink) dropLnPlanes(state);
@@ -499,7 +506,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   const tLoop = performance.now();
   const image = await stackBands(ctx, engine, plan, setup);
   const loopMs = performance.now() - tLoop;
-  ln?.pending?.finish(); // (the band loop fitted every frame; a no-op unless it stopped early)
+  await ln?.pending?.finish(); // (the band loop fitted every frame; a no-op unless it stopped early)
 
   // 4. Final cosmetic correction, header, file (stacking-output.ts).
   let finalFixed: { hot: number; cold: number } | null = null;
@@ -710,6 +717,7 @@ async function runQueueStacking(ctx: PhaseContext<RawStackState>): Promise<RawSt
     // Release this group's engine and open files before the next group starts.
     const l = live.get(state);
     live.delete(state);
+    await l?.lnPending?.close();
     await l?.engine?.dispose();
     await l?.readers.closeAll();
     if (outcome.status !== 'ok') return { ...outcome, message: `filter ${group.filter}: ${outcome.message ?? outcome.reason}` } as RawStackOutcome;

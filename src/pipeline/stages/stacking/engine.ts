@@ -266,7 +266,7 @@ export class BandEngine {
     for (let i = 0; i < N; i++) {
       between(i);
       prefetch(i + ahead - 1);
-      o.lnPending?.upTo(i);
+      if (o.lnPending) await o.lnPending.upTo(i);
       const f = o.frames[i]!;
       const tRead = performance.now();
       const raw = await reads.get(i)!;

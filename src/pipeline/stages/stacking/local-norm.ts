@@ -23,14 +23,16 @@
 // Other frames are read once more than without LN (through the band loop's reader cache,
 // prefetched one frame ahead).
 // Deferred fits (deferFits, the Lanczos path): when every frame's planes came premeasured the
-// pass returns after the reference with the tables allocated, and the band loop fits frame i
-// (pending.upTo) just before it first stores it, so the fits run while the device warps the
-// frames before instead of ahead of the loop on an idle device. Same models and tables.
+// pass returns after the reference with the tables allocated, and the frames are fitted on one
+// worker thread (ln-fit-worker.ts, FIT_WINDOW frames queued ahead) while the band loop runs; the
+// loop waits for frame i's fit (pending.upTo) just before it first stores it. So the fits run
+// beside the device's warps and the main thread's work instead of ahead of the loop, or between
+// the warps on the main thread. Where the worker cannot start or dies, the frames it left are
+// fitted on this thread (fitFrame, ln-fit.ts: the same code). Same models and tables.
 // Superpixel (binning 2): toFrame is in cell coordinates; a mosaic binned by an even D in frame
 // pixels is the same plane binned by D/2 in cells (block centres coincide), so it is relabelled.
 
-import type { Affine } from '../../../algorithms/affine.js';
-import { PlaneBinner, warpBinned, type BinnedPlane } from '../../../algorithms/binned-plane.js';
+import { PlaneBinner, type BinnedPlane } from '../../../algorithms/binned-plane.js';
 import {
   compactModel,
   composeGlobal,
@@ -48,6 +50,8 @@ import { packLnCoefficients } from '../../../cpu/ln-apply.js';
 import { phaseChannels } from '../frames/channel-stats.js';
 import type { StackFrame } from './plan.js';
 import type { ReaderCache } from './readers.js';
+import { fitFrame, toReference, type FitGeometry, type FrameFit } from './ln-fit.js';
+import { LnFitWorker } from './ln-fit-worker.js';
 
 /** Most bytes of frame rows read at once by the setup pass. */
 export const READ_CHUNK_BYTES = 8 << 20;
@@ -74,12 +78,17 @@ export interface LnSetupInput {
   premeasured?: (f: StackFrame, spec: LnBinning) => BinnedPlane[] | null;
   /**
    * Leave the frames' fits to the band loop when every frame's planes came premeasured (no read
-   * left to do): the setup returns after the reference, with `pending`, and the caller fits
-   * frame i (pending.upTo(i)) before the band loop first warps it, so the fits run while the
-   * device warps the frames before (the tables are filled in place; same models).
+   * left to do): the setup returns after the reference, with `pending`, and the caller awaits
+   * frame i's fit (pending.upTo(i)) before the band loop first warps it, so the fits run while
+   * the device warps the frames before (the tables are filled in place; same models).
    */
   deferFits?: boolean;
+  /** Deferred fits on a worker thread (ln-fit-worker.ts; default true); false: on this thread. */
+  fitWorker?: boolean;
 }
+
+/** Frames queued on the fit worker ahead of the one the band loop waits for. */
+export const FIT_WINDOW = 4;
 
 /** The setup pass's binning of a frame: block factor and per channel the CFA sites (null: mono). */
 export interface LnBinning {
@@ -111,12 +120,16 @@ export interface LnSetup {
   pending: LnPending | null;
 }
 
-/** Fits left to the band loop (LnSetupInput.deferFits); synchronous, in frame order. */
+/** Fits left to the band loop (LnSetupInput.deferFits), in frame order (on the fit worker where it runs). */
 export interface LnPending {
-  /** Fits every frame up to index i of `frames` that is not fitted yet. */
-  upTo(i: number): void;
+  /** Resolves once every frame up to index i of `frames` is fitted and in the tables. */
+  upTo(i: number): Promise<void>;
   /** Fits the rest. */
-  finish(): void;
+  finish(): Promise<void>;
+  /** Stops the fit worker (idempotent; after finish, or when the phase ends early). */
+  close(): Promise<void>;
+  /** Frames the fit worker fitted so far (the rest ran on this thread). */
+  readonly onWorker: number;
   /**
    * Host bytes the pending fits hold at most beside the band loop (every frame's binned planes
    * until fitted, the reference's, one frame's normalised copy): the caller reserves them from
@@ -124,11 +137,6 @@ export interface LnPending {
    */
   bytes: number;
 }
-
-const asAffine = (m: number[]): Affine => [
-  [m[0]!, m[1]!, m[2]!],
-  [m[3]!, m[4]!, m[5]!],
-];
 
 /** The sites of each stack channel in a mosaic of `pattern` ((y & 1)·2 + (x & 1)). */
 function channelSites(pattern: NonNullable<StackFrame['pattern']>): number[][] {
@@ -173,33 +181,10 @@ async function binFrame(o: LnSetupInput, f: StackFrame, D: number, buffer: Float
     }
     raw = binners.map((b) => b.result());
   }
-  return toReference(o, f, D, raw);
+  return toReference(fitGeometry(o, D), f, raw);
 }
 
-/** A frame's raw binned planes cropped (superpixel), warped into the reference geometry and globally normalised. */
-function toReference(o: LnSetupInput, f: StackFrame, D: number, raw: BinnedPlane[]): BinnedPlane[] {
-  return raw.map((p0, c) => {
-    // Premeasured planes are the caller's: normalise a copy when no warp made one.
-    let p = p0;
-    if (o.binning === 2) p = { ...p, factor: D / 2, fullWidth: o.width, fullHeight: o.height, width: Math.ceil(o.width / (D / 2)), height: Math.ceil(o.height / (D / 2)), data: cropBinned(p, Math.ceil(o.width / (D / 2)), Math.ceil(o.height / (D / 2))) };
-    const warped = isIdentity(f.toFrame) && p.fullWidth === o.width && p.fullHeight === o.height ? p : warpBinned(p, asAffine(f.toFrame), o.width, o.height, { nearest: true });
-    const s = f.scale[c]!;
-    const off = f.offset[c]!;
-    const data = warped.data === p0.data ? Float32Array.from(warped.data) : warped.data;
-    for (let i = 0; i < data.length; i++) data[i] = data[i]! * s + off;
-    return { ...warped, data };
-  });
-}
-
-/** A binned plane's data cut to `w` × `h` blocks (a superpixel relabel may need fewer). */
-function cropBinned(p: BinnedPlane, w: number, h: number): Float32Array {
-  if (w === p.width && h === p.height) return p.data;
-  const out = new Float32Array(w * h).fill(NaN);
-  for (let y = 0; y < Math.min(h, p.height); y++) out.set(p.data.subarray(y * p.width, y * p.width + Math.min(w, p.width)), y * w);
-  return out;
-}
-
-const isIdentity = (m: number[]) => m[0] === 1 && m[1] === 0 && m[2] === 0 && m[3] === 0 && m[4] === 1 && m[5] === 0;
+const fitGeometry = (o: LnSetupInput, D: number): FitGeometry => ({ width: o.width, height: o.height, binning: o.binning, factor: D });
 
 /** Runs the setup pass (see the head comment). */
 export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup> {
@@ -239,26 +224,79 @@ export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup>
     const nodes = grid.nx * grid.ny;
     const coefficients = Array.from({ length: o.channels }, () => new Float32Array(N * nodes * 2));
     const ms = { read_bin: readBin, fit: fitMs };
+    const geometry = fitGeometry(o, D);
+    // The fits run on one worker thread (ln-fit-worker.ts), FIT_WINDOW frames queued ahead of
+    // the band loop (the worker holds copies of only those), or here where it cannot start.
+    let worker: LnFitWorker | null = null;
+    if (o.fitWorker !== false) {
+      try {
+        worker = new LnFitWorker({ geometry, ref, prepared, options });
+      } catch {
+        worker = null;
+      }
+    }
+    const jobs: (Promise<FrameFit> | null)[] = new Array(N).fill(null);
+    const post = (k: number) => {
+      if (!worker || k >= N || worker.broken) return;
+      const f = o.frames[k]!;
+      const job = worker.fit({ planes: k === o.referenceSlot ? null : planes[k]!, toFrame: f.toFrame, scale: f.scale, offset: f.offset });
+      job.catch(() => undefined); // (awaited in upTo; a failed fit is redone here)
+      jobs[k] = job;
+    };
+    for (let k = 0; k < FIT_WINDOW; k++) post(k);
     let done = 0;
-    const upTo = (i: number): void => {
+    let onWorker = 0;
+    // Calls run one after another (a second caller waits for the first's frames).
+    let chain: Promise<void> = Promise.resolve();
+    const upTo = (i: number): Promise<void> => (chain = chain.then(() => fitUpTo(i)));
+    const fitUpTo = async (i: number): Promise<void> => {
       for (; done <= i && done < N; done++) {
         const f = o.frames[done]!;
         const t0 = performance.now();
-        const frame = done === o.referenceSlot ? ref : toReference(o, f, D, planes[done]!);
+        let fit: FrameFit | null = null;
+        if (jobs[done]) fit = await jobs[done]!.catch(() => null);
+        jobs[done] = null;
+        if (fit) onWorker++;
+        fit ??= fitFrame(geometry, ref, prepared, options, done === o.referenceSlot ? null : planes[done]!, f);
         planes[done] = null;
-        models[f.slot] = frame.map((p, c) => {
-          const m = fitLocalNormalization(ref[c]!, p, options, prepared[c]!);
-          const one = packLnCoefficients([composeGlobal(m, f.scale[c]!, f.offset[c]!)]);
-          if (one.coefficients.length !== nodes * 2 || one.grid.nx !== grid.nx || one.grid.dx !== grid.dx || one.grid.x0 !== grid.x0 || one.grid.dy !== grid.dy || one.grid.y0 !== grid.y0) throw new Error(`local normalization: frame ${f.slot}'s model is not on the reference's grid`);
-          coefficients[c]!.set(one.coefficients, f.slot * nodes * 2);
-          return compactModel(m);
+        post(done + FIT_WINDOW);
+        fit.grids.forEach((g, c) => {
+          if (fit.coefficients[c]!.length !== nodes * 2 || g.nx !== grid.nx || g.dx !== grid.dx || g.x0 !== grid.x0 || g.dy !== grid.dy || g.y0 !== grid.y0) throw new Error(`local normalization: frame ${f.slot}'s model is not on the reference's grid`);
+          coefficients[c]!.set(fit.coefficients[c]!, f.slot * nodes * 2);
         });
+        models[f.slot] = fit.models;
         ms.fit += performance.now() - t0;
       }
+      if (done >= N) await close();
     };
+    let closed = false;
+    const close = async (): Promise<void> => {
+      if (closed) return;
+      closed = true;
+      await worker?.close();
+    };
+    // Held beside the band loop: every frame's planes until fitted, the reference's (and the
+    // worker's copy), its masks, and the worker's copies of the FIT_WINDOW frames queued.
     const planeBytes = (ps: BinnedPlane[] | null) => (ps ?? []).reduce((a, p) => a + p.data.byteLength, 0);
-    const bytes = planes.reduce((a, ps) => a + planeBytes(ps), 0) + 2 * planeBytes(ref) + prepared.reduce((a, p) => a + p.mask.byteLength, 0);
-    return { tables: { grid, coefficients, nodes }, models, background, binFactor: D, premeasured: N, ms, pending: { upTo, finish: () => upTo(N - 1), bytes } };
+    const largest = planes.reduce((a, ps) => Math.max(a, planeBytes(ps)), 0);
+    const bytes = planes.reduce((a, ps) => a + planeBytes(ps), 0) + 3 * planeBytes(ref) + 2 * prepared.reduce((a, p) => a + p.mask.byteLength, 0) + (worker ? FIT_WINDOW * largest : 0);
+    return {
+      tables: { grid, coefficients, nodes },
+      models,
+      background,
+      binFactor: D,
+      premeasured: N,
+      ms,
+      pending: {
+        upTo,
+        finish: () => upTo(N - 1),
+        close,
+        bytes,
+        get onWorker() {
+          return onWorker;
+        },
+      },
+    };
   }
   const raw: LnModel[][] = Array.from({ length: o.channels }, () => new Array<LnModel>(N));
   // One frame read ahead (into the spare buffer) while the current one is fitted; the
