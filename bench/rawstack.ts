@@ -105,7 +105,7 @@ export async function speedBench(options: RawstackBenchOptions): Promise<void> {
   const plain = await bestOf(options.repeat, () => runChild(benchConfig(data, true, budget), runs, PLAIN_MALLOC), 'plain glibc malloc ');
   await rm(plain.run_dir, { recursive: true, force: true });
   const table = phaseColumns([
-    ['as the CLI runs it (MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072, set by skystack)', tuned],
+    [`as the CLI runs it (${Object.entries(MALLOC_TUNING).map(([k, v]) => `${k}=${v}`).join(' ')}, set by skystack)`, tuned],
     ['plain glibc malloc', plain],
   ]);
   log(`\nskystack (${tuned.device}):\n${table}`);

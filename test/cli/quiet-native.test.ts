@@ -63,6 +63,8 @@ test('allocator settings: added where missing on Linux, a user value wins, one r
   const env = withAllocatorTuning({ PATH: '/bin', MALLOC_ARENA_MAX: '4' }, 'linux');
   assert.is(env.MALLOC_ARENA_MAX, '4', "the user's value stays");
   assert.is(env.MALLOC_MMAP_THRESHOLD_, MALLOC_TUNING.MALLOC_MMAP_THRESHOLD_);
+  assert.is(env.GLIBC_TUNABLES, 'glibc.malloc.hugetlb=1', 'huge pages for the mmap\'d frame buffers');
+  assert.is(withAllocatorTuning({ GLIBC_TUNABLES: 'glibc.cpu.x86_ibt=off' }, 'linux').GLIBC_TUNABLES, 'glibc.cpu.x86_ibt=off', "the user's tunables stay whole");
   assert.is(env.PATH, '/bin');
   assert.not.ok(needsAllocatorRelaunch(env, 'linux'), 'a child started with them does not relaunch');
   assert.equal(withAllocatorTuning({ PATH: '/bin' }, 'darwin'), { PATH: '/bin' });
@@ -103,7 +105,7 @@ test('skystack rawstack piped, started without the allocator settings: runs in a
   const cli = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'cli.js');
   await withTempDir('cli-alloc', async (dir) => {
     await generateDataset({ out: join(dir, 'data'), kind: 'mono', frames: 6, width: 160, height: 120, seed: 1011, calibration: false, badFrames: 'none' });
-    const { MALLOC_ARENA_MAX: _a, MALLOC_MMAP_THRESHOLD_: _m, SKYSTACK_ALLOCATOR_SET: _s, SKYSTACK_CLI_CHILD: _c, ...bare } = process.env;
+    const { MALLOC_ARENA_MAX: _a, MALLOC_MMAP_THRESHOLD_: _m, GLIBC_TUNABLES: _g, SKYSTACK_ALLOCATOR_SET: _s, SKYSTACK_CLI_CHILD: _c, ...bare } = process.env;
     const run = (args: string[]) =>
       new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
         execFile(process.execPath, [cli, ...args], { env: { ...bare, SKYSTACK_DEVICE: 'cpu' }, timeout: 120_000 }, (err, stdout, stderr) => {
