@@ -81,21 +81,11 @@ export function lnApply(band: Float32Array, p: LnApplyParams): void {
   const { width: W, rows, frames, grid: g, coefficients: c } = p;
   const srcRows = p.srcRows ?? rows;
   const srcRow0 = p.srcRow0 ?? 0;
-  const x0 = f32(g.x0);
   const gy0 = f32(g.y0);
-  const dx = f32(g.dx);
   const dy = f32(g.dy);
   const nodes = g.nx * g.ny;
   // Per column: node and weight in x (the same for every row and frame).
-  const ix = new Int32Array(W);
-  const tx = new Float64Array(W);
-  const ix1 = new Int32Array(W);
-  for (let x = 0; x < W; x++) {
-    const [i, t] = axis(x, x0, dx, g.nx);
-    ix[x] = i;
-    tx[x] = t;
-    ix1[x] = Math.min(i + 1, g.nx - 1);
-  }
+  const { i0: ix, i1: ix1, tx } = columnAxis(g);
   for (let f = 0; f < frames; f++) {
     const base = f * nodes * 2;
     for (let r = 0; r < rows; r++) {
@@ -174,9 +164,15 @@ export function lnPiece(grid: GridGeometry, y: number): number {
   return Math.min(Math.max(Math.floor(u), 0), n - 2);
 }
 
+/**
+ * Pieces lnColumnTable may list beyond ⌈rows / dy⌉ for a band of `rows` rows: the band's first
+ * piece may start just inside it, a clamp piece, and the one listed each side.
+ */
+export const LN_EXTRA_PIECES = 4;
+
 /** Most pieces lnColumnTable lists for a band of `rows` rows, wherever it lies. */
 export function lnMaxPieces(grid: GridGeometry, rows: number): number {
-  return grid.ny === 1 ? 1 : Math.min(grid.ny + 1, Math.ceil(rows / f32(grid.dy)) + 4);
+  return grid.ny === 1 ? 1 : Math.min(grid.ny + 1, Math.ceil(rows / f32(grid.dy)) + LN_EXTRA_PIECES);
 }
 
 /** Floats of lnColumnTable for a band of `rows` rows and `width` columns, wherever it lies. */
@@ -188,7 +184,7 @@ export function lnColumnTableFloats(grid: GridGeometry, rows: number, width: num
  * One frame's model along each column as straight lines, for the pieces of the grid's y axis a
  * band [y0, y0 + rows) meets (lnPiece; one more on each side, so that a boundary row the shader
  * rounds the other way still finds its line): entry (p − firstPiece)·width + x holds, for piece p
- * and column x, (a, b) at u = p and their change per unit of u = (y − y0)/dy, so that
+ * and column x, (a, b) at u = p and their change per unit of u = (y − grid.y0)/grid.dy, so that
  * (a, b)(x, y) = entry.xy + (u − p)·entry.zw inside a cell (a clamp's entry is its constant, zw
  * = 0): lnApply's bilinear value (x step first, in f64, rounded to f32 once per entry). Entries
  * do not depend on the band, so a pixel's value is the same whatever band it is warped in. What

@@ -11,7 +11,7 @@
 
 import { CLAMP_CODE, FIX, SNAP, checkBandCoverage, resolveWarpParams, separableRowDisplacement, separableRows, separableValid, sourceRowsFor, type WarpKernel, type WarpParams } from '../../cpu/warp.js';
 import type { GridGeometry } from '../../algorithms/local-normalization.js';
-import { lnColumnTable, lnColumnTableFloats, lnRowTable } from '../../cpu/ln-apply.js';
+import { LN_EXTRA_PIECES, lnColumnTable, lnColumnTableFloats, lnRowTable } from '../../cpu/ln-apply.js';
 import type { GpuContext } from '../context.js';
 import { packUniform, type UniformField } from '../dispatch.js';
 import { GpuError } from '../errors.js';
@@ -141,10 +141,10 @@ export function lnTableBytes(grid: GridGeometry, rows: number, width: number): n
 /**
  * A linear bound of lnTableBytes for the band planner: at most `fixed` + rows·width·`perPixel`
  * bytes for a band of any rows (the row table's rows·nx·8, the column table's pieces, at most
- * rows/dy + 5 of width·16 bytes; lnMaxPieces).
+ * rows/dy + 1 + LN_EXTRA_PIECES of width·16 bytes: lnMaxPieces).
  */
 export function lnTableBound(grid: GridGeometry, width: number): { fixed: number; perPixel: number } {
-  return { fixed: 5 * width * 16, perPixel: (8 * grid.nx) / width + 16 / Math.fround(grid.dy) };
+  return { fixed: (1 + LN_EXTRA_PIECES) * width * 16, perPixel: (8 * grid.nx) / width + 16 / Math.fround(grid.dy) };
 }
 
 /** Host scratch for the tables, one per context (written to the device at once, then reused). */

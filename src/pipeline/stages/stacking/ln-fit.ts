@@ -70,7 +70,11 @@ export function toReference(g: FitGeometry, f: FitFrame, raw: BinnedPlane[]): Bi
  * reference, whose planes `ref` already are in reference geometry, normalised).
  */
 export function fitFrame(g: FitGeometry, ref: BinnedPlane[], prepared: PreparedReference[], options: LnFitOptions, raw: BinnedPlane[] | null, f: FitFrame): FrameFit {
-  const frame = raw === null ? ref : toReference(g, f, raw);
+  return fitReferenced(ref, prepared, options, raw === null ? ref : toReference(g, f, raw), f);
+}
+
+/** fitFrame for planes already in the reference's geometry and normalised (toReference's output). */
+export function fitReferenced(ref: BinnedPlane[], prepared: PreparedReference[], options: LnFitOptions, frame: BinnedPlane[], f: FitFrame): FrameFit {
   const out: FrameFit = { models: [], coefficients: [], grids: [] };
   frame.forEach((p, c) => {
     const m = fitLocalNormalization(ref[c]!, p, options, prepared[c]!);

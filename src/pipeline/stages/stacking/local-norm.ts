@@ -34,9 +34,6 @@
 
 import { PlaneBinner, type BinnedPlane } from '../../../algorithms/binned-plane.js';
 import {
-  compactModel,
-  composeGlobal,
-  fitLocalNormalization,
   fitReferenceBackground,
   lnBinFactor,
   LN_DEFAULTS,
@@ -46,11 +43,10 @@ import {
   type LnModel,
   type LnScaleMode,
 } from '../../../algorithms/local-normalization.js';
-import { packLnCoefficients } from '../../../cpu/ln-apply.js';
 import { phaseChannels } from '../frames/channel-stats.js';
 import type { StackFrame } from './plan.js';
 import type { ReaderCache } from './readers.js';
-import { fitFrame, toReference, type FitGeometry, type FrameFit } from './ln-fit.js';
+import { fitFrame, fitReferenced, toReference, type FitGeometry, type FrameFit } from './ln-fit.js';
 import { LnFitWorker } from './ln-fit-worker.js';
 
 /** Most bytes of frame rows read at once by the setup pass. */
@@ -216,13 +212,20 @@ export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup>
   if (!o.fit) return { tables: null, models: null, background, binFactor: D, premeasured: counts.premeasured, ms: { read_bin: readBin, fit: fitMs }, pending: null };
   const N = o.frames.length;
   const models: LnModel[][] = new Array(N);
+  // Every channel's model is on the reference's grid (lnGrid of the reference plane, as the
+  // sky's): the tables exist now and each fit writes its frame's slice (packLnCoefficients).
+  const grid = background[0]!.grid;
+  const nodes = grid.nx * grid.ny;
+  const coefficients = Array.from({ length: o.channels }, () => new Float32Array(N * nodes * 2));
+  const store = (f: StackFrame, fit: FrameFit): void => {
+    fit.grids.forEach((g, c) => {
+      if (fit.coefficients[c]!.length !== nodes * 2 || g.nx !== grid.nx || g.dx !== grid.dx || g.x0 !== grid.x0 || g.dy !== grid.dy || g.y0 !== grid.y0) throw new Error(`local normalization: frame ${f.slot}'s model is not on the reference's grid`);
+      coefficients[c]!.set(fit.coefficients[c]!, f.slot * nodes * 2);
+    });
+    models[f.slot] = fit.models;
+  };
   if (taken) {
     const planes: (BinnedPlane[] | null)[] = taken;
-    // Every channel's model is on the reference's grid (lnGrid of the reference plane, as the
-    // sky's): the tables exist now and each fit writes its frame's slice (packLnCoefficients).
-    const grid = background[0]!.grid;
-    const nodes = grid.nx * grid.ny;
-    const coefficients = Array.from({ length: o.channels }, () => new Float32Array(N * nodes * 2));
     const ms = { read_bin: readBin, fit: fitMs };
     const geometry = fitGeometry(o, D);
     // The fits run on one worker thread (ln-fit-worker.ts), FIT_WINDOW frames queued ahead of
@@ -260,11 +263,7 @@ export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup>
         fit ??= fitFrame(geometry, ref, prepared, options, done === o.referenceSlot ? null : planes[done]!, f);
         planes[done] = null;
         post(done + FIT_WINDOW);
-        fit.grids.forEach((g, c) => {
-          if (fit.coefficients[c]!.length !== nodes * 2 || g.nx !== grid.nx || g.dx !== grid.dx || g.x0 !== grid.x0 || g.dy !== grid.dy || g.y0 !== grid.y0) throw new Error(`local normalization: frame ${f.slot}'s model is not on the reference's grid`);
-          coefficients[c]!.set(fit.coefficients[c]!, f.slot * nodes * 2);
-        });
-        models[f.slot] = fit.models;
+        store(f, fit);
         ms.fit += performance.now() - t0;
       }
       if (done >= N) await close();
@@ -298,7 +297,6 @@ export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup>
       },
     };
   }
-  const raw: LnModel[][] = Array.from({ length: o.channels }, () => new Array<LnModel>(N));
   // One frame read ahead (into the spare buffer) while the current one is fitted; the
   // reference's planes are already there.
   const bufs = [buffer, spare];
@@ -311,15 +309,9 @@ export async function setupLocalNormalization(o: LnSetupInput): Promise<LnSetup>
     next = i + 1 < N ? bin(i + 1) : null;
     readBin += performance.now() - t;
     t = performance.now();
-    models[f.slot] = planes.map((p, c) => {
-      const m = fitLocalNormalization(ref[c]!, p, options, prepared[c]!);
-      raw[c]![f.slot] = composeGlobal(m, f.scale[c]!, f.offset[c]!);
-      return compactModel(m);
-    });
+    store(f, fitReferenced(ref, prepared, options, planes, f));
     fitMs += performance.now() - t;
     o.between?.(i + 1, N);
   }
-  const packed = raw.map((ms) => packLnCoefficients(ms));
-  const grid = packed[0]!.grid;
-  return { tables: { grid, coefficients: packed.map((p) => p.coefficients), nodes: grid.nx * grid.ny }, models, background, binFactor: D, premeasured: counts.premeasured, ms: { read_bin: readBin, fit: fitMs }, pending: null };
+  return { tables: { grid, coefficients, nodes }, models, background, binFactor: D, premeasured: counts.premeasured, ms: { read_bin: readBin, fit: fitMs }, pending: null };
 }
