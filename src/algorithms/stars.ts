@@ -1441,10 +1441,10 @@ const MIN_CORE_EDGE = 0.15;
  * The saturated core around (x, y): pixels at or above `level`, 8-connected (on a mosaic the
  * sites of one colour touch only diagonally), grown from the brightest such pixel within 2 px.
  * Centroid (unweighted: every clipped pixel reads the same) and the diameter of the disc of the
- * same area; `edge`: the rim's mean height above the sky (`skyOf`) as a share of the clipped
+ * same area; `edge`: the rim's mean height above the sky (`scene.skyOf`) as a share of the clipped
  * level's. Null when no pixel near (x, y) is saturated.
  */
-function saturatedCore(plane: Float32Array, width: number, height: number, x: number, y: number, level: number, stack: number[], skyOf: (x: number, y: number) => number): { x: number; y: number; diameter: number; edge: number } | null {
+function saturatedCore(plane: Float32Array, width: number, height: number, x: number, y: number, level: number, stack: number[], scene: DetectScene): { x: number; y: number; diameter: number; edge: number } | null {
   if (!(level < Infinity)) return null;
   let seed = -1;
   let best = -Infinity;
@@ -1491,7 +1491,7 @@ function saturatedCore(plane: Float32Array, width: number, height: number, x: nu
         } else if (v === v) {
           // A rim pixel: its height above the sky as a share of the clipped level's.
           rim.add(q);
-          const sky = skyOf(nx, ny);
+          const sky = scene.skyOf(nx, ny);
           edge += v - sky;
           edgeRange += level - sky;
         }
@@ -1502,17 +1502,18 @@ function saturatedCore(plane: Float32Array, width: number, height: number, x: nu
 }
 
 /** Rough frame FWHM (detection-image px) from the half-maximum areas of bright candidates. */
-function halfMaxScale(img: Float32Array, w: number, h: number, levelAt: (x: number, y: number) => number, cands: Candidate[], skip: (c: Candidate) => boolean): number {
+function halfMaxScale(scene: DetectScene, cands: Candidate[]): number {
+  const { data: img, width: w, height: h } = scene.det;
   const sizes: number[] = [];
   const stack: number[] = [];
   const seen = new Set<number>();
   for (const c of cands) {
     if (sizes.length >= 25) break;
-    if (skip(c) || c.rawPeak <= 0) continue;
+    if (scene.isSaturatedCand(c) || c.rawPeak <= 0) continue;
     // Peak pixel: the brightest in 3×3 (as found by sharpness()).
     const px = Math.round(c.fx);
     const py = Math.round(c.fy);
-    const b = levelAt(px, py);
+    const b = scene.levelAt(px, py);
     const half = c.rawPeak / 2;
     stack.length = 0;
     seen.clear();
@@ -1548,6 +1549,124 @@ function halfMaxScale(img: Float32Array, w: number, h: number, levelAt: (x: numb
   if (sizes.length === 0) return NaN;
   sizes.sort((a, b) => a - b);
   return sizes[sizes.length >> 1]!;
+}
+
+/** A candidate accepted by deblending, at its full-resolution start position. */
+interface Start {
+  x: number;
+  y: number;
+  c: Candidate;
+}
+
+/** A measured star: its measurement, its fit (if any), its start's index and where it was measured. */
+interface MeasuredStar {
+  m: Measured;
+  fit: MoffatFit | null;
+  index: number;
+  at: MeasuredAt;
+}
+
+/**
+ * One frame's detection state, shared by detectStars' stages (the functions below it). Methods
+ * and stage functions rather than closures inside one long function, for V8: a frame worker runs
+ * detectStars once per light, and one function of ~500 lines with its helpers inlined took
+ * 260–440 ms to optimise, again after every deoptimisation (a closure that is a new object on
+ * each frame, an array of another shape), three times per worker and run; small functions
+ * compile in milliseconds each and a deoptimisation costs only its own stage.
+ */
+class DetectScene {
+  readonly scale: number;
+  readonly local: LocalBackground;
+  private readonly workspaces = new Map<number, Workspace>();
+
+  constructor(
+    readonly plane: Float32Array,
+    readonly width: number,
+    readonly height: number,
+    readonly cfa: boolean,
+    /** The detection image: the plane, or a mosaic's luminance proxy. */
+    readonly det: { data: Float32Array; width: number; height: number },
+    readonly bg: BackgroundModel,
+    readonly sig: Significance,
+    readonly flattened: boolean,
+    /** √Σg² of the matched filter: a D offset of L is L·σ·kernelNorm of the detection image. */
+    readonly kernelNorm: number,
+    readonly sat: ReturnType<typeof saturationResult>,
+    /** Each 2×2 site's share of the sky on a mosaic (the sky's colour), for per-site levels. */
+    readonly siteShare: number[],
+    useAnnulus: boolean,
+  ) {
+    this.scale = cfa ? 2 : 1;
+    this.local = { level: useAnnulus ? null : [0, 0, 0, 0], noise: 0 };
+  }
+
+  levelAt(x: number, y: number): number {
+    return backgroundAt(this.bg, x, y);
+  }
+
+  /** Per-pixel noise at a full-resolution position (a proxy pixel sums four: half its σ each). */
+  pixelNoise(x: number, y: number): number {
+    return this.cfa ? 0.5 * noiseAt(this.bg, (x - 0.5) / 2, (y - 0.5) / 2) : noiseAt(this.bg, x, y);
+  }
+
+  /**
+   * The model's sky corrected by the flattening's level there (the model is bilinear between
+   * tiles ~64 px apart; under uncorrected vignetting it is off by σ's near the corners, enough to
+   * turn a faint star's flux negative).
+   */
+  skyAt(xd: number, yd: number): number {
+    return backgroundAt(this.bg, xd, yd) + (this.flattened ? this.sig.level(Math.round(xd), Math.round(yd)) * noiseAt(this.bg, xd, yd) * this.kernelNorm : 0);
+  }
+
+  /**
+   * Local sky of a star. 'model': the tiled model (on a mosaic, the proxy level shared among the
+   * sites in the proportions of their frame-wide medians, i.e. the sky's colour); 'annulus': a
+   * median per site around the star (slower; better over nebulosity finer than the tiles).
+   * One object, rewritten by each call.
+   */
+  localAt(x: number, y: number): LocalBackground {
+    const local = this.local;
+    local.noise = this.pixelNoise(x, y);
+    if (local.level) {
+      if (this.cfa) {
+        const l = this.skyAt((x - 0.5) / 2, (y - 0.5) / 2) / 4;
+        for (let q = 0; q < 4; q++) local.level[q] = l * this.siteShare[q]!;
+      } else local.level[0] = this.skyAt(x, y);
+    }
+    return local;
+  }
+
+  /** The sky of one full-resolution pixel (its own site's level on a mosaic). */
+  skyOf(x: number, y: number): number {
+    const cfa = this.cfa;
+    const l = this.localAt(x, y).level;
+    return l ? l[cfa ? ((y & 1) << 1) | (x & 1) : 0]! : backgroundAt(this.bg, cfa ? (x - 0.5) / 2 : x, cfa ? (y - 0.5) / 2 : y) / (cfa ? 4 : 1);
+  }
+
+  /** Whether a candidate's peak cell touches a pixel at the saturation level. */
+  isSaturatedCand(c: Candidate): boolean {
+    const level = this.sat.level;
+    if (level === Infinity) return false;
+    const { plane, width, height, scale } = this;
+    const x0 = Math.round(c.fx) * scale;
+    const y0 = Math.round(c.fy) * scale;
+    for (let y = Math.max(0, y0 - 1); y <= Math.min(height - 1, y0 + scale); y++) {
+      for (let x = Math.max(0, x0 - 1); x <= Math.min(width - 1, x0 + scale); x++) if (plane[y * width + x]! >= level) return true;
+    }
+    return false;
+  }
+
+  /** The workspace of a measurement geometry (one per window and annulus size). */
+  workspaceFor(g: Geometry): Workspace {
+    const key = g.radius * 1000 + g.annOut;
+    let ws = this.workspaces.get(key);
+    if (!ws) this.workspaces.set(key, (ws = new Workspace(g.radius, g.annOut)));
+    return ws;
+  }
+
+  measure(x: number, y: number, g: Geometry, ws: Workspace, neighbours: { x: number; y: number }[], spike: number): ReturnType<typeof measureStar> {
+    return measureStar(this.plane, this.width, this.height, this.cfa, x, y, g, ws, neighbours, this.sat.level, this.localAt(x, y), spike);
+  }
 }
 
 /** Detects and measures the stars of one plane (mono) or raw mosaic (`cfa: true`). */
@@ -1587,50 +1706,78 @@ export function detectStars(data: Float32Array, width: number, height: number, o
   const { D, blocks } = significance(det.data, w, h, bg, kernel, cfa ? saturationScan(undefined) : scan, sampler, options.scratch);
   const flat = sampler ? flattenSignificance(sampler, blocks, options.resampled ?? false) : null;
   const sig = new Significance(D, w, h, flat);
-  // A D offset of L is L·σ·√Σg² of the detection image (significance's normalisation).
   let kernelNorm = 0;
   for (let k = 0; k < kernel.length; k++) kernelNorm += kernel[k]! * kernel[k]!;
   const sat = saturationResult(scan, width * height);
-  const levelAt = (x: number, y: number): number => backgroundAt(bg, x, y);
-  // Per-pixel noise at a full-resolution position (a proxy pixel sums four: half its σ each).
-  const pixelNoise = (x: number, y: number): number => (cfa ? 0.5 * noiseAt(bg, (x - 0.5) / 2, (y - 0.5) / 2) : noiseAt(bg, x, y));
-  // Local sky of a star. 'model': the tiled model (on a mosaic, the proxy level shared among the
-  // sites in the proportions of their frame-wide medians, i.e. the sky's colour); 'annulus': a
-  // median per site around the star (slower; better over nebulosity finer than the tiles).
-  // Each 2×2 site's share of the sky on a mosaic (the sky's colour), for per-site levels.
   const siteShare = cfa ? siteMedianShares(plane, width, height) : [1, 1, 1, 1];
-  const useAnnulus = options.localBackground === 'annulus';
-  const local: LocalBackground = { level: useAnnulus ? null : [0, 0, 0, 0], noise: 0 };
-  // The model's sky corrected by the flattening's level there (the model is bilinear between
-  // tiles ~64 px apart; under uncorrected vignetting it is off by σ's near the corners, enough to
-  // turn a faint star's flux negative).
-  const skyAt = (xd: number, yd: number): number => backgroundAt(bg, xd, yd) + (flat ? sig.level(Math.round(xd), Math.round(yd)) * noiseAt(bg, xd, yd) * kernelNorm : 0);
-  const localAt = (x: number, y: number): LocalBackground => {
-    local.noise = pixelNoise(x, y);
-    if (local.level) {
-      if (cfa) {
-        const l = skyAt((x - 0.5) / 2, (y - 0.5) / 2) / 4;
-        for (let q = 0; q < 4; q++) local.level[q] = l * siteShare[q]!;
-      } else local.level[0] = skyAt(x, y);
-    }
-    return local;
-  };
+  const scene = new DetectScene(plane, width, height, cfa, det, bg, sig, flat !== null, kernelNorm, sat, siteShare, options.localBackground === 'annulus');
   const t2 = performance.now();
   timings.filter = t2 - t1;
 
   const counts: DetectionCounts = { candidates: 0, hotPixels: 0, merged: 0, streaks: 0, diffuse: 0, narrow: 0, edge: 0, failed: 0, fitted: 0 };
   let cands = localMaxima(sig, threshold, 1, blocks);
   counts.candidates = cands.length;
-  // Per-candidate work that reads the planes runs in raster order (as localMaxima found them):
-  // neighbouring candidates then share cached rows; the brightness order comes after.
+  refinePeaks(scene, cands);
+  cands.sort((a, b) => b.d - a.d);
+  cands = rejectStreaks(scene, rejectHotPixels(scene, cands, minSharp, counts), threshold, counts);
+
+  // Frame scale, first rough (half-maximum areas), used for the deblending reach.
+  const rough = halfMaxScale(scene, cands);
+  const roughDet = Number.isFinite(rough) ? Math.max(1, rough) : 2.5 / scale;
+  cands = rejectDiffuse(scene, cands, roughDet, threshold, counts);
+  const accepted = deblend(scene, cands, roughDet, threshold, dContrast, dFraction, counts);
+
+  // Full-resolution start positions.
+  const starts: Start[] = accepted.map((c) => ({ x: cfa ? proxyToFull(c.fx) : c.fx, y: cfa ? proxyToFull(c.fy) : c.fy, c }));
+  let fwhmScale = frameFwhmScale(scene, starts, roughDet * scale);
+  if (!(fwhmScale > 0.5)) fwhmScale = 2.5;
+  const geo = geometryFor(fwhmScale);
+  const t3 = performance.now();
+  timings.candidates = t3 - t2;
+
+  const measured = measureStarts(scene, starts, geo, fwhmScale, counts);
+  const t4 = performance.now();
+  timings.measure = t4 - t3;
+  // Brightest first. Two candidates whose centroids converged onto the same star (a maximum on a
+  // star's wing that survived deblending) keep only the brighter.
+  measured.sort((a, b) => b.m.flux - a.m.flux);
+  dropDuplicates(measured, fwhmScale, counts);
+  fitBrightest(scene, measured, starts, fitCount, geo, counts);
+  const t5 = performance.now();
+  timings.fit = t5 - t4;
+  const stars = starList(measured, momentToFitRatio(measured), options.gain, maxStars, counts);
+  return {
+    ok: true,
+    stars,
+    width,
+    height,
+    cfa,
+    background: bg,
+    backgroundMedian: cfa ? bg.median / 4 : bg.median,
+    backgroundRms: cfa ? bg.rms / 2 : bg.rms,
+    saturationLevel: sat.level,
+    saturationSource: sat.source,
+    saturatedFraction: sat.fraction,
+    fwhmScale,
+    apertureRadius: geo.aperture,
+    counts,
+    timings: { ...timings, total: performance.now() - t0 },
+  };
+}
+
+/**
+ * Peak and 3×3 centroid of each candidate on the detection image (a better start than the
+ * integer maximum); the neighbour ratio always at full resolution, where a hot pixel is one pixel
+ * of the plane (on the proxy it is diluted into a cell and stars are undersampled). In raster
+ * order (as localMaxima found them): neighbouring candidates then share cached rows.
+ */
+function refinePeaks(scene: DetectScene, cands: Candidate[]): void {
+  const { det, plane, width, height, cfa, siteShare } = scene;
   const skyDet = [0];
   const skyFull = [0, 0, 0, 0];
   for (const c of cands) {
-    // Peak and 3×3 centroid on the detection image (a better start than the integer maximum);
-    // the neighbour ratio always at full resolution, where a hot pixel is one pixel of the
-    // plane (on the proxy it is diluted into a cell and stars are undersampled).
-    skyDet[0] = levelAt(c.ix, c.iy);
-    const d = peakRatio(det.data, w, h, c.ix - 1, c.ix + 1, c.iy - 1, c.iy + 1, skyDet, false);
+    skyDet[0] = scene.levelAt(c.ix, c.iy);
+    const d = peakRatio(det.data, det.width, det.height, c.ix - 1, c.ix + 1, c.iy - 1, c.iy + 1, skyDet, false);
     c.rawPeak = d.peak;
     c.fx = d.cx;
     c.fy = d.cy;
@@ -1640,32 +1787,24 @@ export function detectStars(data: Float32Array, width: number, height: number, o
     c.mean8 = f.mean8;
     c.peakIndex = f.index;
   }
-  cands.sort((a, b) => b.d - a.d);
+}
 
-  // Hot pixels: neighbour/peak ratio far below the typical star's.
-  const isSaturatedCand = (c: Candidate): boolean => {
-    if (sat.level === Infinity) return false;
-    const x0 = Math.round(c.fx) * scale;
-    const y0 = Math.round(c.fy) * scale;
-    for (let y = Math.max(0, y0 - 1); y <= Math.min(height - 1, y0 + scale); y++) {
-      for (let x = Math.max(0, x0 - 1); x <= Math.min(width - 1, x0 + scale); x++) if (plane[y * width + x]! >= sat.level) return true;
-    }
-    return false;
-  };
-  // Typical star ratio: the most significant 50 candidates, leaving out those with (almost) no
-  // light in their neighbours: under clouds the brightest hot pixels can outnumber the stars
-  // at the top of the list, and they must not set the norm.
+/**
+ * Hot pixels: a neighbour/peak ratio far below the typical star's. The typical ratio comes from
+ * the most significant 50 candidates, leaving out those with (almost) no light in their
+ * neighbours: under clouds the brightest hot pixels can outnumber the stars at the top of the
+ * list, and they must not set the norm. Returns the candidates kept, in their order.
+ */
+function rejectHotPixels(scene: DetectScene, cands: Candidate[], minSharp: number, counts: DetectionCounts): Candidate[] {
+  const { plane, width, height, cfa } = scene;
   const ratios: number[] = [];
   for (const c of cands) {
     if (ratios.length >= 50) break;
-    if (!isSaturatedCand(c) && c.rawPeak > 0 && c.ratio > SURE_HOT_RATIO) ratios.push(c.ratio);
+    if (!scene.isSaturatedCand(c) && c.rawPeak > 0 && c.ratio > SURE_HOT_RATIO) ratios.push(c.ratio);
   }
   ratios.sort((a, b) => a - b);
   const typicalRatio = ratios.length >= 5 ? ratios[ratios.length >> 1]! : cfa ? 0.3 : 0.45;
   const minRatio = Math.max(minSharp * typicalRatio, MIN_STAR_RATIO);
-  const kept: Candidate[] = [];
-  const streakDistance = Math.max(6, 24 / scale);
-  const streakTable = streakOffsets(streakDistance);
   const notHot: Candidate[] = [];
   const ringScratch = [new Float64Array(40), new Float64Array(40), new Float64Array(40), new Float64Array(40)];
   for (const c of cands) {
@@ -1680,58 +1819,65 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       // exposure, while a saturated star's neighbours are bright (or clipped) themselves.
       const px = c.peakIndex % width;
       const py = (c.peakIndex - px) / width;
-      const sigma8 = pixelNoise(px, py) / Math.sqrt(8);
+      const sigma8 = scene.pixelNoise(px, py) / Math.sqrt(8);
       // The neighbours' excess over their own colour's level right around them (the frame-wide
       // sky model can be off by a few σ per site on a raw mosaic under vignetting).
       if (!(localExcess8(plane, width, height, px, py, cfa, ringScratch) >= 5 * sigma8)) {
         counts.hotPixels++;
         continue;
       }
-      if (!isSaturatedCand(c)) c.spike = c.peakIndex;
+      if (!scene.isSaturatedCand(c)) c.spike = c.peakIndex;
     }
     notHot.push(c);
   }
-  // Streak test in raster order (its samples of D then hit cached rows), kept in brightness order.
+  return notHot;
+}
+
+/** Points of long straight streaks refused; tested in raster order (its samples of D then hit cached rows), kept in brightness order. */
+function rejectStreaks(scene: DetectScene, notHot: Candidate[], threshold: number, counts: DetectionCounts): Candidate[] {
+  const streakDistance = Math.max(6, 24 / scene.scale);
+  const streakTable = streakOffsets(streakDistance);
   const streak = new Uint8Array(notHot.length);
   const streakOrder = rasterOrder(notHot.length, (k) => notHot[k]!.iy, (k) => notHot[k]!.ix);
   for (let q = 0; q < streakOrder.length; q++) {
     const k = streakOrder[q]!;
-    streak[k] = onStreak(sig, notHot[k]!, streakDistance, threshold, streakTable) ? 1 : 0;
+    streak[k] = onStreak(scene.sig, notHot[k]!, streakDistance, threshold, streakTable) ? 1 : 0;
   }
-  notHot.forEach((c, k) => {
+  const kept: Candidate[] = [];
+  for (let k = 0; k < notHot.length; k++) {
     if (streak[k]) counts.streaks++;
-    else kept.push(c);
-  });
-  cands = kept;
-
-  // Frame scale, first rough (half-maximum areas), used for the deblending reach.
-  const rough = halfMaxScale(det.data, w, h, levelAt, cands, isSaturatedCand);
-  const roughDet = Number.isFinite(rough) ? Math.max(1, rough) : 2.5 / scale;
-  const alphaDet = roughDet / (2 * Math.sqrt(2 ** (1 / 3) - 1));
-
-  // A star stands above its own surroundings: D at the maximum minus the median of D on a ring
-  // RING_FWHM rough FWHMs out (where a PSF has fallen to < 1 % of its peak) must still reach the
-  // threshold. Noise peaks on a plateau (a bright star's halo, a dust shadow's rim, residual
-  // vignetting, nebulosity) have the plateau all round them and fail.
-  {
-    const ringR = Math.max(3, RING_FWHM * roughDet);
-    const ring = new Float64Array(RING_SAMPLES);
-    // In raster order (the samples then hit cached rows of D), kept in brightness order.
-    const diffuse = new Uint8Array(cands.length);
-    const order = rasterOrder(cands.length, (k) => cands[k]!.iy, (k) => cands[k]!.ix);
-    for (let q = 0; q < order.length; q++) {
-      const c = cands[order[q]!]!;
-      if (c.d - ringMedian(sig, c, ringR, ring) < threshold) diffuse[order[q]!] = 1;
-    }
-    const keptLocal: Candidate[] = [];
-    cands.forEach((c, k) => {
-      if (diffuse[k]) counts.diffuse++;
-      else keptLocal.push(c);
-    });
-    cands = keptLocal;
+    else kept.push(notHot[k]!);
   }
+  return kept;
+}
 
-  // Deblending by saddles, brightest first.
+/**
+ * A star stands above its own surroundings: D at the maximum minus the median of D on a ring
+ * RING_FWHM rough FWHMs out (where a PSF has fallen to < 1 % of its peak) must still reach the
+ * threshold. Noise peaks on a plateau (a bright star's halo, a dust shadow's rim, residual
+ * vignetting, nebulosity) have the plateau all round them and fail. In raster order (the samples
+ * then hit cached rows of D), kept in brightness order.
+ */
+function rejectDiffuse(scene: DetectScene, cands: Candidate[], roughDet: number, threshold: number, counts: DetectionCounts): Candidate[] {
+  const ringR = Math.max(3, RING_FWHM * roughDet);
+  const ring = new Float64Array(RING_SAMPLES);
+  const diffuse = new Uint8Array(cands.length);
+  const order = rasterOrder(cands.length, (k) => cands[k]!.iy, (k) => cands[k]!.ix);
+  for (let q = 0; q < order.length; q++) {
+    const c = cands[order[q]!]!;
+    if (c.d - ringMedian(scene.sig, c, ringR, ring) < threshold) diffuse[order[q]!] = 1;
+  }
+  const kept: Candidate[] = [];
+  for (let k = 0; k < cands.length; k++) {
+    if (diffuse[k]) counts.diffuse++;
+    else kept.push(cands[k]!);
+  }
+  return kept;
+}
+
+/** Deblending by saddles, brightest first; sets each accepted candidate's reach. */
+function deblend(scene: DetectScene, cands: Candidate[], roughDet: number, threshold: number, dContrast: number, dFraction: number, counts: DetectionCounts): Candidate[] {
+  const alphaDet = roughDet / (2 * Math.sqrt(2 ** (1 / 3) - 1));
   const grid = new Grid(16);
   const accepted: Candidate[] = [];
   const nearIds: number[] = [];
@@ -1745,7 +1891,7 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       const a = accepted[id]!;
       const dist = dist2d(a.ix - c.ix, a.iy - c.iy);
       if (dist > a.reach) continue;
-      const s = saddle(sig, a, c);
+      const s = saddle(scene.sig, a, c);
       const dip = c.d - s;
       if (dip < Math.max(dContrast, dFraction * c.d)) {
         absorbed = true;
@@ -1763,72 +1909,54 @@ export function detectStars(data: Float32Array, width: number, height: number, o
     grid.add(accepted.length, c.ix, c.iy);
     accepted.push(c);
   }
+  return accepted;
+}
 
-  // Full-resolution start positions.
-  const starts = accepted.map((c) => ({ x: cfa ? proxyToFull(c.fx) : c.fx, y: cfa ? proxyToFull(c.fy) : c.fy, c }));
-
-  // Frame FWHM scale: windowed moments of up to 25 bright unsaturated stars, with the rough
-  // scale as window; the median of their √(major·minor) FWHM then sizes every window and
-  // aperture (on a trailed frame that covers the trails).
-  const roughFull = roughDet * scale;
-  let fwhmScale = roughFull;
-  {
-    const g0 = geometryFor(roughFull);
-    const ws0 = new Workspace(g0.radius, g0.annOut);
-    const round: number[] = [];
-    const all: number[] = [];
-    for (const s of starts) {
-      if (all.length >= 25) break;
-      if (isSaturatedCand(s.c)) continue;
-      const r = measureStar(plane, width, height, cfa, s.x, s.y, g0, ws0, [], sat.level, localAt(s.x, s.y), s.c.spike);
-      if (!r || r.m.saturated) continue;
-      const ms = momentShape(r.m);
-      const size = Math.sqrt(ms.major * ms.minor);
-      all.push(size);
-      // Round ones set the scale unless most are elongated (a trailed frame): remnants of a
-      // streak must not.
-      if (eccentricityOf(ms.major, ms.minor) < 0.8) round.push(size);
-    }
-    const pick = round.length >= 0.4 * all.length ? round : all;
-    if (pick.length >= 3) {
-      pick.sort((a, b) => a - b);
-      fwhmScale = pick[pick.length >> 1]!;
-    }
+/**
+ * Frame FWHM scale: windowed moments of up to 25 bright unsaturated stars, with the rough scale
+ * as window; the median of their √(major·minor) FWHM then sizes every window and aperture (on a
+ * trailed frame that covers the trails). `roughFull` where fewer than 3 stars measure.
+ */
+function frameFwhmScale(scene: DetectScene, starts: Start[], roughFull: number): number {
+  const g0 = geometryFor(roughFull);
+  const ws0 = new Workspace(g0.radius, g0.annOut);
+  const round: number[] = [];
+  const all: number[] = [];
+  for (const s of starts) {
+    if (all.length >= 25) break;
+    if (scene.isSaturatedCand(s.c)) continue;
+    const r = scene.measure(s.x, s.y, g0, ws0, [], s.c.spike);
+    if (!r || r.m.saturated) continue;
+    const ms = momentShape(r.m);
+    const size = Math.sqrt(ms.major * ms.minor);
+    all.push(size);
+    // Round ones set the scale unless most are elongated (a trailed frame): remnants of a
+    // streak must not.
+    if (eccentricityOf(ms.major, ms.minor) < 0.8) round.push(size);
   }
-  if (!(fwhmScale > 0.5)) fwhmScale = 2.5;
-  const geo = geometryFor(fwhmScale);
-  const ws = new Workspace(geo.radius, geo.annOut);
+  const pick = round.length >= 0.4 * all.length ? round : all;
+  if (pick.length < 3) return roughFull;
+  pick.sort((a, b) => a - b);
+  return pick[pick.length >> 1]!;
+}
+
+/**
+ * Measures every start away from the border, in raster order (neighbouring stars share cached
+ * rows of the plane); returns them in the starts' order. A saturated core is a plateau on which
+ * the frame-scale window has no gradient to follow: such a star is centred from its core and
+ * measured with window and aperture widened by the core's diameter (its shape is never used:
+ * saturated stars stay out of the shape metrics).
+ */
+function measureStarts(scene: DetectScene, starts: Start[], geo: Geometry, fwhmScale: number, counts: DetectionCounts): MeasuredStar[] {
+  const { plane, width, height, sat } = scene;
+  const ws = scene.workspaceFor(geo);
   const border = Math.ceil(1.3 * fwhmScale) + 1;
-
-  const t3 = performance.now();
-  timings.candidates = t3 - t2;
-
-  // Measure every accepted candidate.
   const fullGrid = new Grid(16);
-  starts.forEach((s, i) => fullGrid.add(i, s.x, s.y));
-  // Per star: measurement, fit, candidate index, and the geometry and start it was measured with.
-  const measured: { m: Measured; fit: ReturnType<MoffatFitter['fit']> | null; index: number; at: MeasuredAt }[] = [];
+  for (let i = 0; i < starts.length; i++) fullGrid.add(i, starts[i]!.x, starts[i]!.y);
   const neighbourIds: number[] = [];
   const neighbours: { x: number; y: number }[] = [];
-  const fitQueue: number[] = [];
-  const fitValues = new Float64Array((2 * geo.fitRadius + 1) ** 2);
-  const siteScale = [1, 1, 1, 1];
   const coreScratch: number[] = [];
-  // The sky of one full-resolution pixel (its own site's level on a mosaic).
-  const skyOf = (x: number, y: number): number => {
-    const l = localAt(x, y).level;
-    return l ? l[cfa ? ((y & 1) << 1) | (x & 1) : 0]! : backgroundAt(bg, cfa ? (x - 0.5) / 2 : x, cfa ? (y - 0.5) / 2 : y) / (cfa ? 4 : 1);
-  };
-  const workspaces = new Map<number, Workspace>([[geo.radius * 1000 + geo.annOut, ws]]);
-  const workspaceFor = (g: Geometry): Workspace => {
-    const key = g.radius * 1000 + g.annOut;
-    let w0 = workspaces.get(key);
-    if (!w0) workspaces.set(key, (w0 = new Workspace(g.radius, g.annOut)));
-    return w0;
-  };
-  // Measured in raster order (neighbouring stars share cached rows of the plane), collected in
-  // the candidates' order.
-  const byIndex: ({ m: Measured; at: MeasuredAt } | null)[] = new Array<{ m: Measured; at: MeasuredAt } | null>(starts.length).fill(null);
+  const byIndex: (MeasuredStar | null)[] = new Array<MeasuredStar | null>(starts.length).fill(null);
   const measureOrder = rasterOrder(starts.length, (k) => starts[k]!.y, (k) => starts[k]!.x);
   for (let q = 0; q < measureOrder.length; q++) {
     const i = measureOrder[q]!;
@@ -1844,15 +1972,12 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       const o = starts[id]!;
       if (dist2d(o.x - s.x, o.y - s.y) < geo.radius * 1.5) neighbours.push({ x: o.x, y: o.y });
     }
-    // A saturated core is a plateau on which the frame-scale window has no gradient to follow:
-    // such a star is centred from its core and measured with window and aperture widened by the
-    // core's diameter (its shape is never used: saturated stars stay out of the shape metrics).
     let g = geo;
     let wsStar = ws;
     let sx = s.x;
     let sy = s.y;
-    if (isSaturatedCand(s.c)) {
-      const core = saturatedCore(plane, width, height, s.x, s.y, sat.level, coreScratch, skyOf);
+    if (scene.isSaturatedCand(s.c)) {
+      const core = saturatedCore(plane, width, height, s.x, s.y, sat.level, coreScratch, scene);
       if (core && core.edge < MIN_CORE_EDGE) {
         // Clipped pixels with the sky right beside them: a hot-pixel cluster that saturated.
         counts.hotPixels++;
@@ -1862,109 +1987,124 @@ export function detectStars(data: Float32Array, width: number, height: number, o
         sx = core.x;
         sy = core.y;
         g = geometryFor(fwhmScale + core.diameter);
-        wsStar = workspaceFor(g);
+        wsStar = scene.workspaceFor(g);
       }
     }
-    const r = measureStar(plane, width, height, cfa, sx, sy, g, wsStar, neighbours, sat.level, localAt(sx, sy), s.c.spike);
+    const r = scene.measure(sx, sy, g, wsStar, neighbours, s.c.spike);
     if (!r || !(r.m.flux > 0)) {
       counts.failed++;
       continue;
     }
-    byIndex[i] = { m: r.m, at: { g, x: sx, y: sy } };
+    byIndex[i] = { m: r.m, fit: null, index: i, at: { g, x: sx, y: sy } };
   }
-  byIndex.forEach((b, index) => {
-    if (b) measured.push({ m: b.m, fit: null, index, at: b.at });
-  });
-  const t4 = performance.now();
-  timings.measure = t4 - t3;
-  // Brightest first. Two candidates whose centroids converged onto the same star (a maximum on a
-  // star's wing that survived deblending) keep only the brighter.
-  measured.sort((a, b) => b.m.flux - a.m.flux);
-  {
-    const same = Math.max(1, 0.5 * fwhmScale);
-    const seen = new Grid(16);
-    const unique: typeof measured = [];
-    for (const e of measured) {
-      if (seen.near(e.m.x, e.m.y, same, nearIds).some((id) => dist2d(unique[id]!.m.x - e.m.x, unique[id]!.m.y - e.m.y) < same)) {
-        counts.merged++;
-        continue;
-      }
-      seen.add(unique.length, e.m.x, e.m.y);
-      unique.push(e);
+  const measured: MeasuredStar[] = [];
+  for (const b of byIndex) if (b) measured.push(b);
+  return measured;
+}
+
+/** Of two measurements closer than half the frame scale (brightest first), only the first stays. */
+function dropDuplicates(measured: MeasuredStar[], fwhmScale: number, counts: DetectionCounts): void {
+  const same = Math.max(1, 0.5 * fwhmScale);
+  const seen = new Grid(16);
+  const nearIds: number[] = [];
+  const unique: MeasuredStar[] = [];
+  for (const e of measured) {
+    if (seen.near(e.m.x, e.m.y, same, nearIds).some((id) => dist2d(unique[id]!.m.x - e.m.x, unique[id]!.m.y - e.m.y) < same)) {
+      counts.merged++;
+      continue;
     }
-    measured.length = 0;
-    measured.push(...unique);
+    seen.add(unique.length, e.m.x, e.m.y);
+    unique.push(e);
   }
-  // Fit the brightest unsaturated, unblended ones (re-extracting their patch). A frame with fewer
-  // than SATURATED_FIT_BELOW such stars (a wide field of only bright stars) fits its brightest
-  // saturated ones too, their clipped pixels left out: the Moffat profile of the unclipped wings
-  // still measures the seeing (on the generator's wide fields within ~30 % of the true FWHM,
-  // and rising with it), where moments of a clipped core would measure its brightness.
+  measured.length = 0;
+  measured.push(...unique);
+}
+
+/**
+ * Fits the brightest unsaturated, unblended stars (re-extracting their patch). A frame with
+ * fewer than SATURATED_FIT_BELOW such stars (a wide field of only bright stars) fits its
+ * brightest saturated ones too, their clipped pixels left out: the Moffat profile of the
+ * unclipped wings still measures the seeing (on the generator's wide fields within ~30 % of the
+ * true FWHM, and rising with it), where moments of a clipped core would measure its brightness.
+ */
+function fitBrightest(scene: DetectScene, measured: MeasuredStar[], starts: Start[], fitCount: number, geo: Geometry, counts: DetectionCounts): void {
+  const fitQueue: number[] = [];
   for (let q = 0; q < measured.length && fitQueue.length < fitCount; q++) {
     const e = measured[q]!;
     if (!e.m.saturated && !e.m.blended) fitQueue.push(q);
   }
-  let fitBuffer = fitValues;
-  const fitOne = (q: number): void => {
-    const e = measured[q]!;
-    const s = starts[e.index]!;
-    const g = e.at.g;
-    const wsFit = workspaceFor(g);
-    const r = measureStar(plane, width, height, cfa, e.at.x, e.at.y, g, wsFit, [], sat.level, localAt(e.at.x, e.at.y), s.c.spike);
-    if (!r) return;
-    // Fit the central (2·fitRadius + 1)² of the measurement patch: the core and inner wings
-    // hold nearly all the information on width and β, at a fraction of the cost.
-    const fr = g.fitRadius;
-    const fs = 2 * fr + 1;
-    const off = g.radius - fr;
-    if (fitBuffer.length < fs * fs) fitBuffer = new Float64Array(fs * fs);
-    const fitValuesStar = fitBuffer;
-    const { size: ps, x0: px0, y0: py0 } = r.patch;
-    const clipped = e.m.saturated ? saturatedMask(wsFit, ps, px0, py0, cfa, sat.level) : null;
-    const extract = () => {
-      for (let j = 0; j < fs; j++) {
-        for (let i = 0; i < fs; i++) {
-          const k = (j + off) * ps + i + off;
-          fitValuesStar[j * fs + i] = clipped && clipped[k] ? NaN : r.patch.values[k]!;
-        }
-      }
-    };
-    extract();
-    const fitPatch: PatchView = { values: fitValuesStar, size: fs, x0: px0 + off, y0: py0 + off };
-    let fit = wsFit.fitter.fit(fitPatch, { x: r.m.x, y: r.m.y, amplitude: Math.max(r.m.peak, 1e-9), mxx: r.m.mxx, myy: r.m.myy, mxy: r.m.mxy });
-    for (let round = 0; round < CFA_REFITS && cfa && fit.ok && siteSharesByFit(wsFit, ps, px0, py0, fit, siteScale, clipped); round++) {
-      // Re-normalise the sites against the fitted profile, then re-centre and refit.
-      applyScale(wsFit, ps, px0, py0, true, siteScale);
-      const c = windowedCentroid(wsFit, ps, px0, py0, r.m.x, r.m.y, g.sigmaW, 1);
-      if (c) {
-        e.m.x = c.x;
-        e.m.y = c.y;
-      }
-      extract();
-      const refit = wsFit.fitter.fit(fitPatch, { x: fit.x, y: fit.y, amplitude: fit.amplitude, mxx: r.m.mxx, myy: r.m.myy, mxy: r.m.mxy }, 40, fit);
-      if (refit.ok) fit = refit;
-    }
-    const sane = fit.ok && dist2d(fit.x - r.m.x, fit.y - r.m.y) < 1.5 && fit.beta >= 0.8 && fit.fwhmMinor > 0.3 && fit.fwhmMajor < 4 * g.radius;
-    if (sane) {
-      e.fit = fit;
-      counts.fitted++;
-    }
-  };
-  for (const q of fitQueue) fitOne(q);
+  const state: FitScratch = { values: new Float64Array((2 * geo.fitRadius + 1) ** 2), siteScale: [1, 1, 1, 1] };
+  for (const q of fitQueue) fitOne(scene, measured[q]!, starts, state, counts);
   if (fitCount > 0 && counts.fitted < SATURATED_FIT_BELOW) {
     // Faintest saturated first: the smaller the clipped core, the more of the profile is left.
     let added = 0;
     for (let q = measured.length - 1; q >= 0 && added < SATURATED_FIT_COUNT; q--) {
       const e = measured[q]!;
       if (e.m.saturated && !e.m.blended) {
-        fitOne(q);
+        fitOne(scene, e, starts, state, counts);
         added++;
       }
     }
   }
-  const t5 = performance.now();
-  timings.fit = t5 - t4;
-  // Calibrate moment FWHMs to the fits: median ratio over the fitted stars.
+}
+
+/** Fit buffers shared by a frame's fits: the fitted patch (grown as needed) and the CFA site scales. */
+interface FitScratch {
+  values: Float64Array;
+  siteScale: number[];
+}
+
+/** The central fs × fs of a measured patch (clipped pixels NaN) into `out`. */
+function extractFitPatch(out: Float64Array, fs: number, off: number, ps: number, values: ArrayLike<number>, clipped: Uint8Array | null): void {
+  for (let j = 0; j < fs; j++) {
+    for (let i = 0; i < fs; i++) {
+      const k = (j + off) * ps + i + off;
+      out[j * fs + i] = clipped && clipped[k] ? NaN : values[k]!;
+    }
+  }
+}
+
+/** Re-measures one star and fits a Moffat to the central (2·fitRadius + 1)² of its patch; a sane fit is kept on the entry. */
+function fitOne(scene: DetectScene, e: MeasuredStar, starts: Start[], state: FitScratch, counts: DetectionCounts): void {
+  const { cfa, sat } = scene;
+  const s = starts[e.index]!;
+  const g = e.at.g;
+  const wsFit = scene.workspaceFor(g);
+  const r = scene.measure(e.at.x, e.at.y, g, wsFit, [], s.c.spike);
+  if (!r) return;
+  // The core and inner wings hold nearly all the information on width and β, at a fraction of
+  // the cost of the whole patch.
+  const fr = g.fitRadius;
+  const fs = 2 * fr + 1;
+  const off = g.radius - fr;
+  if (state.values.length < fs * fs) state.values = new Float64Array(fs * fs);
+  const fitValuesStar = state.values;
+  const { size: ps, x0: px0, y0: py0 } = r.patch;
+  const clipped = e.m.saturated ? saturatedMask(wsFit, ps, px0, py0, cfa, sat.level) : null;
+  extractFitPatch(fitValuesStar, fs, off, ps, r.patch.values, clipped);
+  const fitPatch: PatchView = { values: fitValuesStar, size: fs, x0: px0 + off, y0: py0 + off };
+  let fit = wsFit.fitter.fit(fitPatch, { x: r.m.x, y: r.m.y, amplitude: Math.max(r.m.peak, 1e-9), mxx: r.m.mxx, myy: r.m.myy, mxy: r.m.mxy });
+  for (let round = 0; round < CFA_REFITS && cfa && fit.ok && siteSharesByFit(wsFit, ps, px0, py0, fit, state.siteScale, clipped); round++) {
+    // Re-normalise the sites against the fitted profile, then re-centre and refit.
+    applyScale(wsFit, ps, px0, py0, true, state.siteScale);
+    const c = windowedCentroid(wsFit, ps, px0, py0, r.m.x, r.m.y, g.sigmaW, 1);
+    if (c) {
+      e.m.x = c.x;
+      e.m.y = c.y;
+    }
+    extractFitPatch(fitValuesStar, fs, off, ps, r.patch.values, clipped);
+    const refit = wsFit.fitter.fit(fitPatch, { x: fit.x, y: fit.y, amplitude: fit.amplitude, mxx: r.m.mxx, myy: r.m.myy, mxy: r.m.mxy }, 40, fit);
+    if (refit.ok) fit = refit;
+  }
+  const sane = fit.ok && dist2d(fit.x - r.m.x, fit.y - r.m.y) < 1.5 && fit.beta >= 0.8 && fit.fwhmMinor > 0.3 && fit.fwhmMajor < 4 * g.radius;
+  if (sane) {
+    e.fit = fit;
+    counts.fitted++;
+  }
+}
+
+/** Calibration of moment FWHMs to the fits: the median fit/moment ratio over the fitted unsaturated stars (1 below 3 fits). */
+function momentToFitRatio(measured: MeasuredStar[]): number {
   const ratiosFit: number[] = [];
   for (const e of measured) {
     if (!e.fit || e.m.saturated) continue;
@@ -1972,9 +2112,18 @@ export function detectStars(data: Float32Array, width: number, height: number, o
     ratiosFit.push(Math.sqrt(e.fit.fwhmMajor * e.fit.fwhmMinor) / Math.sqrt(ms.major * ms.minor));
   }
   ratiosFit.sort((a, b) => a - b);
-  const momentToFit = ratiosFit.length >= 3 ? ratiosFit[ratiosFit.length >> 1]! : 1;
+  return ratiosFit.length >= 3 ? ratiosFit[ratiosFit.length >> 1]! : 1;
+}
 
-  const gain = options.gain;
+/**
+ * The stars (brightest first, at most maxStars), less the narrow sources: among sources bright
+ * enough for a trustworthy shape (SNR ≥ NARROW_SNR), a minor-axis moment FWHM below
+ * NARROW_FRACTION of those sources' upper quartile is a hot-pixel cluster or a cosmic-ray track
+ * (2×2 and 1×2 clusters measure 0.4–0.55 of a 2.5 px star's; real stars of that SNR stay above
+ * ~0.9 of the median on the generator's frames). Moments, not fits: a fit of a blended or odd
+ * star can come out narrow where its moments do not.
+ */
+function starList(measured: MeasuredStar[], momentToFit: number, gain: number | undefined, maxStars: number, counts: DetectionCounts): Star[] {
   const all: Star[] = [];
   // Minor-axis FWHM from the calibrated moments of every star (fitted or not), for the narrow test.
   const momentMinor: number[] = [];
@@ -2013,44 +2162,25 @@ export function detectStars(data: Float32Array, width: number, height: number, o
       blended: m.blended,
     });
   }
-  // Narrower than the optics make: among sources bright enough for a trustworthy shape (SNR ≥
-  // NARROW_SNR), a minor-axis moment FWHM below NARROW_FRACTION of those sources' upper quartile is a
-  // hot-pixel cluster or a cosmic-ray track (2×2 and 1×2 clusters measure 0.4–0.55 of a 2.5 px
-  // star's; real stars of that SNR stay above ~0.9 of the median on the generator's frames).
-  // Moments, not fits: a fit of a blended or odd star can come out narrow where its moments do not.
   const shapes: number[] = [];
-  all.forEach((st, k) => {
+  for (let k = 0; k < all.length; k++) {
+    const st = all[k]!;
     if (!st.saturated && st.snr >= NARROW_SNR && Number.isFinite(momentMinor[k]!)) shapes.push(momentMinor[k]!);
-  });
+  }
   shapes.sort((a, b) => a - b);
   // Relative to the upper quartile: where clusters outnumber the bright stars they pull a median down.
   const narrowBelow = shapes.length >= 5 ? NARROW_FRACTION * shapes[Math.floor(0.75 * (shapes.length - 1))]! : 0;
   const stars: Star[] = [];
-  all.forEach((st, k) => {
+  for (let k = 0; k < all.length; k++) {
+    const st = all[k]!;
     // Saturated sources too: a saturated star's clipped core and wings measure wider than any
     // unsaturated star, a hot-pixel cluster clipped at the same level stays a pixel or two.
     if (st.snr >= NARROW_SNR && momentMinor[k]! < narrowBelow) {
       counts.narrow++;
       if (st.shape === 'fit') counts.fitted--;
-      return;
+      continue;
     }
     if (stars.length < maxStars) stars.push(st);
-  });
-  return {
-    ok: true,
-    stars,
-    width,
-    height,
-    cfa,
-    background: bg,
-    backgroundMedian: cfa ? bg.median / 4 : bg.median,
-    backgroundRms: cfa ? bg.rms / 2 : bg.rms,
-    saturationLevel: sat.level,
-    saturationSource: sat.source,
-    saturatedFraction: sat.fraction,
-    fwhmScale,
-    apertureRadius: geo.aperture,
-    counts,
-    timings: { ...timings, total: performance.now() - t0 },
-  };
+  }
+  return stars;
 }
