@@ -18,7 +18,8 @@
 // collection every message or two in STACKING); their owner calls collect() when it drops them.
 // The same file is the worker's entry module (it checks workerData), so no second script exists.
 
-import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData, type Worker } from 'node:worker_threads';
+import { startWorker } from './worker-start.js';
 import { exposeGc } from './worker-gc.js';
 
 /** Shared-buffer bytes a worker receives between two collections of its heap. */
@@ -156,15 +157,7 @@ export class WorkerPool {
   }
 
   private spawn(): Slot {
-    // Workers inherit the parent's flags, but the entry here is a file: drop -e/-p/--input-type,
-    // which Node refuses for file entry points (a parent started with `node -e` still works).
-    const execArgv: string[] = [];
-    for (let i = 0; i < process.execArgv.length; i++) {
-      const a = process.execArgv[i]!;
-      if (a === '-e' || a === '--eval' || a === '-p' || a === '--print') i++;
-      else if (!a.startsWith('--input-type') && !a.startsWith('--eval=') && !a.startsWith('--print=')) execArgv.push(a);
-    }
-    const worker = new Worker(new URL(import.meta.url), { workerData: { [WORKER_FLAG]: true }, execArgv });
+    const worker = startWorker(new URL(import.meta.url), { workerData: { [WORKER_FLAG]: true } });
     const slot: Slot = { worker, job: null };
     worker.on('message', (msg: { error?: string }) => {
       const job = slot.job;

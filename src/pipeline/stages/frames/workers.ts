@@ -7,7 +7,8 @@
 // worker (phases call it from finalize, so an error or a cancel leaves no thread behind); a task
 // result is identical whichever thread computed it.
 
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../../../cpu/worker-start.js';
 import { CancelledError } from '../../phase.js';
 import { runFrameTask, type FrameTask, type FrameTaskResult } from './tasks.js';
 // Sets V8's --expose-gc on the main thread before any frame worker starts (see worker-gc.ts).
@@ -70,14 +71,7 @@ export class FrameWorkers {
   }
 
   private spawn(): void {
-    // A file entry refuses -e/-p/--input-type (inherited when the parent ran `node -e`).
-    const execArgv: string[] = [];
-    for (let i = 0; i < process.execArgv.length; i++) {
-      const a = process.execArgv[i]!;
-      if (a === '-e' || a === '--eval' || a === '-p' || a === '--print') i++;
-      else if (!a.startsWith('--input-type') && !a.startsWith('--eval=') && !a.startsWith('--print=')) execArgv.push(a);
-    }
-    const worker = new Worker(new URL('./worker.js', import.meta.url), { execArgv, resourceLimits: { maxYoungGenerationSizeMb: FRAME_WORKER_YOUNG_GEN_MIB } });
+    const worker = startWorker(new URL('./worker.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: FRAME_WORKER_YOUNG_GEN_MIB } });
     const slot: Slot = { worker, job: null };
     worker.on('message', (msg: { result?: FrameTaskResult; error?: string }) => {
       const job = slot.job;

@@ -12,7 +12,8 @@
 // outstanding (an idle one never keeps the process alive) and terminated by close().
 // The same file is the worker's entry module (it checks workerData), as src/cpu/worker-pool.ts.
 
-import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData, type Worker } from 'node:worker_threads';
+import { startWorker } from '../../../cpu/worker-start.js';
 import '../../../cpu/worker-gc.js'; // V8 flags for workers, set on the main thread before any worker starts
 import type { BinnedPlane } from '../../../algorithms/binned-plane.js';
 import type { LnFitOptions, PreparedReference } from '../../../algorithms/local-normalization.js';
@@ -51,7 +52,7 @@ export class LnFitWorker {
   private failure: Error | null = null;
 
   constructor(init: Omit<InitMessage, 'type'>) {
-    this.worker = new Worker(new URL(import.meta.url), { workerData: { [WORKER_FLAG]: true, exitAfterFits: lnFitWorkerTesting.exitAfterFits }, execArgv: fileEntryArgv() });
+    this.worker = startWorker(new URL(import.meta.url), { workerData: { [WORKER_FLAG]: true, exitAfterFits: lnFitWorkerTesting.exitAfterFits } });
     this.worker.unref();
     this.worker.on('message', (m: Reply) => {
       const w = this.waiting.get(m.id);
@@ -93,17 +94,6 @@ export class LnFitWorker {
     this.failure ??= new Error('local-normalization fit worker closed');
     await this.worker.terminate();
   }
-}
-
-/** The parent's flags less those Node refuses for a file entry point (as worker-pool.ts). */
-function fileEntryArgv(): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < process.execArgv.length; i++) {
-    const a = process.execArgv[i]!;
-    if (a === '-e' || a === '--eval' || a === '-p' || a === '--print') i++;
-    else if (!a.startsWith('--input-type') && !a.startsWith('--eval=') && !a.startsWith('--print=')) out.push(a);
-  }
-  return out;
 }
 
 if (!isMainThread && (workerData as Record<string, unknown> | null)?.[WORKER_FLAG] === true) {
