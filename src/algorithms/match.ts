@@ -180,7 +180,12 @@ function angleDistance(a: number, b: number): number {
   return d > Math.PI ? TWO_PI - d : d;
 }
 
-/** Finds candidate star correspondences between `reference` and `frame`. */
+/**
+ * Candidate star correspondences between `reference` and `frame`. In stages, each its own
+ * function (similarPairs, histogramBlocks, consistentPairs, assignVotes): a registration worker
+ * runs this once per frame, and as one long function V8 re-optimised all of it after each
+ * deoptimisation of any part (~50 ms per compile, ~11 times per worker and run).
+ */
 export function matchStars(reference: readonly StarPoint[], frame: readonly StarPoint[], options: MatchOptions = {}): MatchPairs | MatchFailure {
   const maxStars = Math.max(3, Math.floor(options.maxStars ?? 40));
   const tolerance = options.tolerance ?? 0.005;
@@ -203,13 +208,61 @@ export function matchStars(reference: readonly StarPoint[], frame: readonly Star
   }
 
   // 2. Triangle pairs with matching invariants and an admissible scale.
+  const pairs = similarPairs(rt, ft, tolerance, sMin, sMax, allowMirror);
+  if (pairs.n === 0) {
+    return { ok: false, code: 'no_match', detail: `no triangle of the frame (${ft.count}) resembles one of the reference (${rt.count})` };
+  }
+
+  // 3. Hough histogram over (mirror, rotation, log scale). Its strongest blocks (3×3 bin
+  //    sums) are the candidate transforms; chance pairs can still pile up in a block when few
+  //    stars are shared, so each block is then tested for a common translation as well.
   const lnMin = Math.log(sMin);
-  const lnMax = Math.log(sMax);
+  const hist = histogramBlocks(pairs, lnMin, Math.log(sMax));
+  const best = consistentPairs(pairs, hist, lnMin, rt, ft, fx, fy, nF);
+  if (best.members.length === 0) {
+    return { ok: false, code: 'no_match', detail: `${pairs.n} similar triangle pairs but none consistent with one transform` };
+  }
+  const bestMembers = best.members;
+  // The transform estimate: circular mean rotation and mean log scale of the consistent pairs.
+  let sc = 0;
+  let sn = 0;
+  let sl = 0;
+  for (const i of bestMembers) {
+    sc += Math.cos(pairs.theta[i]!);
+    sn += Math.sin(pairs.theta[i]!);
+    sl += pairs.logScale[i]!;
+  }
+  const peakTheta = wrap(Math.atan2(sn, sc));
+  const peakLs = sl / bestMembers.length;
+
+  // 4. Votes of the consistent triangle pairs for their vertex correspondences.
+  const out = assignVotes(pairs, bestMembers, rt, ft, nR, nF, refOrder, frameOrder);
+  let rotation = (peakTheta * 180) / Math.PI;
+  if (rotation > 180) rotation -= 360;
+  return {
+    ok: true,
+    ref: Int32Array.from(out.ref),
+    frame: Int32Array.from(out.frame),
+    votes: Int32Array.from(out.votes),
+    count: out.ref.length,
+    mirrored: best.mirror === 1,
+    rotation_deg: rotation,
+    scale: Math.exp(peakLs),
+    triangle_votes: bestMembers.length,
+    triangle_pairs: pairs.n,
+    stars_used: [nR, nF],
+  };
+}
+
+/**
+ * Frame/reference triangle pairs whose shape invariants agree within the tolerance and whose
+ * size ratio is an admissible scale. The work is the number of reference triangles inspected
+ * near each frame triangle. Star fields whose triangles crowd into one part of the invariant
+ * plane (trailed or doubled stars, regular patterns) can make it explode, so the tolerance is
+ * halved until the count — cheap to know from the grid — fits the budget.
+ */
+function similarPairs(rt: TriangleSet, ft: TriangleSet, tolerance: number, sMin: number, sMax: number, allowMirror: boolean): PairList {
   const pairs = new PairList();
-  // The work is the number of reference triangles inspected near each frame triangle. Star
-  // fields whose triangles crowd into one part of the invariant plane (trailed or doubled
-  // stars, regular patterns) can make it explode, so the tolerance is halved until the
-  // count — cheap to know from the grid — fits the budget.
   let tol = tolerance;
   let index = indexTriangles(rt, tol);
   for (;;) {
@@ -245,25 +298,32 @@ export function matchStars(reference: readonly StarPoint[], frame: readonly Star
       }
     }
   }
-  if (pairs.n === 0) {
-    return { ok: false, code: 'no_match', detail: `no triangle of the frame (${ft.count}) resembles one of the reference (${rt.count})` };
-  }
+  return pairs;
+}
 
-  // 3. Hough histogram over (mirror, rotation, log scale). Its strongest blocks (3×3 bin
-  //    sums) are the candidate transforms; chance pairs can still pile up in a block when few
-  //    stars are shared, so each block is then tested for a common translation as well.
+/** The pairs' Hough histogram: pairs listed by bin, and the strongest blocks. */
+interface PairHistogram {
+  /** Log-scale bins. */
+  nS: number;
+  /** Pairs by bin: byBin[binStart[b] .. binStart[b + 1]) (ascending pair index within a bin). */
+  binStart: Int32Array;
+  byBin: Int32Array;
+  /** Top blocks (3×3 bin sums), strongest first (lowest bin on ties), at least 3 bins apart. */
+  blocks: number[];
+}
+
+function histogramBlocks(pairs: PairList, lnMin: number, lnMax: number): PairHistogram {
   const nS = Math.max(1, Math.ceil((lnMax - lnMin) / LOG_SCALE_BIN));
   const hist = new Int32Array(2 * ANGLE_BINS * nS);
-  const binOf = (theta: number) => Math.min(ANGLE_BINS - 1, Math.floor((theta / TWO_PI) * ANGLE_BINS));
-  const sBinOf = (ls: number) => Math.min(nS - 1, Math.max(0, Math.floor((ls - lnMin) / LOG_SCALE_BIN)));
   const binOfPair = new Int32Array(pairs.n);
   for (let i = 0; i < pairs.n; i++) {
-    const bin = (pairs.mirror[i]! * ANGLE_BINS + binOf(pairs.theta[i]!)) * nS + sBinOf(pairs.logScale[i]!);
+    const angleBin = Math.min(ANGLE_BINS - 1, Math.floor((pairs.theta[i]! / TWO_PI) * ANGLE_BINS));
+    const scaleBin = Math.min(nS - 1, Math.max(0, Math.floor((pairs.logScale[i]! - lnMin) / LOG_SCALE_BIN)));
+    const bin = (pairs.mirror[i]! * ANGLE_BINS + angleBin) * nS + scaleBin;
     binOfPair[i] = bin;
     hist[bin]!++;
   }
-  // Pairs listed by bin (counting sort, ascending pair index within a bin) so that a block
-  // visits only its neighbourhood's pairs.
+  // Counting sort, so that a block visits only its neighbourhood's pairs.
   const binStart = new Int32Array(hist.length + 1);
   for (let b = 0; b < hist.length; b++) binStart[b + 1] = binStart[b]! + hist[b]!;
   const binFill = binStart.slice(0, hist.length);
@@ -286,8 +346,7 @@ export function matchStars(reference: readonly StarPoint[], frame: readonly Star
       }
     }
   }
-  // Top blocks, strongest first (lowest bin index on ties), at least 3 bins apart: repeated
-  // arg-max with suppression of the neighbourhood already taken.
+  // Repeated arg-max with suppression of the neighbourhood already taken.
   const blocks: number[] = [];
   while (blocks.length < MAX_BLOCKS) {
     let top = 0;
@@ -310,9 +369,22 @@ export function matchStars(reference: readonly StarPoint[], frame: readonly Star
       }
     }
   }
+  return { nS, binStart, byBin, blocks };
+}
 
-  // Where each triangle pair's own similarity takes a fixed anchor point of the frame (the
-  // centre of its star subset): pairs of one true transform agree to a few pixels.
+/** The translation cell key of pair i's anchor image. */
+function cellKey(qx: Float64Array, qy: Float64Array, i: number): number {
+  return Math.floor(qx[i]! / TRANSLATION_CELL) * 1e6 + Math.floor(qy[i]! / TRANSLATION_CELL);
+}
+
+/**
+ * Of the histogram's blocks, the pairs that also agree on the translation: where each triangle
+ * pair's own similarity takes a fixed anchor point of the frame (the centre of its star subset),
+ * pairs of one true transform land within a few pixels; the block whose densest 3×3 cell
+ * neighbourhood of anchor images holds the most pairs wins. Empty members: no block.
+ */
+function consistentPairs(pairs: PairList, hist: PairHistogram, lnMin: number, rt: TriangleSet, ft: TriangleSet, fx: Float64Array, fy: Float64Array, nF: number): { members: number[]; mirror: number } {
+  const { nS, binStart, byBin } = hist;
   let ax0 = Infinity;
   let ax1 = -Infinity;
   let ay0 = Infinity;
@@ -325,26 +397,14 @@ export function matchStars(reference: readonly StarPoint[], frame: readonly Star
   }
   const anchorX = (ax0 + ax1) / 2;
   const anchorY = (ay0 + ay1) / 2;
+  // Anchor images, computed only for the pairs inside a tested block.
   const qx = new Float64Array(pairs.n);
   const qy = new Float64Array(pairs.n);
-  // Computed only for the pairs inside a tested block.
-  const anchorImage = (i: number) => {
-    const t = pairs.frameTri[i]!;
-    const r = pairs.refTri[i]!;
-    const s = Math.exp(pairs.logScale[i]!);
-    const c = s * Math.cos(pairs.theta[i]!);
-    const n = s * Math.sin(pairs.theta[i]!);
-    const dx = anchorX - ft.cx[t]!;
-    const dy = pairs.mirror[i] ? ft.cy[t]! - anchorY : anchorY - ft.cy[t]!;
-    qx[i] = rt.cx[r]! + c * dx - n * dy;
-    qy[i] = rt.cy[r]! + n * dx + c * dy;
-  };
-
   const members: number[] = [];
   let bestScore = 0;
   let bestMembers: number[] = [];
   let bestMirror = 0;
-  for (const b of blocks) {
+  for (const b of hist.blocks) {
     const m = Math.floor(b / (ANGLE_BINS * nS));
     const theta0 = ((Math.floor(b / nS) % ANGLE_BINS) + 0.5) / ANGLE_BINS * TWO_PI;
     const ls0 = lnMin + ((b % nS) + 0.5) * LOG_SCALE_BIN;
@@ -361,70 +421,73 @@ export function matchStars(reference: readonly StarPoint[], frame: readonly Star
           const i = byBin[q]!;
           if (angleDistance(pairs.theta[i]!, theta0) > ANGLE_WINDOW) continue;
           if (Math.abs(pairs.logScale[i]! - ls0) > LOG_SCALE_WINDOW) continue;
-          anchorImage(i);
+          const t = pairs.frameTri[i]!;
+          const r = pairs.refTri[i]!;
+          const s = Math.exp(pairs.logScale[i]!);
+          const c = s * Math.cos(pairs.theta[i]!);
+          const n = s * Math.sin(pairs.theta[i]!);
+          const dx = anchorX - ft.cx[t]!;
+          const dy = pairs.mirror[i] ? ft.cy[t]! - anchorY : anchorY - ft.cy[t]!;
+          qx[i] = rt.cx[r]! + c * dx - n * dy;
+          qy[i] = rt.cy[r]! + n * dx + c * dy;
           members.push(i);
         }
       }
     }
     if (members.length <= bestScore) continue;
-    // Densest TRANSLATION_CELL-sized cell neighbourhood of the anchor images.
-    const cells = new Map<number, number>();
-    const key = (i: number) => Math.floor(qx[i]! / TRANSLATION_CELL) * 1e6 + Math.floor(qy[i]! / TRANSLATION_CELL);
-    for (const i of members) {
-      const k = key(i);
-      cells.set(k, (cells.get(k) ?? 0) + 1);
-    }
-    let top = -1;
-    let topKey = 0;
-    for (const i of members) {
-      const k = key(i);
-      let sum = 0;
-      for (let d = -1; d <= 1; d++) for (let e = -1; e <= 1; e++) sum += cells.get(k + d * 1e6 + e) ?? 0;
-      if (sum > top || (sum === top && k < topKey)) {
-        top = sum;
-        topKey = k;
+    const densest = densestCell(members, qx, qy);
+    if (densest.count > bestScore) {
+      const kx = Math.round(densest.key / 1e6);
+      const ky = densest.key - kx * 1e6;
+      bestScore = densest.count;
+      bestMirror = m;
+      bestMembers = [];
+      for (const i of members) {
+        const k = cellKey(qx, qy, i);
+        const ix = Math.round(k / 1e6);
+        if (Math.abs(ix - kx) <= 1 && Math.abs(k - ix * 1e6 - ky) <= 1) bestMembers.push(i);
       }
     }
-    if (top > bestScore) {
-      const kx = Math.round(topKey / 1e6);
-      const ky = topKey - kx * 1e6;
-      bestScore = top;
-      bestMirror = m;
-      bestMembers = members.filter((i) => {
-        const k = key(i);
-        const ix = Math.round(k / 1e6);
-        return Math.abs(ix - kx) <= 1 && Math.abs(k - ix * 1e6 - ky) <= 1;
-      });
+  }
+  return { members: bestMembers, mirror: bestMirror };
+}
+
+/** The TRANSLATION_CELL cell whose 3×3 neighbourhood holds the most anchor images (lowest key on ties), and that count. */
+function densestCell(members: number[], qx: Float64Array, qy: Float64Array): { key: number; count: number } {
+  const cells = new Map<number, number>();
+  for (const i of members) {
+    const k = cellKey(qx, qy, i);
+    cells.set(k, (cells.get(k) ?? 0) + 1);
+  }
+  let top = -1;
+  let topKey = 0;
+  for (const i of members) {
+    const k = cellKey(qx, qy, i);
+    let sum = 0;
+    for (let d = -1; d <= 1; d++) for (let e = -1; e <= 1; e++) sum += cells.get(k + d * 1e6 + e) ?? 0;
+    if (sum > top || (sum === top && k < topKey)) {
+      top = sum;
+      topKey = k;
     }
   }
-  if (bestMembers.length === 0) {
-    return { ok: false, code: 'no_match', detail: `${pairs.n} similar triangle pairs but none consistent with one transform` };
-  }
-  // The transform estimate: circular mean rotation and mean log scale of the consistent pairs.
-  let sc = 0;
-  let sn = 0;
-  let sl = 0;
-  for (const i of bestMembers) {
-    sc += Math.cos(pairs.theta[i]!);
-    sn += Math.sin(pairs.theta[i]!);
-    sl += pairs.logScale[i]!;
-  }
-  const peakTheta = wrap(Math.atan2(sn, sc));
-  const peakLs = sl / bestMembers.length;
+  return { key: topKey, count: top };
+}
 
-  // 4. Votes of the consistent triangle pairs for their vertex correspondences.
+/**
+ * Star correspondences from the consistent triangle pairs' votes, one-to-one by descending
+ * votes. A true pair collects votes from most triangles through its star, a chance pair from a
+ * handful: cells need ≥ 10 % of the top vote (and ≥ 2); single votes only if too few cells
+ * qualify. Indices are the callers' (through the brightness orders).
+ */
+function assignVotes(pairs: PairList, members: number[], rt: TriangleSet, ft: TriangleSet, nR: number, nF: number, refOrder: Int32Array, frameOrder: Int32Array): { ref: number[]; frame: number[]; votes: number[] } {
   const votes = new Int32Array(nR * nF);
-  const consistent = bestMembers.length;
-  for (const i of bestMembers) {
+  for (const i of members) {
     const t = pairs.frameTri[i]!;
     const r = pairs.refTri[i]!;
     votes[rt.A[r]! * nF + ft.A[t]!]!++;
     votes[rt.B[r]! * nF + ft.B[t]!]!++;
     votes[rt.C[r]! * nF + ft.C[t]!]!++;
   }
-  // One-to-one assignment by descending votes. A true pair collects votes from most
-  // triangles through its star, a chance pair from a handful: cells need ≥ 10 % of the top
-  // vote (and ≥ 2); single votes only if too few cells qualify.
   let maxVotes = 0;
   for (let c = 0; c < votes.length; c++) if (votes[c]! > maxVotes) maxVotes = votes[c]!;
   const minVotes = Math.max(2, Math.floor(0.1 * maxVotes));
@@ -437,32 +500,16 @@ export function matchStars(reference: readonly StarPoint[], frame: readonly Star
   cells.sort((p, q) => votes[q]! - votes[p]! || p - q);
   const usedR = new Uint8Array(nR);
   const usedF = new Uint8Array(nF);
-  const outR: number[] = [];
-  const outF: number[] = [];
-  const outV: number[] = [];
+  const out = { ref: [] as number[], frame: [] as number[], votes: [] as number[] };
   for (const c of cells) {
     const r = Math.floor(c / nF);
     const f = c - r * nF;
     if (usedR[r] || usedF[f]) continue;
     usedR[r] = 1;
     usedF[f] = 1;
-    outR.push(refOrder[r]!);
-    outF.push(frameOrder[f]!);
-    outV.push(votes[c]!);
+    out.ref.push(refOrder[r]!);
+    out.frame.push(frameOrder[f]!);
+    out.votes.push(votes[c]!);
   }
-  let rotation = (peakTheta * 180) / Math.PI;
-  if (rotation > 180) rotation -= 360;
-  return {
-    ok: true,
-    ref: Int32Array.from(outR),
-    frame: Int32Array.from(outF),
-    votes: Int32Array.from(outV),
-    count: outR.length,
-    mirrored: bestMirror === 1,
-    rotation_deg: rotation,
-    scale: Math.exp(peakLs),
-    triangle_votes: consistent,
-    triangle_pairs: pairs.n,
-    stars_used: [nR, nF],
-  };
+  return out;
 }
