@@ -22,7 +22,7 @@
 
 import { readFile, rm } from 'node:fs/promises';
 import { stringify as yamlStringify } from 'yaml';
-import { exposeGc } from '../cpu/worker-gc.js';
+import { collectorWhenGrown, exposeGc } from '../cpu/worker-gc.js';
 import { collectSharedPools } from '../cpu/worker-pool.js';
 import { GpuContext } from '../gpu/context.js';
 import { devicePreferenceFromEnv, type DeviceInfo, type DevicePreference } from '../gpu/device.js';
@@ -113,8 +113,8 @@ export interface PipelineRunResult<S> {
   device: DeviceInfo;
 }
 
-/** The main thread's collector (a full GC of dead frame buffers takes milliseconds). */
-const collectGarbage = exposeGc();
+/** Growth of the heap and array buffers after which a phase's end runs a full collection (collectorWhenGrown). */
+const COLLECT_GROWTH_BYTES = 8 * 1024 * 1024;
 
 /** Writes the effective configuration where the layout says: JSON for a .json path, else YAML; `_runtime` says what ran it. */
 async function writeEffectiveConfig(folder: RunFolder, config: unknown, device: DeviceInfo): Promise<void> {
@@ -178,9 +178,10 @@ export async function runPipeline<C, S extends PipelineBase<C>>(definition: Pipe
     // Pooled device buffers are sized for one phase's work; the next phase rarely reuses them, and
     // on a software adapter they are host memory: released between phases, and the phase's dead
     // frames collected, so no phase's peak carries the previous phase's memory (memory-flat runs).
+    const collectGarbage = collectorWhenGrown(exposeGc(), COLLECT_GROWTH_BYTES);
     const afterPhase = () => {
       gpu?.pool.trim();
-      collectGarbage?.();
+      collectGarbage();
       // Worker-pool threads release the phase's `reused` shared buffers (worker-pool.ts).
       collectSharedPools();
     };
