@@ -97,6 +97,25 @@ export function makeCcProxy(plane: Float32Array, width: number, height: number, 
  * multiple of `bin` and hold whole multiples of `bin` rows (except rows beyond `rowsUsed`,
  * which the proxy ignores); the result is identical to makeCcProxy on the whole plane.
  */
+/**
+ * Buffers a caller lends proxy building, reused from one proxy to the next (a frame worker's
+ * proxies are dropped after each frame's correlation): the proxy's own values and the blur's
+ * intermediate plane, grown as needed. A proxy built with a scratch is valid until the scratch's
+ * next use.
+ */
+export interface CcScratch {
+  proxy: Float32Array | null;
+  blur: Float32Array | null;
+}
+
+/** `n` values of the scratch's buffer `key`, grown (replaced) when too small. */
+function lend(scratch: CcScratch | undefined, key: keyof CcScratch, n: number): Float32Array {
+  if (!scratch) return new Float32Array(n);
+  let b = scratch[key];
+  if (!b || b.length < n) scratch[key] = b = new Float32Array(n);
+  return b.subarray(0, n);
+}
+
 export class CcProxyBuilder {
   readonly bin: number;
   readonly pw: number;
@@ -111,12 +130,14 @@ export class CcProxyBuilder {
     readonly width: number,
     readonly height: number,
     private readonly options: CcProxyOptions = {},
+    private readonly scratch?: CcScratch,
   ) {
     this.bin = Math.max(1, Math.floor(options.bin ?? 2));
     this.pw = Math.max(1, Math.floor(width / this.bin));
     this.ph = Math.max(1, Math.floor(height / this.bin));
     this.rowsUsed = Math.min(height, this.ph * this.bin);
-    this.data = new Float32Array(this.pw * this.ph);
+    // Every value is written by addRows (binRows fills each block of the rows it is given).
+    this.data = lend(scratch, 'proxy', this.pw * this.ph);
   }
 
   /** Rows y0 … y0 + rows.length/width − 1 of the plane. */
@@ -146,7 +167,7 @@ export class CcProxyBuilder {
     // The floor sits at the background plus k·σ of the noise as it is after the blur.
     const floor = floorSigmas === null ? -Infinity : levels.median + floorSigmas * levels.sigma * (kernel ? kernel.noiseGain : 1);
     // Clip, blur and floor in two passes over the proxy (rows, then columns).
-    blurClipFloor(data, pw, ph, levels.lo, levels.hi, floor, kernel, this.hasNaN);
+    blurClipFloor(data, pw, ph, levels.lo, levels.hi, floor, kernel, this.hasNaN, kernel ? lend(this.scratch, 'blur', pw * ph) : null);
     return { width: pw, height: ph, bin: this.bin, fullWidth: this.width, fullHeight: this.height, data };
   }
 }
@@ -334,7 +355,7 @@ function gaussianKernel(sigma: number): Kernel {
  * the excess over `floor` (values ≤ floor → 0). Rows go through a clipped scratch row into a
  * temporary; columns accumulate whole rows (sequential memory access in both passes).
  */
-function blurClipFloor(data: Float32Array, w: number, h: number, lo: number, hi: number, floor: number, kernel: Kernel | null, hasNaN: boolean): void {
+function blurClipFloor(data: Float32Array, w: number, h: number, lo: number, hi: number, floor: number, kernel: Kernel | null, hasNaN: boolean, scratch: Float32Array | null = null): void {
   const clipTo = (v: number) => (v > hi ? hi : v < lo ? lo : v);
   if (!kernel) {
     for (let k = 0; k < data.length; k++) {
@@ -347,7 +368,8 @@ function blurClipFloor(data: Float32Array, w: number, h: number, lo: number, hi:
   }
   const { r, weights } = kernel;
   const taps = 2 * r + 1;
-  const tmp = new Float32Array(w * h);
+  // Fully written by the row pass below.
+  const tmp = scratch ?? new Float32Array(w * h);
   const rowBuf = new Float32Array(w);
   // Interior range of x (and y) where all taps are inside; everything when NaN are present
   // goes through the renormalising edge path.

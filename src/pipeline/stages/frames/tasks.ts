@@ -22,7 +22,8 @@
 // Invariants: a bad frame is a typed result ({ok: false, code, detail}), never an exception;
 // exceptions mean bugs. Results are structured-clone friendly (typed arrays, plain objects).
 
-import { CcProxyBuilder, registrationCc, type CcProxy } from '../../../algorithms/registration-cc.js';
+import { CcProxyBuilder, registrationCc, type CcProxy, type CcScratch } from '../../../algorithms/registration-cc.js';
+import { isMainThread } from 'node:worker_threads';
 import type { Affine } from '../../../algorithms/affine.js';
 import { PlaneBinner, type BinnedPlane } from '../../../algorithms/binned-plane.js';
 import type { StarPoint } from '../../../algorithms/match.js';
@@ -152,6 +153,22 @@ export async function readPlane(file: string): Promise<Plane> {
   }
 }
 
+/** Buffers of ccProxyAndBins reused from frame to frame: the proxy's (CcScratch), the read band and its raw bytes. */
+export interface CcTaskScratch extends CcScratch {
+  band: Float32Array | null;
+  /** The reader's raw-byte buffer (grown by readRowsInto). */
+  rows: RowScratch | null;
+}
+
+/**
+ * A frame worker's correlation buffers, reused by its next `cc` task (tasks run one at a time
+ * per worker, and the frame's proxy is dropped once correlated): ~2 proxy planes and a band less
+ * per frame (~8 MiB at 2048 px), which otherwise waited as garbage for V8's external-memory limit
+ * (measured: 25–65 MiB of dead buffers per QUALITY_ANALYSIS worker). None on the main thread,
+ * which keeps nothing between phases.
+ */
+const workerCcScratch: CcTaskScratch | null = isMainThread ? null : { proxy: null, blur: null, band: null, rows: null };
+
 /** Full-resolution rows read at a time while building a correlation proxy from a file. */
 const CC_READ_ROWS = 128;
 
@@ -174,18 +191,21 @@ function lnBinners(width: number, height: number, spec: LnBinSpec): PlaneBinner[
  * proxy leaves out are read too: the binners need every row). Bands come in ascending order, so
  * the planes are bit-identical to binning the whole plane (PlaneBinner sums row by row).
  */
-export async function ccProxyAndBins(file: string, bin: number, lnBin?: LnBinSpec): Promise<{ proxy: CcProxy; lnPlanes: BinnedPlane[] | null }> {
+export async function ccProxyAndBins(file: string, bin: number, lnBin?: LnBinSpec, reuse?: CcTaskScratch): Promise<{ proxy: CcProxy; lnPlanes: BinnedPlane[] | null }> {
   const reader = await FitsReader.open(file);
   try {
-    const builder = new CcProxyBuilder(reader.width, reader.height, { bin });
+    const builder = new CcProxyBuilder(reader.width, reader.height, { bin }, reuse);
     const binners = lnBin ? lnBinners(reader.width, reader.height, lnBin) : [];
     const step = Math.max(bin, CC_READ_ROWS - (CC_READ_ROWS % bin));
     const end = binners.length ? reader.height : builder.rowsUsed;
     // One band buffer for the whole frame: a fresh array per band was ~1 MiB of garbage each,
     // which outlived the worker's minor collections (their wrappers get promoted mid-task) and
     // held ~60 MiB per frame worker at QUALITY_ANALYSIS's peak.
-    const band = new Float32Array(Math.min(step, reader.height) * reader.width);
-    const scratch: RowScratch = { bytes: new Uint8Array(0) };
+    const bandLength = Math.min(step, reader.height) * reader.width;
+    if (reuse && (!reuse.band || reuse.band.length < bandLength)) reuse.band = new Float32Array(bandLength);
+    const band = reuse ? reuse.band!.subarray(0, bandLength) : new Float32Array(bandLength);
+    const scratch: RowScratch = reuse?.rows ?? { bytes: new Uint8Array(0) };
+    if (reuse) reuse.rows = scratch;
     for (let y0 = 0; y0 < end; y0 += step) {
       const rows = Math.min(step, reader.height - y0);
       const data = band.subarray(0, rows * reader.width);
@@ -229,7 +249,7 @@ export async function correlateFrame(task: CcTask): Promise<CcTaskResult> {
   let proxy: CcProxy;
   let lnPlanes: BinnedPlane[] | null;
   try {
-    ({ proxy, lnPlanes } = await ccProxyAndBins(task.file, task.bin, task.lnBin));
+    ({ proxy, lnPlanes } = await ccProxyAndBins(task.file, task.bin, task.lnBin, workerCcScratch ?? undefined));
   } catch (e) {
     if (!isFitsError(e)) throw e;
     return { kind: 'cc', ok: false, code: 'unreadable', detail: e.message, fitsCode: e.code, ms: { read: performance.now() - t0, cc: 0 } };
