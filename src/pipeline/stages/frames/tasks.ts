@@ -22,8 +22,8 @@
 // Invariants: a bad frame is a typed result ({ok: false, code, detail}), never an exception;
 // exceptions mean bugs. Results are structured-clone friendly (typed arrays, plain objects).
 
-import { CcProxyBuilder, registrationCc, type CcProxy, type CcScratch } from '../../../algorithms/registration-cc.js';
 import { isMainThread } from 'node:worker_threads';
+import { CcProxyBuilder, registrationCc, type CcProxy, type CcScratch } from '../../../algorithms/registration-cc.js';
 import type { Affine } from '../../../algorithms/affine.js';
 import { PlaneBinner, type BinnedPlane } from '../../../algorithms/binned-plane.js';
 import type { StarPoint } from '../../../algorithms/match.js';
