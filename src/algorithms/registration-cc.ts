@@ -92,12 +92,6 @@ export function makeCcProxy(plane: Float32Array, width: number, height: number, 
 }
 
 /**
- * The same proxy from bands of rows, so the full-resolution plane never has to be in memory at
- * once (QUALITY_ANALYSIS reads frames band by band). Bands must come in order, start on a
- * multiple of `bin` and hold whole multiples of `bin` rows (except rows beyond `rowsUsed`,
- * which the proxy ignores); the result is identical to makeCcProxy on the whole plane.
- */
-/**
  * Buffers a caller lends proxy building, reused from one proxy to the next (a frame worker's
  * proxies are dropped after each frame's correlation): the proxy's own values and the blur's
  * intermediate plane, grown as needed. A proxy built with a scratch is valid until the scratch's
@@ -116,6 +110,12 @@ function lend(scratch: CcScratch | undefined, key: keyof CcScratch, n: number): 
   return b.subarray(0, n);
 }
 
+/**
+ * The same proxy from bands of rows, so the full-resolution plane never has to be in memory at
+ * once (QUALITY_ANALYSIS reads frames band by band). Bands must come in order, start on a
+ * multiple of `bin` and hold whole multiples of `bin` rows (except rows beyond `rowsUsed`,
+ * which the proxy ignores); the result is identical to makeCcProxy on the whole plane.
+ */
 export class CcProxyBuilder {
   readonly bin: number;
   readonly pw: number;
