@@ -64,6 +64,13 @@ export interface PremaskArgs {
   /** Owned rows of the work band: [ownedY0, ownedY0 + ownedRows). */
   ownedY0: number;
   ownedRows: number;
+  /**
+   * Owned columns [ownedX0, ownedX0 + ownedCols) when `band` is a column window of a wider band
+   * with GROW halo columns each side (the host pre-mask's windows of many frames): premaskApply
+   * applies and tallies only those. Default: every column.
+   */
+  ownedX0?: number;
+  ownedCols?: number;
   /** 2·frames tallies (low per frame, then high), added to. */
   rejected: Uint32Array;
   /** [valid samples of the owned rows, masked samples of the owned rows], added to. */
@@ -84,9 +91,11 @@ export interface PremaskArgs {
   nanCount?: Uint32Array;
   /**
    * When `band` holds rows [row0, row0 + rows) of a larger band of `plane` samples per frame
-   * (a row chunk of it), nanIndex gets indices into that larger band. Default: `band` itself.
+   * (a row chunk of it), and with `col0` and `width` columns [col0, col0 + band width) of that
+   * band's `width` (a window of it), nanIndex gets indices into that larger band. Default:
+   * `band` itself.
    */
-  nanIndexOf?: { plane: number; row0: number };
+  nanIndexOf?: { plane: number; row0: number; col0?: number; width?: number };
   /** Seeds by the noise model's bound instead of κσ_f + α·|M − L| (NoiseModelSeeds). */
   noiseModel?: NoiseModelSeeds | null;
   /**
@@ -326,20 +335,21 @@ export function premaskApply(a: PremaskArgs, r0: number, r1: number): void {
   const to = Math.min(r1, a.ownedY0 + a.ownedRows) * W;
   if (to <= from) return;
   const n = to - from;
-  // Valid (non-NaN) samples of the owned rows (0 when not asked for).
+  const x0 = a.ownedX0 ?? 0;
+  const x1 = a.ownedCols === undefined ? W : x0 + a.ownedCols;
+  const allColumns = x0 === 0 && x1 === W;
+  // Valid (non-NaN) samples of the owned rows and columns (0 when not asked for).
   let valid = 0;
   if (a.countValid !== false) {
-    let nan = 0;
     for (let f = 0; f < N; f++) {
       const base = f * plane + from;
       for (let k = 0; k < n; k++) {
         const v = band[base + k]!;
-        if (v !== v) nan++;
+        if (v === v && (allColumns || (k % W >= x0 && k % W < x1))) valid++;
       }
     }
-    valid = N * n - nan;
   }
-  // Pixels with a mask byte in any frame.
+  // Pixels with a mask byte in any frame (owned columns only: any[k] stays 0 outside them).
   const any = new Uint8Array(n);
   const words = (n >> 2) << 2;
   const anyWords = new Uint32Array(any.buffer, 0, n >> 2);
@@ -362,6 +372,12 @@ export function premaskApply(a: PremaskArgs, r0: number, r1: number): void {
   }
   // The masked pixels' indices; their samples are then visited frame-major (ascending
   // addresses within each frame plane, which the cache prefetches well).
+  if (!allColumns) {
+    for (let k = 0; k < n; k += W) {
+      any.fill(0, k, k + x0);
+      any.fill(0, k + x1, k + W);
+    }
+  }
   let count = 0;
   for (let k = 0; k < n; k++) if (any[k] !== 0) count++;
   const idx = new Int32Array(count);
@@ -391,10 +407,22 @@ export function premaskApply(a: PremaskArgs, r0: number, r1: number): void {
   const record = a.nanIndex !== undefined && a.nanCount !== undefined;
   const list: number[] = [];
   const map = a.nanIndexOf;
+  // Pixel j's index within a frame of the band the indices refer to (with map) or of `band`.
+  let at: Int32Array | null = null;
+  if (record) {
+    at = new Int32Array(count);
+    const mapW = map?.width ?? W;
+    const col0 = map?.col0 ?? 0;
+    const row0 = map?.row0 ?? 0;
+    for (let j = 0; j < count; j++) {
+      const k = from + idx[j]!;
+      const y = Math.floor(k / W);
+      at[j] = (row0 + y) * mapW + col0 + (k - y * W);
+    }
+  }
+  const framePlane = map ? map.plane : plane;
   for (let f = 0; f < N; f++) {
     const base = f * plane + from;
-    // Index i of `band` is i + shift in the band the indices refer to.
-    const shift = map ? f * (map.plane - plane) + map.row0 * W : 0;
     for (let j = 0; j < count; j++) {
       if (nm[j] === 0) continue;
       const i = base + idx[j]!;
@@ -403,7 +431,7 @@ export function premaskApply(a: PremaskArgs, r0: number, r1: number): void {
       const v = band[i]!;
       if (v !== v) continue;
       band[i] = NaN;
-      if (record) list.push(i + shift);
+      if (record) list.push(f * framePlane + at![j]!);
       masked++;
       if (t === SEED_HIGH || t === GROWN_HIGH || t === STRONG_HIGH) high[f]!++;
       else low[f]!++;

@@ -53,6 +53,9 @@ export const KERNELS = {
   premask_apply: { shader: 'premask/premask_apply.wgsl', bindings: ['uniform', 'read-only-storage', 'read-only-storage', 'storage', 'storage'] },
   // stacking: NaN at listed sample indices (the host pre-mask's result applied to device slots)
   scatter_nan: { shader: 'premask/scatter_nan.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  // stacking: a column window of every frame's slot rows packed (the host pre-mask's readback)
+  gather_window: { shader: 'stack/gather_window.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  gather_window_vec4: { shader: 'stack/gather_window_vec4.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
 } as const satisfies Record<string, KernelSpec>;
 
 export type KernelId = keyof typeof KERNELS;

@@ -169,30 +169,42 @@ function assertLikeOneBand(run: StackRun, label: string): void {
   );
 }
 
-/** The host pre-mask in row chunks of each [rows, index capacity] (null: the default), in one band and in several. */
-async function assertChunkedLikeOneBand(variants: readonly (readonly [number | null, number | null])[], label: string): Promise<void> {
+/**
+ * The host pre-mask in row chunks of each [rows, index capacity] (null: the default), or in
+ * column windows of each [`${cols} cols`, capacity], in one band and in several.
+ */
+async function assertChunkedLikeOneBand(variants: readonly (readonly [number | `${number} cols` | null, number | null])[], label: string): Promise<void> {
   try {
-    for (const [chunkRows, capacity] of variants) {
-      stackingOptions.premaskChunkRows = chunkRows;
+    for (const [shape, capacity] of variants) {
+      const cols = typeof shape === 'string' ? Number.parseInt(shape, 10) : null;
+      stackingOptions.premaskChunkRows = typeof shape === 'number' ? shape : null;
+      stackingOptions.premaskChunkCols = cols;
       stackingOptions.premaskIndexCapacity = capacity;
-      for (const budget of [undefined, 3]) assertLikeOneBand(await runStack(ds, runsDir(), config(lights(), cosmetic, budget)), `${label}, chunks of ${chunkRows} rows, capacity ${capacity}, budget ${budget}`);
+      for (const budget of [undefined, 3]) {
+        const run = await runStack(ds, runsDir(), config(lights(), cosmetic, budget));
+        assertLikeOneBand(run, `${label}, chunks of ${shape ?? 'default'} rows, capacity ${capacity}, budget ${budget}`);
+        const chunks = run.diagnostics!.band_plan.premask_chunks;
+        if (cols) assert.equal(chunks, { cols }, 'column windows');
+        else assert.ok(chunks.rows > 0 && (typeof shape !== 'number' || chunks.rows <= shape), `row chunks ${JSON.stringify(chunks)}`);
+      }
     }
   } finally {
     stackingOptions.premaskChunkRows = null;
+    stackingOptions.premaskChunkCols = null;
     stackingOptions.premaskIndexCapacity = null;
   }
 }
 
 test('bands: the host pre-mask beside a device stack gives the same image when it masks each band in row chunks (with and without index-list overflow)', async () => {
   if (oneBand.diagnostics!.device.paths.stack === 'typescript-workers' || oneBand.diagnostics!.device.paths.premask !== 'typescript-workers') return; // not that path here
-  await assertChunkedLikeOneBand([[5, null], [16, null], [7, 8]], 'device median');
+  await assertChunkedLikeOneBand([[5, null], [16, null], [7, 8], ['37 cols', null], ['100 cols', 8]], 'device median');
 });
 
 test('bands: the host pre-mask beside a device stack gives the same image when it takes the median on the host (many frames), in chunks and with index-list overflow', async () => {
   if (oneBand.diagnostics!.device.paths.stack === 'typescript-workers' || oneBand.diagnostics!.device.paths.premask !== 'typescript-workers') return; // not that path here
   stackingOptions.premaskHostMedianFrames = 0; // every frame count takes the host median
   try {
-    await assertChunkedLikeOneBand([[null, null], [5, null], [7, 8]], 'host median');
+    await assertChunkedLikeOneBand([[null, null], [5, null], [7, 8], ['37 cols', null], ['32 cols', 8]], 'host median');
   } finally {
     stackingOptions.premaskHostMedianFrames = null;
   }

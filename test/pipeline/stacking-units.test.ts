@@ -15,6 +15,7 @@ import { splitSrc } from '../../src/gpu/kernels/src-ranges.js';
 import { lnTableBound, lnTableBytes } from '../../src/gpu/kernels/warp.js';
 import { lnColumnTable } from '../../src/cpu/ln-apply.js';
 import { stackRows, superpixelRows } from '../../src/pipeline/stages/stacking/row-kernels.js';
+import { PREMASK_CHUNK_BYTES, PREMASK_WINDOW_HALO, PREMASK_WINDOWS_ABOVE_BYTES, premaskChunking } from '../../src/pipeline/stages/stacking/slots.js';
 import { stack } from '../../src/cpu/stack.js';
 import { phaseChannels } from '../../src/pipeline/stages/frames/channel-stats.js';
 import { seededRandom, withTempDir } from '../helpers/tmp.js';
@@ -168,6 +169,30 @@ test('band plan: the device Lanczos warp\'s local-normalization table stays with
       for (const y0 of [0, Math.floor((g.height - rows) / 2), g.height - rows]) assert.ok(lnColumnTable(g, new Float32Array(g.nx * g.ny * 2), y0, rows).table.length * 4 <= need);
     }
   }
+});
+
+test('host pre-mask chunks: row chunks up to 32 MiB (30 and 120 frames of 2048 px as before), column windows of ~8 MiB for 1000 frames; forced shapes', () => {
+  const bytes = (frames: number, c: ReturnType<typeof premaskChunking>, workRows: number, width = 2048) =>
+    4 * frames * (c.rows !== null ? (c.rows + 4) * width : workRows * Math.min(width, c.cols + 2 * PREMASK_WINDOW_HALO));
+  // 30 frames, one 238-row band: 30 owned rows per chunk (8 MiB).
+  assert.equal(premaskChunking(30, 2048, 242, 238), { rows: 30, cols: null });
+  // 120 frames: the 8-row floor, 11.8 MB, still under the window threshold.
+  const c120 = premaskChunking(120, 2048, 140, 136);
+  assert.equal(c120, { rows: 8, cols: null });
+  assert.ok(bytes(120, c120, 140) <= PREMASK_WINDOWS_ABOVE_BYTES);
+  // 1000 frames of 16-row bands: windows of 96 owned columns, every work row, within 8 MiB.
+  const c1000 = premaskChunking(1000, 2048, 20, 16);
+  assert.equal(c1000, { rows: null, cols: 96 });
+  assert.ok(bytes(1000, c1000, 20) <= PREMASK_CHUNK_BYTES, `${bytes(1000, c1000, 20)} B`);
+  assert.ok(4 * 1000 * 12 * 2048 > PREMASK_WINDOWS_ABOVE_BYTES, 'the row chunk it replaces is over the threshold');
+  // A band whose owned rows all fit one chunk stays rows whatever the frame count.
+  assert.equal(premaskChunking(1000, 2048, 8, 4), { rows: 4, cols: null });
+  // Forced shapes (tests of the stacking engine), clamped to the band.
+  assert.equal(premaskChunking(30, 320, 50, 46, 5, null), { rows: 5, cols: null });
+  assert.equal(premaskChunking(30, 320, 50, 46, null, 37), { rows: null, cols: 37 });
+  assert.equal(premaskChunking(30, 320, 50, 46, null, 1000), { rows: null, cols: 320 });
+  // So many frames that even the window floor is over the chunk bytes: 32 columns.
+  assert.equal(premaskChunking(100000, 2048, 20, 16), { rows: null, cols: 32 });
 });
 
 test('reader cache: at most `capacity` files open, every read right, LRU reuse', async () => {

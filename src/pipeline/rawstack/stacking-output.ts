@@ -26,6 +26,7 @@ import { cosmeticCorrect, estimateNoise } from '../stages/stacking/cosmetic.js';
 import { GROW as PREMASK_GROW } from '../../cpu/premask.js';
 import type { EngineTotals } from '../stages/stacking/engine.js';
 import type { StackPlan } from '../stages/stacking/plan.js';
+import type { PremaskChunks } from '../stages/stacking/slots.js';
 import type { StackSetup } from './stacking-setup.js';
 import type { RawStackState } from './state.js';
 import { SKYSTACK_VERSION } from '../../version.js';
@@ -223,7 +224,7 @@ export function frameDiagnostics(setup: StackSetup, totals: EngineTotals, names:
 }
 
 /** The band plan as the diagnostics show it. `extraBytes`: the pre-mask's bytes per frame pixel the plan reserved. */
-export function bandPlanDiagnostics(plan: StackPlan, state: RawStackState, o: { premask: boolean; frames: number; channels: number; extraBytes: number }) {
+export function bandPlanDiagnostics(plan: StackPlan, state: RawStackState, o: { premask: boolean; frames: number; channels: number; extraBytes: number; premaskChunks: PremaskChunks | null }) {
   return {
     memory_budget_mib: state.config.runtime_limits.memory_budget,
     memory_budget_bytes: plan.memoryBudgetBytes,
@@ -238,6 +239,9 @@ export function bandPlanDiagnostics(plan: StackPlan, state: RawStackState, o: { 
     // Warped samples (4 per channel) plus the pre-mask's mask byte and copy, per frame and pixel.
     bytes_per_pixel_per_frame: 4 * o.channels + o.extraBytes,
     max_source_rows: plan.maxSourceRows,
+    // The host pre-mask beside a device stack: owned rows per row chunk, or owned columns per
+    // column window of every work row (many frames); null where it masks whole bands or is off.
+    premask_chunks: o.premaskChunks,
     // The device buffer pool's high-water mark (all phases so far; the pool is capped at the budget).
     device_pool_peak_bytes: state.gpu ? state.gpu.pool.stats.peakBytes : null,
     bands_rows: plan.bands.map((b) => [b.y0, b.rows]),

@@ -65,16 +65,17 @@ export const STACKING_OPEN_FILES = 64;
 /**
  * Overrides for tests: where the pre-mask runs (null: by device kind); how many masked-sample
  * indices the host pre-mask may send to the device per band and channel (null: the engine's
- * capacity; beyond it the band is uploaded whole); owned rows per chunk of that host pre-mask
- * (null: what one readback staging buffer holds); frames above which that host pre-mask takes
+ * capacity; beyond it the band is uploaded whole); owned rows per row chunk, or owned columns
+ * per column window, of that host pre-mask (null: premaskChunking's choice); frames above which that host pre-mask takes
  * its median on the host (null: the engine's rule); the device's storage-binding size for the
  * band plan and the stack kernels (null: the adapter's; smaller forces frame ranges).
  */
-export const stackingOptions: { premaskOnDevice: boolean | null; premaskIndexCapacity: number | null; premaskChunkRows: number | null; premaskHostMedianFrames: number | null; maxBindingBytes: number | null } = {
+export const stackingOptions: { premaskOnDevice: boolean | null; premaskIndexCapacity: number | null; premaskChunkRows: number | null; premaskChunkCols: number | null; premaskHostMedianFrames: number | null; maxBindingBytes: number | null } = {
   premaskOnDevice: null,
   maxBindingBytes: null,
   premaskIndexCapacity: null,
   premaskChunkRows: null,
+  premaskChunkCols: null,
   premaskHostMedianFrames: null,
 };
 
@@ -255,7 +256,7 @@ function layoutStack(ctx: PhaseContext<RawStackState>, setup: StackSetup, r: Sta
     const refSlot = setup.frames.find((f) => f.record === setup.reference)!;
     const level = refSlot.stats.map((s) => (Number.isFinite(s.location) ? s.location : 0));
     if (sigma.some((row) => row.some((s) => !(s > 0)))) ctx.warn('premask_noise', 'pixel noise could not be measured on some frames; the pre-mask skips them');
-    premask = { sigma, level, onDevice: placement.premaskOnDevice, indexCapacity: stackingOptions.premaskIndexCapacity, chunkRows: stackingOptions.premaskChunkRows, hostMedianFrames: stackingOptions.premaskHostMedianFrames };
+    premask = { sigma, level, onDevice: placement.premaskOnDevice, indexCapacity: stackingOptions.premaskIndexCapacity, chunkRows: stackingOptions.premaskChunkRows, chunkCols: stackingOptions.premaskChunkCols, hostMedianFrames: stackingOptions.premaskHostMedianFrames };
   }
   let noiseModel: NoiseModel | null = null;
   if (r.noiseModel && ln) {
@@ -635,7 +636,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
       per_frame: r.cosmeticOn ? { hot: totals.corrected.hot, cold: totals.corrected.cold } : null,
       final: finalFixed,
     },
-    band_plan: bandPlanDiagnostics(plan, state, { premask: premask !== null, frames: N, channels: C, extraBytes: layout.extraBytes }),
+    band_plan: bandPlanDiagnostics(plan, state, { premask: premask !== null, frames: N, channels: C, extraBytes: layout.extraBytes, premaskChunks: engine.premaskChunkShape() }),
     files_opened: readers.opens,
     outputs: sink ? { [outName.replace(/\.fits$/, '')]: outRel } : r.osc ? { stacked_rgb: outRel } : { stacked_linear: outRel },
     timings_ms: timings,

@@ -19,13 +19,17 @@ import { debayerBilinearResident } from '../../../gpu/kernels/debayer.js';
 import { lnApplyResident } from '../../../gpu/kernels/ln-apply.js';
 import { packRejectFrames, rejectNoiseResident } from '../../../gpu/kernels/reject-noise.js';
 import { packPremaskNoiseFrames, premaskMaskBytes, premaskResident, scatterNanListed } from '../../../gpu/kernels/premask.js';
+import { gatherWindowResident } from '../../../gpu/kernels/gather-window.js';
 import { RESIDENT_MAX_FRAMES, stackResident, type SrcLayout } from '../../../gpu/kernels/stack.js';
 import { lnTableBytes, warpBilinearResident, warpLanczos3Resident, type WarpLn } from '../../../gpu/kernels/warp.js';
 import { ALPHA as PREMASK_ALPHA, GROW as PREMASK_GROW } from '../../../cpu/premask.js';
 import type { EngineOptions, EngineTotals, Timings } from './engine.js';
 import type { StackFrame } from './plan.js';
 import { STACK_ROWS, stackRows } from './row-kernels.js';
-import { HostScratch, hostSource, hostSourceSets, ScreenScratch, stackArgs, nanIndexCapacity, frameNorm, noiseParams, noiseRejects, premaskChunkRows, premaskHost, sharedU32, skyRows, stackParams, sharedU64, sharedU8, warpOnHost, warpParams, type RawRead, type SlotStore, type Source, type Work } from './slots.js';
+import { HostScratch, hostSource, hostSourceSets, ScreenScratch, stackArgs, nanIndexCapacity, frameNorm, noiseParams, noiseRejects, premaskChunking, premaskHost, PREMASK_WINDOW_HALO, sharedU32, skyRows, stackParams, sharedU64, sharedU8, warpOnHost, warpParams, type PremaskChunks, type RawRead, type SlotStore, type Source, type Work } from './slots.js';
+
+/** Owned columns per window: windows of at most `cols` columns, equal but for the last, whole vec4s. */
+const windowStep = (width: number, cols: number): number => Math.ceil(Math.ceil(width / Math.ceil(width / cols)) / 4) * 4;
 
 export class DeviceStore implements SlotStore {
   private readonly slots: GPUBuffer[];
@@ -50,7 +54,13 @@ export class DeviceStore implements SlotStore {
    */
   private readonly hostBand: Float32Array | null;
   private readonly hostMask: Uint8Array | null;
-  private readonly chunkRows: number;
+  /** Owned rows per row chunk, or (null) column windows of `windowCols` owned columns (premaskChunking). */
+  private readonly chunkRows: number | null;
+  private readonly windowCols: number;
+  /** Column windows: the packed window on the device, and its median and sky rows on the host. */
+  private readonly windowBuffer: GPUBuffer | null;
+  private readonly windowMedian: Float32Array | null;
+  private readonly windowSky: Float32Array | null;
   private fullBand: { band: Float32Array; mask: Uint8Array } | null = null;
   private readonly hostMedianRows: Float32Array | null;
   private readonly screen: ScreenScratch;
@@ -133,10 +143,17 @@ export class DeviceStore implements SlotStore {
     this.compact = onDevice ? take(N * o.maxOwnedRows * W * 4, 'premask compact') : null;
     this.premaskTallies = onDevice ? Array.from({ length: C }, (_, c) => zeroed(2 * N, `premask tallies ${c}`)) : [];
     const f32 = (n: number) => (sh ? sharedFloat32(n) : new Float32Array(n));
-    this.chunkRows = Math.min(o.maxOwnedRows, o.premask?.chunkRows ?? premaskChunkRows(N, W));
-    const chunkWorkRows = Math.min(o.maxWorkRows, this.chunkRows + 2 * PREMASK_GROW);
-    this.hostBand = onHost ? f32(N * chunkWorkRows * W) : null;
-    this.hostMask = onHost ? sharedU8(N * chunkWorkRows * W, sh) : null;
+    const chunking = premaskChunking(N, W, o.maxWorkRows, o.maxOwnedRows, o.premask?.chunkRows, o.premask?.chunkCols);
+    this.chunkRows = chunking.rows;
+    this.windowCols = chunking.cols ?? W;
+    // Samples per frame of a chunk: its rows of every column, or every work row of a window's columns.
+    const chunkPlane = chunking.rows !== null ? Math.min(o.maxWorkRows, chunking.rows + 2 * PREMASK_GROW) * W : o.maxWorkRows * Math.min(W, windowStep(W, chunking.cols) + 2 * PREMASK_WINDOW_HALO);
+    this.hostBand = onHost ? f32(N * chunkPlane) : null;
+    this.hostMask = onHost ? sharedU8(N * chunkPlane, sh) : null;
+    const windows = onHost && chunking.rows === null;
+    this.windowBuffer = windows ? take(4 * N * chunkPlane, 'premask window') : null;
+    this.windowMedian = windows ? f32(chunkPlane) : null;
+    this.windowSky = windows && o.noiseModel !== null ? f32(chunkPlane) : null;
     this.hostMedianRows = onHost ? f32(o.maxWorkRows * W) : null;
     this.screen = new ScreenScratch(sh);
     this.hostMedian = onHost && N > (o.premask?.hostMedianFrames ?? RESIDENT_MAX_FRAMES);
@@ -269,39 +286,66 @@ export class DeviceStore implements SlotStore {
    * width, host memory) into `out` (rows × width): the stack's median on the worker pool, as
    * HostStore takes it.
    */
-  private async medianRows(c: number, band: Float32Array, rows: number, out: Float32Array, from: number): Promise<void> {
+  private async medianRows(c: number, band: Float32Array, rows: number, out: Float32Array, from: number, width = this.o.width): Promise<void> {
     if (from >= rows) return;
     const t = performance.now();
-    const args = stackArgs(this.o, c, band, rows, 'median', out, this.medianRejected, this.medianCounts);
+    const args = { ...stackArgs(this.o, c, band, rows, 'median', out, this.medianRejected, this.medianCounts), width };
     if (this.pool) await this.pool.run(STACK_ROWS, args, from, rows, { minChunk: 4, reused: true });
     else stackRows(args, from, rows);
     this.medianMs += performance.now() - t;
   }
 
   /**
-   * Host pre-mask of channel `c`'s work band (`src`, its slots on the device), chunk by chunk:
-   * each chunk's owned rows with GROW halo rows (all a pixel's mask depends on: seeds are per
-   * sample, growth reaches GROW px) of every frame come back, are flagged and applied, and the
-   * masked samples' indices (in the work band's layout) join nanIndex; the device band is left
-   * untouched until every chunk is read. When the indices overflow nanIndex, the tallies are
-   * restored and the whole band is masked on the host at once (fullBand, uploaded by the
-   * caller). Returns the ms spent reading back.
+   * Host pre-mask of channel `c`'s work band (`src`, its slots on the device), chunk by chunk
+   * (premaskChunking): each row chunk's owned rows with GROW halo rows, or each column window's
+   * owned columns with GROW halo columns over every work row (all a pixel's mask depends on:
+   * seeds are per sample, growth reaches GROW px), of every frame come back, are flagged and
+   * applied, and the masked samples' indices (in the work band's layout) join nanIndex; the
+   * device band is left untouched until every chunk is read. When the indices overflow
+   * nanIndex, the tallies are restored and the whole band is masked on the host at once
+   * (fullBand, uploaded by the caller). Returns the ms spent reading back.
    */
   private async premaskChunks(c: number, w: Work, src: GPUBuffer, median: Float32Array): Promise<number> {
-    const o = this.o;
-    const N = o.frames.length;
-    const W = o.width;
     const rejected = this.hostPremaskRejected[c]!;
     const counts = this.hostPremaskCounts[c]!;
     const savedRejected = rejected.slice();
     const savedCounts = counts.slice();
-    const nan = { index: this.nanIndex!, count: this.nanCount!, of: { plane: w.rows * W, row0: 0 } };
     this.nanCount![0] = 0;
+    const chunked = this.chunkRows !== null ? await this.premaskRowChunks(c, w, src, median, this.chunkRows) : await this.premaskWindows(c, w, src, median);
+    if (this.nanCount![0]! <= this.nanIndex!.length) return chunked.transfer;
+    // Overflow: the device band is still unmasked; mask all of it on the host.
+    rejected.set(savedRejected);
+    counts.set(savedCounts);
+    const o = this.o;
+    const N = o.frames.length;
+    const W = o.width;
+    const sh = this.pool !== null;
+    this.fullBand ??= { band: sh ? sharedFloat32(N * o.maxWorkRows * W) : new Float32Array(N * o.maxWorkRows * W), mask: sharedU8(N * o.maxWorkRows * W, sh) };
+    const band = this.fullBand.band.subarray(0, N * w.rows * W);
+    const t = performance.now();
+    await this.ctx.readInto(src, band);
+    const transfer = chunked.transfer + performance.now() - t;
+    this.nanCount![0] = 0;
+    // The chunks above took the median of the work rows they covered from the same (still
+    // unmasked) samples: only rows they did not reach are left.
+    if (this.hostMedian && chunked.medianEnd < w.rows) await this.medianRows(c, band, w.rows, median, chunked.medianEnd);
+    await premaskHost(o, c, w, band, median, this.fullBand.mask, rejected, counts, this.pool, { index: this.nanIndex!, count: this.nanCount! }, this.sky, this.screen);
+    // Keep nanCount over capacity so the caller uploads the band even if this pass listed fewer.
+    this.nanCount![0] = Math.max(this.nanCount![0]!, this.nanIndex!.length + 1);
+    return transfer;
+  }
+
+  /** premaskChunks in row chunks of `chunkRows` owned rows; medianEnd: work rows whose host median is done. */
+  private async premaskRowChunks(c: number, w: Work, src: GPUBuffer, median: Float32Array, chunkRows: number): Promise<{ transfer: number; medianEnd: number }> {
+    const o = this.o;
+    const N = o.frames.length;
+    const W = o.width;
+    const nan = { index: this.nanIndex!, count: this.nanCount!, of: { plane: w.rows * W, row0: 0 } };
     let transfer = 0;
     // Host median: work rows below `medianEnd` are done (chunks overlap by the growth halo).
     let medianEnd = 0;
     const end = w.ownedY0 + w.ownedRows;
-    const chunks = Math.ceil(w.ownedRows / this.chunkRows);
+    const chunks = Math.ceil(w.ownedRows / chunkRows);
     const step = Math.ceil(w.ownedRows / chunks);
     for (let a = w.ownedY0; a < end && this.nanCount![0]! <= this.nanIndex!.length; a += step) {
       const b = Math.min(end, a + step);
@@ -322,26 +366,58 @@ export class DeviceStore implements SlotStore {
         await this.medianRows(c, band, rows, median.subarray(r0 * W, (r0 + rows) * W), Math.max(0, medianEnd - r0));
         medianEnd = r0 + rows;
       }
-      await premaskHost(o, c, chunk, band, median.subarray(r0 * W, (r0 + rows) * W), this.hostMask!, rejected, counts, this.pool, nan, this.sky, this.screen);
+      await premaskHost(o, c, chunk, band, median.subarray(r0 * W, (r0 + rows) * W), this.hostMask!, this.hostPremaskRejected[c]!, this.hostPremaskCounts[c]!, this.pool, nan, this.sky, this.screen);
     }
-    if (this.nanCount![0]! <= this.nanIndex!.length) return transfer;
-    // Overflow: the device band is still unmasked; mask all of it on the host.
-    rejected.set(savedRejected);
-    counts.set(savedCounts);
-    const sh = this.pool !== null;
-    this.fullBand ??= { band: sh ? sharedFloat32(N * o.maxWorkRows * W) : new Float32Array(N * o.maxWorkRows * W), mask: sharedU8(N * o.maxWorkRows * W, sh) };
-    const band = this.fullBand.band.subarray(0, N * w.rows * W);
-    const t = performance.now();
-    await this.ctx.readInto(src, band);
-    transfer += performance.now() - t;
-    this.nanCount![0] = 0;
-    // The chunks above took the median of the work rows they covered from the same (still
-    // unmasked) samples: only rows they did not reach are left.
-    if (this.hostMedian && medianEnd < w.rows) await this.medianRows(c, band, w.rows, median, medianEnd);
-    await premaskHost(o, c, w, band, median, this.fullBand.mask, rejected, counts, this.pool, { index: this.nanIndex!, count: this.nanCount! }, this.sky, this.screen);
-    // Keep nanCount over capacity so the caller uploads the band even if this pass listed fewer.
-    this.nanCount![0] = Math.max(this.nanCount![0]!, this.nanIndex!.length + 1);
-    return transfer;
+    return { transfer, medianEnd };
+  }
+
+  /**
+   * premaskChunks in column windows of `windowCols` owned columns (whole vec4s) and
+   * PREMASK_WINDOW_HALO halo columns over all work rows, packed on
+   * the device (gather_window) and read back whole. The host median of a window's columns goes
+   * to `median` (the noise model's centre reads its owned rows): every work row is done once
+   * all windows ran.
+   */
+  private async premaskWindows(c: number, w: Work, src: GPUBuffer, median: Float32Array): Promise<{ transfer: number; medianEnd: number }> {
+    const o = this.o;
+    const ctx = this.ctx;
+    const N = o.frames.length;
+    const W = o.width;
+    const R = w.rows;
+    const nan = { index: this.nanIndex!, count: this.nanCount!, of: { plane: R * W, row0: 0, col0: 0, width: W } };
+    const sky = o.noiseModel && this.sky ? skyRows(o.noiseModel, c, w.y0, R, this.sky) : null;
+    let transfer = 0;
+    let done = 0;
+    const step = windowStep(W, this.windowCols);
+    for (let a = 0; a < W && this.nanCount![0]! <= this.nanIndex!.length; a += step) {
+      const b = Math.min(W, a + step);
+      const x0 = Math.max(0, a - PREMASK_WINDOW_HALO);
+      const cols = Math.min(W, b + PREMASK_WINDOW_HALO) - x0;
+      const band = this.hostBand!.subarray(0, N * R * cols);
+      const t = performance.now();
+      const encoder = ctx.device.createCommandEncoder({ label: 'premask window' });
+      await gatherWindowResident(ctx, src, { frames: N, slotRows: R, width: W, y0: 0, rows: R, x0, cols }, this.windowBuffer!, encoder, o.maxBindingBytes);
+      ctx.submit(encoder);
+      await ctx.readInto(this.windowBuffer!, band);
+      transfer += performance.now() - t;
+      const med = this.windowMedian!.subarray(0, R * cols);
+      if (this.hostMedian) {
+        await this.medianRows(c, band, R, med, 0, cols);
+        for (let r = 0; r < R; r++) median.set(med.subarray(r * cols + a - x0, r * cols + b - x0), r * W + a);
+      } else {
+        for (let r = 0; r < R; r++) med.set(median.subarray(r * W + x0, r * W + x0 + cols), r * cols);
+      }
+      let skyWindow: Float32Array | null = null;
+      if (sky) {
+        skyWindow = this.windowSky!.subarray(0, R * cols);
+        for (let r = 0; r < R; r++) skyWindow.set(sky.subarray(r * W + x0, r * W + x0 + cols), r * cols);
+      }
+      nan.of.col0 = x0;
+      await premaskHost(o, c, w, band, med, this.hostMask!, this.hostPremaskRejected[c]!, this.hostPremaskCounts[c]!, this.pool, nan, this.sky, this.screen, { width: cols, ownedX0: a - x0, ownedCols: b - a, sky: skyWindow });
+      done = b;
+    }
+    // An overflow stops the windows early: the host median is then whole only if they all ran.
+    return { transfer, medianEnd: done === W ? R : 0 };
   }
 
   /** Encodes a stack dispatch of `rows` rows from `src` (frames × rows × width) into mean/count. */
@@ -555,6 +631,11 @@ export class DeviceStore implements SlotStore {
       totals.premasked[c] = masked;
       totals.validSamples[c] = this.survivors[c]! + kernelRejected + masked;
     }
+  }
+
+  premaskChunkShape(): PremaskChunks | null {
+    if (!this.hostBand) return null;
+    return this.chunkRows !== null ? { rows: this.chunkRows } : { cols: this.windowCols };
   }
 
   dispose(): void {

@@ -45,7 +45,7 @@ import { HostStore } from './host-store.js';
 import type { LnPending, LnTables } from './local-norm.js';
 import type { ReaderCache } from './readers.js';
 import type { StackFrame } from './plan.js';
-import type { RawRead, SlotStore, Source, Work } from './slots.js';
+import type { PremaskChunks, RawRead, SlotStore, Source, Work } from './slots.js';
 import type { WeightField } from './weightfield.js';
 
 export type KernelPath = 'gpu' | 'software-gpu' | 'typescript' | 'typescript-workers';
@@ -81,7 +81,7 @@ export interface EngineOptions {
    * `hostMedianFrames`: that host pre-mask takes its median on the host above this frame count
    * (default RESIDENT_MAX_FRAMES, device-store.ts hostMedian).
    */
-  premask: { sigma: number[][]; level: number[]; onDevice: boolean; indexCapacity?: number | null; chunkRows?: number | null; hostMedianFrames?: number | null } | null;
+  premask: { sigma: number[][]; level: number[]; onDevice: boolean; indexCapacity?: number | null; chunkRows?: number | null; chunkCols?: number | null; hostMedianFrames?: number | null } | null;
   perFrameCosmetic: { sigma: number } | null;
   /**
    * Local normalization (local-norm.ts; null: off): each slot sample is written as a·v + b with
@@ -324,6 +324,11 @@ export class BandEngine {
       out.push(await this.store.stackChannel(c, w, this.totals, this.timings));
     }
     return out;
+  }
+
+  /** The host pre-mask's chunk shape beside a device stack (diagnostics); null: none, or whole bands. */
+  premaskChunkShape(): PremaskChunks | null {
+    return this.store.premaskChunkShape?.() ?? null;
   }
 
   /** Collects the totals the store accumulated (call after the last band). */

@@ -53,7 +53,12 @@ export interface SlotStore {
   stackChannel(c: number, w: Work, totals: EngineTotals, timings: Timings): Promise<Float32Array>;
   finish(totals: EngineTotals): Promise<void>;
   dispose(): void;
+  /** How a host pre-mask beside a device stack brings each band back (premaskChunking); absent or null: whole bands. */
+  premaskChunkShape?(): PremaskChunks | null;
 }
+
+/** The host pre-mask's chunk shape as the diagnostics show it: owned rows per row chunk, or owned columns per column window. */
+export type PremaskChunks = { rows: number } | { cols: number };
 
 /**
  * Host buffers a frame's source goes through, allocated once (frames are processed one at a
@@ -195,8 +200,49 @@ export async function warpOnHost(o: EngineOptions, f: StackFrame, w: Work, src: 
  */
 export const PREMASK_CHUNK_BYTES = Math.min(8 << 20, READBACK_CHUNK_BYTES);
 
+/** Fewest owned rows of a row chunk: below it the GROW halo rows would be most of a chunk's flag work. */
+export const PREMASK_MIN_CHUNK_ROWS = 8;
+/** Fewest owned columns of a column window (premaskChunking). */
+export const PREMASK_MIN_WINDOW_COLS = 32;
+/**
+ * Halo columns each side of a column window: the growth reach GROW rounded up to whole vec4s, so
+ * windows of a width that is a multiple of 4 start and end on vec4s (gather_window_vec4); more
+ * halo than GROW changes no mask.
+ */
+export const PREMASK_WINDOW_HALO = Math.ceil(PREMASK_GROW / 4) * 4;
+
 /** Owned rows per chunk of the host pre-mask beside a device stack (PREMASK_CHUNK_BYTES). */
-export const premaskChunkRows = (frames: number, width: number): number => Math.max(8, Math.floor(PREMASK_CHUNK_BYTES / (4 * frames * width)) - 2 * PREMASK_GROW);
+export const premaskChunkRows = (frames: number, width: number): number => Math.max(PREMASK_MIN_CHUNK_ROWS, Math.floor(PREMASK_CHUNK_BYTES / (4 * frames * width)) - 2 * PREMASK_GROW);
+
+/**
+ * Row-chunk bytes beyond which the host pre-mask takes column windows (premaskChunking). A
+ * window's gather costs ~5× a row chunk's readback per byte on llvmpipe (20 000 scattered
+ * 400-byte rows against 1000 contiguous 100 KB slices: ~7 ms per 8 MiB window), which below
+ * this size saves less memory than it costs (300 frames × 2048 px: +14 s CPU in STACKING for
+ * −20 MiB, bench/RESULTS.md); above it the saving grows with the frame count.
+ */
+export const PREMASK_WINDOWS_ABOVE_BYTES = 32 << 20;
+
+/**
+ * How the host pre-mask beside a device stack brings a band back: row chunks (every column of
+ * `rows` owned rows and the GROW halo rows; as many rows as fit PREMASK_CHUNK_BYTES, at least
+ * PREMASK_MIN_CHUNK_ROWS) while such a chunk fits PREMASK_WINDOWS_ABOVE_BYTES, else column
+ * windows of PREMASK_CHUNK_BYTES (every work row of `cols` owned columns and PREMASK_WINDOW_HALO
+ * halo columns; shaders/stack/gather_window*.wgsl pack them on the device). Row chunks of many
+ * frames outgrew the bytes: 1000 frames × 2048 px × 12 rows were 98 MB of host band and 25 MB
+ * of mask bytes beside the slots, where a window of the same frames and rows is ~8 MB (and its
+ * 8 halo columns ~8 % more flag work instead of the 4 halo rows' 50 %). `rows` / `cols` given:
+ * that shape (tests).
+ */
+export function premaskChunking(frames: number, width: number, maxWorkRows: number, maxOwnedRows: number, rows?: number | null, cols?: number | null): { rows: number; cols: null } | { rows: null; cols: number } {
+  if (cols) return { rows: null, cols: Math.min(width, cols) };
+  if (rows) return { rows: Math.min(maxOwnedRows, rows), cols: null };
+  const chunkRows = Math.min(maxOwnedRows, premaskChunkRows(frames, width));
+  const fits = 4 * frames * width * Math.min(maxWorkRows, chunkRows + 2 * PREMASK_GROW) <= PREMASK_WINDOWS_ABOVE_BYTES;
+  if (fits || chunkRows >= maxOwnedRows) return { rows: chunkRows, cols: null };
+  const windowCols = Math.floor(PREMASK_CHUNK_BYTES / (4 * frames * maxWorkRows)) - 2 * PREMASK_WINDOW_HALO;
+  return { rows: null, cols: Math.min(width, Math.max(PREMASK_MIN_WINDOW_COLS, windowCols)) };
+}
 
 /** Slot indices the host pre-mask may hand to the device per band and channel (see DeviceStore). */
 export const nanIndexCapacity = (frames: number, ownedRows: number, width: number): number => Math.max(1024, Math.ceil((frames * ownedRows * width) / 32));
@@ -225,11 +271,24 @@ export class ScreenScratch {
 }
 
 /**
+ * A column window of the work band (premaskHost's `band` then holds frames × rows × `width`):
+ * the window's owned columns, with GROW halo columns each side except at the image's edges, and
+ * the noise model's sky under the window's pixels (rows × width; null without the noise model).
+ */
+export interface PremaskWindow {
+  width: number;
+  ownedX0: number;
+  ownedCols: number;
+  sky: Float32Array | null;
+}
+
+/**
  * Host part of the pre-mask for one channel's work band (`band`, frames × work rows × width,
  * host memory): seeds and growth per frame, the keep rule and NaN per owned pixel, then the
  * owned rows compacted to the front. Returns the compact view (frames × owned rows × width).
  * With `nan`, the masked samples' band indices go there (PremaskArgs.nanIndex) and the band is
- * returned uncompacted (work rows).
+ * returned uncompacted (work rows). With `window`, `band` is a column window of the work band
+ * (its owned columns are masked and tallied; the indices go to `nan.of`'s larger band).
  */
 export async function premaskHost(
   o: EngineOptions,
@@ -241,22 +300,25 @@ export async function premaskHost(
   rejected: Uint32Array,
   counts: BigUint64Array,
   pool: WorkerPool | null,
-  nan: { index: Uint32Array; count: Uint32Array; of?: { plane: number; row0: number } } | null = null,
+  nan: { index: Uint32Array; count: Uint32Array; of?: { plane: number; row0: number; col0?: number; width?: number } } | null = null,
   sky: Float32Array | null = null,
   screen: ScreenScratch | null = null,
+  window: PremaskWindow | null = null,
 ): Promise<Float32Array> {
   const N = o.frames.length;
   const pm = o.premask!;
   const nm = o.noiseModel;
-  mask.fill(0, 0, N * w.rows * o.width);
-  const noiseModel = nm && sky ? { background: skyRows(nm, c, w.y0, w.rows, sky), poisson: o.frames.map((f) => nm.poisson[f.slot]![c]!), seeing: o.frames.map((f) => nm.seeing[f.slot]!) } : null;
+  const W = window ? window.width : o.width;
+  mask.fill(0, 0, N * w.rows * W);
+  const background = !nm || !sky ? null : window ? window.sky : skyRows(nm, c, w.y0, w.rows, sky);
+  const noiseModel = nm && background ? { background, poisson: o.frames.map((f) => nm.poisson[f.slot]![c]!), seeing: o.frames.map((f) => nm.seeing[f.slot]!) } : null;
   // The noise model's screen comes with its signal S (premaskScreen fills both).
-  const scr = pool && screen ? screen.views(w.rows * o.width, noiseModel !== null) : null;
+  const scr = pool && screen ? screen.views(w.rows * W, noiseModel !== null) : null;
   const args: PremaskArgs = {
-    band: band.subarray(0, N * w.rows * o.width),
-    median: median.subarray(0, w.rows * o.width),
-    mask: mask.subarray(0, N * w.rows * o.width),
-    width: o.width,
+    band: band.subarray(0, N * w.rows * W),
+    median: median.subarray(0, w.rows * W),
+    mask: mask.subarray(0, N * w.rows * W),
+    width: W,
     rows: w.rows,
     frames: N,
     scale: o.frames.map((f) => frameNorm(o, f, c)[0]),
@@ -269,6 +331,7 @@ export async function premaskHost(
     minFraction: o.rejection.minFraction,
     ownedY0: w.ownedY0,
     ownedRows: w.ownedRows,
+    ...(window ? { ownedX0: window.ownedX0, ownedCols: window.ownedCols } : {}),
     rejected,
     counts,
     // Only counts[1] (masked) is used: the valid count comes from the stack's tallies.
@@ -287,6 +350,7 @@ export async function premaskHost(
     premaskApply(args, w.ownedY0, w.ownedY0 + w.ownedRows);
   }
   // With an index list the caller stacks the work band in place (no compaction needed).
+  if (window && !nan) throw new Error('premaskHost: a column window needs an index list');
   return nan ? args.band : compactOwned(band, o.width, w.rows, N, w.ownedY0, w.ownedRows);
 }
 
