@@ -11,22 +11,10 @@
 // Precision: exact (bit copies, NaN payloads included: values move as u32 bits).
 // No-data rule: none; out-of-range invocations store nothing.
 
-struct Params {
-  cols: u32,        // window width
-  rows: u32,        // rows per frame in the window
-  frames: u32,      // frames of this dispatch
-  x0: u32,          // first column of the window within a slot row
-  src_first: u32,   // element of frame 0's row 0, column 0 in the src binding
-  src_frame: u32,   // elements per frame in src (slot rows x width)
-  src_row: u32,     // elements per slot row (the band's width)
-  dst_first: u32,   // element of frame 0's window in dst
-  total: u32,       // frames x rows x cols
-  grid_x: u32,      // invocations per grid row
-}
+alias Elem = u32;
 
-@group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> src: array<u32>;
-@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+// Params at @binding(0), src at @binding(1), dst at @binding(2):
+//!include stack/gather_window_common.wgsl
 
 override WG: u32 = 64;
 
