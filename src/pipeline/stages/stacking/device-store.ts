@@ -19,6 +19,7 @@ import { debayerBilinearResident } from '../../../gpu/kernels/debayer.js';
 import { lnApplyResident } from '../../../gpu/kernels/ln-apply.js';
 import { packRejectFrames, rejectNoiseResident } from '../../../gpu/kernels/reject-noise.js';
 import { packPremaskNoiseFrames, premaskMaskBytes, premaskResident, scatterNanListed } from '../../../gpu/kernels/premask.js';
+import { gatherWindow } from '../../../cpu/gather-window.js';
 import { gatherWindowResident } from '../../../gpu/kernels/gather-window.js';
 import { RESIDENT_MAX_FRAMES, stackResident, type SrcLayout } from '../../../gpu/kernels/stack.js';
 import { lnTableBytes, warpBilinearResident, warpLanczos3Resident, type WarpLn } from '../../../gpu/kernels/warp.js';
@@ -388,6 +389,8 @@ export class DeviceStore implements SlotStore {
     const sky = o.noiseModel && this.sky ? skyRows(o.noiseModel, c, w.y0, R, this.sky) : null;
     let transfer = 0;
     let done = 0;
+    // One plane of the band's rows (median, sky): windows of it as of the slots.
+    const rowsOf = { frames: 1, slotRows: R, width: W, y0: 0, rows: R };
     const step = windowStep(W, this.windowCols);
     for (let a = 0; a < W && this.nanCount![0]! <= this.nanIndex!.length; a += step) {
       const b = Math.min(W, a + step);
@@ -405,13 +408,9 @@ export class DeviceStore implements SlotStore {
         await this.medianRows(c, band, R, med, 0, cols);
         for (let r = 0; r < R; r++) median.set(med.subarray(r * cols + a - x0, r * cols + b - x0), r * W + a);
       } else {
-        for (let r = 0; r < R; r++) med.set(median.subarray(r * W + x0, r * W + x0 + cols), r * cols);
+        gatherWindow(median, { ...rowsOf, x0, cols }, med);
       }
-      let skyWindow: Float32Array | null = null;
-      if (sky) {
-        skyWindow = this.windowSky!.subarray(0, R * cols);
-        for (let r = 0; r < R; r++) skyWindow.set(sky.subarray(r * W + x0, r * W + x0 + cols), r * cols);
-      }
+      const skyWindow = sky ? gatherWindow(sky, { ...rowsOf, x0, cols }, this.windowSky!.subarray(0, R * cols)) : null;
       nan.of.col0 = x0;
       await premaskHost(o, c, w, band, med, this.hostMask!, this.hostPremaskRejected[c]!, this.hostPremaskCounts[c]!, this.pool, nan, this.sky, this.screen, { width: cols, ownedX0: a - x0, ownedCols: b - a, sky: skyWindow });
       done = b;

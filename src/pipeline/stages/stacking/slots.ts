@@ -272,7 +272,7 @@ export class ScreenScratch {
 
 /**
  * A column window of the work band (premaskHost's `band` then holds frames × rows × `width`):
- * the window's owned columns, with GROW halo columns each side except at the image's edges, and
+ * the window's owned columns, with at least GROW halo columns each side except at the image's edges, and
  * the noise model's sky under the window's pixels (rows × width; null without the noise model).
  */
 export interface PremaskWindow {
