@@ -7,24 +7,14 @@ import { collectorWhenGrown, exposeGc, type Collect } from '../../src/cpu/worker
 
 const MiB = 1024 * 1024;
 
-/** A 32 MiB buffer nothing references once this returns, and a WeakRef that says when it died. */
+/** A 64 MiB buffer nothing references once this returns, and a WeakRef that says when it died. */
 function deadBuffer(): WeakRef<Uint8Array> {
-  const dead = new Uint8Array(32 * MiB).fill(1);
+  const dead = new Uint8Array(64 * MiB).fill(1);
   assert.is(dead[123], 1);
   return new WeakRef(dead);
 }
 
-/** Polls `ok` until it holds or `ms` passed: V8 may free a dead buffer's backing store on a background thread after the collection returned. */
-async function eventually(ok: () => boolean, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > until) return false;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return true;
-}
-
-test('no growth: no collection; a dead 32 MiB buffer: one collection that frees it, then none', async () => {
+test('no growth: no collection; a dead 64 MiB buffer: one collection that frees it, then none', async () => {
   const gc = exposeGc();
   assert.ok(gc, 'the collector is exposed on the main thread');
   let calls = 0;
@@ -32,21 +22,22 @@ test('no growth: no collection; a dead 32 MiB buffer: one collection that frees 
     calls++;
     gc!(o);
   };
+  // The counters are the whole process's (one process runs every test file): let the sweep of
+  // earlier files' buffers finish before the baseline; the 64 MiB keeps a margin for the rest.
+  gc!();
+  await new Promise((r) => setTimeout(r, 50));
   gc!();
   const collect = collectorWhenGrown(counted, 8 * MiB);
   assert.is(collect(), false);
   assert.is(calls, 0);
-  const before = process.memoryUsage().arrayBuffers;
   const ref = deadBuffer();
-  assert.ok(process.memoryUsage().arrayBuffers >= before + 16 * MiB, 'the buffer was counted');
   // A WeakRef (created, or deref'd) keeps its target alive until the current job ends: let it end.
   await new Promise((r) => setImmediate(r));
   assert.is(collect(), true);
   assert.is(calls, 1);
   assert.ok(ref.deref() === undefined, 'the collection freed the dead buffer');
-  // Its bytes leave the process-wide count when V8 sweeps the backing store, possibly later.
-  const released = await eventually(() => process.memoryUsage().arrayBuffers < before + 16 * MiB, 5000);
-  assert.ok(released, 'the dead buffer\'s bytes were released');
+  // (Not asserted on process.memoryUsage().arrayBuffers: that count is the whole process's, with
+  // earlier test files' buffers swept by V8 in the background meanwhile, and flaked in the suite.)
   // The baseline moved to what the collection left: nothing grew since.
   assert.is(collect(), false);
   assert.is(calls, 1);
