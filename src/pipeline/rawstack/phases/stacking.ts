@@ -30,6 +30,7 @@ import { stackSrcRanges } from '../../../gpu/kernels/src-ranges.js';
 import { lnTableBound } from '../../../gpu/kernels/warp.js';
 import type { GpuContext } from '../../../gpu/context.js';
 import type { WarpKernel } from '../../../cpu/warp.js';
+import { exposeGc } from '../../../cpu/worker-gc.js';
 import type { StackMethod } from '../../../cpu/stack.js';
 import { writeJsonAtomic } from '../../atomic.js';
 import { stackingPlacement, withStackOnHost, type StackingPlacement } from '../../device-policy.js';
@@ -80,6 +81,8 @@ export const stackingOptions: { premaskOnDevice: boolean | null; premaskIndexCap
 };
 
 const MiB = 1024 * 1024;
+/** The main thread's collector (null where the runtime refuses it). */
+const collectGarbage = exposeGc();
 
 interface Live {
   readers: ReaderCache;
@@ -475,7 +478,12 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   if ('status' in layout) return layout;
   const { placement, premask, plan } = layout;
 
-  // 3. The band loop.
+  // 3. The band loop. A full collection first: the setup's garbage (headers and records, the LN
+  // pass's reads and bins: ~70 MiB of heap and ~50 MiB of external buffers at 1000 frames of
+  // 2048 px) was otherwise still alive when the engine's slots became resident (~155 MiB there),
+  // and that sum was the phase's peak (bench/RESULTS.md, the 1000-frame STACKING transient).
+  // One forced collection costs ~20 ms.
+  collectGarbage?.();
   const engine = new BandEngine({
     width: W,
     height: H,
