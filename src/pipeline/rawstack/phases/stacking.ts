@@ -481,7 +481,7 @@ async function runStacking(ctx: PhaseContext<RawStackState>, sink: GroupSink | n
   // 3. The band loop. A full collection first: the setup's garbage (headers and records, the LN
   // pass's reads and bins: ~70 MiB of heap and ~50 MiB of external buffers at 1000 frames of
   // 2048 px) was otherwise still alive when the engine's slots became resident (~155 MiB there),
-  // and that sum was the phase's peak (bench/RESULTS.md, the 1000-frame STACKING transient).
+  // adding itself to the phase's peak (bench/RESULTS.md, the 1000-frame STACKING transient).
   // One forced collection costs ~20 ms.
   collectGarbage?.();
   const engine = new BandEngine({
