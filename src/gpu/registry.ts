@@ -56,6 +56,8 @@ export const KERNELS = {
   // stacking: a column window of every frame's slot rows packed (the host pre-mask's readback)
   gather_window: { shader: 'stack/gather_window.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
   gather_window_vec4: { shader: 'stack/gather_window_vec4.wgsl', bindings: ['uniform', 'read-only-storage', 'storage'] },
+  // device: every storage binding point rebound to a small buffer (frees destroyed buffers a GL driver still holds bound)
+  release_bindings: { shader: 'device/release_bindings.wgsl', bindings: ['uniform', 'storage'] },
 } as const satisfies Record<string, KernelSpec>;
 
 export type KernelId = keyof typeof KERNELS;

@@ -179,8 +179,8 @@ export async function runPipeline<C, S extends PipelineBase<C>>(definition: Pipe
     // on a software adapter they are host memory: released between phases, and the phase's dead
     // frames collected, so no phase's peak carries the previous phase's memory (memory-flat runs).
     const collectGarbage = collectorWhenGrown(exposeGc(), COLLECT_GROWTH_BYTES);
-    const afterPhase = () => {
-      gpu?.pool.trim();
+    const afterPhase = async () => {
+      await gpu?.trim();
       collectGarbage();
       // Worker-pool threads release the phase's `reused` shared buffers (worker-pool.ts).
       collectSharedPools();

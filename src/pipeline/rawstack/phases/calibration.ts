@@ -109,7 +109,7 @@ async function runCalibration(ctx: PhaseContext<RawStackState>): Promise<RawStac
   // The masters' band buffers are dead: the device pool's (host memory on a software adapter)
   // and the host staging of every combine (up to the budget each). Released before the lights,
   // whose workers would otherwise add their frames on top of them (peak RSS).
-  state.gpu?.pool.trim();
+  await state.gpu?.trim();
   collectGarbage?.();
   collectSharedPools();
 
