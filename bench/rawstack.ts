@@ -19,7 +19,7 @@ import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchConfig, dataName, ensureData, PLAIN_MALLOC, runChild, type ChildResult, type DataSpec, type PhaseRow } from './rawstack-data.js';
-import { MALLOC_TUNING } from '../src/cli/allocator-env.js';
+import { MALLOC_TUNING, V8_TUNING_FLAG } from '../src/cli/allocator-env.js';
 import { runSiril, sirilVersion, type SirilResult } from './siril.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -143,7 +143,7 @@ export async function speedBench(options: RawstackBenchOptions): Promise<void> {
   const sirils = rounds.flatMap((r) => (r.siril ? [r.siril] : []));
   const siril: SirilResult | null = sirils.length ? fastest(sirils) : null;
   const table = phaseColumns([
-    [`as the CLI runs it (${Object.entries(MALLOC_TUNING).map(([k, v]) => `${k}=${v}`).join(' ')}, set by skystack)`, tuned],
+    [`as the CLI runs it (${Object.entries(MALLOC_TUNING).map(([k, v]) => `${k}=${v}`).join(' ')} NODE_OPTIONS=${V8_TUNING_FLAG}, set by skystack)`, tuned],
     ['plain glibc malloc', plain],
   ]);
   log(`\nskystack (${tuned.device}):\n${table}`);

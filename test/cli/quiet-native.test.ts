@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateDataset } from '../../fixtures/generator/index.js';
 import { NoiseStream, wantsAllocatorChild, wantsQuietChild } from '../../src/cli/quiet-native.js';
-import { MALLOC_TUNING, needsAllocatorRelaunch, withAllocatorTuning } from '../../src/cli/allocator-env.js';
+import { MALLOC_TUNING, needsAllocatorRelaunch, V8_TUNING_FLAG, withAllocatorTuning } from '../../src/cli/allocator-env.js';
 import { seededRandom, withTempDir } from '../helpers/tmp.js';
 
 const DAWN = [
@@ -70,13 +70,23 @@ test('allocator settings: added where missing on Linux, a user value wins, one r
   assert.equal(withAllocatorTuning({ PATH: '/bin' }, 'darwin'), { PATH: '/bin' });
   assert.ok(needsAllocatorRelaunch({}, 'linux'));
   assert.not.ok(needsAllocatorRelaunch({}, 'darwin'));
-  // Every name set by hand (the old advice): nothing to add, no child.
-  assert.not.ok(needsAllocatorRelaunch({ ...MALLOC_TUNING }, 'linux'));
+  // Every name set by hand: nothing to add, no child; without the V8 flag, a child that has it.
+  assert.not.ok(needsAllocatorRelaunch({ ...MALLOC_TUNING, NODE_OPTIONS: V8_TUNING_FLAG }, 'linux'));
+  assert.ok(needsAllocatorRelaunch({ ...MALLOC_TUNING }, 'linux'));
+  assert.not.ok(needsAllocatorRelaunch({ ...MALLOC_TUNING, NODE_OPTIONS: '--max-semi-space-size=8' }, 'linux'), "the user's own young-generation size wins");
   assert.ok(wantsAllocatorChild('rawstack', {}, 'linux'));
   assert.ok(wantsAllocatorChild('tiled', {}, 'linux'));
   assert.not.ok(wantsAllocatorChild('serve', {}, 'linux'), "serve's job children get them from the job manager");
   assert.not.ok(wantsAllocatorChild('inspect', {}, 'linux'));
   assert.not.ok(wantsAllocatorChild('rawstack', { SKYSTACK_CLI_CHILD: '1' }, 'linux'));
+});
+
+test('V8 setting: NODE_OPTIONS gets --max-semi-space-size=1 appended, a user size is kept', () => {
+  assert.is(withAllocatorTuning({}, 'linux').NODE_OPTIONS, V8_TUNING_FLAG);
+  assert.is(withAllocatorTuning({ NODE_OPTIONS: '--enable-source-maps' }, 'linux').NODE_OPTIONS, `--enable-source-maps ${V8_TUNING_FLAG}`);
+  assert.is(withAllocatorTuning({ NODE_OPTIONS: '--max-semi-space-size=4 --trace-gc' }, 'linux').NODE_OPTIONS, '--max-semi-space-size=4 --trace-gc');
+  assert.is(withAllocatorTuning({ NODE_OPTIONS: '  ' }, 'linux').NODE_OPTIONS, V8_TUNING_FLAG);
+  assert.is(withAllocatorTuning({ NODE_OPTIONS: '--x' }, 'darwin').NODE_OPTIONS, '--x', 'off Linux nothing changes');
 });
 
 test('skystack rawstack through the filtering child: run ok, exit 0, no Dawn line on stderr; a usage error keeps exit 2', async () => {
