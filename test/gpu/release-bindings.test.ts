@@ -5,6 +5,7 @@
 // once the binding points are rebound, so trim() must return its memory at once.
 import * as assert from 'uvu/assert';
 import { test } from 'uvu';
+import { exposeGc } from '../../src/cpu/worker-gc.js';
 import { scatterNanResident } from '../../src/gpu/kernels/premask.js';
 import { expandReleaseBindings, releaseBindings, releaseBindingSlots, releaseBindingsMarks } from '../../src/gpu/kernels/release-bindings.js';
 import { loadShader } from '../../src/gpu/shaders.js';
@@ -54,6 +55,9 @@ softwareGl('GpuContext.trim: a destroyed buffer a dispatch left bound is returne
   await ctx.trim();
   const inUse = ctx.pool.stats.inUseBytes; // other files' buffers (one process, one device)
   const bytes = 96 * MiB;
+  // Earlier files' garbage released first, so no sweep shrinks RSS while the buffer is measured.
+  exposeGc()?.();
+  await new Promise((r) => setTimeout(r, 50));
   const rss0 = process.memoryUsage.rss();
   const big = ctx.storage(bytes, 'big');
   const indices = ctx.upload(new Uint32Array([0, 1, 2, 3]));
