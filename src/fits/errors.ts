@@ -24,6 +24,7 @@ export type FitsErrorCode =
   | 'FITS_TRUNCATED_DATA' // file ends before the data array does
   | 'FITS_TOO_LARGE' // data array larger than this process can hold
   | 'FITS_ROW_RANGE' // a requested row/plane range lies outside the image
+  | 'FITS_HEADER_NOT_READ' // the header of a reader re-opened from its image layout alone (FitsReader.reopenPlain) was asked for
   | 'FITS_BAD_IMAGE' // an image handed to the writer is inconsistent
   | 'FITS_BAD_HEADER' // a header card cannot be written (non-ASCII text, NaN value, over-long HIERARCH card)
   | 'FITS_WRITE_FAILED'; // the OS refused the write or rename

@@ -5,6 +5,6 @@ export { type CardValue, type FitsCard, parseCard, formatCard, BLOCK_LENGTH, CAR
 export { FitsHeader, type SetOptions } from './header.js';
 export { type Bitpix, type ImageLayout, type StorageKind } from './layout.js';
 export { type PixelArray } from './samples.js';
-export { FitsReader, readFitsHeader, readFitsImage, readFitsNative, type FitsImage, type RowBand, type RowScratch, type FloatType } from './read.js';
+export { FitsReader, readFitsHeader, readFitsImage, readFitsNative, type FitsImage, type PlainReopen, type RowBand, type RowScratch, type FloatType } from './read.js';
 export { writeFits, buildHeader, toUint16, isPartialWrite, partialWriteName, type ImageToWrite, type WriteOptions } from './write.js';
 export * as keys from './keys.js';

@@ -5,7 +5,11 @@
 // Every failure is a FitsError naming the file; reads are bounded by the file size (or by what
 // the decompressed stream actually holds), so a hostile or truncated file can neither hang the
 // reader nor make it allocate beyond what its header describes and its data backs.
+// A plain file can be opened again for pixel reads from the layout an earlier reader of it
+// recorded (reopenPlain: no header read), provided its size and modification time are unchanged;
+// such a reader has no header and refuses to give one (FITS_HEADER_NOT_READ).
 
+import { fstatSync } from 'node:fs';
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import { GzipSource } from './compressed/gzip-source.js';
 import type { TiledImage } from './compressed/tiled.js';
@@ -86,14 +90,64 @@ const GZIP_MAGIC = [0x1f, 0x8b];
  * Every pixel read of the project goes through readNativeRows / readRowsInto (or the whole-image
  * helpers built on them), so plain, gzip and tiled files are read the same way everywhere.
  */
+/**
+ * What re-opening a plain (uncompressed, untiled) file needs without reading its header again:
+ * its image layout and the size and modification time it had (FitsReader.reopenPlain).
+ */
+export interface PlainReopen {
+  layout: ImageLayout;
+  size: number;
+  mtimeMs: number;
+}
+
 export class FitsReader {
   private constructor(
     readonly file: string,
     private readonly src: ByteSource,
-    readonly header: FitsHeader,
+    private readonly parsedHeader: FitsHeader | null,
     readonly layout: ImageLayout,
     private readonly tiled: TiledImage | null,
+    /** Size and mtime at open (plain files; null otherwise): what reopenPlain checks. */
+    private readonly stamp: { size: number; mtimeMs: number } | null,
   ) {}
+
+  /** The image's header; a reader re-opened from its layout alone (reopenPlain) has none and says so. */
+  get header(): FitsHeader {
+    if (!this.parsedHeader) throw new FitsError('FITS_HEADER_NOT_READ', this.file, 'this reader was re-opened from its image layout without its header (open the file for its header)');
+    return this.parsedHeader;
+  }
+
+  /** For a plain file (positional reads of stored samples), what reopenPlain needs; null for gzip and tiled files. */
+  get plainReopen(): PlainReopen | null {
+    return this.stamp && !this.tiled && this.layout.compression === null ? { layout: this.layout, ...this.stamp } : null;
+  }
+
+  /**
+   * Opens `file` again for pixel reads from what an earlier reader of it recorded, without
+   * reading or parsing its header: one open and one stat. Null when the file is no longer what
+   * it was (another size or modification time, or not a regular file), and the caller opens it
+   * in full; errors opening it are the same FitsErrors open() gives.
+   */
+  static async reopenPlain(file: string, known: PlainReopen): Promise<FitsReader | null> {
+    let fh: FileHandle;
+    try {
+      fh = await open(file, 'r');
+    } catch (e) {
+      throw osError(e, file);
+    }
+    try {
+      // fstat without a thread-pool round trip: microseconds, and this runs once per frame and band.
+      const info = fstatSync(fh.fd);
+      if (!info.isFile() || info.size !== known.size || info.mtimeMs !== known.mtimeMs) {
+        await fh.close();
+        return null;
+      }
+      return new FitsReader(file, new FileSource(fh, info.size, file), null, known.layout, null, { size: info.size, mtimeMs: info.mtimeMs });
+    } catch (e) {
+      await fh.close().catch(() => undefined);
+      throw isFitsError(e) ? e : osError(e, file);
+    }
+  }
 
   static async open(file: string): Promise<FitsReader> {
     // Check the kind before opening: opening a named pipe would block until a writer appears.
@@ -125,7 +179,7 @@ export class FitsReader {
         src = new GzipSource(file);
       } else src = new FileSource(fh, info.size, file);
       const { header, layout, tiled } = await locateImage(src, file, gzip);
-      return new FitsReader(file, src, header, layout, tiled);
+      return new FitsReader(file, src, header, layout, tiled, gzip ? null : { size: info.size, mtimeMs: info.mtimeMs });
     } catch (e) {
       await (src ? src.close() : fh.close().catch(() => undefined)).catch(() => undefined);
       throw isFitsError(e) ? e : osError(e, file);

@@ -211,8 +211,16 @@ test('reader cache: at most `capacity` files open, every read right, LRU reuse',
       }
     }
     assert.is(cache.opens, 10, 'five files through two slots reopen each round');
+    assert.is(cache.reopens, 5, 'the second round opens them from their remembered layouts');
     await cache.use(files[4]!, async () => undefined);
     assert.is(cache.opens, 10, 'the most recent file is still open');
+    // A file rewritten meanwhile (another size) is opened in full and read as it is now.
+    await writeFits(files[0]!, { width: 4, height: 4, data: new Float32Array(16).fill(7) });
+    const rows = await cache.use(files[0]!, (r) => r.readRows(3, 1));
+    assert.equal(Array.from(rows.data), [7, 7, 7, 7]);
+    assert.is(cache.reopens, 6, 'counted as a re-open attempt');
+    const header = await cache.use(files[0]!, async (r) => r.header.getNumber('NAXIS2'));
+    assert.is(header, 4, 'a full open has its header');
     await cache.closeAll();
     let failed = false;
     await cache.use(join(dir, 'missing.fits'), async () => undefined).catch(() => (failed = true));

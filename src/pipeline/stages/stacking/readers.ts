@@ -3,7 +3,12 @@
 // LRU keeps at most `capacity` files open (default 64, one descriptor each, far below the usual
 // 1024 fd limit) and closes the least recently used one when another is needed. An open reader
 // also keeps what makes the next band cheap: a gzip file's inflate position, a tiled file's
-// decoded tile row.
+// decoded tile row. With more frames than `capacity` the bands' cyclic order misses every time,
+// so a plain file's image layout is remembered when its reader is closed, and the file is opened
+// again from it (FitsReader.reopenPlain: one open and one stat, no header read or parse; ~0.4-
+// 0.6 ms less per frame and band, bench/RESULTS.md 2026-12-08); a reader re-opened that way has
+// no header, so the header is read through the first use() of a file (STACKING's setup does).
+// A layout costs ~1 KiB, against ~16 KiB for a reader kept open with its parsed header.
 // Invariants: a reader handed out by get() stays open until the promise chain that uses it has
 // finished (readers in use are never evicted: `busy` counts), closeAll() closes everything and is
 // idempotent; a failed open is not cached (the next get() retries and reports the error again).
@@ -12,7 +17,7 @@
 // they were ~2 MB each and tens of MB of them were alive at STACKING's peak RSS. Integer and
 // compressed files decode through scratch buffers the cache recycles (one per read in flight).
 
-import { FitsReader, type RowScratch } from '../../../fits/index.js';
+import { FitsReader, type PlainReopen, type RowScratch } from '../../../fits/index.js';
 
 interface Entry {
   reader: Promise<FitsReader>;
@@ -23,6 +28,10 @@ export class ReaderCache {
   private readonly open = new Map<string, Entry>();
   /** Opens performed (for diagnostics: with an LRU smaller than the frame count, > frames). */
   opens = 0;
+  /** Of those, the ones from a remembered layout (no header read). */
+  reopens = 0;
+  /** Image layouts of plain files whose readers were closed, by file. */
+  private readonly known = new Map<string, PlainReopen>();
 
   constructor(readonly capacity = 64) {}
 
@@ -36,7 +45,9 @@ export class ReaderCache {
     } else {
       await this.evict();
       this.opens++;
-      const reader = FitsReader.open(file);
+      const known = this.known.get(file);
+      if (known) this.reopens++;
+      const reader = known ? FitsReader.reopenPlain(file, known).then((r) => r ?? FitsReader.open(file)) : FitsReader.open(file);
       entry = { reader, busy: 0 };
       this.open.set(file, entry);
       reader.catch(() => {
@@ -78,7 +89,7 @@ export class ReaderCache {
     for (const [file, entry] of this.open) {
       if (entry.busy > 0) continue;
       this.open.delete(file);
-      await closeEntry(entry);
+      await closeEntry(entry, (k) => this.known.set(file, k));
       if (this.open.size < this.capacity) return;
     }
   }
@@ -87,10 +98,18 @@ export class ReaderCache {
     const entries = [...this.open.values()];
     this.open.clear();
     this.scratch.length = 0;
-    await Promise.all(entries.map(closeEntry));
+    this.known.clear();
+    await Promise.all(entries.map((e) => closeEntry(e)));
   }
 }
 
-async function closeEntry(e: Entry): Promise<void> {
-  await e.reader.then((r) => r.close()).catch(() => undefined);
+/** Closes the entry's reader; `remember` receives a plain file's layout for reopenPlain. */
+async function closeEntry(e: Entry, remember?: (known: PlainReopen) => void): Promise<void> {
+  await e.reader
+    .then((r) => {
+      const k = r.plainReopen;
+      if (k && remember) remember(k);
+      return r.close();
+    })
+    .catch(() => undefined);
 }
