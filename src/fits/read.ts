@@ -6,7 +6,7 @@
 // the decompressed stream actually holds), so a hostile or truncated file can neither hang the
 // reader nor make it allocate beyond what its header describes and its data backs.
 // A plain file can be opened again for pixel reads from the layout an earlier reader of it
-// recorded (reopenPlain: no header read), provided its size and modification time are unchanged;
+// recorded (reopenPlain: no header read), provided its size, modification time and inode are unchanged;
 // such a reader has no header and refuses to give one (FITS_HEADER_NOT_READ).
 
 import { fstatSync } from 'node:fs';
@@ -98,6 +98,8 @@ export interface PlainReopen {
   layout: ImageLayout;
   size: number;
   mtimeMs: number;
+  /** The file's inode: a file replaced by rename (as writeFits writes) has another one even when size and time match. */
+  ino: number;
 }
 
 export class FitsReader {
@@ -107,8 +109,8 @@ export class FitsReader {
     private readonly parsedHeader: FitsHeader | null,
     readonly layout: ImageLayout,
     private readonly tiled: TiledImage | null,
-    /** Size and mtime at open (plain files; null otherwise): what reopenPlain checks. */
-    private readonly stamp: { size: number; mtimeMs: number } | null,
+    /** Size, mtime and inode at open (plain files; null otherwise): what reopenPlain checks. */
+    private readonly stamp: { size: number; mtimeMs: number; ino: number } | null,
   ) {}
 
   /** The image's header; a reader re-opened from its layout alone (reopenPlain) has none and says so. */
@@ -125,7 +127,7 @@ export class FitsReader {
   /**
    * Opens `file` again for pixel reads from what an earlier reader of it recorded, without
    * reading or parsing its header: one open and one stat. Null when the file is no longer what
-   * it was (another size or modification time, or not a regular file), and the caller opens it
+   * it was (another size, modification time or inode, or not a regular file), and the caller opens it
    * in full; errors opening it are the same FitsErrors open() gives.
    */
   static async reopenPlain(file: string, known: PlainReopen): Promise<FitsReader | null> {
@@ -138,11 +140,12 @@ export class FitsReader {
     try {
       // fstat without a thread-pool round trip: microseconds, and this runs once per frame and band.
       const info = fstatSync(fh.fd);
-      if (!info.isFile() || info.size !== known.size || info.mtimeMs !== known.mtimeMs) {
+      // File times tick coarsely (a rewrite within a few ms can keep mtime), hence the inode too.
+      if (!info.isFile() || info.size !== known.size || info.mtimeMs !== known.mtimeMs || info.ino !== known.ino) {
         await fh.close();
         return null;
       }
-      return new FitsReader(file, new FileSource(fh, info.size, file), null, known.layout, null, { size: info.size, mtimeMs: info.mtimeMs });
+      return new FitsReader(file, new FileSource(fh, info.size, file), null, known.layout, null, { size: info.size, mtimeMs: info.mtimeMs, ino: info.ino });
     } catch (e) {
       await fh.close().catch(() => undefined);
       throw isFitsError(e) ? e : osError(e, file);
@@ -179,7 +182,7 @@ export class FitsReader {
         src = new GzipSource(file);
       } else src = new FileSource(fh, info.size, file);
       const { header, layout, tiled } = await locateImage(src, file, gzip);
-      return new FitsReader(file, src, header, layout, tiled, gzip ? null : { size: info.size, mtimeMs: info.mtimeMs });
+      return new FitsReader(file, src, header, layout, tiled, gzip ? null : { size: info.size, mtimeMs: info.mtimeMs, ino: info.ino });
     } catch (e) {
       await (src ? src.close() : fh.close().catch(() => undefined)).catch(() => undefined);
       throw isFitsError(e) ? e : osError(e, file);

@@ -66,11 +66,14 @@ test('reopenPlain: a changed file is refused (null), a missing one fails as open
     const r = await FitsReader.open(file);
     const known = r.plainReopen!;
     await r.close();
-    await writeFits(file, { width: W, height: H + 2, data: new Float32Array(W * (H + 2)).fill(2) });
-    assert.is(await FitsReader.reopenPlain(file, known), null, 'another size: the caller opens it in full');
+    // Rewritten (writeFits replaces the file by rename) with the same size: another inode.
+    await writeFits(file, { width: W, height: H, data: new Float32Array(W * H).fill(2) });
+    assert.is(await FitsReader.reopenPlain(file, known), null, 'replaced, same size: the caller opens it in full');
     const same = await FitsReader.open(file);
     const sameKnown = same.plainReopen!;
     await same.close();
+    assert.ok(await FitsReader.reopenPlain(file, sameKnown).then((r) => r?.close().then(() => true)), 'unchanged since: re-opens');
+    assert.is(await FitsReader.reopenPlain(file, { ...sameKnown, size: sameKnown.size + 2880 }), null, 'another size: refused');
     assert.is(await FitsReader.reopenPlain(file, { ...sameKnown, mtimeMs: sameKnown.mtimeMs - 1000 }), null, 'another modification time: refused');
     await rm(file);
     const err = await FitsReader.reopenPlain(file, sameKnown).catch((e: unknown) => e);
