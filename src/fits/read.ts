@@ -92,7 +92,7 @@ const GZIP_MAGIC = [0x1f, 0x8b];
  */
 /**
  * What re-opening a plain (uncompressed, untiled) file needs without reading its header again:
- * its image layout and the size and modification time it had (FitsReader.reopenPlain).
+ * its image layout and the size, modification time and inode it had (FitsReader.reopenPlain).
  */
 export interface PlainReopen {
   layout: ImageLayout;

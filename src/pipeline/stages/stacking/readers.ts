@@ -5,8 +5,8 @@
 // also keeps what makes the next band cheap: a gzip file's inflate position, a tiled file's
 // decoded tile row. With more frames than `capacity` the bands' cyclic order misses every time,
 // so a plain file's image layout is remembered when its reader is closed, and the file is opened
-// again from it (FitsReader.reopenPlain: one open and one stat, no header read or parse; ~0.4-
-// 0.6 ms less per frame and band, bench/RESULTS.md 2026-12-08); a reader re-opened that way has
+// again from it (FitsReader.reopenPlain: one open and one stat, no header read or parse; ~0.2-
+// 0.3 ms less per frame and band, bench/RESULTS.md 2026-12-08); a reader re-opened that way has
 // no header, so the header is read through the first use() of a file (STACKING's setup does).
 // A layout costs ~1 KiB, against ~16 KiB for a reader kept open with its parsed header.
 // Invariants: a reader handed out by get() stays open until the promise chain that uses it has
@@ -28,7 +28,7 @@ export class ReaderCache {
   private readonly open = new Map<string, Entry>();
   /** Opens performed (for diagnostics: with an LRU smaller than the frame count, > frames). */
   opens = 0;
-  /** Of those, the ones from a remembered layout (no header read). */
+  /** Of those, the ones tried from a remembered layout (a changed file then opens in full). */
   reopens = 0;
   /** Image layouts of plain files whose readers were closed, by file. */
   private readonly known = new Map<string, PlainReopen>();
